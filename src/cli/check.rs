@@ -1,0 +1,54 @@
+//! `mekara check`: load compiled scripts and report their errors without running them.
+
+use clap::Args;
+
+use crate::engine::compiled::{Limits, Program};
+use crate::exit::Exit;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Scripts to check; all compiled scripts when none is given.
+    names: Vec<String>,
+}
+
+pub fn run(args: CheckArgs) -> anyhow::Result<Exit> {
+    let (_, resolver) = super::locate()?;
+    let names: Vec<String> = if args.names.is_empty() {
+        resolver
+            .list()
+            .into_iter()
+            .filter(|e| e.compiled)
+            .map(|e| e.name.to_string())
+            .collect()
+    } else {
+        args.names
+    };
+    let mut failed = 0;
+    for name in &names {
+        let script = match resolver.resolve(name) {
+            Ok(script) => script,
+            Err(e) => {
+                println!("error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        let Some(compiled) = &script.compiled else {
+            println!("{}: NL only, nothing to check", script.name);
+            continue;
+        };
+        match Program::load(&compiled.origin, &compiled.text, &Limits::default()) {
+            Ok(_) => println!("{}: ok ({})", script.name, compiled.origin),
+            Err(e) => {
+                println!("{}: {}\n{}\n", script.name, compiled.origin, e.message);
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        println!("{failed} of {} scripts have errors", names.len());
+        Ok(Exit::Failure)
+    } else {
+        Ok(Exit::Success)
+    }
+}

@@ -1,0 +1,122 @@
+//! The command line: argument parsing and the commands that are not a subsystem of their
+//! own. Errors become messages on stderr and an exit code from [`crate::exit`] here, and
+//! nowhere else.
+
+mod check;
+mod run;
+mod runs;
+mod scripts;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::engine::EngineError;
+use crate::exit::Exit;
+use crate::paths::Locations;
+use crate::script::Resolver;
+
+/// Workflows as code for coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "mekara", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    /// Write diagnostics to this file instead of stderr (also `MEKARA_LOG_FILE`).
+    #[arg(long, global = true, value_name = "FILE", env = "MEKARA_LOG_FILE")]
+    log_file: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a script in the terminal: auto steps run here, you do the llm steps.
+    Run(run::RunArgs),
+    /// List the scripts mekara finds, or show where one resolves from.
+    Scripts(scripts::ScriptsArgs),
+    /// Parse compiled scripts and report errors, without running anything.
+    Check(check::CheckArgs),
+    /// List runs, or show one run's journal.
+    Runs(runs::RunsArgs),
+}
+
+/// Runs the `mekara` command line with `args` (the program name first).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let exit = if e.use_stderr() { Exit::Usage } else { Exit::Success };
+            let _ = e.print();
+            return exit.into();
+        }
+    };
+    init_logging(cli.log_file.as_deref());
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Scripts(args) => scripts::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Runs(args) => runs::run(args),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit_for(&e).into()
+        }
+    }
+}
+
+/// Usage errors (a wrong name, a missing run) exit 2; everything else that failed exits 1.
+fn exit_for(e: &anyhow::Error) -> Exit {
+    match e.downcast_ref::<EngineError>() {
+        Some(
+            EngineError::Script(_)
+            | EngineError::RunNotFound { .. }
+            | EngineError::RunFinished { .. }
+            | EngineError::BadWorkingDir { .. }
+            | EngineError::NoRunsDir,
+        ) => Exit::Usage,
+        _ if e.downcast_ref::<crate::script::ScriptError>().is_some() => Exit::Usage,
+        _ => Exit::Failure,
+    }
+}
+
+/// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.
+fn init_logging(file: Option<&std::path::Path>) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MEKARA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    let opened = file.map(|path| std::fs::OpenOptions::new().create(true).append(true).open(path));
+    let _ = match opened {
+        Some(Ok(f)) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
+        Some(Err(e)) => {
+            eprintln!("warning: cannot open log file: {e}; logging to stderr");
+            builder.with_writer(std::io::stderr).try_init()
+        }
+        None => builder.with_writer(std::io::stderr).try_init(),
+    };
+}
+
+/// The project around the current directory, and its resolver.
+fn locate() -> anyhow::Result<(Locations, Resolver)> {
+    let locations = Locations::from_current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+    let resolver = Resolver::new(&locations);
+    Ok((locations, resolver))
+}
+
+/// The run store of these locations.
+fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, EngineError> {
+    locations
+        .runs_dir()
+        .map(crate::engine::runs::RunStore::new)
+        .ok_or(EngineError::NoRunsDir)
+}
+
+/// `2026-11-22T03:05:12Z` from Unix milliseconds.
+fn format_time(ms: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    humantime::format_rfc3339_seconds(time).to_string()
+}

@@ -1,0 +1,285 @@
+//! `mekara run`: drive a script from the terminal. Auto steps run here with their output
+//! streamed live; the person does the llm steps and NL scripts, typing each expected output.
+//! With stdin not a terminal, answers are read line by line, so tests and CI can drive it.
+
+use std::cell::{Cell, RefCell};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::{Map, Value as Json};
+
+use crate::engine::journal::Outcome;
+use crate::engine::step::{StepInput, StepRecord};
+use crate::engine::{EngineError, Executor, FrameEvent, Observer, Pending, Settings, ShellRunner};
+use crate::exit::Exit;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The script to run (`test/random` or `test:random`).
+    #[arg(required_unless_present = "resume")]
+    name: Option<String>,
+    /// The script's arguments (`$ARGUMENTS`, and `request` of `execute`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    arguments: Vec<String>,
+    /// Continue an interrupted run instead; auto steps that finished do not run again.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["name", "arguments"])]
+    resume: Option<String>,
+    /// The folder the script runs in (default: the current one).
+    #[arg(long, short = 'C', value_name = "DIR")]
+    working_dir: Option<PathBuf>,
+    /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    timeout: f64,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
+    let (locations, resolver) = super::locate()?;
+    let store = super::run_store(&locations)?;
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        anyhow::bail!("`--timeout` must be a positive number of seconds");
+    }
+    let settings = Settings {
+        default_timeout: Duration::from_secs_f64(args.timeout),
+        ..Settings::default()
+    };
+    let runner = Box::new(ShellRunner::new());
+    let terminal = Terminal::default();
+    let started = Instant::now();
+    let interrupt = Interrupt::install();
+
+    let (mut executor, first) = match &args.resume {
+        Some(id) => {
+            let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+            if let Some(torn) = torn {
+                println!(
+                    "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped and that step runs again",
+                    torn.len, torn.offset
+                );
+            }
+            println!("resuming run {id}");
+            interrupt.watch(&executor, Some(id.clone()));
+            let first = executor.advance(&terminal);
+            (executor, first)
+        }
+        None => {
+            let mut executor = Executor::new(resolver, store, runner, settings);
+            let name = args.name.as_deref().unwrap_or_default();
+            let cwd = std::env::current_dir()?;
+            let working_dir = args.working_dir.as_ref().map_or_else(|| cwd.clone(), |d| cwd.join(d));
+            interrupt.watch(&executor, None);
+            let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
+            (executor, first)
+        }
+    };
+    if let Some(id) = executor.run_id() {
+        interrupt.set_run(id);
+    }
+    let mut pending = first;
+    let mut input = std::io::stdin().lock();
+    loop {
+        let next = match pending {
+            Err(EngineError::Cancelled { script, index }) => {
+                let id = executor.run_id().unwrap_or_default().to_string();
+                println!("\ninterrupted: step {script}[{index}] was stopped; resume with `mekara run --resume {id}`");
+                return Ok(Exit::Interrupted);
+            }
+            Err(e) => return Err(e.into()),
+            Ok(Pending::Finished { run, outcome, fell_back }) => {
+                let how = match (outcome, fell_back) {
+                    (_, true) => "failed and was finished by hand",
+                    (Outcome::Completed, false) => "completed",
+                    _ => "finished",
+                };
+                println!(
+                    "\n── run {run} {how}: {} steps ran here in {:.1} s ──",
+                    terminal.steps_run.get(),
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(if fell_back { Exit::Failure } else { Exit::Success });
+            }
+            Ok(Pending::Llm { path, prompt, expects }) => {
+                println!("\n── llm step {path} ──\n{}", prompt.trim_end());
+                let Some(outputs) = ask_outputs(&mut input, expects.as_ref())? else {
+                    return Ok(closed(&executor));
+                };
+                executor.continue_llm(outputs, &terminal)
+            }
+            Ok(Pending::Nl { path, instructions }) => {
+                println!("\n── NL script {path}: do all of this by hand ──\n{}", instructions.trim_end());
+                if !ask_done(&mut input, "Press Enter when you have done all of the above.")? {
+                    return Ok(closed(&executor));
+                }
+                executor.finish_nl(&terminal)
+            }
+            Ok(Pending::Fallback { path, error, instructions }) => {
+                println!(
+                    "\n── {path} failed; finish it by hand ──\nWhat failed:\n{}\n\nThe script's instructions (the steps above already ran):\n{}",
+                    error.trim_end(),
+                    instructions.trim_end()
+                );
+                if !ask_done(&mut input, "Press Enter when you have finished the script by hand.")? {
+                    return Ok(closed(&executor));
+                }
+                executor.finish_nl(&terminal)
+            }
+        };
+        pending = next;
+    }
+}
+
+fn closed(executor: &Executor) -> Exit {
+    let id = executor.run_id().unwrap_or_default();
+    println!("\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`");
+    Exit::Failure
+}
+
+/// Reads one line; `None` at end of input.
+/// Reads one line; `None` at end of input. Piped answers are echoed, so the transcript
+/// reads as it would have on a terminal.
+fn read_line(input: &mut impl BufRead) -> anyhow::Result<Option<String>> {
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let line = line.trim_end_matches(['\n', '\r']).to_string();
+    if !std::io::stdin().is_terminal() {
+        println!("{line}");
+    }
+    Ok(Some(line))
+}
+
+fn ask_done(input: &mut impl BufRead, prompt: &str) -> anyhow::Result<bool> {
+    print!("{prompt} ");
+    Ok(read_line(input)?.is_some())
+}
+
+/// Asks for each expected output in turn; `None` when input ends first.
+fn ask_outputs(input: &mut impl BufRead, expects: Option<&Map<String, Json>>) -> anyhow::Result<Option<Map<String, Json>>> {
+    let mut outputs = Map::new();
+    let Some(expects) = expects.filter(|e| !e.is_empty()) else {
+        return Ok(ask_done(input, "Press Enter when done.")?.then_some(outputs));
+    };
+    for (name, description) in expects {
+        match description.as_str().filter(|d| !d.is_empty()) {
+            Some(d) => print!("{name} ({}): ", d.trim_end()),
+            None => print!("{name}: "),
+        }
+        let Some(answer) = read_line(input)? else {
+            return Ok(None);
+        };
+        outputs.insert(name.clone(), Json::String(answer));
+    }
+    Ok(Some(outputs))
+}
+
+/// Prints steps as they run, their output indented under them.
+#[derive(Default)]
+struct Terminal {
+    at_line_start: Cell<bool>,
+    steps_run: Cell<usize>,
+    started: RefCell<Option<Instant>>,
+}
+
+const BAR: &str = "  │ ";
+
+impl Observer for Terminal {
+    fn step_started(&self, frame: &str, index: usize, input: &StepInput, context: Option<&str>) {
+        if let Some(context) = context {
+            println!("# {context}");
+        }
+        println!("▶ {frame}[{index}] {}", input.summary());
+        self.at_line_start.set(true);
+        *self.started.borrow_mut() = Some(Instant::now());
+    }
+
+    fn output(&self, chunk: &[u8]) {
+        let text = String::from_utf8_lossy(chunk);
+        let mut out = std::io::stdout().lock();
+        for piece in text.split_inclusive('\n') {
+            if self.at_line_start.get() {
+                let _ = out.write_all(BAR.as_bytes());
+            }
+            let _ = out.write_all(piece.as_bytes());
+            self.at_line_start.set(piece.ends_with('\n'));
+        }
+        let _ = out.flush();
+    }
+
+    fn step_finished(&self, frame: &str, record: &StepRecord) {
+        if !self.at_line_start.get() {
+            println!();
+            self.at_line_start.set(true);
+        }
+        self.steps_run.set(self.steps_run.get() + 1);
+        let ms = record.result.duration_ms.unwrap_or(0);
+        match &record.result.error {
+            None => println!("✓ {frame}[{}] ({ms} ms)", record.index),
+            Some(error) => println!("✗ {frame}[{}] {error}", record.index),
+        }
+    }
+
+    fn frame_event(&self, event: FrameEvent<'_>) {
+        match event {
+            FrameEvent::Pushed { path } => println!("→ {path}"),
+            FrameEvent::Ended { path, success } => {
+                println!("{} {path} ended", if success { "←" } else { "✗" });
+            }
+        }
+    }
+}
+
+/// Ctrl-C: stops a running step (the run stays resumable), or, while the person is
+/// typing, leaves at once: the journal is synced whenever mekara waits for input.
+#[derive(Clone)]
+struct Interrupt {
+    running: Arc<AtomicBool>,
+    state: Arc<Mutex<(Option<crate::engine::CancelToken>, Option<String>)>>,
+}
+
+impl Interrupt {
+    fn install() -> Interrupt {
+        let interrupt = Interrupt {
+            running: Arc::new(AtomicBool::new(true)),
+            state: Arc::new(Mutex::new((None, None))),
+        };
+        let handler = interrupt.clone();
+        let installed = ctrlc::set_handler(move || {
+            let Ok(state) = handler.state.lock() else {
+                std::process::exit(Exit::Interrupted.code().into());
+            };
+            let (cancel, run) = &*state;
+            if handler.running.load(Ordering::SeqCst) {
+                if let Some(cancel) = cancel {
+                    cancel.cancel();
+                    return;
+                }
+            }
+            match run {
+                Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),
+                None => eprintln!("\ninterrupted"),
+            }
+            std::process::exit(Exit::Interrupted.code().into());
+        });
+        if let Err(e) = installed {
+            tracing::warn!("cannot handle Ctrl-C: {e}");
+        }
+        interrupt
+    }
+
+    fn watch(&self, executor: &Executor, run: Option<String>) {
+        if let Ok(mut state) = self.state.lock() {
+            *state = (Some(executor.cancel_token()), run);
+        }
+    }
+
+    fn set_run(&self, id: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.1 = Some(id.to_string());
+        }
+    }
+}

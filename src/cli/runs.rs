@@ -1,0 +1,138 @@
+//! `mekara runs`: the runs of this project, and one run's journal, readably.
+
+use clap::{Args, Subcommand};
+
+use super::format_time;
+use crate::engine::journal::{Event, Origin};
+use crate::engine::step::StepRecord;
+use crate::exit::Exit;
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    command: Option<RunsCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum RunsCommand {
+    /// Print a run's journal: every frame and step, with outputs.
+    Show {
+        /// The run's id, as `mekara runs` lists it.
+        id: String,
+    },
+}
+
+pub fn run(args: RunsArgs) -> anyhow::Result<Exit> {
+    let (locations, _) = super::locate()?;
+    let store = super::run_store(&locations)?;
+    match args.command {
+        None => {
+            let runs = store.list();
+            if runs.is_empty() {
+                println!("no runs yet in {}", store.dir().display());
+                return Ok(Exit::Success);
+            }
+            println!("{:20}  {:24}  {:24}  {:20}  STEPS", "ID", "SCRIPT", "STATE", "STARTED");
+            for r in runs {
+                let script = r.script.replace('/', ":");
+                match r.problem {
+                    Some(problem) => println!("{:20}  unreadable: {problem}", r.id),
+                    None => println!(
+                        "{:20}  {:24}  {:24}  {:20}  {}",
+                        r.id,
+                        script,
+                        r.state.to_string(),
+                        format_time(r.started_at),
+                        r.steps
+                    ),
+                }
+            }
+        }
+        Some(RunsCommand::Show { id }) => {
+            let contents = store.read(&id)?;
+            let mut out = String::new();
+            for event in &contents.events {
+                show_event(&mut out, event);
+            }
+            if let Some(torn) = contents.torn {
+                out.push_str(&format!(
+                    "! torn last record ({} bytes at byte {}): the writer stopped mid-write; it is ignored\n",
+                    torn.len, torn.offset
+                ));
+            }
+            print!("{out}");
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn show_event(out: &mut String, event: &Event) {
+    match event {
+        Event::Run(run) => out.push_str(&format!(
+            "run {} (mekara {}), started {}\n",
+            run.id,
+            run.mekara,
+            format_time(run.at)
+        )),
+        Event::Push(push) => {
+            let indent = "  ".repeat(push.depth);
+            let how = match push.origin {
+                Origin::Start => "started",
+                Origin::Call => "called",
+            };
+            let kind = if push.compiled { "compiled" } else { "NL" };
+            out.push_str(&format!(
+                "{indent}▶ {} ({kind}, {how}) in {}",
+                push.script.replace('/', ":"),
+                push.working_dir.display()
+            ));
+            if !push.request.is_empty() {
+                out.push_str(&format!(" with `{}`", push.request));
+            }
+            out.push('\n');
+        }
+        Event::Step(step) => show_step(out, step.depth, &step.record),
+        Event::Fail(fail) => {
+            let indent = "  ".repeat(fail.depth + 1);
+            out.push_str(&format!("{indent}✗ fell back to the NL instructions: {}\n", indent_lines(&fail.error, &indent)));
+        }
+        Event::Pop(pop) => {
+            let indent = "  ".repeat(pop.depth);
+            out.push_str(&format!("{indent}◀ {:?}", pop.outcome).to_lowercase());
+            if let Some(error) = &pop.error {
+                out.push_str(&format!(": {}", indent_lines(error, &indent)));
+            }
+            out.push('\n');
+        }
+    }
+}
+
+fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
+    let indent = "  ".repeat(depth + 1);
+    let mark = if record.result.success { "✓" } else { "✗" };
+    out.push_str(&format!("{indent}{mark} [{}] {}", record.index, record.input.summary()));
+    if let Some(context) = &record.context {
+        out.push_str(&format!("  # {context}"));
+    }
+    if let Some(ms) = record.result.duration_ms {
+        out.push_str(&format!("  ({ms} ms)"));
+    }
+    out.push('\n');
+    let body = format!("{indent}    ");
+    if !record.result.output.is_empty() {
+        out.push_str(&format!("{body}{}\n", indent_lines(record.result.output.trim_end(), &body)));
+    }
+    if let Some(value) = &record.result.value {
+        out.push_str(&format!("{body}= {value}\n"));
+    }
+    if let Some(outputs) = &record.result.outputs {
+        out.push_str(&format!("{body}→ {}\n", serde_json::Value::Object(outputs.clone())));
+    }
+    if let Some(error) = &record.result.error {
+        out.push_str(&format!("{body}error: {}\n", indent_lines(error, &body)));
+    }
+}
+
+fn indent_lines(text: &str, indent: &str) -> String {
+    text.replace('\n', &format!("\n{indent}"))
+}

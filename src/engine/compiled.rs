@@ -1,0 +1,691 @@
+//! Compiled scripts: loading a `.star` file, and evaluating `execute(request)` over the
+//! journal of a frame (DESIGN §3).
+//!
+//! Evaluation always starts from the top. Each step builtin takes the next journal entry
+//! when there is one (checking that it asks for the recorded input), and past the end of
+//! the journal it either runs now and appends its result (auto steps) or suspends the
+//! evaluation (llm steps, script calls). Suspending is an error that unwinds the
+//! interpreter: Starlark cannot catch errors, so nothing in the script can swallow it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+use starlark::any::ProvidesStaticType;
+use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::Evaluator;
+use starlark::starlark_module;
+use starlark::syntax::{AstModule, Dialect, DialectTypes};
+use starlark::values::dict::DictRef;
+use starlark::values::list::ListRef;
+use starlark::values::structs::AllocStruct;
+use starlark::values::{Heap, Value};
+
+use super::error::EngineError;
+use super::journal::JournalError;
+use super::observer::Observer;
+use super::shell::{CancelToken, Ran, ShellStep, StepRunner};
+use super::step::{StepInput, StepRecord, StepResult};
+
+/// Bounds on one evaluation, so a runaway script fails with its location instead of
+/// hanging or eating the machine.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Interpreter ticks (roughly, bytecode instructions) per evaluation.
+    pub max_ticks: u64,
+    /// Bytes of Starlark heap.
+    pub max_heap_bytes: usize,
+    /// Depth of Starlark calls.
+    pub max_call_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_ticks: 50_000_000,
+            max_heap_bytes: 256 * 1024 * 1024,
+            max_call_depth: 200,
+        }
+    }
+}
+
+/// A `.star` file that parsed and whose top level ran.
+pub struct Program {
+    module: FrozenModule,
+    origin: String,
+}
+
+/// An error in a script's code, rendered with `file:line:col` and the source snippet.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct CodeError {
+    /// The rendered error.
+    pub message: String,
+}
+
+impl CodeError {
+    fn new(message: impl Into<String>) -> CodeError {
+        CodeError {
+            message: message.into(),
+        }
+    }
+}
+
+/// `starlark::Error` does not implement `std::error::Error`; it is rendered by hand,
+/// keeping its location and snippet.
+fn render(e: &starlark::Error) -> String {
+    format!("{e}").trim_end().to_string()
+}
+
+/// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
+/// arguments, type annotations and f-strings; no `load` (scripts are single files).
+pub fn dialect() -> Dialect {
+    Dialect {
+        enable_f_strings: true,
+        enable_keyword_only_arguments: true,
+        enable_types: DialectTypes::Enable,
+        ..Dialect::Standard
+    }
+}
+
+/// The global environment: the standard library, `json`, `struct`, `print` and the step
+/// builtins.
+pub fn globals() -> &'static Globals {
+    static GLOBALS: OnceLock<Globals> = OnceLock::new();
+    GLOBALS.get_or_init(|| {
+        GlobalsBuilder::extended_by(&[
+            LibraryExtension::StructType,
+            LibraryExtension::RecordType,
+            LibraryExtension::EnumType,
+            LibraryExtension::Map,
+            LibraryExtension::Filter,
+            LibraryExtension::Partial,
+            LibraryExtension::Print,
+            LibraryExtension::Json,
+            LibraryExtension::Typing,
+            LibraryExtension::SetType,
+        ])
+        .with(step_builtins)
+        .build()
+    })
+}
+
+impl Program {
+    /// Parses `source` and runs its top level, which may only define things: step builtins
+    /// refuse to run there. `origin` names the file in error locations.
+    pub fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
+        let ast = AstModule::parse(origin, source.to_string(), &dialect())
+            .map_err(|e| CodeError::new(render(&e)))?;
+        let module = Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
+            {
+                let printer = LogPrinter;
+                let mut eval = Evaluator::new(&module);
+                eval.set_print_handler(&printer);
+                apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+                eval.eval_module(ast, globals())
+                    .map_err(|e| CodeError::new(render(&e)))?;
+            }
+            module
+                .freeze()
+                .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+        })?;
+        match module.get_option("execute") {
+            Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program {
+                module,
+                origin: origin.to_string(),
+            }),
+            Ok(Some(f)) => Err(CodeError::new(format!(
+                "error: `execute` must be a function, but it is a `{}`\n --> {origin}\nhint: define `def execute(request):`",
+                f.value().get_type()
+            ))),
+            _ => Err(CodeError::new(format!(
+                "error: the script defines no `execute` function\n --> {origin}\nhint: define `def execute(request):`; mekara calls it with the script's arguments"
+            ))),
+        }
+    }
+
+    /// The file this program came from.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+}
+
+fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(), String> {
+    eval.set_max_tick_count(limits.max_ticks)
+        .and_then(|()| eval.set_max_heap_size(limits.max_heap_bytes))
+        .and_then(|()| eval.set_max_callstack_size(limits.max_call_depth))
+        .map_err(|e| format!("cannot set evaluation limits: {e}"))
+}
+
+/// Where a suspended evaluation stopped: what the frame needs before it can go on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Suspension {
+    /// The agent must do an llm step.
+    Llm {
+        /// The instruction.
+        prompt: String,
+        /// The outputs it must give, with their descriptions.
+        expects: Option<Map<String, Json>>,
+    },
+    /// Another script must run as a nested frame.
+    Call {
+        /// Its name as written.
+        script: String,
+        /// Its arguments.
+        request: String,
+        /// The folder it runs in.
+        working_dir: std::path::PathBuf,
+    },
+}
+
+/// How an evaluation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evaluation {
+    /// The frame waits for the agent or a nested script.
+    Suspended(Suspension),
+    /// `execute` returned.
+    Completed,
+    /// A step failed without `allow_failure`, or the script raised an error.
+    Failed(String),
+}
+
+/// Everything an evaluation needs from the executor.
+pub struct FrameRun<'a> {
+    /// The frame's stack path, for messages and the observer.
+    pub path: &'a str,
+    /// The script's arguments, passed to `execute`.
+    pub request: &'a str,
+    /// The folder relative paths are taken from.
+    pub working_dir: &'a Path,
+    /// The frame's journal: replayed, then appended to.
+    pub steps: &'a mut Vec<StepRecord>,
+    /// Writes a new record to the run's journal, before the script sees it.
+    pub journal: &'a mut dyn FnMut(&StepRecord) -> Result<(), JournalError>,
+    /// Runs shell steps.
+    pub runner: &'a dyn StepRunner,
+    /// Hears about new steps.
+    pub observer: &'a dyn Observer,
+    /// Stops a running step.
+    pub cancel: &'a CancelToken,
+    /// Timeout of shell steps that do not set one.
+    pub default_timeout: Duration,
+    /// Evaluation bounds.
+    pub limits: &'a Limits,
+}
+
+/// Why the interpreter was unwound by a builtin.
+enum Interrupt {
+    Suspend(Suspension),
+    StepFailed(String),
+    Engine(EngineError),
+}
+
+use context_type::StepContext;
+
+mod context_type {
+    //! Separate only so that the `unsafe impl` written by the `ProvidesStaticType` derive
+    //! (needed to reach the context through `Evaluator::extra`) is allowed here and nowhere
+    //! else.
+    #![allow(unsafe_code)]
+
+    use super::*;
+
+    #[derive(ProvidesStaticType)]
+    pub(super) struct StepContext<'a> {
+        pub(super) path: &'a str,
+        pub(super) working_dir: &'a Path,
+        pub(super) steps: RefCell<Vec<StepRecord>>,
+        pub(super) cursor: Cell<usize>,
+        pub(super) journal: RefCell<&'a mut dyn FnMut(&StepRecord) -> Result<(), JournalError>>,
+        pub(super) runner: &'a dyn StepRunner,
+        pub(super) observer: &'a dyn Observer,
+        pub(super) cancel: &'a CancelToken,
+        pub(super) default_timeout: Duration,
+        pub(super) interrupt: RefCell<Option<Interrupt>>,
+        /// `print` output of the running function step; `None` outside one.
+        pub(super) capture: RefCell<Option<String>>,
+    }
+}
+
+/// Evaluates `program` over the frame's journal until it completes, fails or suspends.
+pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
+    let FrameRun {
+        path,
+        request,
+        working_dir,
+        steps,
+        journal,
+        runner,
+        observer,
+        cancel,
+        default_timeout,
+        limits,
+    } = run;
+    let ctx = StepContext {
+        path,
+        working_dir,
+        steps: RefCell::new(std::mem::take(steps)),
+        cursor: Cell::new(0),
+        journal: RefCell::new(journal),
+        runner,
+        observer,
+        cancel,
+        default_timeout,
+        interrupt: RefCell::new(None),
+        capture: RefCell::new(None),
+    };
+    let execute = program.module.get("execute").map_err(|e| EngineError::Diverged {
+        script: path.to_string(),
+        index: 0,
+        detail: format!("the script lost its `execute` function: {e}"),
+    })?;
+    let result = Module::with_temp_heap(|module| {
+        let printer = StepPrinter { ctx: &ctx };
+        let mut eval = Evaluator::new(&module);
+        eval.extra = Some(&ctx);
+        eval.set_print_handler(&printer);
+        apply_limits(&mut eval, limits)?;
+        let execute = module.heap().access_owned_frozen_value(&execute);
+        let request = module.heap().alloc(request);
+        Ok::<_, String>(eval.eval_function(execute, &[request], &[]).map(|_| ()).map_err(|e| render(&e)))
+    });
+    let cursor = ctx.cursor.get();
+    let interrupt = ctx.interrupt.take();
+    *steps = ctx.steps.into_inner();
+    match (result, interrupt) {
+        (_, Some(Interrupt::Engine(e))) => Err(e),
+        (_, Some(Interrupt::Suspend(s))) => Ok(Evaluation::Suspended(s)),
+        (_, Some(Interrupt::StepFailed(message))) => Ok(Evaluation::Failed(message)),
+        (Err(setup), None) => Ok(Evaluation::Failed(setup)),
+        (Ok(Err(message)), None) => Ok(Evaluation::Failed(message)),
+        (Ok(Ok(())), None) if cursor < steps.len() => Err(EngineError::Diverged {
+            script: path.to_string(),
+            index: cursor,
+            detail: format!(
+                "the script now ends after {cursor} steps, but the journal has {}",
+                steps.len()
+            ),
+        }),
+        (Ok(Ok(())), None) => Ok(Evaluation::Completed),
+    }
+}
+
+/// Sends `print` to the running function step's output; elsewhere to the log.
+struct StepPrinter<'c, 'a> {
+    ctx: &'c StepContext<'a>,
+}
+
+impl starlark::PrintHandler for StepPrinter<'_, '_> {
+    fn println(&self, text: &str) -> starlark::Result<()> {
+        match self.ctx.capture.borrow_mut().as_mut() {
+            Some(buffer) => {
+                buffer.push_str(text);
+                buffer.push('\n');
+                self.ctx.observer.output(format!("{text}\n").as_bytes());
+            }
+            None => tracing::info!(target: "mekara::print", "{}: {text}", self.ctx.path),
+        }
+        Ok(())
+    }
+}
+
+/// `print` while a module loads goes to the log: stdout may belong to a protocol.
+struct LogPrinter;
+
+impl starlark::PrintHandler for LogPrinter {
+    fn println(&self, text: &str) -> starlark::Result<()> {
+        tracing::info!(target: "mekara::print", "{text}");
+        Ok(())
+    }
+}
+
+fn step_context<'a, 'e>(eval: &Evaluator<'_, 'a, 'e>, builtin: &str) -> anyhow::Result<&'a StepContext<'e>> {
+    let ctx = eval
+        .extra
+        .and_then(|e| e.downcast_ref::<StepContext>())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "`{builtin}` can only run while a script runs, inside `execute`; loading a script only defines things"
+            )
+        })?;
+    if ctx.capture.borrow().is_some() {
+        anyhow::bail!(
+            "`{builtin}` cannot run inside a function step; call it from `execute` (or a plain function it calls) instead"
+        );
+    }
+    Ok(ctx)
+}
+
+impl StepContext<'_> {
+    /// Stores why the interpreter must unwind, and returns the error that unwinds it.
+    fn interrupt(&self, why: Interrupt) -> anyhow::Error {
+        *self.interrupt.borrow_mut() = Some(why);
+        anyhow::anyhow!("mekara: evaluation interrupted")
+    }
+
+    /// The recorded result of the next step, when the journal has one. A recorded step
+    /// that asked for something else stops the evaluation.
+    fn replay(&self, input: &StepInput) -> anyhow::Result<Option<StepResult>> {
+        let index = self.cursor.get();
+        let steps = self.steps.borrow();
+        let Some(recorded) = steps.get(index) else {
+            return Ok(None);
+        };
+        if recorded.input != *input {
+            let detail = input.difference(&recorded.input);
+            drop(steps);
+            return Err(self.interrupt(Interrupt::Engine(EngineError::Diverged {
+                script: self.path.to_string(),
+                index,
+                detail,
+            })));
+        }
+        self.cursor.set(index + 1);
+        Ok(Some(recorded.result.clone()))
+    }
+
+    /// Journals a new step, then lets the script see it.
+    fn record(&self, input: StepInput, context: Option<String>, result: StepResult) -> anyhow::Result<StepResult> {
+        let index = self.cursor.get();
+        let record = StepRecord {
+            index,
+            input,
+            context,
+            result,
+        };
+        let written = (self.journal.borrow_mut())(&record);
+        if let Err(e) = written {
+            return Err(self.interrupt(Interrupt::Engine(e.into())));
+        }
+        self.observer.step_finished(self.path, &record);
+        let result = record.result.clone();
+        self.steps.borrow_mut().push(record);
+        self.cursor.set(index + 1);
+        Ok(result)
+    }
+
+    /// Stops the frame when a step failed and the script did not allow it.
+    fn check_failure(&self, index: usize, input: &StepInput, result: &StepResult, allow_failure: bool) -> anyhow::Result<()> {
+        if result.success || allow_failure {
+            return Ok(());
+        }
+        let error = result.error.as_deref().unwrap_or("failed");
+        Err(self.interrupt(Interrupt::StepFailed(format!(
+            "step {}[{index}] `{}` failed: {error}",
+            self.path,
+            input.summary()
+        ))))
+    }
+}
+
+fn json_of(value: Value<'_>, what: &str) -> anyhow::Result<Json> {
+    value
+        .to_json_value()
+        .map_err(|e| anyhow::anyhow!("{what} must be JSON data (None, bool, int, float, str, list, dict): {e}"))
+}
+
+fn alloc_json<'v>(heap: Heap<'v>, json: &Json) -> Value<'v> {
+    heap.alloc(json.clone())
+}
+
+/// A function's own name: its repr is `<module>.<name>`, and names cannot hold a `.`.
+fn function_name(f: Value<'_>) -> String {
+    let repr = f.to_repr();
+    repr.rsplit('.').next().unwrap_or(&repr).to_string()
+}
+
+fn seconds(value: Value<'_>) -> anyhow::Result<Duration> {
+    let secs = if let Some(i) = value.unpack_i32() {
+        f64::from(i)
+    } else if let Ok(Json::Number(n)) = value.to_json_value() {
+        n.as_f64().unwrap_or(-1.0)
+    } else {
+        -1.0
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        anyhow::bail!("`timeout` must be a positive number of seconds, got `{}`", value.to_repr());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn string_map(value: Value<'_>, what: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let dict = DictRef::from_value(value)
+        .ok_or_else(|| anyhow::anyhow!("`{what}` must be a dict of strings, got a `{}`", value.get_type()))?;
+    dict.iter()
+        .map(|(k, v)| {
+            let key = k
+                .unpack_str()
+                .ok_or_else(|| anyhow::anyhow!("`{what}` keys must be strings, got `{}`", k.to_repr()))?;
+            let value = v.unpack_str().map_or_else(|| v.to_str(), str::to_string);
+            Ok((key.to_string(), value))
+        })
+        .collect()
+}
+
+fn result_struct<'v>(heap: Heap<'v>, fields: Vec<(&str, Value<'v>)>) -> Value<'v> {
+    heap.alloc(AllocStruct(fields))
+}
+
+fn error_value<'v>(heap: Heap<'v>, result: &StepResult) -> Value<'v> {
+    match &result.error {
+        Some(e) => heap.alloc(e.as_str()),
+        None => Value::new_none(),
+    }
+}
+
+#[starlark_module]
+fn step_builtins(builder: &mut GlobalsBuilder) {
+    /// Runs an auto step: a shell command, or a function of the script with keyword
+    /// arguments. Returns `.success`, `.output`, `.error` and `.exit_code` (shell) or
+    /// `.value` (function).
+    fn auto<'v>(
+        #[starlark(require = pos)] step: Value<'v>,
+        #[starlark(require = pos)] kwargs: Option<Value<'v>>,
+        #[starlark(require = named)] context: Option<&str>,
+        #[starlark(require = named)] working_dir: Option<&str>,
+        #[starlark(require = named)] timeout: Option<Value<'v>>,
+        #[starlark(require = named)] env: Option<Value<'v>>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "auto")?;
+        let heap = eval.heap();
+        let context = context.map(str::to_string);
+        if let Some(command) = step.unpack_str() {
+            if kwargs.is_some() {
+                anyhow::bail!("`auto` takes keyword arguments only for a function step; pass `env = {{...}}` to set variables of a command");
+            }
+            let input = StepInput::Shell {
+                command: command.to_string(),
+                working_dir: working_dir.map_or_else(|| ctx.working_dir.to_path_buf(), |d| ctx.working_dir.join(d)),
+                env: env.map(|e| string_map(e, "env")).transpose()?.unwrap_or_default(),
+            };
+            let timeout = timeout.map(seconds).transpose()?.unwrap_or(ctx.default_timeout);
+            let index = ctx.cursor.get();
+            let result = match ctx.replay(&input)? {
+                Some(result) => result,
+                None => run_shell(ctx, &input, context, timeout)?,
+            };
+            ctx.check_failure(index, &input, &result, allow_failure)?;
+            let exit_code = result.exit_code.map_or_else(Value::new_none, |c| heap.alloc(c));
+            return Ok(result_struct(heap, vec![
+                ("success", Value::new_bool(result.success)),
+                ("exit_code", exit_code),
+                ("output", heap.alloc(result.output.as_str())),
+                ("error", error_value(heap, &result)),
+            ]));
+        }
+        if step.get_type() != "function" {
+            anyhow::bail!(
+                "`auto` takes a shell command (a string) or a function of the script, got a `{}`",
+                step.get_type()
+            );
+        }
+        if working_dir.is_some() || timeout.is_some() || env.is_some() {
+            anyhow::bail!("`working_dir`, `timeout` and `env` apply to shell commands, not to function steps");
+        }
+        let kwargs_json = match kwargs {
+            None => Map::new(),
+            Some(k) if k.is_none() => Map::new(),
+            Some(k) => match json_of(k, "the keyword arguments of a function step")? {
+                Json::Object(map) => map,
+                other => anyhow::bail!("the keyword arguments of a function step must be a dict, got `{other}`"),
+            },
+        };
+        let input = StepInput::Function {
+            function: function_name(step),
+            kwargs: kwargs_json,
+        };
+        let index = ctx.cursor.get();
+        let result = match ctx.replay(&input)? {
+            Some(result) => result,
+            None => {
+                ctx.observer.step_started(ctx.path, index, &input, context.as_deref());
+                let result = call_function(ctx, eval, step, &input);
+                ctx.record(input.clone(), context, result)?
+            }
+        };
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let value = result.value.as_ref().map_or_else(Value::new_none, |v| alloc_json(heap, v));
+        Ok(result_struct(heap, vec![
+            ("success", Value::new_bool(result.success)),
+            ("value", value),
+            ("output", heap.alloc(result.output.as_str())),
+            ("error", error_value(heap, &result)),
+        ]))
+    }
+
+    /// Hands a step to the agent: suspends the script until the agent gives the outputs
+    /// named in `expects` (a dict of name to description, or a list of names). Returns
+    /// `.outputs`, a dict.
+    fn llm<'v>(
+        #[starlark(require = pos)] prompt: &str,
+        #[starlark(require = named)] expects: Option<Value<'v>>,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "llm")?;
+        let expects = match expects {
+            None => None,
+            Some(v) if v.is_none() => None,
+            Some(v) => Some(expects_map(v)?),
+        };
+        let input = StepInput::Llm {
+            prompt: prompt.to_string(),
+            expects,
+        };
+        let Some(result) = ctx.replay(&input)? else {
+            let StepInput::Llm { prompt, expects } = input else {
+                unreachable!("built above as an llm step");
+            };
+            return Err(ctx.interrupt(Interrupt::Suspend(Suspension::Llm { prompt, expects })));
+        };
+        let heap = eval.heap();
+        let outputs = Json::Object(result.outputs.unwrap_or_default());
+        Ok(result_struct(heap, vec![
+            ("success", Value::new_bool(true)),
+            ("outputs", alloc_json(heap, &outputs)),
+        ]))
+    }
+
+    /// Runs another script (compiled or NL) as a nested frame and waits for it. Returns
+    /// `.success` and `.error`. A failed script stops this one unless `allow_failure`.
+    fn call_script<'v>(
+        #[starlark(require = pos)] name: &str,
+        #[starlark(default = "")] request: &str,
+        #[starlark(require = named)] working_dir: Option<&str>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "call_script")?;
+        let input = StepInput::Call {
+            script: name.to_string(),
+            request: request.to_string(),
+            working_dir: working_dir.map_or_else(|| ctx.working_dir.to_path_buf(), |d| ctx.working_dir.join(d)),
+        };
+        let index = ctx.cursor.get();
+        let Some(result) = ctx.replay(&input)? else {
+            let StepInput::Call { script, request, working_dir } = input else {
+                unreachable!("built above as a call");
+            };
+            return Err(ctx.interrupt(Interrupt::Suspend(Suspension::Call { script, request, working_dir })));
+        };
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let heap = eval.heap();
+        Ok(result_struct(heap, vec![
+            ("success", Value::new_bool(result.success)),
+            ("error", error_value(heap, &result)),
+        ]))
+    }
+}
+
+fn expects_map(v: Value<'_>) -> anyhow::Result<Map<String, Json>> {
+    if let Some(list) = ListRef::from_value(v) {
+        return list
+            .iter()
+            .map(|item| {
+                item.unpack_str()
+                    .map(|name| (name.to_string(), Json::String(String::new())))
+                    .ok_or_else(|| anyhow::anyhow!("`expects` names must be strings, got `{}`", item.to_repr()))
+            })
+            .collect();
+    }
+    match json_of(v, "`expects`")? {
+        Json::Object(map) => Ok(map),
+        other => anyhow::bail!("`expects` must be a dict of output name to description, got `{other}`"),
+    }
+}
+
+fn run_shell(ctx: &StepContext<'_>, input: &StepInput, context: Option<String>, timeout: Duration) -> anyhow::Result<StepResult> {
+    let StepInput::Shell { command, working_dir, env } = input else {
+        unreachable!("called for shell steps only");
+    };
+    let index = ctx.cursor.get();
+    ctx.observer.step_started(ctx.path, index, input, context.as_deref());
+    let step = ShellStep {
+        command: command.clone(),
+        working_dir: working_dir.clone(),
+        env: env.clone(),
+        timeout,
+    };
+    match ctx.runner.run_shell(&step, &mut |chunk| ctx.observer.output(chunk), ctx.cancel) {
+        Ran::Done(result) => ctx.record(input.clone(), context, result),
+        Ran::Cancelled => Err(ctx.interrupt(Interrupt::Engine(EngineError::Cancelled {
+            script: ctx.path.to_string(),
+            index,
+        }))),
+    }
+}
+
+/// Calls a script function as a step: its `print`s are the output, its return value (as
+/// JSON) the value, an error the failure.
+fn call_function<'v>(ctx: &StepContext<'_>, eval: &mut Evaluator<'v, '_, '_>, f: Value<'v>, input: &StepInput) -> StepResult {
+    let StepInput::Function { kwargs, .. } = input else {
+        unreachable!("called for function steps only");
+    };
+    let heap = eval.heap();
+    let named: Vec<(&str, Value<'v>)> = kwargs.iter().map(|(k, v)| (k.as_str(), alloc_json(heap, v))).collect();
+    *ctx.capture.borrow_mut() = Some(String::new());
+    let started = std::time::Instant::now();
+    let returned = eval.eval_function(f, &[], &named);
+    let output = ctx.capture.borrow_mut().take().unwrap_or_default();
+    let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    let (value, error) = match returned {
+        Ok(v) if v.is_none() => (None, None),
+        Ok(v) => match json_of(v, "the value a function step returns") {
+            Ok(json) => (Some(json), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        Err(e) => (None, Some(render(&e))),
+    };
+    StepResult {
+        success: error.is_none(),
+        output,
+        value,
+        error,
+        duration_ms,
+        ..StepResult::default()
+    }
+}

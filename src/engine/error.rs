@@ -1,0 +1,132 @@
+//! `EngineError`: why the engine refused or could not go on.
+//!
+//! A failing *step* is not an error: it is a result, and the frame falls back to its NL
+//! instructions. These are the cases where the caller asked for something the run cannot do,
+//! or the run's files cannot be trusted.
+
+use super::journal::JournalError;
+use crate::script::ScriptError;
+
+/// What the engine is waiting for, named in errors about wrong calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// Outputs of an llm step.
+    LlmStep,
+    /// The agent to finish an NL script by hand.
+    NlScript,
+    /// The agent to finish a failed compiled script by hand.
+    Fallback,
+    /// Nothing: no script is running.
+    Nothing,
+}
+
+/// Why the engine refused or could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The script could not be found or read.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    /// The run's journal could not be read or written.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// Replaying the journal, a step asked for something other than what was recorded.
+    #[error(
+        "script `{script}` changed since this run recorded its step {index}: {detail}; restore the script as it was, or start a new run"
+    )]
+    Diverged {
+        /// The frame's stack path.
+        script: String,
+        /// The step index in that frame.
+        index: usize,
+        /// What differs.
+        detail: String,
+    },
+    /// A running step was cancelled; the run is left as it was before the step.
+    #[error("cancelled while step {index} of `{script}` was running; the run can be resumed")]
+    Cancelled {
+        /// The frame's stack path.
+        script: String,
+        /// The step index in that frame.
+        index: usize,
+    },
+    /// The call does not fit what the run is waiting for.
+    #[error("{}", wrong_call(*.expected, *.waiting))]
+    WrongCall {
+        /// What the call would have finished.
+        expected: Waiting,
+        /// What the run is waiting for.
+        waiting: Waiting,
+    },
+    /// An llm step's outputs do not match its `expects`.
+    #[error("{}", outputs_message(.missing, .unexpected, .expected))]
+    Outputs {
+        /// Expected names that were not given.
+        missing: Vec<String>,
+        /// Given names that were not expected.
+        unexpected: Vec<String>,
+        /// Every expected name.
+        expected: Vec<String>,
+    },
+    /// Starting another script would nest scripts deeper than the limit.
+    #[error("scripts are nested {limit} deep ({path}); the limit is {limit}: finish a script before starting another")]
+    TooDeep {
+        /// The stack path.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// No run has this id.
+    #[error("run `{id}` not found; `mekara runs` lists the runs there are")]
+    RunNotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// The run has ended; there is nothing to resume.
+    #[error("run `{id}` has already finished; there is nothing to resume")]
+    RunFinished {
+        /// The id.
+        id: String,
+    },
+    /// The folder a script should run in is not there.
+    #[error("working_dir `{}` is not a folder", .path.display())]
+    BadWorkingDir {
+        /// The folder.
+        path: std::path::PathBuf,
+    },
+    /// There is no folder to keep runs in.
+    #[error("no folder for runs: not inside a project (a folder with `.mekara/` or `.claude/`) and `HOME` is not set")]
+    NoRunsDir,
+}
+
+fn wrong_call(expected: Waiting, waiting: Waiting) -> String {
+    let what = |w: Waiting| match w {
+        Waiting::LlmStep => "the outputs of an llm step",
+        Waiting::NlScript => "the agent to finish an NL script",
+        Waiting::Fallback => "the agent to finish a failed script by hand",
+        Waiting::Nothing => "nothing: no script is running",
+    };
+    format!("this call gives {}, but the run is waiting for {}", what(expected), what(waiting))
+}
+
+fn outputs_message(missing: &[String], unexpected: &[String], expected: &[String]) -> String {
+    let list = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!("missing outputs: {}", list(missing)));
+    }
+    if !unexpected.is_empty() {
+        parts.push(format!("unexpected outputs: {}", list(unexpected)));
+    }
+    let expected = if expected.is_empty() {
+        "no outputs (pass an empty object)".to_string()
+    } else {
+        list(expected)
+    };
+    format!("{}; the step expects {expected}; the step is still pending", parts.join("; "))
+}

@@ -1,0 +1,576 @@
+//! `Executor`: the stack of frames of one run, and the calls that move it on (DESIGN §4).
+//!
+//! The pending item is never stored: [`Executor::advance`] derives it by evaluating the top
+//! frame over its journal, running auto steps past the end of it, pushing and popping
+//! frames, until something needs the agent or the stack is empty.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension};
+use super::error::{EngineError, Waiting};
+use super::journal::{Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms};
+use super::observer::{FrameEvent, Observer};
+use super::runs::{RunHistory, RunStore};
+use super::shell::{CancelToken, StepRunner};
+use super::step::{StepInput, StepRecord, StepResult};
+use crate::script::{Resolver, Script};
+
+/// Knobs of a run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Timeout of shell steps that do not set their own.
+    pub default_timeout: Duration,
+    /// How deep scripts may nest.
+    pub max_depth: usize,
+    /// Evaluation bounds of compiled scripts.
+    pub limits: Limits,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            default_timeout: Duration::from_secs(600),
+            max_depth: 16,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A script on the stack.
+pub struct Frame {
+    /// The script, resolved when the frame was pushed (or resumed).
+    pub script: Script,
+    /// Its arguments.
+    pub request: String,
+    /// The folder it runs in.
+    pub working_dir: PathBuf,
+    /// Who pushed it.
+    pub origin: Origin,
+    /// For a call, the name the caller wrote.
+    pub called_as: Option<String>,
+    /// Its journaled steps.
+    pub steps: Vec<StepRecord>,
+    /// The failure it fell back on.
+    pub failure: Option<String>,
+    program: Option<Result<Arc<Program>, CodeError>>,
+}
+
+impl Frame {
+    /// Whether this frame runs as a compiled script.
+    pub fn is_compiled(&self) -> bool {
+        self.script.compiled.is_some()
+    }
+
+    fn program(&mut self, limits: &Limits) -> Option<Result<Arc<Program>, CodeError>> {
+        let compiled = self.script.compiled.as_ref()?;
+        Some(
+            self.program
+                .get_or_insert_with(|| Program::load(&compiled.origin, &compiled.text, limits).map(Arc::new))
+                .clone(),
+        )
+    }
+}
+
+/// What the run needs next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pending {
+    /// An llm step: the agent does it and gives its outputs.
+    Llm {
+        /// Stack path, e.g. `test:nested[0] > test:random[1]`.
+        path: String,
+        /// The instruction.
+        prompt: String,
+        /// Output names and descriptions.
+        expects: Option<Map<String, Json>>,
+    },
+    /// An NL script: the agent follows all of it, then finishes it.
+    Nl {
+        /// Stack path.
+        path: String,
+        /// The instructions, arguments substituted.
+        instructions: String,
+    },
+    /// A compiled script failed: the agent finishes it by hand.
+    Fallback {
+        /// Stack path.
+        path: String,
+        /// What failed.
+        error: String,
+        /// The NL instructions, arguments substituted.
+        instructions: String,
+    },
+    /// The stack is empty: the run ended.
+    Finished {
+        /// The run's id.
+        run: String,
+        /// How the root script ended.
+        outcome: Outcome,
+        /// Whether the root script fell back to its NL instructions.
+        fell_back: bool,
+    },
+}
+
+impl Pending {
+    /// What this pending item waits for.
+    pub fn waiting(&self) -> Waiting {
+        match self {
+            Pending::Llm { .. } => Waiting::LlmStep,
+            Pending::Nl { .. } => Waiting::NlScript,
+            Pending::Fallback { .. } => Waiting::Fallback,
+            Pending::Finished { .. } => Waiting::Nothing,
+        }
+    }
+}
+
+/// The frames of a run and the means to move them on.
+pub struct Executor {
+    resolver: Resolver,
+    store: RunStore,
+    runner: Box<dyn StepRunner>,
+    settings: Settings,
+    cancel: CancelToken,
+    journal: Option<Journal>,
+    stack: Vec<Frame>,
+    /// The last run that ended, for `Pending::Finished` when asked again.
+    ended: Option<(String, Outcome, bool)>,
+    root_fell_back: bool,
+}
+
+impl Executor {
+    /// An executor with an empty stack; the first `start` creates a run in `store`.
+    pub fn new(resolver: Resolver, store: RunStore, runner: Box<dyn StepRunner>, settings: Settings) -> Executor {
+        Executor {
+            resolver,
+            store,
+            runner,
+            settings,
+            cancel: CancelToken::default(),
+            journal: None,
+            stack: Vec::new(),
+            ended: None,
+            root_fell_back: false,
+        }
+    }
+
+    /// Rebuilds run `id` from its journal to continue it. A torn last record (the writer
+    /// died mid-write) is cut off and returned, so the caller can say so.
+    pub fn resume(
+        resolver: Resolver,
+        store: RunStore,
+        runner: Box<dyn StepRunner>,
+        settings: Settings,
+        id: &str,
+    ) -> Result<(Executor, Option<TornTail>), EngineError> {
+        let (journal, contents) = store.open(id)?;
+        let history = RunHistory::replay(&contents.events).map_err(|reason| {
+            EngineError::Journal(super::journal::JournalError::Corrupt {
+                path: journal.path().to_path_buf(),
+                line: 0,
+                reason,
+            })
+        })?;
+        if history.frames.is_empty() {
+            return Err(EngineError::RunFinished { id: id.to_string() });
+        }
+        let mut stack = Vec::new();
+        for state in history.frames {
+            let script = resolver.resolve(&state.push.script)?;
+            if script.compiled.is_some() != state.push.compiled {
+                return Err(EngineError::Diverged {
+                    script: state.push.script.clone(),
+                    index: 0,
+                    detail: if state.push.compiled {
+                        "the run started it as a compiled script, but its compiled file is gone".into()
+                    } else {
+                        "the run started it as an NL script, but it now has a compiled file".into()
+                    },
+                });
+            }
+            stack.push(Frame {
+                script,
+                request: state.push.request,
+                working_dir: state.push.working_dir,
+                origin: state.push.origin,
+                called_as: state.push.called_as,
+                steps: state.steps,
+                failure: state.failure,
+                program: None,
+            });
+        }
+        let executor = Executor {
+            resolver,
+            store,
+            runner,
+            settings,
+            cancel: CancelToken::default(),
+            journal: Some(journal),
+            stack,
+            ended: None,
+            root_fell_back: history.root_fell_back,
+        };
+        Ok((executor, contents.torn))
+    }
+
+    /// The id of the run in progress.
+    pub fn run_id(&self) -> Option<&str> {
+        self.journal.as_ref().map(Journal::id)
+    }
+
+    /// The frames, root first.
+    pub fn frames(&self) -> &[Frame] {
+        &self.stack
+    }
+
+    /// The resolver scripts are found with.
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// A token that stops the running step from another thread.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
+    /// Pushes script `name` and runs it until it needs the agent. Started while another
+    /// script is pending, it runs nested, and that script's pending step comes back when it
+    /// ends. Nothing changes when it fails.
+    pub fn start(&mut self, name: &str, request: &str, working_dir: &Path, observer: &dyn Observer) -> Result<Pending, EngineError> {
+        let script = self.resolver.resolve(name)?;
+        if self.stack.len() >= self.settings.max_depth {
+            return Err(EngineError::TooDeep {
+                path: self.path(),
+                limit: self.settings.max_depth,
+            });
+        }
+        if !working_dir.is_dir() {
+            return Err(EngineError::BadWorkingDir {
+                path: working_dir.to_path_buf(),
+            });
+        }
+        if self.journal.is_none() {
+            self.journal = Some(self.store.create()?);
+            self.root_fell_back = false;
+        }
+        self.push(script, request, working_dir, Origin::Start, None, observer)?;
+        self.advance(observer)
+    }
+
+    /// Gives the outputs of the pending llm step and runs on. Missing or unexpected names
+    /// are refused, and the step stays pending.
+    pub fn continue_llm(&mut self, outputs: Map<String, Json>, observer: &dyn Observer) -> Result<Pending, EngineError> {
+        let pending = self.advance(observer)?;
+        let Pending::Llm { prompt, expects, .. } = pending else {
+            return Err(EngineError::WrongCall {
+                expected: Waiting::LlmStep,
+                waiting: pending.waiting(),
+            });
+        };
+        let expected: Vec<String> = expects.iter().flat_map(|e| e.keys().cloned()).collect();
+        let missing: Vec<String> = expected.iter().filter(|k| !outputs.contains_key(*k)).cloned().collect();
+        let unexpected: Vec<String> = outputs.keys().filter(|k| !expected.contains(k)).cloned().collect();
+        if !missing.is_empty() || !unexpected.is_empty() {
+            return Err(EngineError::Outputs {
+                missing,
+                unexpected,
+                expected,
+            });
+        }
+        self.record_in_top(
+            StepInput::Llm { prompt, expects },
+            StepResult {
+                success: true,
+                outputs: Some(outputs),
+                ..StepResult::default()
+            },
+        )?;
+        self.advance(observer)
+    }
+
+    /// Finishes the pending NL script or NL fallback, done by hand, and runs on.
+    pub fn finish_nl(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
+        let pending = self.advance(observer)?;
+        if !matches!(pending, Pending::Nl { .. } | Pending::Fallback { .. }) {
+            return Err(EngineError::WrongCall {
+                expected: Waiting::NlScript,
+                waiting: pending.waiting(),
+            });
+        }
+        self.pop(Outcome::FinishedByAgent, None, observer)?;
+        self.advance(observer)
+    }
+
+    /// Runs until the agent is needed or the stack is empty, and says what is pending.
+    /// With nothing new to run, this only re-derives the pending item.
+    pub fn advance(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
+        loop {
+            let Some(top) = self.stack.last_mut() else {
+                return self.finished();
+            };
+            if let Some(error) = top.failure.clone() {
+                let instructions = top.script.instructions(&top.request);
+                self.sync()?;
+                return Ok(Pending::Fallback {
+                    path: self.path(),
+                    error,
+                    instructions,
+                });
+            }
+            let Some(program) = top.program(&self.settings.limits) else {
+                let instructions = top.script.instructions(&top.request);
+                self.sync()?;
+                return Ok(Pending::Nl {
+                    path: self.path(),
+                    instructions,
+                });
+            };
+            let evaluation = match program {
+                Ok(program) => self.evaluate_top(&program, observer)?,
+                Err(code) => Evaluation::Failed(code.message),
+            };
+            match evaluation {
+                Evaluation::Suspended(Suspension::Llm { prompt, expects }) => {
+                    self.sync()?;
+                    return Ok(Pending::Llm {
+                        path: self.path(),
+                        prompt,
+                        expects,
+                    });
+                }
+                Evaluation::Suspended(Suspension::Call { script, request, working_dir }) => {
+                    self.call(script, request, working_dir, observer)?;
+                }
+                Evaluation::Completed => self.pop(Outcome::Completed, None, observer)?,
+                Evaluation::Failed(error) => {
+                    if self.stack.last().is_some_and(|f| f.origin == Origin::Call) {
+                        self.pop(Outcome::Failed, Some(error), observer)?;
+                    } else {
+                        self.fail_top(error)?;
+                    }
+                }
+            }
+        }
+    }
+
+    fn evaluate_top(&mut self, program: &Program, observer: &dyn Observer) -> Result<Evaluation, EngineError> {
+        let label = self.label();
+        let depth = self.stack.len() - 1;
+        let journal = self.journal.as_mut().expect("a run is open while frames are on the stack");
+        let frame = self.stack.last_mut().expect("called with a frame on the stack");
+        let mut write = |record: &StepRecord| {
+            journal.append(&Event::Step(StepEvent {
+                depth,
+                record: record.clone(),
+                at: now_ms(),
+            }))
+        };
+        let result = compiled::evaluate(
+            program,
+            FrameRun {
+                path: &label,
+                request: &frame.request,
+                working_dir: &frame.working_dir,
+                steps: &mut frame.steps,
+                journal: &mut write,
+                runner: self.runner.as_ref(),
+                observer,
+                cancel: &self.cancel,
+                default_timeout: self.settings.default_timeout,
+                limits: &self.settings.limits,
+            },
+        );
+        if matches!(result, Err(EngineError::Cancelled { .. })) {
+            self.cancel.reset();
+            self.sync()?;
+        }
+        result
+    }
+
+    /// A `call_script` step: push the script, or record why it cannot run.
+    fn call(&mut self, name: String, request: String, working_dir: PathBuf, observer: &dyn Observer) -> Result<(), EngineError> {
+        let refusal = match self.resolver.resolve(&name) {
+            Err(e) => Err(e.to_string()),
+            Ok(_) if self.stack.len() >= self.settings.max_depth => Err(format!(
+                "scripts are nested {} deep ({}); the limit is {}",
+                self.stack.len(),
+                self.path(),
+                self.settings.max_depth
+            )),
+            Ok(_) if !working_dir.is_dir() => Err(format!("working_dir `{}` is not a folder", working_dir.display())),
+            Ok(script) => Ok(script),
+        };
+        match refusal {
+            Ok(script) => self.push(script, &request, &working_dir, Origin::Call, Some(name), observer),
+            Err(error) => self.record_in_top(
+                StepInput::Call {
+                    script: name,
+                    request,
+                    working_dir,
+                },
+                StepResult {
+                    success: false,
+                    error: Some(error),
+                    ..StepResult::default()
+                },
+            ),
+        }
+    }
+
+    fn push(
+        &mut self,
+        script: Script,
+        request: &str,
+        working_dir: &Path,
+        origin: Origin,
+        called_as: Option<String>,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
+        self.append(&Event::Push(PushEvent {
+            depth: self.stack.len(),
+            script: script.name.as_path().to_string(),
+            compiled: script.compiled.is_some(),
+            request: request.to_string(),
+            working_dir: working_dir.to_path_buf(),
+            origin,
+            called_as: called_as.clone(),
+            at: now_ms(),
+        }))?;
+        self.stack.push(Frame {
+            script,
+            request: request.to_string(),
+            working_dir: working_dir.to_path_buf(),
+            origin,
+            called_as,
+            steps: Vec::new(),
+            failure: None,
+            program: None,
+        });
+        observer.frame_event(FrameEvent::Pushed { path: &self.label() });
+        Ok(())
+    }
+
+    /// Pops the top frame; a called frame's end becomes its caller's step result.
+    fn pop(&mut self, outcome: Outcome, error: Option<String>, observer: &dyn Observer) -> Result<(), EngineError> {
+        let label = self.label();
+        let depth = self.stack.len() - 1;
+        self.append(&Event::Pop(PopEvent {
+            depth,
+            outcome,
+            error: error.clone(),
+            at: now_ms(),
+        }))?;
+        let frame = self.stack.pop().expect("pop is called with a frame on the stack");
+        observer.frame_event(FrameEvent::Ended {
+            path: &label,
+            success: outcome != Outcome::Failed,
+        });
+        if depth == 0 {
+            self.ended = Some((self.run_id().unwrap_or_default().to_string(), outcome, self.root_fell_back));
+        }
+        if frame.origin == Origin::Call {
+            self.record_in_top(
+                StepInput::Call {
+                    script: frame.called_as.unwrap_or_else(|| frame.script.name.to_string()),
+                    request: frame.request,
+                    working_dir: frame.working_dir,
+                },
+                StepResult {
+                    success: outcome != Outcome::Failed,
+                    error,
+                    ..StepResult::default()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn fail_top(&mut self, error: String) -> Result<(), EngineError> {
+        let depth = self.stack.len() - 1;
+        self.append(&Event::Fail(FailEvent {
+            depth,
+            error: error.clone(),
+            at: now_ms(),
+        }))?;
+        if depth == 0 {
+            self.root_fell_back = true;
+        }
+        if let Some(top) = self.stack.last_mut() {
+            top.failure = Some(error);
+        }
+        Ok(())
+    }
+
+    /// Journals a step the engine decided itself (llm outputs, a call's result).
+    fn record_in_top(&mut self, input: StepInput, result: StepResult) -> Result<(), EngineError> {
+        let depth = self.stack.len() - 1;
+        let top = self.stack.last().expect("a step is recorded into a frame");
+        let record = StepRecord {
+            index: top.steps.len(),
+            input,
+            context: None,
+            result,
+        };
+        self.append(&Event::Step(StepEvent {
+            depth,
+            record: record.clone(),
+            at: now_ms(),
+        }))?;
+        if let Some(top) = self.stack.last_mut() {
+            top.steps.push(record);
+        }
+        Ok(())
+    }
+
+    fn finished(&mut self) -> Result<Pending, EngineError> {
+        if let Some(mut journal) = self.journal.take() {
+            journal.sync()?;
+        }
+        match &self.ended {
+            Some((run, outcome, fell_back)) => Ok(Pending::Finished {
+                run: run.clone(),
+                outcome: *outcome,
+                fell_back: *fell_back,
+            }),
+            None => Err(EngineError::WrongCall {
+                expected: Waiting::LlmStep,
+                waiting: Waiting::Nothing,
+            }),
+        }
+    }
+
+    fn append(&mut self, event: &Event) -> Result<(), EngineError> {
+        let journal = self.journal.as_mut().expect("a run is open while frames are on the stack");
+        Ok(journal.append(event)?)
+    }
+
+    fn sync(&mut self) -> Result<(), EngineError> {
+        match self.journal.as_mut() {
+            Some(journal) => Ok(journal.sync()?),
+            None => Ok(()),
+        }
+    }
+
+    /// `test:nested[0] > test:random[1]`: each frame with the index of its pending step.
+    pub fn path(&self) -> String {
+        self.stack
+            .iter()
+            .map(|f| format!("{}[{}]", f.script.name, f.steps.len()))
+            .collect::<Vec<_>>()
+            .join(" > ")
+    }
+
+    /// The path of the parents with indexes, then the top frame's name alone.
+    fn label(&self) -> String {
+        let Some((top, parents)) = self.stack.split_last() else {
+            return String::new();
+        };
+        parents
+            .iter()
+            .map(|f| format!("{}[{}] > ", f.script.name, f.steps.len()))
+            .chain(std::iter::once(top.script.name.to_string()))
+            .collect()
+    }
+}

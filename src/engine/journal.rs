@@ -1,0 +1,487 @@
+//! `Journal`: the append-only file of one run.
+//!
+//! A run is one JSON object per line. The events replay into the stack of frames: `push`
+//! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
+//! as fallen back to its NL instructions, `pop` closes it. Nothing else is stored: the
+//! pending step is derived from the frames by evaluating them.
+//!
+//! Every event is written with a single `write` on a file opened for appending, before the
+//! script sees the result it records, so a crash loses at most the step in flight. A last
+//! line without its newline, or that does not parse, is a torn write: it is reported and
+//! cut off before the run is resumed, never trusted. The owning process holds an exclusive
+//! lock on the file, so two processes cannot drive one run.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::step::StepRecord;
+
+/// The first line of every journal: which format and which mekara wrote it.
+pub const FORMAT: &str = "mekara-journal/1";
+
+/// How a frame came onto the stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Started by the person or agent (`start`, `mekara run`).
+    Start,
+    /// Pushed by a `call_script` step of the frame below.
+    Call,
+}
+
+/// How a frame left the stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A compiled frame ran to its end.
+    Completed,
+    /// The agent finished an NL script, or an NL fallback, by hand.
+    FinishedByAgent,
+    /// A called frame failed; the failure went to its caller.
+    Failed,
+}
+
+/// The run's header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The mekara version that created the run.
+    pub mekara: String,
+    /// The run's id.
+    pub id: String,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
+/// A frame was pushed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PushEvent {
+    /// Stack depth of the new frame, the root being 0.
+    pub depth: usize,
+    /// The script's name, as resolved.
+    pub script: String,
+    /// Whether it ran as a compiled script.
+    pub compiled: bool,
+    /// Its arguments.
+    pub request: String,
+    /// The folder it runs in.
+    pub working_dir: PathBuf,
+    /// Who pushed it.
+    pub origin: Origin,
+    /// For a `call`, the script name as the calling script wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub called_as: Option<String>,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
+/// A step of the top frame finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepEvent {
+    /// Depth of the frame it belongs to.
+    pub depth: usize,
+    /// The step.
+    #[serde(flatten)]
+    pub record: StepRecord,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
+/// The top frame failed and fell back to its NL instructions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailEvent {
+    /// Depth of the frame.
+    pub depth: usize,
+    /// What failed, for the agent.
+    pub error: String,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
+/// The top frame left the stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PopEvent {
+    /// Depth of the frame.
+    pub depth: usize,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Why, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
+/// One line of a journal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The header.
+    Run(RunEvent),
+    /// A frame was pushed.
+    Push(PushEvent),
+    /// A step finished.
+    Step(StepEvent),
+    /// A frame fell back.
+    Fail(FailEvent),
+    /// A frame was popped.
+    Pop(PopEvent),
+}
+
+impl Event {
+    /// Reads one event from a parsed line.
+    ///
+    /// Written by hand rather than derived: serde's internally tagged enums buffer their
+    /// content, which loses numbers under serde_json's `arbitrary_precision` (switched on
+    /// by `starlark`).
+    fn from_json(mut line: Json) -> Result<Event, String> {
+        let kind = line
+            .as_object_mut()
+            .and_then(|o| o.remove("event"))
+            .ok_or("no `event` field")?;
+        let parsed = match kind.as_str() {
+            Some("run") => serde_json::from_value(line).map(Event::Run),
+            Some("push") => serde_json::from_value(line).map(Event::Push),
+            Some("step") => serde_json::from_value(line).map(Event::Step),
+            Some("fail") => serde_json::from_value(line).map(Event::Fail),
+            Some("pop") => serde_json::from_value(line).map(Event::Pop),
+            _ => return Err(format!("unknown event {kind}")),
+        };
+        parsed.map_err(|e| e.to_string())
+    }
+}
+
+/// The current time as Unix milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Why a journal could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// Reading or writing failed.
+    #[error("journal `{}`: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+    /// A line other than the last does not parse: the file was edited or damaged.
+    #[error("journal `{}` is damaged at line {line}: {reason}; it cannot be resumed", .path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another process holds the run.
+    #[error("run `{id}` is in use by another mekara process; stop that one first")]
+    Busy {
+        /// The run id.
+        id: String,
+    },
+}
+
+/// A torn last record, found when reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset where the torn record starts.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// What a journal file holds.
+#[derive(Debug, Clone)]
+pub struct Contents {
+    /// The events that were fully written.
+    pub events: Vec<Event>,
+    /// A torn last record, if the writer died in the middle of one.
+    pub torn: Option<TornTail>,
+}
+
+/// Reads the journal at `path` without taking it.
+pub fn read(path: &Path) -> Result<Contents, JournalError> {
+    let io = |source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io)?;
+    parse(path, &bytes)
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
+    let mut events = Vec::new();
+    let mut offset = 0usize;
+    let mut line_no = 0;
+    while offset < bytes.len() {
+        line_no += 1;
+        let rest = &bytes[offset..];
+        let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
+            Some(end) => (&rest[..end], true),
+            None => (rest, false),
+        };
+        let parsed = serde_json::from_slice::<Json>(line)
+            .map_err(|e| e.to_string())
+            .and_then(Event::from_json);
+        let is_last = offset + line.len() + usize::from(complete) >= bytes.len();
+        match parsed {
+            Ok(event) if complete => events.push(event),
+            result if is_last => {
+                if let Err(reason) = result {
+                    tracing::warn!("journal `{}`: torn last record ignored: {reason}", path.display());
+                }
+                return Ok(Contents {
+                    events,
+                    torn: Some(TornTail {
+                        offset: offset as u64,
+                        len: rest.len() as u64,
+                    }),
+                });
+            }
+            Ok(_) => unreachable!("only the last line can lack its newline"),
+            Err(reason) => {
+                return Err(JournalError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: line_no,
+                    reason,
+                });
+            }
+        }
+        offset += line.len() + 1;
+    }
+    if !matches!(events.first(), Some(Event::Run(_))) && !events.is_empty() {
+        return Err(JournalError::Corrupt {
+            path: path.to_path_buf(),
+            line: 1,
+            reason: "the first line is not a `run` header".into(),
+        });
+    }
+    Ok(Contents { events, torn: None })
+}
+
+/// An open, locked journal that events are appended to.
+#[derive(Debug)]
+pub struct Journal {
+    id: String,
+    path: PathBuf,
+    file: File,
+}
+
+impl Journal {
+    /// Creates the journal of a new run `id` in `dir`, writing its header.
+    pub fn create(dir: &Path, id: &str) -> Result<Journal, JournalError> {
+        let path = dir.join(format!("{id}.jsonl"));
+        let io = |source| JournalError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io)?;
+        let mut journal = Journal {
+            id: id.to_string(),
+            path: path.clone(),
+            file,
+        };
+        journal.lock()?;
+        journal.append(&Event::Run(RunEvent {
+            format: FORMAT.to_string(),
+            mekara: env!("CARGO_PKG_VERSION").to_string(),
+            id: id.to_string(),
+            at: now_ms(),
+        }))?;
+        Ok(journal)
+    }
+
+    /// Opens run `id` in `dir` to continue it: takes the lock, reads the events, and cuts
+    /// off a torn last record so that new events follow complete ones.
+    pub fn open(dir: &Path, id: &str) -> Result<(Journal, Contents), JournalError> {
+        let path = dir.join(format!("{id}.jsonl"));
+        let io = |source| JournalError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = OpenOptions::new().read(true).append(true).open(&path).map_err(io)?;
+        let journal = Journal {
+            id: id.to_string(),
+            path: path.clone(),
+            file,
+        };
+        journal.lock()?;
+        let contents = read(&path)?;
+        if let Some(torn) = &contents.torn {
+            journal.file.set_len(torn.offset).map_err(io)?;
+        }
+        Ok((journal, contents))
+    }
+
+    fn lock(&self) -> Result<(), JournalError> {
+        match self.file.try_lock() {
+            Ok(()) => Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => Err(JournalError::Busy {
+                id: self.id.clone(),
+            }),
+            Err(std::fs::TryLockError::Error(source)) => Err(JournalError::Io {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event with a single write.
+    pub fn append(&mut self, event: &Event) -> Result<(), JournalError> {
+        let mut line = serde_json::to_vec(event).map_err(|e| JournalError::Io {
+            path: self.path.clone(),
+            source: e.into(),
+        })?;
+        line.push(b'\n');
+        self.file.write_all(&line).map_err(|source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Makes everything appended so far durable.
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        self.file.sync_data().map_err(|source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// Whether another process holds the run at `path` (it is being driven right now).
+pub fn is_busy(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::step::{StepInput, StepResult};
+
+    fn step_event() -> Event {
+        let mut kwargs = serde_json::Map::new();
+        kwargs.insert("n".into(), serde_json::json!(12345678901234567890u64));
+        kwargs.insert("f".into(), serde_json::json!(1.5));
+        Event::Step(StepEvent {
+            depth: 1,
+            record: StepRecord {
+                index: 3,
+                input: StepInput::Function {
+                    function: "f".into(),
+                    kwargs,
+                },
+                context: Some("ctx".into()),
+                result: StepResult {
+                    success: false,
+                    exit_code: Some(-3),
+                    output: "a\nb".into(),
+                    value: Some(serde_json::json!({"x": [1, 2.5, null]})),
+                    duration_ms: Some(7),
+                    ..StepResult::default()
+                },
+            },
+            at: 99,
+        })
+    }
+
+    #[test]
+    fn events_round_trip_with_numbers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = Journal::create(dir.path(), "r1").expect("create");
+        let event = step_event();
+        j.append(&event).expect("append");
+        drop(j);
+        let contents = read(&dir.path().join("r1.jsonl")).expect("read");
+        assert_eq!(contents.events.len(), 2);
+        assert_eq!(contents.events[1], event);
+        assert!(contents.torn.is_none());
+    }
+
+    #[test]
+    fn torn_last_record_is_reported_and_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = Journal::create(dir.path(), "r2").expect("create");
+        j.append(&step_event()).expect("append");
+        drop(j);
+        let path = dir.path().join("r2.jsonl");
+        let whole = std::fs::read(&path).expect("read");
+        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
+        f.write_all(br#"{"event":"step","depth":1,"ind"#).expect("write");
+        drop(f);
+        let contents = read(&path).expect("read");
+        assert_eq!(contents.events.len(), 2);
+        assert_eq!(
+            contents.torn,
+            Some(TornTail { offset: whole.len() as u64, len: 30 })
+        );
+        let (_j, reopened) = Journal::open(dir.path(), "r2").expect("open");
+        assert_eq!(reopened.events.len(), 2);
+        assert_eq!(std::fs::read(&path).expect("read"), whole);
+    }
+
+    #[test]
+    fn complete_json_without_newline_is_torn_too() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Journal::create(dir.path(), "r3").expect("create"));
+        let path = dir.path().join("r3.jsonl");
+        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
+        f.write_all(br#"{"event":"fail","depth":0,"error":"x","at":1}"#).expect("write");
+        drop(f);
+        let contents = read(&path).expect("read");
+        assert_eq!(contents.events.len(), 1);
+        assert!(contents.torn.is_some());
+    }
+
+    #[test]
+    fn damage_before_the_end_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = Journal::create(dir.path(), "r4").expect("create");
+        j.append(&step_event()).expect("append");
+        drop(j);
+        let path = dir.path().join("r4.jsonl");
+        let text = std::fs::read_to_string(&path).expect("read");
+        std::fs::write(&path, text.replacen("\"event\":\"step\"", "\"event\":\"stop\"", 1)).expect("write");
+        let err = read(&path).expect_err("corrupt");
+        assert!(err.to_string().contains("is damaged at line 2: unknown event \"stop\""), "{err}");
+    }
+
+    #[test]
+    fn a_second_open_is_refused_while_the_first_holds_the_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let j = Journal::create(dir.path(), "r5").expect("create");
+        assert!(is_busy(j.path()));
+        let err = Journal::open(dir.path(), "r5").expect_err("busy");
+        assert_eq!(err.to_string(), "run `r5` is in use by another mekara process; stop that one first");
+        drop(j);
+        assert!(!is_busy(&dir.path().join("r5.jsonl")));
+    }
+}

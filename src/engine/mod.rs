@@ -1,0 +1,19 @@
+//! The engine: runs scripts as a stack of frames over an append-only journal.
+//!
+//! It owns evaluation ([`compiled`]), effects ([`shell`]), durability ([`journal`],
+//! [`runs`]) and the stack ([`executor`]). It knows nothing of terminals or MCP: callers
+//! drive it through [`Executor`] and hear about steps through an [`Observer`].
+
+pub mod compiled;
+pub mod error;
+pub mod executor;
+pub mod journal;
+pub mod observer;
+pub mod runs;
+pub mod shell;
+pub mod step;
+
+pub use error::{EngineError, Waiting};
+pub use executor::{Executor, Pending, Settings};
+pub use observer::{FrameEvent, Observer, Quiet};
+pub use shell::{CancelToken, ShellRunner, StepRunner};

@@ -1,0 +1,45 @@
+//! `Observer`: how the engine tells its caller what is happening while it works.
+
+use super::step::{StepInput, StepRecord};
+
+/// Receives steps as they run: the terminal prints them live, the MCP server turns them
+/// into progress notifications and into the "steps executed" part of its reply.
+///
+/// Replayed steps (answered from the journal) are not reported: they ran before.
+pub trait Observer {
+    /// A new step of frame `frame` (a stack path such as `test:nested[0] > test:random`)
+    /// starts.
+    fn step_started(&self, _frame: &str, _index: usize, _input: &StepInput, _context: Option<&str>) {}
+
+    /// The running step wrote `chunk`.
+    fn output(&self, _chunk: &[u8]) {}
+
+    /// The step finished and was journaled.
+    fn step_finished(&self, _frame: &str, _record: &StepRecord) {}
+
+    /// A frame was pushed (`call`) or ended (`end`), for the history of a reply.
+    fn frame_event(&self, _event: FrameEvent<'_>) {}
+}
+
+/// A change of the stack worth showing.
+#[derive(Debug, Clone, Copy)]
+pub enum FrameEvent<'a> {
+    /// A script was pushed.
+    Pushed {
+        /// Its stack path.
+        path: &'a str,
+    },
+    /// A script ended.
+    Ended {
+        /// Its stack path.
+        path: &'a str,
+        /// Whether it succeeded.
+        success: bool,
+    },
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Observer for Quiet {}

@@ -1,0 +1,265 @@
+//! `RunStore`: the folder of run journals, and what each run's events add up to.
+
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+
+use super::error::EngineError;
+use super::journal::{self, Contents, Event, Journal, JournalError, Outcome, PushEvent};
+use super::step::StepRecord;
+
+/// A frame as its events describe it.
+#[derive(Debug, Clone)]
+pub struct FrameState {
+    /// How it was pushed.
+    pub push: PushEvent,
+    /// Its journaled steps.
+    pub steps: Vec<StepRecord>,
+    /// The failure it fell back on, if it did.
+    pub failure: Option<String>,
+}
+
+/// What a run's events add up to.
+#[derive(Debug, Clone)]
+pub struct RunHistory {
+    /// The frames still on the stack, root first. Empty when the run ended.
+    pub frames: Vec<FrameState>,
+    /// The root script's name.
+    pub script: Option<String>,
+    /// When the run started (Unix ms).
+    pub started_at: u64,
+    /// How many steps were journaled, in all frames.
+    pub steps: usize,
+    /// How the root frame ended, once it has.
+    pub outcome: Option<Outcome>,
+    /// Whether the root frame fell back to its NL instructions.
+    pub root_fell_back: bool,
+}
+
+impl RunHistory {
+    /// Replays `events` into the stack they describe.
+    pub fn replay(events: &[Event]) -> Result<RunHistory, String> {
+        let mut history = RunHistory {
+            frames: Vec::new(),
+            script: None,
+            started_at: 0,
+            steps: 0,
+            outcome: None,
+            root_fell_back: false,
+        };
+        for (line, event) in events.iter().enumerate() {
+            let depth_ok = |depth: usize, expected: usize| {
+                if depth == expected {
+                    Ok(())
+                } else {
+                    Err(format!("line {}: event for depth {depth}, but the stack is {expected} deep", line + 1))
+                }
+            };
+            let top = history.frames.len().checked_sub(1);
+            match event {
+                Event::Run(run) => history.started_at = run.at,
+                Event::Push(push) => {
+                    depth_ok(push.depth, history.frames.len())?;
+                    if push.depth == 0 {
+                        history.script.get_or_insert_with(|| push.script.clone());
+                        history.outcome = None;
+                        history.root_fell_back = false;
+                    }
+                    history.frames.push(FrameState {
+                        push: push.clone(),
+                        steps: Vec::new(),
+                        failure: None,
+                    });
+                }
+                Event::Step(step) => {
+                    let top = top.ok_or_else(|| format!("line {}: a step with no frame", line + 1))?;
+                    depth_ok(step.depth, top)?;
+                    history.frames[top].steps.push(step.record.clone());
+                    history.steps += 1;
+                }
+                Event::Fail(fail) => {
+                    let top = top.ok_or_else(|| format!("line {}: a failure with no frame", line + 1))?;
+                    depth_ok(fail.depth, top)?;
+                    history.frames[top].failure = Some(fail.error.clone());
+                    if top == 0 {
+                        history.root_fell_back = true;
+                    }
+                }
+                Event::Pop(pop) => {
+                    let top = top.ok_or_else(|| format!("line {}: a pop with no frame", line + 1))?;
+                    depth_ok(pop.depth, top)?;
+                    history.frames.pop();
+                    if top == 0 {
+                        history.outcome = Some(pop.outcome);
+                    }
+                }
+            }
+        }
+        Ok(history)
+    }
+}
+
+/// The state of a run, for `mekara runs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// Another process is driving it now.
+    Active,
+    /// Nobody drives it and it has not ended: it can be resumed.
+    Interrupted,
+    /// The root script completed.
+    Completed,
+    /// The root script was finished by hand (an NL script, or after a failure).
+    FinishedByAgent,
+    /// The root script failed and was finished by hand.
+    FellBack,
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunState::Active => "active",
+            RunState::Interrupted => "interrupted",
+            RunState::Completed => "completed",
+            RunState::FinishedByAgent => "finished by hand",
+            RunState::FellBack => "failed, finished by hand",
+        })
+    }
+}
+
+/// One line of `mekara runs`.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The id.
+    pub id: String,
+    /// The root script.
+    pub script: String,
+    /// Its state.
+    pub state: RunState,
+    /// Start time (Unix ms).
+    pub started_at: u64,
+    /// Steps journaled.
+    pub steps: usize,
+    /// Why the journal cannot be read, when it cannot.
+    pub problem: Option<String>,
+}
+
+/// The folder runs are journaled in.
+#[derive(Debug, Clone)]
+pub struct RunStore {
+    dir: PathBuf,
+}
+
+impl RunStore {
+    /// Runs under `dir` (created on first use).
+    pub fn new(dir: impl Into<PathBuf>) -> RunStore {
+        RunStore { dir: dir.into() }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates a new run and its journal. The folder gets a `.gitignore`, so runs are
+    /// never committed by accident.
+    pub fn create(&self) -> Result<Journal, EngineError> {
+        let io = |source| {
+            EngineError::Journal(JournalError::Io {
+                path: self.dir.clone(),
+                source,
+            })
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let ignore = self.dir.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "# mekara's run journals: local state, not source\n*\n").map_err(io)?;
+        }
+        let mut attempt = 0u32;
+        loop {
+            match Journal::create(&self.dir, &new_id(attempt)) {
+                Err(JournalError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
+                {
+                    attempt += 1;
+                }
+                other => return other.map_err(EngineError::from),
+            }
+        }
+    }
+
+    /// The journal file of run `id`, refusing ids that are not plain file names.
+    pub fn path(&self, id: &str) -> Result<PathBuf, EngineError> {
+        let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let path = self.dir.join(format!("{id}.jsonl"));
+        if plain && path.is_file() {
+            Ok(path)
+        } else {
+            Err(EngineError::RunNotFound { id: id.to_string() })
+        }
+    }
+
+    /// Takes run `id` to continue it.
+    pub fn open(&self, id: &str) -> Result<(Journal, Contents), EngineError> {
+        self.path(id)?;
+        Ok(Journal::open(&self.dir, id)?)
+    }
+
+    /// Reads run `id` without taking it.
+    pub fn read(&self, id: &str) -> Result<Contents, EngineError> {
+        Ok(journal::read(&self.path(id)?)?)
+    }
+
+    /// Every run, oldest first.
+    pub fn list(&self) -> Vec<RunSummary> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|id| self.summary(id)).collect()
+    }
+
+    fn summary(&self, id: String) -> RunSummary {
+        let path = self.dir.join(format!("{id}.jsonl"));
+        let history = journal::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|c| RunHistory::replay(&c.events));
+        match history {
+            Ok(h) => RunSummary {
+                state: match h.outcome {
+                    _ if !h.frames.is_empty() && journal::is_busy(&path) => RunState::Active,
+                    _ if !h.frames.is_empty() => RunState::Interrupted,
+                    _ if h.root_fell_back => RunState::FellBack,
+                    Some(Outcome::Completed) => RunState::Completed,
+                    _ => RunState::FinishedByAgent,
+                },
+                script: h.script.unwrap_or_default(),
+                started_at: h.started_at,
+                steps: h.steps,
+                problem: None,
+                id,
+            },
+            Err(problem) => RunSummary {
+                id,
+                script: String::new(),
+                state: RunState::Interrupted,
+                started_at: 0,
+                steps: 0,
+                problem: Some(problem),
+            },
+        }
+    }
+}
+
+/// `YYYYMMDD-HHMMSS-xxxx`: sortable by time, readable, and unlikely to collide.
+fn new_id(attempt: u32) -> String {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u32(attempt);
+    hasher.write_u64(journal::now_ms());
+    format!("{}-{}-{:04x}", &digits[..8], &digits[8..14], hasher.finish() & 0xffff)
+}

@@ -1,0 +1,318 @@
+//! Shell steps: the [`StepRunner`] trait and the runner that really spawns processes.
+//!
+//! A command runs as `bash -c` (or `sh -c` where there is no bash) in its own process
+//! group, with stdin from `/dev/null` and stdout and stderr sharing one pipe, so the output
+//! keeps the order in which it was written. The runner reads the pipe and watches the child
+//! through a pidfd in one `poll` loop, which gives live output, timeouts and cancellation
+//! without a thread per step. When the command ends, is timed out or is cancelled, the whole
+//! group is killed: a step leaves nothing running behind it.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open};
+
+use super::step::StepResult;
+
+/// A shell command to run.
+#[derive(Debug, Clone)]
+pub struct ShellStep {
+    /// The command line.
+    pub command: String,
+    /// Absolute folder to run in.
+    pub working_dir: PathBuf,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// How long it may run before its process group is killed.
+    pub timeout: Duration,
+}
+
+/// Set from another thread (Ctrl-C, an MCP cancellation) to stop the running step.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// Asks the running step to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Clears the request, once it has been acted on.
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The result of running a step, unless it was cancelled.
+#[derive(Debug)]
+pub enum Ran {
+    /// The step ran to an end (success, failure or timeout).
+    Done(StepResult),
+    /// The step was stopped by its [`CancelToken`]; nothing of it should be recorded.
+    Cancelled,
+}
+
+/// Runs the effects of auto steps. The engine holds one and never knows which: the real
+/// [`ShellRunner`], or a recording that answers from a cassette.
+pub trait StepRunner {
+    /// Runs `step`, passing output to `on_output` as it arrives.
+    fn run_shell(&self, step: &ShellStep, on_output: &mut dyn FnMut(&[u8]), cancel: &CancelToken) -> Ran;
+}
+
+/// The most output kept of one step (head and tail); the rest is counted and dropped.
+const MAX_KEPT: usize = 8 * 1024 * 1024;
+
+/// How often a running step checks for cancellation while it is silent.
+const TICK: Duration = Duration::from_millis(50);
+
+/// How long to wait for the pipe to close once the group is dead (a process that left the
+/// group with `setsid` may hold it open forever).
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
+
+/// Spawns real processes.
+#[derive(Debug, Clone)]
+pub struct ShellRunner {
+    shell: PathBuf,
+}
+
+impl Default for ShellRunner {
+    fn default() -> Self {
+        ShellRunner::new()
+    }
+}
+
+impl ShellRunner {
+    /// Uses `bash` from `PATH`, else `sh`.
+    pub fn new() -> ShellRunner {
+        ShellRunner {
+            shell: find_in_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh")),
+        }
+    }
+
+    /// Uses the given shell; it is called as `SHELL -c COMMAND`.
+    pub fn with_shell(shell: impl Into<PathBuf>) -> ShellRunner {
+        ShellRunner { shell: shell.into() }
+    }
+
+    /// The shell in use.
+    pub fn shell(&self) -> &Path {
+        &self.shell
+    }
+}
+
+fn find_in_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+impl StepRunner for ShellRunner {
+    fn run_shell(&self, step: &ShellStep, on_output: &mut dyn FnMut(&[u8]), cancel: &CancelToken) -> Ran {
+        let started = Instant::now();
+        let failed_to_start = |e: std::io::Error| {
+            Ran::Done(StepResult {
+                success: false,
+                error: Some(format!(
+                    "cannot start `{}` in `{}`: {e}",
+                    self.shell.display(),
+                    step.working_dir.display()
+                )),
+                duration_ms: Some(millis(started.elapsed())),
+                ..StepResult::default()
+            })
+        };
+        let (mut reader, writer) = match std::io::pipe() {
+            Ok(pair) => pair,
+            Err(e) => return failed_to_start(e),
+        };
+        let stderr = match writer.try_clone() {
+            Ok(w) => w,
+            Err(e) => return failed_to_start(e),
+        };
+        let mut command = Command::new(&self.shell);
+        command
+            .arg("-c")
+            .arg(&step.command)
+            .current_dir(&step.working_dir)
+            .envs(&step.env)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(stderr);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => return failed_to_start(e),
+        };
+        // The parent's copies of the write end must be gone for the pipe to reach EOF.
+        drop(command);
+        let group = Pid::from_child(&child);
+        let kill_group = || {
+            let _ = kill_process_group(group, Signal::KILL);
+        };
+
+        let mut output = Output::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut pipe_open = true;
+        let mut exited = false;
+        let mut stopped: Option<Stop> = None;
+        let deadline = started + step.timeout;
+        // Without a pidfd (very old kernels) the exit is noticed at the next tick instead.
+        let pidfd = pidfd_open(group, PidfdFlags::empty()).ok();
+        let mut drain_until: Option<Instant> = None;
+
+        while pipe_open || !exited {
+            let now = Instant::now();
+            if stopped.is_none() {
+                if cancel.is_cancelled() {
+                    stopped = Some(Stop::Cancelled);
+                } else if now >= deadline {
+                    stopped = Some(Stop::TimedOut);
+                }
+                if stopped.is_some() {
+                    kill_group();
+                }
+            }
+            if exited && drain_until.is_some_and(|until| now >= until) {
+                break;
+            }
+            let wait = match (exited, drain_until) {
+                (true, Some(until)) => until.saturating_duration_since(now),
+                _ => TICK.min(deadline.saturating_duration_since(now)),
+            };
+            let timeout = Timespec {
+                tv_sec: wait.as_secs().try_into().unwrap_or(i64::MAX),
+                tv_nsec: wait.subsec_nanos().into(),
+            };
+            let mut fds = Vec::with_capacity(2);
+            let pipe_at = pipe_open.then(|| {
+                fds.push(PollFd::new(&reader, PollFlags::IN));
+                fds.len() - 1
+            });
+            let pidfd_at = match (&pidfd, exited) {
+                (Some(fd), false) => {
+                    fds.push(PollFd::new(fd, PollFlags::IN));
+                    Some(fds.len() - 1)
+                }
+                _ => None,
+            };
+            if poll(&mut fds, Some(&timeout)).is_err() {
+                // EINTR: go round again; the checks above run first.
+                continue;
+            }
+            let ready = |at: Option<usize>| at.is_some_and(|i| !fds[i].revents().is_empty());
+            let (pipe_ready, child_ready) = (ready(pipe_at), ready(pidfd_at));
+            drop(fds);
+            if pipe_ready {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => pipe_open = false,
+                    Ok(n) => {
+                        on_output(&buf[..n]);
+                        output.push(&buf[..n]);
+                    }
+                }
+            }
+            if !exited {
+                // With a pidfd the child stays a zombie until `wait` below, so its group id
+                // cannot be reused before the group is killed. Without one (old kernels),
+                // `try_wait` notices the exit at the next tick.
+                exited = match &pidfd {
+                    Some(_) => child_ready,
+                    None => matches!(child.try_wait(), Ok(Some(_))),
+                };
+            }
+            if exited && drain_until.is_none() {
+                kill_group();
+                drain_until = Some(Instant::now() + DRAIN_GRACE);
+            }
+        }
+        let status = child.wait();
+        kill_group();
+        let duration_ms = Some(millis(started.elapsed()));
+        if matches!(stopped, Some(Stop::Cancelled)) {
+            return Ran::Cancelled;
+        }
+        let exit_code = status.as_ref().ok().and_then(std::process::ExitStatus::code);
+        let error = match (&stopped, &status) {
+            (Some(Stop::TimedOut), _) => Some(format!(
+                "timed out after {}; the command and everything it started were killed",
+                humantime::format_duration(step.timeout)
+            )),
+            (_, Err(e)) => Some(format!("cannot wait for the command: {e}")),
+            (_, Ok(s)) => match s.code() {
+                Some(0) => None,
+                Some(code) => Some(format!("exited with code {code}")),
+                None => Some(format!(
+                    "killed by signal {}",
+                    std::os::unix::process::ExitStatusExt::signal(s).unwrap_or(0)
+                )),
+            },
+        };
+        Ran::Done(StepResult {
+            success: error.is_none(),
+            exit_code,
+            output: output.into_string(),
+            error,
+            duration_ms,
+            ..StepResult::default()
+        })
+    }
+}
+
+enum Stop {
+    Cancelled,
+    TimedOut,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Collected output: everything up to [`MAX_KEPT`], else its head and tail.
+#[derive(Default)]
+struct Output {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    dropped: usize,
+}
+
+impl Output {
+    fn push(&mut self, mut bytes: &[u8]) {
+        let half = MAX_KEPT / 2;
+        if self.head.len() < half {
+            let take = bytes.len().min(half - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        self.tail.extend_from_slice(bytes);
+        if self.tail.len() > 2 * half {
+            let excess = self.tail.len() - half;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+    }
+
+    fn into_string(mut self) -> String {
+        if self.tail.len() > MAX_KEPT / 2 {
+            let excess = self.tail.len() - MAX_KEPT / 2;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!("\n[... {} bytes of output not kept ...]\n", self.dropped));
+        }
+        text.push_str(&String::from_utf8_lossy(&self.tail));
+        text
+    }
+}

@@ -1,0 +1,176 @@
+//! Steps as the journal records them: what a step asked for and what came of it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+/// What a step asked for. On replay, a step call must ask for exactly the recorded input;
+/// anything else means the script changed under the run.
+///
+/// Descriptions (`context`) and timeouts are kept in [`StepRecord`] instead: changing them
+/// does not change what the step does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepInput {
+    /// `auto("command")`: a shell command.
+    Shell {
+        /// The command line given to the shell.
+        command: String,
+        /// Absolute folder it runs in.
+        working_dir: PathBuf,
+        /// Extra environment variables.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env: BTreeMap<String, String>,
+    },
+    /// `auto(function, kwargs)`: a Starlark function of the script.
+    Function {
+        /// The function's name.
+        function: String,
+        /// Its keyword arguments, as JSON.
+        #[serde(default)]
+        kwargs: Map<String, Json>,
+    },
+    /// `llm(prompt, expects = ...)`: work handed to the agent.
+    Llm {
+        /// The instruction.
+        prompt: String,
+        /// Output names and what each should hold.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expects: Option<Map<String, Json>>,
+    },
+    /// `call_script(name, request)`: another script run as a nested frame.
+    Call {
+        /// The script's name as written.
+        script: String,
+        /// Its arguments.
+        request: String,
+        /// Absolute folder it runs in.
+        working_dir: PathBuf,
+    },
+}
+
+impl StepInput {
+    /// A short description for people: the command, the call, the prompt.
+    pub fn summary(&self) -> String {
+        match self {
+            StepInput::Shell { command, .. } => format!("$ {command}"),
+            StepInput::Function { function, kwargs } => {
+                format!("{function}({})", Json::Object(kwargs.clone()))
+            }
+            StepInput::Llm { prompt, .. } => format!("llm: {}", first_line(prompt)),
+            StepInput::Call {
+                script, request, ..
+            } => {
+                if request.is_empty() {
+                    format!("call {script}")
+                } else {
+                    format!("call {script} {request}")
+                }
+            }
+        }
+    }
+
+    /// Names the differences from `recorded`, for the divergence error.
+    pub fn difference(&self, recorded: &StepInput) -> String {
+        let kind = |i: &StepInput| match i {
+            StepInput::Shell { .. } => "a shell step",
+            StepInput::Function { .. } => "a function step",
+            StepInput::Llm { .. } => "an llm step",
+            StepInput::Call { .. } => "a script call",
+        };
+        match (self, recorded) {
+            (
+                StepInput::Shell { command: a, working_dir: wa, env: ea },
+                StepInput::Shell { command: b, working_dir: wb, env: eb },
+            ) => differing(&[
+                ("command", a.as_str(), b.as_str()),
+                ("working_dir", &wa.display().to_string(), &wb.display().to_string()),
+                ("env", &format!("{ea:?}"), &format!("{eb:?}")),
+            ]),
+            (
+                StepInput::Function { function: a, kwargs: ka },
+                StepInput::Function { function: b, kwargs: kb },
+            ) => differing(&[
+                ("function", a.as_str(), b.as_str()),
+                ("kwargs", &Json::Object(ka.clone()).to_string(), &Json::Object(kb.clone()).to_string()),
+            ]),
+            (
+                StepInput::Llm { prompt: a, expects: xa },
+                StepInput::Llm { prompt: b, expects: xb },
+            ) => differing(&[
+                ("prompt", a.as_str(), b.as_str()),
+                ("expects", &format!("{xa:?}"), &format!("{xb:?}")),
+            ]),
+            (
+                StepInput::Call { script: a, request: ra, working_dir: wa },
+                StepInput::Call { script: b, request: rb, working_dir: wb },
+            ) => differing(&[
+                ("script", a.as_str(), b.as_str()),
+                ("request", ra.as_str(), rb.as_str()),
+                ("working_dir", &wa.display().to_string(), &wb.display().to_string()),
+            ]),
+            _ => format!("the script now asks for {} where the journal has {}", kind(self), kind(recorded)),
+        }
+    }
+}
+
+fn differing(fields: &[(&str, &str, &str)]) -> String {
+    fields
+        .iter()
+        .filter(|(_, now, was)| now != was)
+        .map(|(field, now, was)| format!("{field} is now `{now}` but was `{was}`"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}
+
+/// What came of a step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// Whether the step did what it was asked.
+    pub success: bool,
+    /// The shell's exit code; absent for other steps or when killed by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Everything written: stdout and stderr interleaved, or a function's `print`s.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
+    /// A function step's return value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Json>,
+    /// An llm step's outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Map<String, Json>>,
+    /// Why the step failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long the step ran, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// One journaled step of a compiled frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Position among the frame's steps, from 0.
+    pub index: usize,
+    /// What was asked.
+    pub input: StepInput,
+    /// The `context` the script gave, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// What came of it.
+    pub result: StepResult,
+}
+
+impl fmt::Display for StepRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.index, self.input.summary())
+    }
+}

@@ -1,0 +1,35 @@
+//! The one map from outcomes to process exit codes.
+
+use std::process::ExitCode;
+
+/// How a `mekara` command ended, as a process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything asked for was done.
+    Success,
+    /// The workflow or the input failed: a step failed and fell back, a script has errors,
+    /// an answer was missing.
+    Failure,
+    /// The command line was wrong, or mekara itself failed.
+    Usage,
+    /// Interrupted by Ctrl-C; the run can be resumed.
+    Interrupted,
+}
+
+impl Exit {
+    /// The numeric code for this outcome.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Failure => 1,
+            Exit::Usage => 2,
+            Exit::Interrupted => 130,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(exit.code())
+    }
+}

@@ -1,0 +1,47 @@
+//! Scripts compiled into the binary: the `scripts/` folder of this repository.
+
+/// A bundled file: its path under `scripts/` and its text.
+pub struct BundledFile {
+    /// `nl/<name>.md` or `compiled/<name>.star`.
+    pub path: &'static str,
+    /// The file's text.
+    pub text: &'static str,
+}
+
+macro_rules! bundled {
+    ($($path:literal),* $(,)?) => {
+        &[$(BundledFile {
+            path: $path,
+            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/", $path)),
+        }),*]
+    };
+}
+
+/// Every bundled file. Add a script here when you add it to `scripts/`.
+pub static FILES: &[BundledFile] = bundled![
+    "nl/test/random.md",
+    "compiled/test/random.star",
+    "nl/test/double-or-nothing.md",
+    "compiled/test/double-or-nothing.star",
+    "nl/test/imagine-object.md",
+    "nl/test/nested.md",
+    "compiled/test/nested.star",
+];
+
+/// The bundled file at `path` (`nl/test/random.md`), if there is one.
+pub fn file(path: &str) -> Option<&'static BundledFile> {
+    FILES.iter().find(|f| f.path == path)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_compiled_script_has_its_nl_file() {
+        for f in super::FILES {
+            if let Some(name) = f.path.strip_prefix("compiled/") {
+                let nl = format!("nl/{}.md", name.trim_end_matches(".star"));
+                assert!(super::file(&nl).is_some(), "{} has no {nl}", f.path);
+            }
+        }
+    }
+}

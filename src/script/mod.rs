@@ -1,0 +1,13 @@
+//! Scripts: their names, where they are found, and how their files read.
+//!
+//! This module owns resolution by name (DESIGN §2): the three levels, the pairing of an NL
+//! file with a compiled one, and the checks that keep a name inside its folders. It reads
+//! files but never runs anything; running is the engine's job.
+
+pub mod bundled;
+pub mod name;
+pub mod nl;
+pub mod resolver;
+
+pub use name::ScriptName;
+pub use resolver::{Level, Resolver, Script, ScriptEntry, ScriptError, ScriptFile};

@@ -1,0 +1,117 @@
+//! The text of an NL script: optional front matter, a Markdown body, and `$ARGUMENTS`.
+
+/// The placeholder that a script's arguments replace.
+pub const ARGUMENTS: &str = "$ARGUMENTS";
+
+/// An NL script split into its front matter (`---` fenced `key: value` lines, as Claude
+/// Code commands and Agent Skills write them) and its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NlText<'a> {
+    /// `key: value` pairs of the front matter, in order; values have quotes removed.
+    pub front_matter: Vec<(&'a str, &'a str)>,
+    /// The Markdown after the front matter.
+    pub body: &'a str,
+}
+
+impl<'a> NlText<'a> {
+    /// Splits `text`; text without a complete front matter block is all body.
+    pub fn parse(text: &'a str) -> NlText<'a> {
+        let whole = NlText {
+            front_matter: Vec::new(),
+            body: text,
+        };
+        let Some(rest) = text
+            .strip_prefix("---\n")
+            .or_else(|| text.strip_prefix("---\r\n"))
+        else {
+            return whole;
+        };
+        let mut front_matter = Vec::new();
+        let mut offset = 0;
+        for line in rest.split_inclusive('\n') {
+            offset += line.len();
+            let trimmed = line.trim_end();
+            if trimmed == "---" {
+                return NlText {
+                    front_matter,
+                    body: rest[offset..].trim_start_matches(['\r', '\n']),
+                };
+            }
+            if let Some((key, value)) = trimmed.split_once(':') {
+                let value = value.trim();
+                let value = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(value);
+                front_matter.push((key.trim(), value));
+            }
+        }
+        whole
+    }
+
+    /// The `description` of the front matter, else the first line of text in the body
+    /// (headings lose their `#`).
+    pub fn description(&self) -> String {
+        if let Some((_, d)) = self.front_matter.iter().find(|(k, _)| *k == "description") {
+            return (*d).to_string();
+        }
+        self.body
+            .lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// The body with the first `$ARGUMENTS` replaced by `arguments`. A script without the
+    /// placeholder gets the arguments appended on a line of their own, as Claude Code does,
+    /// so they are never lost.
+    pub fn instructions(&self, arguments: &str) -> String {
+        if self.body.contains(ARGUMENTS) {
+            self.body.replacen(ARGUMENTS, arguments, 1)
+        } else if arguments.trim().is_empty() {
+            self.body.to_string()
+        } else {
+            format!("{}\n\nARGUMENTS: {arguments}\n", self.body.trim_end())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_and_description() {
+        let t = NlText::parse("---\ndescription: \"Guess a number\"\nname: x\n---\n\n# Title\nBody\n");
+        assert_eq!(t.front_matter, vec![("description", "Guess a number"), ("name", "x")]);
+        assert_eq!(t.body, "# Title\nBody\n");
+        assert_eq!(t.description(), "Guess a number");
+    }
+
+    #[test]
+    fn description_falls_back_to_first_line() {
+        assert_eq!(NlText::parse("\n\n## Do a thing\n\nmore").description(), "Do a thing");
+        assert_eq!(NlText::parse("").description(), "");
+    }
+
+    #[test]
+    fn unterminated_front_matter_is_body() {
+        let t = NlText::parse("---\nnot: closed\n");
+        assert!(t.front_matter.is_empty());
+        assert_eq!(t.body, "---\nnot: closed\n");
+    }
+
+    #[test]
+    fn only_the_first_placeholder_is_replaced() {
+        let t = NlText::parse("Use $ARGUMENTS then $ARGUMENTS.");
+        assert_eq!(t.instructions("x"), "Use x then $ARGUMENTS.");
+    }
+
+    #[test]
+    fn arguments_without_placeholder_are_appended() {
+        let t = NlText::parse("Do it.\n");
+        assert_eq!(t.instructions("now"), "Do it.\n\nARGUMENTS: now\n");
+        assert_eq!(t.instructions(""), "Do it.\n");
+    }
+}

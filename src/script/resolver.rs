@@ -1,0 +1,359 @@
+//! `Resolver`: finds a script by name at the project, user and bundled levels.
+//!
+//! At each filesystem level two layouts are read:
+//! - mekara's: `scripts/nl/<name>.md` and `scripts/compiled/<name>.star`;
+//! - Agent Skills: `.agents/skills/<name>/SKILL.md` with `mekara.star` beside it.
+//!
+//! The NL file decides the level (first level that has one wins). The compiled file is taken
+//! from that level or a higher one, never a lower one, so a project's own NL script is never
+//! paired with a bundled compiled script written for different instructions.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::bundled;
+use super::name::{NameError, ScriptName};
+use super::nl::NlText;
+use crate::paths::Locations;
+
+/// Where a script file was found, highest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// `<project>/.mekara/` or `<project>/.agents/skills/`.
+    Project,
+    /// `~/.mekara/` or `~/.agents/skills/`.
+    User,
+    /// Compiled into the binary.
+    Bundled,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Project => "project",
+            Level::User => "user",
+            Level::Bundled => "bundled",
+        })
+    }
+}
+
+/// One file of a script, read.
+#[derive(Debug, Clone)]
+pub struct ScriptFile {
+    /// The level it came from.
+    pub level: Level,
+    /// Its path on disk, or `bundled:<path>` for a bundled file.
+    pub origin: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// A resolved script: its NL file and, if it has one at an allowed level, its compiled file.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// The name as found (after `-`→`_` if that is what matched).
+    pub name: ScriptName,
+    /// The NL instructions.
+    pub nl: ScriptFile,
+    /// The Starlark program, when the script is compiled.
+    pub compiled: Option<ScriptFile>,
+}
+
+impl Script {
+    /// The NL instructions with `arguments` substituted.
+    pub fn instructions(&self, arguments: &str) -> String {
+        NlText::parse(&self.nl.text).instructions(arguments)
+    }
+
+    /// The one-line description.
+    pub fn description(&self) -> String {
+        NlText::parse(&self.nl.text).description()
+    }
+}
+
+/// A script as listed by `mekara scripts`.
+#[derive(Debug, Clone)]
+pub struct ScriptEntry {
+    /// Its name.
+    pub name: ScriptName,
+    /// The level its NL file is at.
+    pub level: Level,
+    /// Whether it resolves to a compiled script.
+    pub compiled: bool,
+    /// Its one-line description.
+    pub description: String,
+}
+
+/// Why a script could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The name itself is refused.
+    #[error(transparent)]
+    InvalidName(#[from] NameError),
+    /// No level has the script.
+    #[error("script `{name}` not found; {}", suggestion_hint(.suggestions))]
+    NotFound {
+        /// The name as asked for.
+        name: String,
+        /// Existing names close to it, best first.
+        suggestions: Vec<String>,
+    },
+    /// A file exists but cannot be read.
+    #[error("cannot read `{}`: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+}
+
+fn suggestion_hint(suggestions: &[String]) -> String {
+    match suggestions {
+        [] => "`mekara scripts` lists the scripts there are".to_string(),
+        [one] => format!("did you mean `{one}`?"),
+        many => format!(
+            "did you mean one of {}?",
+            many.iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A filesystem level: the folder holding `scripts/`, and the Agent Skills folder.
+#[derive(Debug, Clone)]
+struct Root {
+    level: Level,
+    mekara_dir: PathBuf,
+    skills_dir: PathBuf,
+}
+
+/// Finds scripts by name; built once from the [`Locations`] of the process.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    roots: Vec<Root>,
+}
+
+impl Resolver {
+    /// A resolver over the project and user levels of `locations`, then the bundled scripts.
+    pub fn new(locations: &Locations) -> Resolver {
+        let mut roots = Vec::new();
+        if let Some(root) = &locations.project_root {
+            roots.push(Root {
+                level: Level::Project,
+                mekara_dir: root.join(".mekara"),
+                skills_dir: root.join(".agents").join("skills"),
+            });
+        }
+        if let Some(home) = &locations.home {
+            roots.push(Root {
+                level: Level::User,
+                mekara_dir: home.join(".mekara"),
+                skills_dir: home.join(".agents").join("skills"),
+            });
+        }
+        Resolver { roots }
+    }
+
+    /// Resolves `raw` (`test/random`, `test:random`, `test:double_or_nothing`, ...).
+    pub fn resolve(&self, raw: &str) -> Result<Script, ScriptError> {
+        let name = ScriptName::parse(raw)?;
+        let forms: Vec<ScriptName> = std::iter::once(name.clone())
+            .chain(name.underscored())
+            .collect();
+        let levels = self.roots.len() + 1;
+        for at in 0..levels {
+            for form in &forms {
+                if let Some(nl) = self.nl_file(at, form)? {
+                    let compiled = self.compiled_file(at, &forms)?;
+                    return Ok(Script {
+                        name: form.clone(),
+                        nl,
+                        compiled,
+                    });
+                }
+            }
+        }
+        Err(ScriptError::NotFound {
+            name: raw.to_string(),
+            suggestions: self.suggestions(&name),
+        })
+    }
+
+    /// Every script that resolves, by name; a name at several levels is listed once, at
+    /// the level that wins.
+    pub fn list(&self) -> Vec<ScriptEntry> {
+        let mut names: Vec<(ScriptName, usize)> = Vec::new();
+        for (at, root) in self.roots.iter().enumerate() {
+            for name in list_files(&root.mekara_dir.join("scripts").join("nl"), ListMode::Markdown)
+                .into_iter()
+                .chain(list_files(&root.skills_dir, ListMode::Skills))
+            {
+                names.push((name, at));
+            }
+        }
+        for f in bundled::FILES {
+            if let Some(n) = f.path.strip_prefix("nl/").and_then(|p| p.strip_suffix(".md")) {
+                if let Ok(name) = ScriptName::parse(n) {
+                    names.push((name, self.roots.len()));
+                }
+            }
+        }
+        names.sort();
+        names.dedup_by(|later, first| later.0 == first.0);
+        names
+            .into_iter()
+            .filter_map(|(name, _)| {
+                let script = self.resolve(name.as_path()).ok()?;
+                Some(ScriptEntry {
+                    description: script.description(),
+                    level: script.nl.level,
+                    compiled: script.compiled.is_some(),
+                    name,
+                })
+            })
+            .collect()
+    }
+
+    fn level(&self, at: usize) -> Level {
+        self.roots.get(at).map_or(Level::Bundled, |r| r.level)
+    }
+
+    fn nl_file(&self, at: usize, name: &ScriptName) -> Result<Option<ScriptFile>, ScriptError> {
+        match self.roots.get(at) {
+            Some(root) => first_file(
+                root.level,
+                &[
+                    root.mekara_dir
+                        .join("scripts/nl")
+                        .join(format!("{}.md", name.as_path())),
+                    root.skills_dir.join(name.as_path()).join("SKILL.md"),
+                ],
+            ),
+            None => Ok(bundled_file(&format!("nl/{}.md", name.as_path()))),
+        }
+    }
+
+    /// The compiled file from the highest level down to `nl_at`, inclusive.
+    fn compiled_file(
+        &self,
+        nl_at: usize,
+        forms: &[ScriptName],
+    ) -> Result<Option<ScriptFile>, ScriptError> {
+        for at in 0..=nl_at {
+            for form in forms {
+                let found = match self.roots.get(at) {
+                    Some(root) => first_file(
+                        self.level(at),
+                        &[
+                            root.mekara_dir
+                                .join("scripts/compiled")
+                                .join(format!("{}.star", form.as_path())),
+                            root.skills_dir.join(form.as_path()).join("mekara.star"),
+                        ],
+                    )?,
+                    None => bundled_file(&format!("compiled/{}.star", form.as_path())),
+                };
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn suggestions(&self, name: &ScriptName) -> Vec<String> {
+        let wanted = name.as_path();
+        let mut scored: Vec<(usize, String)> = self
+            .list()
+            .into_iter()
+            .filter_map(|e| {
+                let candidate = e.name.as_path();
+                let distance = strsim::damerau_levenshtein(wanted, candidate);
+                let last_part_matches = candidate.rsplit('/').next() == wanted.rsplit('/').next();
+                (distance <= (wanted.len() / 3).max(2) || last_part_matches)
+                    .then(|| (distance, e.name.to_string()))
+            })
+            .collect();
+        scored.sort();
+        scored.into_iter().take(3).map(|(_, n)| n).collect()
+    }
+}
+
+fn first_file(level: Level, candidates: &[PathBuf]) -> Result<Option<ScriptFile>, ScriptError> {
+    for path in candidates {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                return Ok(Some(ScriptFile {
+                    level,
+                    origin: path.display().to_string(),
+                    text,
+                }));
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {}
+            Err(e) if path.is_dir() => {
+                tracing::debug!("skipping folder `{}`: {e}", path.display());
+            }
+            Err(source) => {
+                return Err(ScriptError::Read {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn bundled_file(path: &str) -> Option<ScriptFile> {
+    bundled::file(path).map(|f| ScriptFile {
+        level: Level::Bundled,
+        origin: format!("bundled:{}", f.path),
+        text: f.text.to_string(),
+    })
+}
+
+#[derive(Clone, Copy)]
+enum ListMode {
+    /// `<name>.md` files.
+    Markdown,
+    /// `<name>/SKILL.md` folders.
+    Skills,
+}
+
+/// Script names under `dir`; unreadable folders and invalid names are skipped.
+fn list_files(dir: &Path, mode: ListMode) -> Vec<ScriptName> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if matches!(mode, ListMode::Skills) && path.join("SKILL.md").is_file() {
+                    push_name(&mut found, dir, &path);
+                }
+                pending.push(path);
+            } else if matches!(mode, ListMode::Markdown)
+                && path.extension().is_some_and(|e| e == "md")
+            {
+                push_name(&mut found, dir, &path.with_extension(""));
+            }
+        }
+    }
+    found
+}
+
+fn push_name(found: &mut Vec<ScriptName>, base: &Path, path: &Path) {
+    let Some(relative) = path.strip_prefix(base).ok().and_then(Path::to_str) else {
+        return;
+    };
+    match ScriptName::parse(relative) {
+        Ok(name) => found.push(name),
+        Err(e) => tracing::debug!("skipping `{}`: {e}", path.display()),
+    }
+}

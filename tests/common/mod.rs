@@ -1,0 +1,186 @@
+//! Shared test harness: a temporary project, a hermetic environment, and the real binary.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// A temporary project (`<tmp>/project` with `.mekara/`) and a separate home folder.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// A project with an empty `.mekara/`.
+    pub fn new() -> Project {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("project/.mekara")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join("home")).expect("mkdir");
+        Project { dir }
+    }
+
+    /// The project root.
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().join("project")
+    }
+
+    /// The fake home folder.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// Writes `text` to `path` under the project root, creating folders.
+    pub fn write(&self, path: &str, text: &str) -> PathBuf {
+        write_file(&self.root().join(path), text)
+    }
+
+    /// Writes a project script: `.mekara/scripts/nl/<name>.md`, and the compiled file when
+    /// `star` is given.
+    pub fn script(&self, name: &str, nl: &str, star: Option<&str>) {
+        self.write(&format!(".mekara/scripts/nl/{name}.md"), nl);
+        if let Some(star) = star {
+            self.write(&format!(".mekara/scripts/compiled/{name}.star"), star);
+        }
+    }
+
+    /// `mekara ARGS` in the project root, with a hermetic environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        self.command_in(&self.root(), args)
+    }
+
+    /// `mekara ARGS` in `dir`.
+    pub fn command_in(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mekara"));
+        cmd.args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env("LANG", "C.UTF-8");
+        cmd
+    }
+
+    /// Runs `mekara ARGS` with `stdin` piped in, and waits.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Run {
+        run_with_stdin(self.command(args), stdin)
+    }
+
+    /// Spawns `mekara ARGS` with piped stdin and stdout, without waiting.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mekara")
+    }
+
+    /// The ids of the project's runs, oldest first.
+    pub fn run_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.root().join(".mekara/runs"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    }
+
+    /// The journal text of run `id`.
+    pub fn journal(&self, id: &str) -> String {
+        std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl"))).expect("journal")
+    }
+}
+
+pub fn write_file(path: &Path, text: &str) -> PathBuf {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+    path.to_path_buf()
+}
+
+/// What a finished `mekara` process printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn from_output(out: Output) -> Run {
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Panics with both streams unless the exit code is `code`.
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, Some(code), "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+pub fn run_with_stdin(mut cmd: Command, stdin: &str) -> Run {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mekara");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    Run::from_output(child.wait_with_output().expect("wait"))
+}
+
+/// Replaces run ids and durations so output can be pinned by snapshots.
+pub fn redact(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut line = line.to_string();
+        // run ids: 20261122-031254-fc2f
+        let bytes: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        let mut redacted = String::new();
+        while i < bytes.len() {
+            let rest: String = bytes[i..].iter().take(20).collect();
+            if rest.len() == 20 && is_run_id(&rest) {
+                redacted.push_str("[RUN]");
+                i += 20;
+            } else {
+                redacted.push(bytes[i]);
+                i += 1;
+            }
+        }
+        line = redacted;
+        if let Some(pos) = line.find(" ms)") {
+            if let Some(open) = line[..pos].rfind('(') {
+                line = format!("{}([MS] ms){}", &line[..open], &line[pos + 4..]);
+            }
+        }
+        if let Some(pos) = line.find(" s ──") {
+            if let Some(open) = line[..pos].rfind(" in ") {
+                line = format!("{} in [S] s ──{}", &line[..open], &line[pos + " s ──".len()..]);
+            }
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn is_run_id(s: &str) -> bool {
+    let c: Vec<char> = s.chars().collect();
+    c.len() == 20
+        && c[..8].iter().all(char::is_ascii_digit)
+        && c[8] == '-'
+        && c[9..15].iter().all(char::is_ascii_digit)
+        && c[15] == '-'
+        && c[16..].iter().all(|x| x.is_ascii_hexdigit())
+}
