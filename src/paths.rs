@@ -54,9 +54,13 @@ impl Locations {
 /// The home folder itself is never a project root: `~/.claude` is Claude Code's user folder
 /// and `~/.mekara` is mekara's user level, so without this rule every folder under home
 /// would belong to one big "project".
+///
+/// Home is compared both as written and resolved, since the current directory comes with
+/// symlinks resolved (`/home` → `/usr/home` on FreeBSD, `/var/home` on Silverblue).
 fn find_project_root(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let resolved_home = home.and_then(|h| h.canonicalize().ok());
     cwd.ancestors()
-        .filter(|dir| Some(*dir) != home)
+        .filter(|dir| Some(*dir) != home && Some(*dir) != resolved_home.as_deref())
         .find(|dir| dir.join(".mekara").is_dir() || dir.join(".claude").is_dir())
         .map(Path::to_path_buf)
 }

@@ -10,16 +10,29 @@ fn random_plays_to_the_end() {
     let run = project.run(&["run", "test/random"], "50\n\n");
     run.expect_code(0);
     let out = &run.stdout;
-    assert!(out.contains("▶ test:random[0] $ shuf -i 1-100 -n 1"), "{out}");
-    assert!(out.contains("guess (the user's guess, as a whole number): 50"), "{out}");
+    assert!(
+        out.contains("▶ test:random[0] $ shuf -i 1-100 -n 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("guess (the user's guess, as a whole number): 50"),
+        "{out}"
+    );
     let secret: u32 = out
         .lines()
         .find_map(|l| l.strip_prefix("  │ ")?.trim().parse().ok())
         .expect("the picked number is shown");
     assert!((1..=100).contains(&secret));
-    let verdict = if secret == 50 { "Right! The number was 50." } else { &format!("Wrong: the number was {secret}.") };
+    let verdict = if secret == 50 {
+        "Right! The number was 50."
+    } else {
+        &format!("Wrong: the number was {secret}.")
+    };
     assert!(out.contains(&format!("  │ {verdict}")), "{out}");
-    assert!(out.contains(&format!("Step 4: the user was told: {verdict} React")), "{out}");
+    assert!(
+        out.contains(&format!("Step 4: the user was told: {verdict} React")),
+        "{out}"
+    );
     assert!(out.contains("completed: 2 steps ran here"), "{out}");
 }
 
@@ -28,11 +41,24 @@ fn double_or_nothing_writes_its_file_in_the_working_dir() {
     let project = Project::new();
     let work = project.root().join("work");
     std::fs::create_dir(&work).expect("mkdir");
-    let run = project.run(&["run", "--working-dir", "work", "test:double-or-nothing", "21"], "");
+    let run = project.run(
+        &[
+            "run",
+            "--working-dir",
+            "work",
+            "test:double-or-nothing",
+            "21",
+        ],
+        "",
+    );
     run.expect_code(0);
     let written = std::fs::read_to_string(work.join("resulting-number.txt")).expect("result file");
     assert!(written == "42\n" || written == "0\n", "{written:?}");
-    assert!(run.stdout.contains(&format!("  │ {}", written.trim())), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("  │ {}", written.trim())),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -40,9 +66,23 @@ fn imagine_object_is_handed_over_whole() {
     let project = Project::new();
     let run = project.run(&["run", "test/imagine-object", " made of glass"], "\n");
     run.expect_code(0);
-    assert!(run.stdout.contains("── NL script test:imagine-object[0]: do all of this by hand ──"), "{}", run.stdout);
-    assert!(run.stdout.contains("Imagine a single everyday object made of glass."), "{}", run.stdout);
-    assert!(run.stdout.contains("finished: 0 steps ran here"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("── NL script test:imagine-object[0]: do all of this by hand ──"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("Imagine a single everyday object made of glass."),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("finished: 0 steps ran here"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -66,7 +106,9 @@ fn nested_runs_all_three_and_comes_back() {
     ];
     let mut at = 0;
     for needle in order {
-        let found = out[at..].find(needle).unwrap_or_else(|| panic!("`{needle}` missing after byte {at}:\n{out}"));
+        let found = out[at..]
+            .find(needle)
+            .unwrap_or_else(|| panic!("`{needle}` missing after byte {at}:\n{out}"));
         at += found + needle.len();
     }
     let written = std::fs::read_to_string("/tmp/resulting-number.txt").expect("written in /tmp");

@@ -26,15 +26,24 @@ fn lines(path: &Path) -> usize {
 fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 /// Kills the process group of an orphaned step, as it would be after a crash.
 fn kill_group_of(pid_file: &Path) {
-    let pid = std::fs::read_to_string(pid_file).expect("pid").trim().to_string();
-    let _ = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status();
+    let pid = std::fs::read_to_string(pid_file)
+        .expect("pid")
+        .trim()
+        .to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .status();
 }
 
 #[test]
@@ -48,8 +57,19 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap");
     kill_group_of(&root.join("step.pid"));
-    assert_eq!((lines(&root.join("a.count")), lines(&root.join("b.count")), lines(&root.join("c.count"))), (1, 1, 1));
-    assert_eq!(lines(&root.join("d.count")), 0, "the step in flight did not finish");
+    assert_eq!(
+        (
+            lines(&root.join("a.count")),
+            lines(&root.join("b.count")),
+            lines(&root.join("c.count"))
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        lines(&root.join("d.count")),
+        0,
+        "the step in flight did not finish"
+    );
 
     let ids = project.run_ids();
     assert_eq!(ids.len(), 1);
@@ -61,10 +81,23 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
     let resumed = project.run(&["run", "--resume", &ids[0]], "hello\n");
     resumed.expect_code(0);
     for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(lines(&root.join(format!("{counter}.count"))), 1, "{counter}.count\n{}", resumed.stdout);
+        assert_eq!(
+            lines(&root.join(format!("{counter}.count"))),
+            1,
+            "{counter}.count\n{}",
+            resumed.stdout
+        );
     }
-    assert!(resumed.stdout.contains("▶ steps[3] $ echo $$ > step.pid"), "{}", resumed.stdout);
-    assert!(!resumed.stdout.contains("steps[0]"), "finished steps are not run again:\n{}", resumed.stdout);
+    assert!(
+        resumed.stdout.contains("▶ steps[3] $ echo $$ > step.pid"),
+        "{}",
+        resumed.stdout
+    );
+    assert!(
+        !resumed.stdout.contains("steps[0]"),
+        "finished steps are not run again:\n{}",
+        resumed.stdout
+    );
     assert!(project.run(&["runs"], "").stdout.contains("completed"));
 }
 
@@ -90,11 +123,24 @@ fn sigkill_while_waiting_for_the_person_loses_nothing() {
     let id = project.run_ids().remove(0);
     let resumed = project.run(&["run", "--resume", &id], "again\n");
     resumed.expect_code(0);
-    assert!(resumed.stdout.contains("── llm step steps[4] ──\nSay a word"), "{}", resumed.stdout);
+    assert!(
+        resumed
+            .stdout
+            .contains("── llm step steps[4] ──\nSay a word"),
+        "{}",
+        resumed.stdout
+    );
     for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(lines(&root.join(format!("{counter}.count"))), 1, "{counter}.count");
+        assert_eq!(
+            lines(&root.join(format!("{counter}.count"))),
+            1,
+            "{counter}.count"
+        );
     }
-    assert_eq!(std::fs::read_to_string(root.join("e.count")).expect("e"), "again\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("e.count")).expect("e"),
+        "again\n"
+    );
 }
 
 #[test]
@@ -109,37 +155,78 @@ fn a_torn_last_record_is_reported_and_not_trusted() {
     let journal = root.join(format!(".mekara/runs/{id}.jsonl"));
     let whole = std::fs::read_to_string(&journal).expect("journal");
     // A crash in the middle of writing the llm step's record.
-    let mut f = std::fs::OpenOptions::new().append(true).open(&journal).expect("open");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .expect("open");
     let torn: &[u8] = br#"{"event":"step","depth":0,"index":4,"input":{"kind":"llm","pro"#;
     f.write_all(torn).expect("write");
     drop(f);
 
     let shown = project.run(&["runs", "show", &id], "");
-    assert!(shown.stdout.contains(&format!("! torn last record ({} bytes at byte {})", torn.len(), whole.len())), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains(&format!(
+            "! torn last record ({} bytes at byte {})",
+            torn.len(),
+            whole.len()
+        )),
+        "{}",
+        shown.stdout
+    );
 
     let resumed = project.run(&["run", "--resume", &id], "late\n");
     resumed.expect_code(0);
-    assert!(resumed.stdout.starts_with("! the last record of run"), "{}", resumed.stdout);
-    assert!(resumed.stdout.contains(&format!("was torn ({} bytes at byte {})", torn.len(), whole.len())), "{}", resumed.stdout);
+    assert!(
+        resumed.stdout.starts_with("! the last record of run"),
+        "{}",
+        resumed.stdout
+    );
+    assert!(
+        resumed.stdout.contains(&format!(
+            "was torn ({} bytes at byte {})",
+            torn.len(),
+            whole.len()
+        )),
+        "{}",
+        resumed.stdout
+    );
     let after = std::fs::read_to_string(&journal).expect("journal");
-    assert!(after.starts_with(&whole), "complete records are kept as they were");
+    assert!(
+        after.starts_with(&whole),
+        "complete records are kept as they were"
+    );
     assert!(!after.contains(r#""pro"#) || after.contains(r#""prompt""#));
-    assert!(after.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()), "{after}");
+    assert!(
+        after
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+        "{after}"
+    );
     assert_eq!(lines(&root.join("a.count")), 1);
 }
 
 #[test]
 fn a_finished_run_cannot_be_resumed_and_an_unknown_one_is_named() {
     let project = Project::new();
-    project.script("quick", "Quick.", Some("def execute(request):\n    auto('true')\n"));
+    project.script(
+        "quick",
+        "Quick.",
+        Some("def execute(request):\n    auto('true')\n"),
+    );
     project.run(&["run", "quick"], "").expect_code(0);
     let id = project.run_ids().remove(0);
     let again = project.run(&["run", "--resume", &id], "");
     again.expect_code(2);
-    assert_eq!(again.stderr, format!("error: run `{id}` has already finished; there is nothing to resume\n"));
+    assert_eq!(
+        again.stderr,
+        format!("error: run `{id}` has already finished; there is nothing to resume\n")
+    );
     let unknown = project.run(&["run", "--resume", "../../etc/passwd"], "");
     unknown.expect_code(2);
-    assert_eq!(unknown.stderr, "error: run `../../etc/passwd` not found; `mekara runs` lists the runs there are\n");
+    assert_eq!(
+        unknown.stderr,
+        "error: run `../../etc/passwd` not found; `mekara runs` lists the runs there are\n"
+    );
 }
 
 #[test]
@@ -149,27 +236,42 @@ fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
     let root = project.root();
     let child = project.spawn(&["run", "steps"]);
     wait_for(&root.join("started"));
-    let step_pid = std::fs::read_to_string(root.join("step.pid")).expect("pid").trim().to_string();
+    let step_pid = std::fs::read_to_string(root.join("step.pid"))
+        .expect("pid")
+        .trim()
+        .to_string();
     // A terminal's Ctrl-C reaches mekara's process group; the step has a group of its own.
-    let sent = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
     assert!(sent.success());
     let out = common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(130);
     let id = project.run_ids().remove(0);
     assert!(
-        out.stdout.contains(&format!("interrupted: step steps[3] was stopped; resume with `mekara run --resume {id}`")),
+        out.stdout.contains(&format!(
+            "interrupted: step steps[3] was stopped; resume with `mekara run --resume {id}`"
+        )),
         "{}",
         out.stdout
     );
     let deadline = Instant::now() + Duration::from_secs(10);
     while Path::new(&format!("/proc/{step_pid}")).exists() {
-        assert!(Instant::now() < deadline, "the step's shell survived Ctrl-C");
+        assert!(
+            Instant::now() < deadline,
+            "the step's shell survived Ctrl-C"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     std::fs::remove_file(root.join("started")).expect("rm");
     std::fs::write(root.join("go"), "").expect("go");
     project.run(&["run", "--resume", &id], "x\n").expect_code(0);
     for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(lines(&root.join(format!("{counter}.count"))), 1, "{counter}.count");
+        assert_eq!(
+            lines(&root.join(format!("{counter}.count"))),
+            1,
+            "{counter}.count"
+        );
     }
 }

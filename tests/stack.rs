@@ -73,21 +73,46 @@ fn automatic_nesting_returns_to_the_caller() {
 #[test]
 fn manual_nesting_shows_the_parent_step_again() {
     let project = Project::new();
-    project.script("outer", "Outer.", Some("def execute(request):\n    llm('outer step', expects = {'x': 'a value'})\n"));
-    project.script("inner", "Inner.", Some("def execute(request):\n    llm('inner step')\n"));
+    project.script(
+        "outer",
+        "Outer.",
+        Some("def execute(request):\n    llm('outer step', expects = {'x': 'a value'})\n"),
+    );
+    project.script(
+        "inner",
+        "Inner.",
+        Some("def execute(request):\n    llm('inner step')\n"),
+    );
     let mut ex = executor(&project);
     let dir = project.root();
     let first = ex.start("outer", "", &dir, &Quiet).expect("start outer");
-    assert!(matches!(&first, Pending::Llm { path, prompt, .. } if path == "outer[0]" && prompt == "outer step"));
+    assert!(
+        matches!(&first, Pending::Llm { path, prompt, .. } if path == "outer[0]" && prompt == "outer step")
+    );
     let nested = ex.start("inner", "", &dir, &Quiet).expect("start inner");
-    assert!(matches!(&nested, Pending::Llm { path, prompt, .. } if path == "outer[0] > inner[0]" && prompt == "inner step"));
+    assert!(
+        matches!(&nested, Pending::Llm { path, prompt, .. } if path == "outer[0] > inner[0]" && prompt == "inner step")
+    );
     let back = ex.continue_llm(Map::new(), &Quiet).expect("finish inner");
-    assert_eq!(back, first, "the parent's pending step comes back unchanged");
+    assert_eq!(
+        back, first,
+        "the parent's pending step comes back unchanged"
+    );
     let mut outputs = Map::new();
     outputs.insert("x".into(), Json::from(1));
     let done = ex.continue_llm(outputs, &Quiet).expect("finish outer");
-    assert!(matches!(done, Pending::Finished { outcome: Outcome::Completed, fell_back: false, .. }));
-    assert!(ex.frames().is_empty(), "the root frame is popped when it ends");
+    assert!(matches!(
+        done,
+        Pending::Finished {
+            outcome: Outcome::Completed,
+            fell_back: false,
+            ..
+        }
+    ));
+    assert!(
+        ex.frames().is_empty(),
+        "the root frame is popped when it ends"
+    );
 }
 
 #[test]
@@ -96,7 +121,9 @@ fn an_nl_child_is_finished_by_hand() {
     project.script("caller", "Caller.", Some("def execute(request):\n    call_script('notes', 'about cats')\n    auto('echo done')\n"));
     project.script("notes", "Write notes $ARGUMENTS.", None);
     let mut ex = executor(&project);
-    let pending = ex.start("caller", "", &project.root(), &Quiet).expect("start");
+    let pending = ex
+        .start("caller", "", &project.root(), &Quiet)
+        .expect("start");
     assert_eq!(
         pending,
         Pending::Nl {
@@ -104,23 +131,42 @@ fn an_nl_child_is_finished_by_hand() {
             instructions: "Write notes about cats.".into()
         }
     );
-    let err = ex.continue_llm(Map::new(), &Quiet).expect_err("an NL script is pending");
+    let err = ex
+        .continue_llm(Map::new(), &Quiet)
+        .expect_err("an NL script is pending");
     assert!(matches!(err, EngineError::WrongCall { .. }), "{err}");
     let done = ex.finish_nl(&Quiet).expect("finish");
-    assert!(matches!(done, Pending::Finished { outcome: Outcome::Completed, .. }), "{done:?}");
+    assert!(
+        matches!(
+            done,
+            Pending::Finished {
+                outcome: Outcome::Completed,
+                ..
+            }
+        ),
+        "{done:?}"
+    );
 }
 
 #[test]
 fn a_failing_child_halts_its_parent_with_the_failure_shown() {
     let project = Project::new();
-    project.script("boss", "Boss: do the work, then report.", Some("def execute(request):\n    call_script('worker')\n    auto('echo never')\n"));
-    project.script("worker", "Worker.", Some("def execute(request):\n    auto('echo trying; exit 4')\n"));
+    project.script(
+        "boss",
+        "Boss: do the work, then report.",
+        Some("def execute(request):\n    call_script('worker')\n    auto('echo never')\n"),
+    );
+    project.script(
+        "worker",
+        "Worker.",
+        Some("def execute(request):\n    auto('echo trying; exit 4')\n"),
+    );
     let run = project.run(&["run", "boss"], "\n");
     run.expect_code(1);
     let out = &run.stdout;
     assert!(out.contains("✗ boss[0] > worker ended"), "{out}");
     assert!(
-        out.contains("── boss[1] failed; finish it by hand ──\nWhat failed:\nstep boss[0] `call worker` failed: step boss[0] > worker[0] `$ echo trying; exit 4` failed: exited with code 4"),
+        out.contains("── boss failed; finish it by hand ──\nWhat failed:\nstep boss[0] `call worker` failed: step boss[0] > worker[0] `$ echo trying; exit 4` failed: exited with code 4"),
         "{out}"
     );
     assert!(out.contains("Boss: do the work, then report."), "{out}");
@@ -135,27 +181,52 @@ fn allow_failure_hands_a_failed_child_to_the_parent() {
         "Boss.",
         Some("def execute(request):\n    r = call_script('worker', allow_failure = True)\n    auto('echo child success=' + str(r.success))\n"),
     );
-    project.script("worker", "Worker.", Some("def execute(request):\n    fail('no can do')\n"));
+    project.script(
+        "worker",
+        "Worker.",
+        Some("def execute(request):\n    fail('no can do')\n"),
+    );
     let run = project.run(&["run", "boss"], "");
     run.expect_code(0);
-    assert!(run.stdout.contains("$ echo child success=False"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("$ echo child success=False"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
 fn recursion_stops_at_the_depth_limit() {
     let project = Project::new();
-    project.script("loop", "Loop.", Some("def execute(request):\n    call_script('loop')\n"));
+    project.script(
+        "loop",
+        "Loop.",
+        Some("def execute(request):\n    call_script('loop')\n"),
+    );
     let run = project.run(&["run", "loop"], "\n");
     run.expect_code(1);
-    assert!(run.stdout.contains("scripts are nested 16 deep"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("scripts are nested 16 deep"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("the limit is 16"), "{}", run.stdout);
 }
 
 #[test]
 fn a_missing_child_fails_the_call_with_suggestions() {
     let project = Project::new();
-    project.script("caller", "Caller.", Some("def execute(request):\n    call_script('test/randon')\n"));
+    project.script(
+        "caller",
+        "Caller.",
+        Some("def execute(request):\n    call_script('test/randon')\n"),
+    );
     let run = project.run(&["run", "caller"], "\n");
     run.expect_code(1);
-    assert!(run.stdout.contains("script `test/randon` not found; did you mean `test:random`?"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("script `test/randon` not found; did you mean `test:random`?"),
+        "{}",
+        run.stdout
+    );
 }

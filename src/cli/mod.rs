@@ -47,7 +47,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let exit = if e.use_stderr() { Exit::Usage } else { Exit::Success };
+            let exit = if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Success
+            };
             let _ = e.print();
             return exit.into();
         }
@@ -87,8 +91,15 @@ fn exit_for(e: &anyhow::Error) -> Exit {
 fn init_logging(file: Option<&std::path::Path>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEKARA_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
-    let opened = file.map(|path| std::fs::OpenOptions::new().create(true).append(true).open(path));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false);
+    let opened = file.map(|path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    });
     let _ = match opened {
         Some(Ok(f)) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
         Some(Err(e)) => {

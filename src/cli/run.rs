@@ -69,7 +69,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
             let mut executor = Executor::new(resolver, store, runner, settings);
             let name = args.name.as_deref().unwrap_or_default();
             let cwd = std::env::current_dir()?;
-            let working_dir = args.working_dir.as_ref().map_or_else(|| cwd.clone(), |d| cwd.join(d));
+            let working_dir = args
+                .working_dir
+                .as_ref()
+                .map_or_else(|| cwd.clone(), |d| cwd.join(d));
             interrupt.watch(&executor, None);
             let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
             (executor, first)
@@ -84,11 +87,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
         let next = match pending {
             Err(EngineError::Cancelled { script, index }) => {
                 let id = executor.run_id().unwrap_or_default().to_string();
-                println!("\ninterrupted: step {script}[{index}] was stopped; resume with `mekara run --resume {id}`");
+                println!(
+                    "\ninterrupted: step {script}[{index}] was stopped; resume with `mekara run --resume {id}`"
+                );
                 return Ok(Exit::Interrupted);
             }
             Err(e) => return Err(e.into()),
-            Ok(Pending::Finished { run, outcome, fell_back }) => {
+            Ok(Pending::Finished {
+                run,
+                outcome,
+                fell_back,
+            }) => {
                 let how = match (outcome, fell_back) {
                     (_, true) => "failed and was finished by hand",
                     (Outcome::Completed, false) => "completed",
@@ -99,9 +108,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                     terminal.steps_run.get(),
                     started.elapsed().as_secs_f64()
                 );
-                return Ok(if fell_back { Exit::Failure } else { Exit::Success });
+                return Ok(if fell_back {
+                    Exit::Failure
+                } else {
+                    Exit::Success
+                });
             }
-            Ok(Pending::Llm { path, prompt, expects }) => {
+            Ok(Pending::Llm {
+                path,
+                prompt,
+                expects,
+            }) => {
                 println!("\n── llm step {path} ──\n{}", prompt.trim_end());
                 let Some(outputs) = ask_outputs(&mut input, expects.as_ref())? else {
                     return Ok(closed(&executor));
@@ -109,19 +126,32 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 executor.continue_llm(outputs, &terminal)
             }
             Ok(Pending::Nl { path, instructions }) => {
-                println!("\n── NL script {path}: do all of this by hand ──\n{}", instructions.trim_end());
-                if !ask_done(&mut input, "Press Enter when you have done all of the above.")? {
+                println!(
+                    "\n── NL script {path}: do all of this by hand ──\n{}",
+                    instructions.trim_end()
+                );
+                if !ask_done(
+                    &mut input,
+                    "Press Enter when you have done all of the above.",
+                )? {
                     return Ok(closed(&executor));
                 }
                 executor.finish_nl(&terminal)
             }
-            Ok(Pending::Fallback { path, error, instructions }) => {
+            Ok(Pending::Fallback {
+                path,
+                error,
+                instructions,
+            }) => {
                 println!(
                     "\n── {path} failed; finish it by hand ──\nWhat failed:\n{}\n\nThe script's instructions (the steps above already ran):\n{}",
                     error.trim_end(),
                     instructions.trim_end()
                 );
-                if !ask_done(&mut input, "Press Enter when you have finished the script by hand.")? {
+                if !ask_done(
+                    &mut input,
+                    "Press Enter when you have finished the script by hand.",
+                )? {
                     return Ok(closed(&executor));
                 }
                 executor.finish_nl(&terminal)
@@ -133,7 +163,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
 
 fn closed(executor: &Executor) -> Exit {
     let id = executor.run_id().unwrap_or_default();
-    println!("\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`");
+    println!(
+        "\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`"
+    );
     Exit::Failure
 }
 
@@ -159,7 +191,10 @@ fn ask_done(input: &mut impl BufRead, prompt: &str) -> anyhow::Result<bool> {
 }
 
 /// Asks for each expected output in turn; `None` when input ends first.
-fn ask_outputs(input: &mut impl BufRead, expects: Option<&Map<String, Json>>) -> anyhow::Result<Option<Map<String, Json>>> {
+fn ask_outputs(
+    input: &mut impl BufRead,
+    expects: Option<&Map<String, Json>>,
+) -> anyhow::Result<Option<Map<String, Json>>> {
     let mut outputs = Map::new();
     let Some(expects) = expects.filter(|e| !e.is_empty()) else {
         return Ok(ask_done(input, "Press Enter when done.")?.then_some(outputs));
@@ -253,11 +288,11 @@ impl Interrupt {
                 std::process::exit(Exit::Interrupted.code().into());
             };
             let (cancel, run) = &*state;
-            if handler.running.load(Ordering::SeqCst) {
-                if let Some(cancel) = cancel {
-                    cancel.cancel();
-                    return;
-                }
+            if handler.running.load(Ordering::SeqCst)
+                && let Some(cancel) = cancel
+            {
+                cancel.cancel();
+                return;
             }
             match run {
                 Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),

@@ -32,7 +32,10 @@ pub fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 println!("no runs yet in {}", store.dir().display());
                 return Ok(Exit::Success);
             }
-            println!("{:20}  {:24}  {:24}  {:20}  STEPS", "ID", "SCRIPT", "STATE", "STARTED");
+            println!(
+                "{:20}  {:24}  {:24}  {:20}  STEPS",
+                "ID", "SCRIPT", "STATE", "STARTED"
+            );
             for r in runs {
                 let script = r.script.replace('/', ":");
                 match r.problem {
@@ -94,7 +97,10 @@ fn show_event(out: &mut String, event: &Event) {
         Event::Step(step) => show_step(out, step.depth, &step.record),
         Event::Fail(fail) => {
             let indent = "  ".repeat(fail.depth + 1);
-            out.push_str(&format!("{indent}✗ fell back to the NL instructions: {}\n", indent_lines(&fail.error, &indent)));
+            out.push_str(&format!(
+                "{indent}✗ fell back to the NL instructions: {}\n",
+                indent_lines(&fail.error, &indent)
+            ));
         }
         Event::Pop(pop) => {
             let indent = "  ".repeat(pop.depth);
@@ -110,7 +116,11 @@ fn show_event(out: &mut String, event: &Event) {
 fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
     let indent = "  ".repeat(depth + 1);
     let mark = if record.result.success { "✓" } else { "✗" };
-    out.push_str(&format!("{indent}{mark} [{}] {}", record.index, record.input.summary()));
+    out.push_str(&format!(
+        "{indent}{mark} [{}] {}",
+        record.index,
+        record.input.summary()
+    ));
     if let Some(context) = &record.context {
         out.push_str(&format!("  # {context}"));
     }
@@ -120,13 +130,19 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
     out.push('\n');
     let body = format!("{indent}    ");
     if !record.result.output.is_empty() {
-        out.push_str(&format!("{body}{}\n", indent_lines(record.result.output.trim_end(), &body)));
+        out.push_str(&format!(
+            "{body}{}\n",
+            indent_lines(record.result.output.trim_end(), &body)
+        ));
     }
     if let Some(value) = &record.result.value {
         out.push_str(&format!("{body}= {value}\n"));
     }
     if let Some(outputs) = &record.result.outputs {
-        out.push_str(&format!("{body}→ {}\n", serde_json::Value::Object(outputs.clone())));
+        out.push_str(&format!(
+            "{body}→ {}\n",
+            serde_json::Value::Object(outputs.clone())
+        ));
     }
     if let Some(error) = &record.result.error {
         out.push_str(&format!("{body}error: {}\n", indent_lines(error, &body)));

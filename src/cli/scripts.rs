@@ -24,11 +24,25 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
     match args.command {
         None => {
             let entries = resolver.list();
-            let width = entries.iter().map(|e| e.name.to_string().len()).max().unwrap_or(4).max(4);
-            println!("{:width$}  {:8}  {:8}  DESCRIPTION", "NAME", "LEVEL", "KIND");
+            let width = entries
+                .iter()
+                .map(|e| e.name.to_string().len())
+                .max()
+                .unwrap_or(4)
+                .max(4);
+            println!(
+                "{:width$}  {:8}  {:8}  DESCRIPTION",
+                "NAME", "LEVEL", "KIND"
+            );
             for e in entries {
                 let kind = if e.compiled { "compiled" } else { "nl" };
-                println!("{:width$}  {:8}  {:8}  {}", e.name.to_string(), e.level.to_string(), kind, e.description);
+                println!(
+                    "{:width$}  {:8}  {:8}  {}",
+                    e.name.to_string(),
+                    e.level.to_string(),
+                    kind,
+                    e.description
+                );
             }
         }
         Some(ScriptsCommand::Show { name }) => {

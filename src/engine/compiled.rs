@@ -19,8 +19,8 @@ use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtens
 use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
-use starlark::values::dict::DictRef;
-use starlark::values::list::ListRef;
+use starlark::values::dict::{AllocDict, DictRef};
+use starlark::values::list::{AllocList, ListRef};
 use starlark::values::structs::AllocStruct;
 use starlark::values::{Heap, Value};
 
@@ -203,7 +203,7 @@ pub struct FrameRun<'a> {
     /// The frame's journal: replayed, then appended to.
     pub steps: &'a mut Vec<StepRecord>,
     /// Writes a new record to the run's journal, before the script sees it.
-    pub journal: &'a mut dyn FnMut(&StepRecord) -> Result<(), JournalError>,
+    pub journal: &'a mut JournalWriter<'a>,
     /// Runs shell steps.
     pub runner: &'a dyn StepRunner,
     /// Hears about new steps.
@@ -215,6 +215,9 @@ pub struct FrameRun<'a> {
     /// Evaluation bounds.
     pub limits: &'a Limits,
 }
+
+/// Appends a step to the run's journal.
+pub type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), JournalError> + 'a;
 
 /// Why the interpreter was unwound by a builtin.
 enum Interrupt {
@@ -239,7 +242,7 @@ mod context_type {
         pub(super) working_dir: &'a Path,
         pub(super) steps: RefCell<Vec<StepRecord>>,
         pub(super) cursor: Cell<usize>,
-        pub(super) journal: RefCell<&'a mut dyn FnMut(&StepRecord) -> Result<(), JournalError>>,
+        pub(super) journal: RefCell<&'a mut JournalWriter<'a>>,
         pub(super) runner: &'a dyn StepRunner,
         pub(super) observer: &'a dyn Observer,
         pub(super) cancel: &'a CancelToken,
@@ -277,11 +280,14 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
     };
-    let execute = program.module.get("execute").map_err(|e| EngineError::Diverged {
-        script: path.to_string(),
-        index: 0,
-        detail: format!("the script lost its `execute` function: {e}"),
-    })?;
+    let execute = program
+        .module
+        .get("execute")
+        .map_err(|e| EngineError::Diverged {
+            script: path.to_string(),
+            index: 0,
+            detail: format!("the script lost its `execute` function: {e}"),
+        })?;
     let result = Module::with_temp_heap(|module| {
         let printer = StepPrinter { ctx: &ctx };
         let mut eval = Evaluator::new(&module);
@@ -290,7 +296,11 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
         apply_limits(&mut eval, limits)?;
         let execute = module.heap().access_owned_frozen_value(&execute);
         let request = module.heap().alloc(request);
-        Ok::<_, String>(eval.eval_function(execute, &[request], &[]).map(|_| ()).map_err(|e| render(&e)))
+        Ok::<_, String>(
+            eval.eval_function(execute, &[request], &[])
+                .map(|_| ())
+                .map_err(|e| render(&e)),
+        )
     });
     let cursor = ctx.cursor.get();
     let interrupt = ctx.interrupt.take();
@@ -342,7 +352,10 @@ impl starlark::PrintHandler for LogPrinter {
     }
 }
 
-fn step_context<'a, 'e>(eval: &Evaluator<'_, 'a, 'e>, builtin: &str) -> anyhow::Result<&'a StepContext<'e>> {
+fn step_context<'a, 'e>(
+    eval: &Evaluator<'_, 'a, 'e>,
+    builtin: &str,
+) -> anyhow::Result<&'a StepContext<'e>> {
     let ctx = eval
         .extra
         .and_then(|e| e.downcast_ref::<StepContext>())
@@ -388,7 +401,12 @@ impl StepContext<'_> {
     }
 
     /// Journals a new step, then lets the script see it.
-    fn record(&self, input: StepInput, context: Option<String>, result: StepResult) -> anyhow::Result<StepResult> {
+    fn record(
+        &self,
+        input: StepInput,
+        context: Option<String>,
+        result: StepResult,
+    ) -> anyhow::Result<StepResult> {
         let index = self.cursor.get();
         let record = StepRecord {
             index,
@@ -408,7 +426,13 @@ impl StepContext<'_> {
     }
 
     /// Stops the frame when a step failed and the script did not allow it.
-    fn check_failure(&self, index: usize, input: &StepInput, result: &StepResult, allow_failure: bool) -> anyhow::Result<()> {
+    fn check_failure(
+        &self,
+        index: usize,
+        input: &StepInput,
+        result: &StepResult,
+        allow_failure: bool,
+    ) -> anyhow::Result<()> {
         if result.success || allow_failure {
             return Ok(());
         }
@@ -422,13 +446,30 @@ impl StepContext<'_> {
 }
 
 fn json_of(value: Value<'_>, what: &str) -> anyhow::Result<Json> {
-    value
-        .to_json_value()
-        .map_err(|e| anyhow::anyhow!("{what} must be JSON data (None, bool, int, float, str, list, dict): {e}"))
+    value.to_json_value().map_err(|e| {
+        anyhow::anyhow!("{what} must be JSON data (None, bool, int, float, str, list, dict): {e}")
+    })
 }
 
+/// JSON to Starlark. Written out because starlark's own conversion turns integers too big
+/// for 64 bits into floats (serde_json's `arbitrary_precision` keeps their digits).
 fn alloc_json<'v>(heap: Heap<'v>, json: &Json) -> Value<'v> {
-    heap.alloc(json.clone())
+    match json {
+        Json::Number(n) if n.as_i64().is_none() && n.as_u64().is_none() => {
+            let digits = n.to_string();
+            match digits.parse::<num_bigint::BigInt>() {
+                Ok(big) => heap.alloc(big),
+                Err(_) => heap.alloc(json.clone()),
+            }
+        }
+        Json::Array(items) => {
+            heap.alloc(AllocList(items.iter().map(|item| alloc_json(heap, item))))
+        }
+        Json::Object(map) => heap.alloc(AllocDict(
+            map.iter().map(|(k, v)| (k.as_str(), alloc_json(heap, v))),
+        )),
+        other => heap.alloc(other.clone()),
+    }
 }
 
 /// A function's own name: its repr is `<module>.<name>`, and names cannot hold a `.`.
@@ -446,19 +487,26 @@ fn seconds(value: Value<'_>) -> anyhow::Result<Duration> {
         -1.0
     };
     if !(secs > 0.0 && secs.is_finite()) {
-        anyhow::bail!("`timeout` must be a positive number of seconds, got `{}`", value.to_repr());
+        anyhow::bail!(
+            "`timeout` must be a positive number of seconds, got `{}`",
+            value.to_repr()
+        );
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
 fn string_map(value: Value<'_>, what: &str) -> anyhow::Result<BTreeMap<String, String>> {
-    let dict = DictRef::from_value(value)
-        .ok_or_else(|| anyhow::anyhow!("`{what}` must be a dict of strings, got a `{}`", value.get_type()))?;
+    let dict = DictRef::from_value(value).ok_or_else(|| {
+        anyhow::anyhow!(
+            "`{what}` must be a dict of strings, got a `{}`",
+            value.get_type()
+        )
+    })?;
     dict.iter()
         .map(|(k, v)| {
-            let key = k
-                .unpack_str()
-                .ok_or_else(|| anyhow::anyhow!("`{what}` keys must be strings, got `{}`", k.to_repr()))?;
+            let key = k.unpack_str().ok_or_else(|| {
+                anyhow::anyhow!("`{what}` keys must be strings, got `{}`", k.to_repr())
+            })?;
             let value = v.unpack_str().map_or_else(|| v.to_str(), str::to_string);
             Ok((key.to_string(), value))
         })
@@ -481,6 +529,8 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
     /// Runs an auto step: a shell command, or a function of the script with keyword
     /// arguments. Returns `.success`, `.output`, `.error` and `.exit_code` (shell) or
     /// `.value` (function).
+    // The parameters are the user-facing script API, one Rust argument each.
+    #[allow(clippy::too_many_arguments)]
     fn auto<'v>(
         #[starlark(require = pos)] step: Value<'v>,
         #[starlark(require = pos)] kwargs: Option<Value<'v>>,
@@ -496,27 +546,43 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let context = context.map(str::to_string);
         if let Some(command) = step.unpack_str() {
             if kwargs.is_some() {
-                anyhow::bail!("`auto` takes keyword arguments only for a function step; pass `env = {{...}}` to set variables of a command");
+                anyhow::bail!(
+                    "`auto` takes keyword arguments only for a function step; pass `env = {{...}}` to set variables of a command"
+                );
             }
             let input = StepInput::Shell {
                 command: command.to_string(),
-                working_dir: working_dir.map_or_else(|| ctx.working_dir.to_path_buf(), |d| ctx.working_dir.join(d)),
-                env: env.map(|e| string_map(e, "env")).transpose()?.unwrap_or_default(),
+                working_dir: working_dir.map_or_else(
+                    || ctx.working_dir.to_path_buf(),
+                    |d| ctx.working_dir.join(d),
+                ),
+                env: env
+                    .map(|e| string_map(e, "env"))
+                    .transpose()?
+                    .unwrap_or_default(),
             };
-            let timeout = timeout.map(seconds).transpose()?.unwrap_or(ctx.default_timeout);
+            let timeout = timeout
+                .map(seconds)
+                .transpose()?
+                .unwrap_or(ctx.default_timeout);
             let index = ctx.cursor.get();
             let result = match ctx.replay(&input)? {
                 Some(result) => result,
                 None => run_shell(ctx, &input, context, timeout)?,
             };
             ctx.check_failure(index, &input, &result, allow_failure)?;
-            let exit_code = result.exit_code.map_or_else(Value::new_none, |c| heap.alloc(c));
-            return Ok(result_struct(heap, vec![
-                ("success", Value::new_bool(result.success)),
-                ("exit_code", exit_code),
-                ("output", heap.alloc(result.output.as_str())),
-                ("error", error_value(heap, &result)),
-            ]));
+            let exit_code = result
+                .exit_code
+                .map_or_else(Value::new_none, |c| heap.alloc(c));
+            return Ok(result_struct(
+                heap,
+                vec![
+                    ("success", Value::new_bool(result.success)),
+                    ("exit_code", exit_code),
+                    ("output", heap.alloc(result.output.as_str())),
+                    ("error", error_value(heap, &result)),
+                ],
+            ));
         }
         if step.get_type() != "function" {
             anyhow::bail!(
@@ -525,14 +591,18 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             );
         }
         if working_dir.is_some() || timeout.is_some() || env.is_some() {
-            anyhow::bail!("`working_dir`, `timeout` and `env` apply to shell commands, not to function steps");
+            anyhow::bail!(
+                "`working_dir`, `timeout` and `env` apply to shell commands, not to function steps"
+            );
         }
         let kwargs_json = match kwargs {
             None => Map::new(),
             Some(k) if k.is_none() => Map::new(),
             Some(k) => match json_of(k, "the keyword arguments of a function step")? {
                 Json::Object(map) => map,
-                other => anyhow::bail!("the keyword arguments of a function step must be a dict, got `{other}`"),
+                other => anyhow::bail!(
+                    "the keyword arguments of a function step must be a dict, got `{other}`"
+                ),
             },
         };
         let input = StepInput::Function {
@@ -543,19 +613,26 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let result = match ctx.replay(&input)? {
             Some(result) => result,
             None => {
-                ctx.observer.step_started(ctx.path, index, &input, context.as_deref());
+                ctx.observer
+                    .step_started(ctx.path, index, &input, context.as_deref());
                 let result = call_function(ctx, eval, step, &input);
                 ctx.record(input.clone(), context, result)?
             }
         };
         ctx.check_failure(index, &input, &result, allow_failure)?;
-        let value = result.value.as_ref().map_or_else(Value::new_none, |v| alloc_json(heap, v));
-        Ok(result_struct(heap, vec![
-            ("success", Value::new_bool(result.success)),
-            ("value", value),
-            ("output", heap.alloc(result.output.as_str())),
-            ("error", error_value(heap, &result)),
-        ]))
+        let value = result
+            .value
+            .as_ref()
+            .map_or_else(Value::new_none, |v| alloc_json(heap, v));
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("value", value),
+                ("output", heap.alloc(result.output.as_str())),
+                ("error", error_value(heap, &result)),
+            ],
+        ))
     }
 
     /// Hands a step to the agent: suspends the script until the agent gives the outputs
@@ -584,10 +661,13 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         };
         let heap = eval.heap();
         let outputs = Json::Object(result.outputs.unwrap_or_default());
-        Ok(result_struct(heap, vec![
-            ("success", Value::new_bool(true)),
-            ("outputs", alloc_json(heap, &outputs)),
-        ]))
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(true)),
+                ("outputs", alloc_json(heap, &outputs)),
+            ],
+        ))
     }
 
     /// Runs another script (compiled or NL) as a nested frame and waits for it. Returns
@@ -603,21 +683,36 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let input = StepInput::Call {
             script: name.to_string(),
             request: request.to_string(),
-            working_dir: working_dir.map_or_else(|| ctx.working_dir.to_path_buf(), |d| ctx.working_dir.join(d)),
+            working_dir: working_dir.map_or_else(
+                || ctx.working_dir.to_path_buf(),
+                |d| ctx.working_dir.join(d),
+            ),
         };
         let index = ctx.cursor.get();
         let Some(result) = ctx.replay(&input)? else {
-            let StepInput::Call { script, request, working_dir } = input else {
+            let StepInput::Call {
+                script,
+                request,
+                working_dir,
+            } = input
+            else {
                 unreachable!("built above as a call");
             };
-            return Err(ctx.interrupt(Interrupt::Suspend(Suspension::Call { script, request, working_dir })));
+            return Err(ctx.interrupt(Interrupt::Suspend(Suspension::Call {
+                script,
+                request,
+                working_dir,
+            })));
         };
         ctx.check_failure(index, &input, &result, allow_failure)?;
         let heap = eval.heap();
-        Ok(result_struct(heap, vec![
-            ("success", Value::new_bool(result.success)),
-            ("error", error_value(heap, &result)),
-        ]))
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("error", error_value(heap, &result)),
+            ],
+        ))
     }
 }
 
@@ -628,29 +723,47 @@ fn expects_map(v: Value<'_>) -> anyhow::Result<Map<String, Json>> {
             .map(|item| {
                 item.unpack_str()
                     .map(|name| (name.to_string(), Json::String(String::new())))
-                    .ok_or_else(|| anyhow::anyhow!("`expects` names must be strings, got `{}`", item.to_repr()))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("`expects` names must be strings, got `{}`", item.to_repr())
+                    })
             })
             .collect();
     }
     match json_of(v, "`expects`")? {
         Json::Object(map) => Ok(map),
-        other => anyhow::bail!("`expects` must be a dict of output name to description, got `{other}`"),
+        other => {
+            anyhow::bail!("`expects` must be a dict of output name to description, got `{other}`")
+        }
     }
 }
 
-fn run_shell(ctx: &StepContext<'_>, input: &StepInput, context: Option<String>, timeout: Duration) -> anyhow::Result<StepResult> {
-    let StepInput::Shell { command, working_dir, env } = input else {
+fn run_shell(
+    ctx: &StepContext<'_>,
+    input: &StepInput,
+    context: Option<String>,
+    timeout: Duration,
+) -> anyhow::Result<StepResult> {
+    let StepInput::Shell {
+        command,
+        working_dir,
+        env,
+    } = input
+    else {
         unreachable!("called for shell steps only");
     };
     let index = ctx.cursor.get();
-    ctx.observer.step_started(ctx.path, index, input, context.as_deref());
+    ctx.observer
+        .step_started(ctx.path, index, input, context.as_deref());
     let step = ShellStep {
         command: command.clone(),
         working_dir: working_dir.clone(),
         env: env.clone(),
         timeout,
     };
-    match ctx.runner.run_shell(&step, &mut |chunk| ctx.observer.output(chunk), ctx.cancel) {
+    match ctx
+        .runner
+        .run_shell(&step, &mut |chunk| ctx.observer.output(chunk), ctx.cancel)
+    {
         Ran::Done(result) => ctx.record(input.clone(), context, result),
         Ran::Cancelled => Err(ctx.interrupt(Interrupt::Engine(EngineError::Cancelled {
             script: ctx.path.to_string(),
@@ -661,12 +774,20 @@ fn run_shell(ctx: &StepContext<'_>, input: &StepInput, context: Option<String>, 
 
 /// Calls a script function as a step: its `print`s are the output, its return value (as
 /// JSON) the value, an error the failure.
-fn call_function<'v>(ctx: &StepContext<'_>, eval: &mut Evaluator<'v, '_, '_>, f: Value<'v>, input: &StepInput) -> StepResult {
+fn call_function<'v>(
+    ctx: &StepContext<'_>,
+    eval: &mut Evaluator<'v, '_, '_>,
+    f: Value<'v>,
+    input: &StepInput,
+) -> StepResult {
     let StepInput::Function { kwargs, .. } = input else {
         unreachable!("called for function steps only");
     };
     let heap = eval.heap();
-    let named: Vec<(&str, Value<'v>)> = kwargs.iter().map(|(k, v)| (k.as_str(), alloc_json(heap, v))).collect();
+    let named: Vec<(&str, Value<'v>)> = kwargs
+        .iter()
+        .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
+        .collect();
     *ctx.capture.borrow_mut() = Some(String::new());
     let started = std::time::Instant::now();
     let returned = eval.eval_function(f, &[], &named);

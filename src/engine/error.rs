@@ -68,7 +68,9 @@ pub enum EngineError {
         expected: Vec<String>,
     },
     /// Starting another script would nest scripts deeper than the limit.
-    #[error("scripts are nested {limit} deep ({path}); the limit is {limit}: finish a script before starting another")]
+    #[error(
+        "scripts are nested {limit} deep ({path}); the limit is {limit}: finish a script before starting another"
+    )]
     TooDeep {
         /// The stack path.
         path: String,
@@ -94,7 +96,9 @@ pub enum EngineError {
         path: std::path::PathBuf,
     },
     /// There is no folder to keep runs in.
-    #[error("no folder for runs: not inside a project (a folder with `.mekara/` or `.claude/`) and `HOME` is not set")]
+    #[error(
+        "no folder for runs: not inside a project (a folder with `.mekara/` or `.claude/`) and `HOME` is not set"
+    )]
     NoRunsDir,
 }
 
@@ -105,7 +109,11 @@ fn wrong_call(expected: Waiting, waiting: Waiting) -> String {
         Waiting::Fallback => "the agent to finish a failed script by hand",
         Waiting::Nothing => "nothing: no script is running",
     };
-    format!("this call gives {}, but the run is waiting for {}", what(expected), what(waiting))
+    format!(
+        "this call gives {}, but the run is waiting for {}",
+        what(expected),
+        what(waiting)
+    )
 }
 
 fn outputs_message(missing: &[String], unexpected: &[String], expected: &[String]) -> String {
@@ -128,5 +136,8 @@ fn outputs_message(missing: &[String], unexpected: &[String], expected: &[String
     } else {
         list(expected)
     };
-    format!("{}; the step expects {expected}; the step is still pending", parts.join("; "))
+    format!(
+        "{}; the step expects {expected}; the step is still pending",
+        parts.join("; ")
+    )
 }

@@ -12,7 +12,9 @@ use serde_json::{Map, Value as Json};
 
 use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension};
 use super::error::{EngineError, Waiting};
-use super::journal::{Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms};
+use super::journal::{
+    Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
+};
 use super::observer::{FrameEvent, Observer};
 use super::runs::{RunHistory, RunStore};
 use super::shell::{CancelToken, StepRunner};
@@ -69,7 +71,9 @@ impl Frame {
         let compiled = self.script.compiled.as_ref()?;
         Some(
             self.program
-                .get_or_insert_with(|| Program::load(&compiled.origin, &compiled.text, limits).map(Arc::new))
+                .get_or_insert_with(|| {
+                    Program::load(&compiled.origin, &compiled.text, limits).map(Arc::new)
+                })
                 .clone(),
         )
     }
@@ -142,7 +146,12 @@ pub struct Executor {
 
 impl Executor {
     /// An executor with an empty stack; the first `start` creates a run in `store`.
-    pub fn new(resolver: Resolver, store: RunStore, runner: Box<dyn StepRunner>, settings: Settings) -> Executor {
+    pub fn new(
+        resolver: Resolver,
+        store: RunStore,
+        runner: Box<dyn StepRunner>,
+        settings: Settings,
+    ) -> Executor {
         Executor {
             resolver,
             store,
@@ -184,7 +193,8 @@ impl Executor {
                     script: state.push.script.clone(),
                     index: 0,
                     detail: if state.push.compiled {
-                        "the run started it as a compiled script, but its compiled file is gone".into()
+                        "the run started it as a compiled script, but its compiled file is gone"
+                            .into()
                     } else {
                         "the run started it as an NL script, but it now has a compiled file".into()
                     },
@@ -238,7 +248,13 @@ impl Executor {
     /// Pushes script `name` and runs it until it needs the agent. Started while another
     /// script is pending, it runs nested, and that script's pending step comes back when it
     /// ends. Nothing changes when it fails.
-    pub fn start(&mut self, name: &str, request: &str, working_dir: &Path, observer: &dyn Observer) -> Result<Pending, EngineError> {
+    pub fn start(
+        &mut self,
+        name: &str,
+        request: &str,
+        working_dir: &Path,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
         let script = self.resolver.resolve(name)?;
         if self.stack.len() >= self.settings.max_depth {
             return Err(EngineError::TooDeep {
@@ -261,17 +277,32 @@ impl Executor {
 
     /// Gives the outputs of the pending llm step and runs on. Missing or unexpected names
     /// are refused, and the step stays pending.
-    pub fn continue_llm(&mut self, outputs: Map<String, Json>, observer: &dyn Observer) -> Result<Pending, EngineError> {
+    pub fn continue_llm(
+        &mut self,
+        outputs: Map<String, Json>,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
         let pending = self.advance(observer)?;
-        let Pending::Llm { prompt, expects, .. } = pending else {
+        let Pending::Llm {
+            prompt, expects, ..
+        } = pending
+        else {
             return Err(EngineError::WrongCall {
                 expected: Waiting::LlmStep,
                 waiting: pending.waiting(),
             });
         };
         let expected: Vec<String> = expects.iter().flat_map(|e| e.keys().cloned()).collect();
-        let missing: Vec<String> = expected.iter().filter(|k| !outputs.contains_key(*k)).cloned().collect();
-        let unexpected: Vec<String> = outputs.keys().filter(|k| !expected.contains(k)).cloned().collect();
+        let missing: Vec<String> = expected
+            .iter()
+            .filter(|k| !outputs.contains_key(*k))
+            .cloned()
+            .collect();
+        let unexpected: Vec<String> = outputs
+            .keys()
+            .filter(|k| !expected.contains(k))
+            .cloned()
+            .collect();
         if !missing.is_empty() || !unexpected.is_empty() {
             return Err(EngineError::Outputs {
                 missing,
@@ -313,8 +344,10 @@ impl Executor {
             if let Some(error) = top.failure.clone() {
                 let instructions = top.script.instructions(&top.request);
                 self.sync()?;
+                // The failed frame's own index would point past the failed step: name it
+                // alone; the error says which step failed.
                 return Ok(Pending::Fallback {
-                    path: self.path(),
+                    path: self.label(),
                     error,
                     instructions,
                 });
@@ -340,7 +373,11 @@ impl Executor {
                         expects,
                     });
                 }
-                Evaluation::Suspended(Suspension::Call { script, request, working_dir }) => {
+                Evaluation::Suspended(Suspension::Call {
+                    script,
+                    request,
+                    working_dir,
+                }) => {
                     self.call(script, request, working_dir, observer)?;
                 }
                 Evaluation::Completed => self.pop(Outcome::Completed, None, observer)?,
@@ -355,11 +392,21 @@ impl Executor {
         }
     }
 
-    fn evaluate_top(&mut self, program: &Program, observer: &dyn Observer) -> Result<Evaluation, EngineError> {
+    fn evaluate_top(
+        &mut self,
+        program: &Program,
+        observer: &dyn Observer,
+    ) -> Result<Evaluation, EngineError> {
         let label = self.label();
         let depth = self.stack.len() - 1;
-        let journal = self.journal.as_mut().expect("a run is open while frames are on the stack");
-        let frame = self.stack.last_mut().expect("called with a frame on the stack");
+        let journal = self
+            .journal
+            .as_mut()
+            .expect("a run is open while frames are on the stack");
+        let frame = self
+            .stack
+            .last_mut()
+            .expect("called with a frame on the stack");
         let mut write = |record: &StepRecord| {
             journal.append(&Event::Step(StepEvent {
                 depth,
@@ -390,7 +437,13 @@ impl Executor {
     }
 
     /// A `call_script` step: push the script, or record why it cannot run.
-    fn call(&mut self, name: String, request: String, working_dir: PathBuf, observer: &dyn Observer) -> Result<(), EngineError> {
+    fn call(
+        &mut self,
+        name: String,
+        request: String,
+        working_dir: PathBuf,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
         let refusal = match self.resolver.resolve(&name) {
             Err(e) => Err(e.to_string()),
             Ok(_) if self.stack.len() >= self.settings.max_depth => Err(format!(
@@ -399,11 +452,21 @@ impl Executor {
                 self.path(),
                 self.settings.max_depth
             )),
-            Ok(_) if !working_dir.is_dir() => Err(format!("working_dir `{}` is not a folder", working_dir.display())),
+            Ok(_) if !working_dir.is_dir() => Err(format!(
+                "working_dir `{}` is not a folder",
+                working_dir.display()
+            )),
             Ok(script) => Ok(script),
         };
         match refusal {
-            Ok(script) => self.push(script, &request, &working_dir, Origin::Call, Some(name), observer),
+            Ok(script) => self.push(
+                script,
+                &request,
+                &working_dir,
+                Origin::Call,
+                Some(name),
+                observer,
+            ),
             Err(error) => self.record_in_top(
                 StepInput::Call {
                     script: name,
@@ -448,12 +511,19 @@ impl Executor {
             failure: None,
             program: None,
         });
-        observer.frame_event(FrameEvent::Pushed { path: &self.label() });
+        observer.frame_event(FrameEvent::Pushed {
+            path: &self.label(),
+        });
         Ok(())
     }
 
     /// Pops the top frame; a called frame's end becomes its caller's step result.
-    fn pop(&mut self, outcome: Outcome, error: Option<String>, observer: &dyn Observer) -> Result<(), EngineError> {
+    fn pop(
+        &mut self,
+        outcome: Outcome,
+        error: Option<String>,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
         let label = self.label();
         let depth = self.stack.len() - 1;
         self.append(&Event::Pop(PopEvent {
@@ -462,18 +532,27 @@ impl Executor {
             error: error.clone(),
             at: now_ms(),
         }))?;
-        let frame = self.stack.pop().expect("pop is called with a frame on the stack");
+        let frame = self
+            .stack
+            .pop()
+            .expect("pop is called with a frame on the stack");
         observer.frame_event(FrameEvent::Ended {
             path: &label,
             success: outcome != Outcome::Failed,
         });
         if depth == 0 {
-            self.ended = Some((self.run_id().unwrap_or_default().to_string(), outcome, self.root_fell_back));
+            self.ended = Some((
+                self.run_id().unwrap_or_default().to_string(),
+                outcome,
+                self.root_fell_back,
+            ));
         }
         if frame.origin == Origin::Call {
             self.record_in_top(
                 StepInput::Call {
-                    script: frame.called_as.unwrap_or_else(|| frame.script.name.to_string()),
+                    script: frame
+                        .called_as
+                        .unwrap_or_else(|| frame.script.name.to_string()),
                     request: frame.request,
                     working_dir: frame.working_dir,
                 },
@@ -542,7 +621,10 @@ impl Executor {
     }
 
     fn append(&mut self, event: &Event) -> Result<(), EngineError> {
-        let journal = self.journal.as_mut().expect("a run is open while frames are on the stack");
+        let journal = self
+            .journal
+            .as_mut()
+            .expect("a run is open while frames are on the stack");
         Ok(journal.append(event)?)
     }
 

@@ -118,7 +118,9 @@ pub struct PopEvent {
     pub at: u64,
 }
 
-/// One line of a journal.
+/// One line of a journal. Steps are the big variant and the common one, so boxing them
+/// would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
@@ -243,7 +245,10 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
             Ok(event) if complete => events.push(event),
             result if is_last => {
                 if let Err(reason) = result {
-                    tracing::warn!("journal `{}`: torn last record ignored: {reason}", path.display());
+                    tracing::warn!(
+                        "journal `{}`: torn last record ignored: {reason}",
+                        path.display()
+                    );
                 }
                 return Ok(Contents {
                     events,
@@ -318,7 +323,11 @@ impl Journal {
             path: path.clone(),
             source,
         };
-        let file = OpenOptions::new().read(true).append(true).open(&path).map_err(io)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
         let journal = Journal {
             id: id.to_string(),
             path: path.clone(),
@@ -362,10 +371,12 @@ impl Journal {
             source: e.into(),
         })?;
         line.push(b'\n');
-        self.file.write_all(&line).map_err(|source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.file
+            .write_all(&line)
+            .map_err(|source| JournalError::Io {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     /// Makes everything appended so far durable.
@@ -379,7 +390,8 @@ impl Journal {
 
 /// Whether another process holds the run at `path` (it is being driven right now).
 pub fn is_busy(path: &Path) -> bool {
-    File::open(path).is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
+    File::open(path)
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 #[cfg(test)]
@@ -435,13 +447,17 @@ mod tests {
         let path = dir.path().join("r2.jsonl");
         let whole = std::fs::read(&path).expect("read");
         let mut f = OpenOptions::new().append(true).open(&path).expect("open");
-        f.write_all(br#"{"event":"step","depth":1,"ind"#).expect("write");
+        f.write_all(br#"{"event":"step","depth":1,"ind"#)
+            .expect("write");
         drop(f);
         let contents = read(&path).expect("read");
         assert_eq!(contents.events.len(), 2);
         assert_eq!(
             contents.torn,
-            Some(TornTail { offset: whole.len() as u64, len: 30 })
+            Some(TornTail {
+                offset: whole.len() as u64,
+                len: 30
+            })
         );
         let (_j, reopened) = Journal::open(dir.path(), "r2").expect("open");
         assert_eq!(reopened.events.len(), 2);
@@ -454,7 +470,8 @@ mod tests {
         drop(Journal::create(dir.path(), "r3").expect("create"));
         let path = dir.path().join("r3.jsonl");
         let mut f = OpenOptions::new().append(true).open(&path).expect("open");
-        f.write_all(br#"{"event":"fail","depth":0,"error":"x","at":1}"#).expect("write");
+        f.write_all(br#"{"event":"fail","depth":0,"error":"x","at":1}"#)
+            .expect("write");
         drop(f);
         let contents = read(&path).expect("read");
         assert_eq!(contents.events.len(), 1);
@@ -466,12 +483,21 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut j = Journal::create(dir.path(), "r4").expect("create");
         j.append(&step_event()).expect("append");
+        j.append(&step_event()).expect("append");
         drop(j);
         let path = dir.path().join("r4.jsonl");
         let text = std::fs::read_to_string(&path).expect("read");
-        std::fs::write(&path, text.replacen("\"event\":\"step\"", "\"event\":\"stop\"", 1)).expect("write");
+        std::fs::write(
+            &path,
+            text.replacen("\"event\":\"step\"", "\"event\":\"stop\"", 1),
+        )
+        .expect("write");
         let err = read(&path).expect_err("corrupt");
-        assert!(err.to_string().contains("is damaged at line 2: unknown event \"stop\""), "{err}");
+        assert!(
+            err.to_string()
+                .contains("is damaged at line 2: unknown event \"stop\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -480,7 +506,10 @@ mod tests {
         let j = Journal::create(dir.path(), "r5").expect("create");
         assert!(is_busy(j.path()));
         let err = Journal::open(dir.path(), "r5").expect_err("busy");
-        assert_eq!(err.to_string(), "run `r5` is in use by another mekara process; stop that one first");
+        assert_eq!(
+            err.to_string(),
+            "run `r5` is in use by another mekara process; stop that one first"
+        );
         drop(j);
         assert!(!is_busy(&dir.path().join("r5.jsonl")));
     }

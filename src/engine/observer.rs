@@ -9,7 +9,14 @@ use super::step::{StepInput, StepRecord};
 pub trait Observer {
     /// A new step of frame `frame` (a stack path such as `test:nested[0] > test:random`)
     /// starts.
-    fn step_started(&self, _frame: &str, _index: usize, _input: &StepInput, _context: Option<&str>) {}
+    fn step_started(
+        &self,
+        _frame: &str,
+        _index: usize,
+        _input: &StepInput,
+        _context: Option<&str>,
+    ) {
+    }
 
     /// The running step wrote `chunk`.
     fn output(&self, _chunk: &[u8]) {}

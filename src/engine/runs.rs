@@ -51,7 +51,10 @@ impl RunHistory {
                 if depth == expected {
                     Ok(())
                 } else {
-                    Err(format!("line {}: event for depth {depth}, but the stack is {expected} deep", line + 1))
+                    Err(format!(
+                        "line {}: event for depth {depth}, but the stack is {expected} deep",
+                        line + 1
+                    ))
                 }
             };
             let top = history.frames.len().checked_sub(1);
@@ -71,13 +74,15 @@ impl RunHistory {
                     });
                 }
                 Event::Step(step) => {
-                    let top = top.ok_or_else(|| format!("line {}: a step with no frame", line + 1))?;
+                    let top =
+                        top.ok_or_else(|| format!("line {}: a step with no frame", line + 1))?;
                     depth_ok(step.depth, top)?;
                     history.frames[top].steps.push(step.record.clone());
                     history.steps += 1;
                 }
                 Event::Fail(fail) => {
-                    let top = top.ok_or_else(|| format!("line {}: a failure with no frame", line + 1))?;
+                    let top =
+                        top.ok_or_else(|| format!("line {}: a failure with no frame", line + 1))?;
                     depth_ok(fail.depth, top)?;
                     history.frames[top].failure = Some(fail.error.clone());
                     if top == 0 {
@@ -85,7 +90,8 @@ impl RunHistory {
                     }
                 }
                 Event::Pop(pop) => {
-                    let top = top.ok_or_else(|| format!("line {}: a pop with no frame", line + 1))?;
+                    let top =
+                        top.ok_or_else(|| format!("line {}: a pop with no frame", line + 1))?;
                     depth_ok(pop.depth, top)?;
                     history.frames.pop();
                     if top == 0 {
@@ -171,7 +177,11 @@ impl RunStore {
         std::fs::create_dir_all(&self.dir).map_err(io)?;
         let ignore = self.dir.join(".gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "# mekara's run journals: local state, not source\n*\n").map_err(io)?;
+            std::fs::write(
+                &ignore,
+                "# mekara's run journals: local state, not source\n*\n",
+            )
+            .map_err(io)?;
         }
         let mut attempt = 0u32;
         loop {
@@ -188,7 +198,10 @@ impl RunStore {
 
     /// The journal file of run `id`, refusing ids that are not plain file names.
     pub fn path(&self, id: &str) -> Result<PathBuf, EngineError> {
-        let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let plain = !id.is_empty()
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         let path = self.dir.join(format!("{id}.jsonl"));
         if plain && path.is_file() {
             Ok(path)
@@ -215,7 +228,12 @@ impl RunStore {
         };
         let mut ids: Vec<String> = entries
             .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".jsonl")
+                    .map(str::to_string)
+            })
             .collect();
         ids.sort();
         ids.into_iter().map(|id| self.summary(id)).collect()
@@ -261,5 +279,10 @@ fn new_id(attempt: u32) -> String {
     hasher.write_u32(std::process::id());
     hasher.write_u32(attempt);
     hasher.write_u64(journal::now_ms());
-    format!("{}-{}-{:04x}", &digits[..8], &digits[8..14], hasher.finish() & 0xffff)
+    format!(
+        "{}-{}-{:04x}",
+        &digits[..8],
+        &digits[8..14],
+        hasher.finish() & 0xffff
+    )
 }

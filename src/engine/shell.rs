@@ -55,6 +55,7 @@ impl CancelToken {
 }
 
 /// The result of running a step, unless it was cancelled.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Ran {
     /// The step ran to an end (success, failure or timeout).
@@ -67,7 +68,12 @@ pub enum Ran {
 /// [`ShellRunner`], or a recording that answers from a cassette.
 pub trait StepRunner {
     /// Runs `step`, passing output to `on_output` as it arrives.
-    fn run_shell(&self, step: &ShellStep, on_output: &mut dyn FnMut(&[u8]), cancel: &CancelToken) -> Ran;
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran;
 }
 
 /// The most output kept of one step (head and tail); the rest is counted and dropped.
@@ -102,7 +108,9 @@ impl ShellRunner {
 
     /// Uses the given shell; it is called as `SHELL -c COMMAND`.
     pub fn with_shell(shell: impl Into<PathBuf>) -> ShellRunner {
-        ShellRunner { shell: shell.into() }
+        ShellRunner {
+            shell: shell.into(),
+        }
     }
 
     /// The shell in use.
@@ -118,7 +126,12 @@ fn find_in_path(program: &str) -> Option<PathBuf> {
 }
 
 impl StepRunner for ShellRunner {
-    fn run_shell(&self, step: &ShellStep, on_output: &mut dyn FnMut(&[u8]), cancel: &CancelToken) -> Ran {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
         let started = Instant::now();
         let failed_to_start = |e: std::io::Error| {
             Ran::Done(StepResult {
@@ -132,6 +145,17 @@ impl StepRunner for ShellRunner {
                 ..StepResult::default()
             })
         };
+        if !step.working_dir.is_dir() {
+            return Ran::Done(StepResult {
+                success: false,
+                error: Some(format!(
+                    "working_dir `{}` is not a folder",
+                    step.working_dir.display()
+                )),
+                duration_ms: Some(0),
+                ..StepResult::default()
+            });
+        }
         let (mut reader, writer) = match std::io::pipe() {
             Ok(pair) => pair,
             Err(e) => return failed_to_start(e),
@@ -242,7 +266,10 @@ impl StepRunner for ShellRunner {
         if matches!(stopped, Some(Stop::Cancelled)) {
             return Ran::Cancelled;
         }
-        let exit_code = status.as_ref().ok().and_then(std::process::ExitStatus::code);
+        let exit_code = status
+            .as_ref()
+            .ok()
+            .and_then(std::process::ExitStatus::code);
         let error = match (&stopped, &status) {
             (Some(Stop::TimedOut), _) => Some(format!(
                 "timed out after {}; the command and everything it started were killed",
@@ -310,7 +337,10 @@ impl Output {
         }
         let mut text = String::from_utf8_lossy(&self.head).into_owned();
         if self.dropped > 0 {
-            text.push_str(&format!("\n[... {} bytes of output not kept ...]\n", self.dropped));
+            text.push_str(&format!(
+                "\n[... {} bytes of output not kept ...]\n",
+                self.dropped
+            ));
         }
         text.push_str(&String::from_utf8_lossy(&self.tail));
         text

@@ -83,36 +83,80 @@ impl StepInput {
         };
         match (self, recorded) {
             (
-                StepInput::Shell { command: a, working_dir: wa, env: ea },
-                StepInput::Shell { command: b, working_dir: wb, env: eb },
+                StepInput::Shell {
+                    command: a,
+                    working_dir: wa,
+                    env: ea,
+                },
+                StepInput::Shell {
+                    command: b,
+                    working_dir: wb,
+                    env: eb,
+                },
             ) => differing(&[
                 ("command", a.as_str(), b.as_str()),
-                ("working_dir", &wa.display().to_string(), &wb.display().to_string()),
+                (
+                    "working_dir",
+                    &wa.display().to_string(),
+                    &wb.display().to_string(),
+                ),
                 ("env", &format!("{ea:?}"), &format!("{eb:?}")),
             ]),
             (
-                StepInput::Function { function: a, kwargs: ka },
-                StepInput::Function { function: b, kwargs: kb },
+                StepInput::Function {
+                    function: a,
+                    kwargs: ka,
+                },
+                StepInput::Function {
+                    function: b,
+                    kwargs: kb,
+                },
             ) => differing(&[
                 ("function", a.as_str(), b.as_str()),
-                ("kwargs", &Json::Object(ka.clone()).to_string(), &Json::Object(kb.clone()).to_string()),
+                (
+                    "kwargs",
+                    &Json::Object(ka.clone()).to_string(),
+                    &Json::Object(kb.clone()).to_string(),
+                ),
             ]),
             (
-                StepInput::Llm { prompt: a, expects: xa },
-                StepInput::Llm { prompt: b, expects: xb },
+                StepInput::Llm {
+                    prompt: a,
+                    expects: xa,
+                },
+                StepInput::Llm {
+                    prompt: b,
+                    expects: xb,
+                },
             ) => differing(&[
                 ("prompt", a.as_str(), b.as_str()),
                 ("expects", &format!("{xa:?}"), &format!("{xb:?}")),
             ]),
             (
-                StepInput::Call { script: a, request: ra, working_dir: wa },
-                StepInput::Call { script: b, request: rb, working_dir: wb },
+                StepInput::Call {
+                    script: a,
+                    request: ra,
+                    working_dir: wa,
+                },
+                StepInput::Call {
+                    script: b,
+                    request: rb,
+                    working_dir: wb,
+                },
             ) => differing(&[
                 ("script", a.as_str(), b.as_str()),
                 ("request", ra.as_str(), rb.as_str()),
-                ("working_dir", &wa.display().to_string(), &wb.display().to_string()),
+                (
+                    "working_dir",
+                    &wa.display().to_string(),
+                    &wb.display().to_string(),
+                ),
             ]),
-            _ => format!("the script now asks for {} where the journal has {}", kind(self), kind(recorded)),
+            _ => format!(
+                "the script now asks for {} where the journal has {}",
+                kind(self),
+                kind(recorded)
+            ),
         }
     }
 }
@@ -127,7 +171,10 @@ fn differing(fields: &[(&str, &str, &str)]) -> String {
 }
 
 fn first_line(text: &str) -> &str {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
 }
 
 /// What came of a step.

@@ -49,7 +49,9 @@ impl ScriptName {
         }
         for segment in normal.split('/') {
             if segment.is_empty() {
-                return Err(refuse("a name cannot have an empty part (`//` or a trailing `/`)"));
+                return Err(refuse(
+                    "a name cannot have an empty part (`//` or a trailing `/`)",
+                ));
             }
             if segment == "." || segment == ".." {
                 return Err(refuse("`.` and `..` are not allowed in a name"));
@@ -98,14 +100,34 @@ mod tests {
     fn underscored_form() {
         let n = ScriptName::parse("a-b/c-d").expect("valid");
         assert_eq!(n.underscored().expect("differs").as_path(), "a_b/c_d");
-        assert!(ScriptName::parse("plain").expect("valid").underscored().is_none());
+        assert!(
+            ScriptName::parse("plain")
+                .expect("valid")
+                .underscored()
+                .is_none()
+        );
     }
 
     #[test]
     fn refuses_path_tricks() {
         for bad in [
-            "", "  ", "../etc/passwd", "a/../b", "/abs", ":abs", "a//b", "a/", "./a", ".hidden",
-            "a/.git", "a\\b", "a b", "a\0b", "a/*", "~/x", "a\nb",
+            "",
+            "  ",
+            "../etc/passwd",
+            "a/../b",
+            "/abs",
+            ":abs",
+            "a//b",
+            "a/",
+            "./a",
+            ".hidden",
+            "a/.git",
+            "a\\b",
+            "a b",
+            "a\0b",
+            "a/*",
+            "~/x",
+            "a\nb",
         ] {
             let err = ScriptName::parse(bad).expect_err(bad);
             assert_eq!(err.name, bad);

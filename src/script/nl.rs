@@ -83,15 +83,22 @@ mod tests {
 
     #[test]
     fn front_matter_and_description() {
-        let t = NlText::parse("---\ndescription: \"Guess a number\"\nname: x\n---\n\n# Title\nBody\n");
-        assert_eq!(t.front_matter, vec![("description", "Guess a number"), ("name", "x")]);
+        let t =
+            NlText::parse("---\ndescription: \"Guess a number\"\nname: x\n---\n\n# Title\nBody\n");
+        assert_eq!(
+            t.front_matter,
+            vec![("description", "Guess a number"), ("name", "x")]
+        );
         assert_eq!(t.body, "# Title\nBody\n");
         assert_eq!(t.description(), "Guess a number");
     }
 
     #[test]
     fn description_falls_back_to_first_line() {
-        assert_eq!(NlText::parse("\n\n## Do a thing\n\nmore").description(), "Do a thing");
+        assert_eq!(
+            NlText::parse("\n\n## Do a thing\n\nmore").description(),
+            "Do a thing"
+        );
         assert_eq!(NlText::parse("").description(), "");
     }
 

@@ -187,18 +187,24 @@ impl Resolver {
     pub fn list(&self) -> Vec<ScriptEntry> {
         let mut names: Vec<(ScriptName, usize)> = Vec::new();
         for (at, root) in self.roots.iter().enumerate() {
-            for name in list_files(&root.mekara_dir.join("scripts").join("nl"), ListMode::Markdown)
-                .into_iter()
-                .chain(list_files(&root.skills_dir, ListMode::Skills))
+            for name in list_files(
+                &root.mekara_dir.join("scripts").join("nl"),
+                ListMode::Markdown,
+            )
+            .into_iter()
+            .chain(list_files(&root.skills_dir, ListMode::Skills))
             {
                 names.push((name, at));
             }
         }
         for f in bundled::FILES {
-            if let Some(n) = f.path.strip_prefix("nl/").and_then(|p| p.strip_suffix(".md")) {
-                if let Ok(name) = ScriptName::parse(n) {
-                    names.push((name, self.roots.len()));
-                }
+            if let Some(n) = f
+                .path
+                .strip_prefix("nl/")
+                .and_then(|p| p.strip_suffix(".md"))
+                && let Ok(name) = ScriptName::parse(n)
+            {
+                names.push((name, self.roots.len()));
             }
         }
         names.sort();
@@ -292,7 +298,11 @@ fn first_file(level: Level, candidates: &[PathBuf]) -> Result<Option<ScriptFile>
                     text,
                 }));
             }
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) => {}
             Err(e) if path.is_dir() => {
                 tracing::debug!("skipping folder `{}`: {e}", path.display());
             }

@@ -82,7 +82,12 @@ impl Project {
         let mut ids: Vec<String> = std::fs::read_dir(self.root().join(".mekara/runs"))
             .map(|d| {
                 d.flatten()
-                    .filter_map(|e| e.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_string))
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()?
+                            .strip_suffix(".jsonl")
+                            .map(str::to_string)
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -92,7 +97,8 @@ impl Project {
 
     /// The journal text of run `id`.
     pub fn journal(&self, id: &str) -> String {
-        std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl"))).expect("journal")
+        std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl")))
+            .expect("journal")
     }
 }
 
@@ -121,7 +127,13 @@ impl Run {
 
     /// Panics with both streams unless the exit code is `code`.
     pub fn expect_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, Some(code), "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code,
+            Some(code),
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
         self
     }
 }
@@ -159,15 +171,19 @@ pub fn redact(text: &str) -> String {
             }
         }
         line = redacted;
-        if let Some(pos) = line.find(" ms)") {
-            if let Some(open) = line[..pos].rfind('(') {
-                line = format!("{}([MS] ms){}", &line[..open], &line[pos + 4..]);
-            }
+        if let Some(pos) = line.find(" ms)")
+            && let Some(open) = line[..pos].rfind('(')
+        {
+            line = format!("{}([MS] ms){}", &line[..open], &line[pos + 4..]);
         }
-        if let Some(pos) = line.find(" s ──") {
-            if let Some(open) = line[..pos].rfind(" in ") {
-                line = format!("{} in [S] s ──{}", &line[..open], &line[pos + " s ──".len()..]);
-            }
+        if let Some(pos) = line.find(" s ──")
+            && let Some(open) = line[..pos].rfind(" in ")
+        {
+            line = format!(
+                "{} in [S] s ──{}",
+                &line[..open],
+                &line[pos + " s ──".len()..]
+            );
         }
         out.push_str(&line);
         out.push('\n');

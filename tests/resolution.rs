@@ -1,0 +1,827 @@
+//! Script resolution (DESIGN §2) through the real binary: `mekara scripts show NAME` says
+//! which files a name resolves to, and `mekara scripts` lists what there is.
+//!
+//! Each case builds real folders in a temp dir: `<tmp>/project` (with `.mekara/`), `<tmp>/home`
+//! (passed as `HOME`), and the bundled scripts compiled into the binary.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Project, Run, write_file};
+
+/// Creates `paths` (relative to the temp dir): `.md` files are NL scripts whose description
+/// names their path, `.star` files are compiled scripts, and a path ending in `/` is a folder.
+fn build(project: &Project, paths: &[&str]) {
+    let tmp = project.dir.path();
+    for path in paths {
+        if let Some(dir) = path.strip_suffix('/') {
+            std::fs::create_dir_all(tmp.join(dir)).expect("mkdir");
+        } else if path.ends_with(".md") {
+            write_file(
+                &tmp.join(path),
+                &format!("---\ndescription: from {path}\n---\n\nDo the thing.\n"),
+            );
+        } else if path.ends_with(".star") {
+            write_file(
+                &tmp.join(path),
+                "def execute(request):\n    llm(\"Do the thing.\")\n",
+            );
+        } else {
+            panic!("unknown kind of file: {path}");
+        }
+    }
+}
+
+/// `mekara ARGS` run in `cwd` (relative to the temp dir).
+fn mekara_in(project: &Project, cwd: &str, args: &[&str]) -> Run {
+    let dir = project.dir.path().join(cwd);
+    std::fs::create_dir_all(&dir).expect("mkdir cwd");
+    common::run_with_stdin(project.command_in(&dir, args), "")
+}
+
+/// `text` with the temp dir (as given and as canonicalized) replaced by `[TMP]`.
+fn tmp_redacted(project: &Project, text: &str) -> String {
+    let raw = project.dir.path();
+    let canonical = raw.canonicalize().expect("canonicalize");
+    text.replace(&path_str(&canonical), "[TMP]")
+        .replace(&path_str(raw), "[TMP]")
+}
+
+fn path_str(path: &Path) -> String {
+    path.to_str().expect("utf-8 temp path").to_string()
+}
+
+/// The three lines of `mekara scripts show`: the name line, the NL origin, the compiled origin.
+fn show_lines(project: &Project, run: &Run) -> (String, String, String) {
+    let out = tmp_redacted(project, &run.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let nl = lines[1]
+        .strip_prefix("  nl:       ")
+        .unwrap_or_else(|| panic!("nl line: {out}"));
+    let compiled = lines[2]
+        .strip_prefix("  compiled: ")
+        .unwrap_or_else(|| panic!("compiled line: {out}"));
+    let compiled = if compiled.starts_with("none (") {
+        "none"
+    } else {
+        compiled
+    };
+    (lines[0].to_string(), nl.to_string(), compiled.to_string())
+}
+
+struct Case {
+    /// What the case shows.
+    what: &'static str,
+    /// Files and folders to create, relative to the temp dir.
+    files: &'static [&'static str],
+    /// The current folder, relative to the temp dir.
+    cwd: &'static str,
+    /// The name asked for.
+    name: &'static str,
+    /// The name as displayed.
+    shown: &'static str,
+    /// `<origin> (<level>)` of the NL file.
+    nl: &'static str,
+    /// `<origin> (<level>)` of the compiled file, or `none`.
+    compiled: &'static str,
+}
+
+/// Runs each case in a fresh temp dir and reports every mismatch at once.
+fn check_cases(cases: &[Case]) {
+    let mut failures = Vec::new();
+    for case in cases {
+        let project = Project::new();
+        build(&project, case.files);
+        let run = mekara_in(&project, case.cwd, &["scripts", "show", case.name]);
+        if run.code != Some(0) {
+            failures.push(format!(
+                "{}: exit {:?}\n{}",
+                case.what, run.code, run.stderr
+            ));
+            continue;
+        }
+        let (first, nl, compiled) = show_lines(&project, &run);
+        let got = (
+            first.split(": ").next().unwrap_or_default(),
+            nl.as_str(),
+            compiled.as_str(),
+        );
+        let want = (case.shown, case.nl, case.compiled);
+        if got != want {
+            failures.push(format!("{}:\n  want {want:?}\n  got  {got:?}", case.what));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn precedence_and_pairing_of_nl_and_compiled_files() {
+    check_cases(&[
+        Case {
+            what: "a bundled script pairs with its bundled compiled file",
+            files: &[],
+            cwd: "project",
+            name: "test:random",
+            shown: "test:random",
+            nl: "bundled:nl/test/random.md (bundled)",
+            compiled: "bundled:compiled/test/random.star (bundled)",
+        },
+        Case {
+            what: "a project NL file shadows the bundled one and is not paired with the bundled compiled file",
+            files: &["project/.mekara/scripts/nl/test/random.md"],
+            cwd: "project",
+            name: "test:random",
+            shown: "test:random",
+            nl: "[TMP]/project/.mekara/scripts/nl/test/random.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "a user NL file shadows the bundled one and is not paired with the bundled compiled file",
+            files: &["home/.mekara/scripts/nl/test/random.md"],
+            cwd: "project",
+            name: "test:random",
+            shown: "test:random",
+            nl: "[TMP]/home/.mekara/scripts/nl/test/random.md (user)",
+            compiled: "none",
+        },
+        Case {
+            what: "a project NL file shadows a user one",
+            files: &[
+                "project/.mekara/scripts/nl/test/random.md",
+                "home/.mekara/scripts/nl/test/random.md",
+            ],
+            cwd: "project",
+            name: "test:random",
+            shown: "test:random",
+            nl: "[TMP]/project/.mekara/scripts/nl/test/random.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "project over user over bundled, each level with both files",
+            files: &[
+                "project/.mekara/scripts/nl/test/random.md",
+                "project/.mekara/scripts/compiled/test/random.star",
+                "home/.mekara/scripts/nl/test/random.md",
+                "home/.mekara/scripts/compiled/test/random.star",
+            ],
+            cwd: "project",
+            name: "test:random",
+            shown: "test:random",
+            nl: "[TMP]/project/.mekara/scripts/nl/test/random.md (project)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/test/random.star (project)",
+        },
+        Case {
+            what: "user NL and user compiled are paired",
+            files: &[
+                "home/.mekara/scripts/nl/mine.md",
+                "home/.mekara/scripts/compiled/mine.star",
+            ],
+            cwd: "project",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            compiled: "[TMP]/home/.mekara/scripts/compiled/mine.star (user)",
+        },
+        Case {
+            what: "user NL is paired with a project compiled file (a higher level)",
+            files: &[
+                "home/.mekara/scripts/nl/mine.md",
+                "project/.mekara/scripts/compiled/mine.star",
+            ],
+            cwd: "project",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/mine.star (project)",
+        },
+        Case {
+            what: "user NL with compiled files at user and project takes the higher level's",
+            files: &[
+                "home/.mekara/scripts/nl/mine.md",
+                "home/.mekara/scripts/compiled/mine.star",
+                "project/.mekara/scripts/compiled/mine.star",
+            ],
+            cwd: "project",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/mine.star (project)",
+        },
+        Case {
+            what: "project NL is never paired with a user compiled file (a lower level)",
+            files: &[
+                "project/.mekara/scripts/nl/mine.md",
+                "home/.mekara/scripts/compiled/mine.star",
+            ],
+            cwd: "project",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/project/.mekara/scripts/nl/mine.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "bundled NL is paired with a user compiled file (a higher level)",
+            files: &["home/.mekara/scripts/compiled/test/imagine-object.star"],
+            cwd: "project",
+            name: "test:imagine-object",
+            shown: "test:imagine-object",
+            nl: "bundled:nl/test/imagine-object.md (bundled)",
+            compiled: "[TMP]/home/.mekara/scripts/compiled/test/imagine-object.star (user)",
+        },
+        Case {
+            what: "bundled NL is paired with a project compiled file (a higher level)",
+            files: &["project/.mekara/scripts/compiled/test/imagine-object.star"],
+            cwd: "project",
+            name: "test:imagine-object",
+            shown: "test:imagine-object",
+            nl: "bundled:nl/test/imagine-object.md (bundled)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/test/imagine-object.star (project)",
+        },
+        Case {
+            what: "a bundled NL-only script stays NL-only",
+            files: &[],
+            cwd: "project",
+            name: "test:imagine-object",
+            shown: "test:imagine-object",
+            nl: "bundled:nl/test/imagine-object.md (bundled)",
+            compiled: "none",
+        },
+    ]);
+}
+
+#[test]
+fn dashes_underscores_colons_and_slashes() {
+    check_cases(&[
+        Case {
+            what: "`foo-bar` finds `foo_bar.md`",
+            files: &["project/.mekara/scripts/nl/foo_bar.md"],
+            cwd: "project",
+            name: "foo-bar",
+            shown: "foo_bar",
+            nl: "[TMP]/project/.mekara/scripts/nl/foo_bar.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "`foo-bar.md` is paired with `foo_bar.star`",
+            files: &[
+                "project/.mekara/scripts/nl/foo-bar.md",
+                "project/.mekara/scripts/compiled/foo_bar.star",
+            ],
+            cwd: "project",
+            name: "foo-bar",
+            shown: "foo-bar",
+            nl: "[TMP]/project/.mekara/scripts/nl/foo-bar.md (project)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/foo_bar.star (project)",
+        },
+        Case {
+            what: "the name as written wins over the underscored form at the same level",
+            files: &[
+                "project/.mekara/scripts/nl/foo-bar.md",
+                "project/.mekara/scripts/nl/foo_bar.md",
+            ],
+            cwd: "project",
+            name: "foo-bar",
+            shown: "foo-bar",
+            nl: "[TMP]/project/.mekara/scripts/nl/foo-bar.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "the level wins over the spelling: a project `foo_bar.md` beats a user `foo-bar.md`",
+            files: &[
+                "home/.mekara/scripts/nl/foo-bar.md",
+                "project/.mekara/scripts/nl/foo_bar.md",
+            ],
+            cwd: "project",
+            name: "foo-bar",
+            shown: "foo_bar",
+            nl: "[TMP]/project/.mekara/scripts/nl/foo_bar.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "every part of a nested name has `-` read as `_`",
+            files: &["home/.mekara/scripts/nl/a_b/c_d.md"],
+            cwd: "project",
+            name: "a-b:c-d",
+            shown: "a_b:c_d",
+            nl: "[TMP]/home/.mekara/scripts/nl/a_b/c_d.md (user)",
+            compiled: "none",
+        },
+        Case {
+            what: "`a:b` finds `a/b.md` and is shown with `:`",
+            files: &[
+                "project/.mekara/scripts/nl/a/b.md",
+                "project/.mekara/scripts/compiled/a/b.star",
+            ],
+            cwd: "project",
+            name: "a:b",
+            shown: "a:b",
+            nl: "[TMP]/project/.mekara/scripts/nl/a/b.md (project)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/a/b.star (project)",
+        },
+        Case {
+            what: "`a/b` is shown with `:` too",
+            files: &["project/.mekara/scripts/nl/a/b.md"],
+            cwd: "project",
+            name: "a/b",
+            shown: "a:b",
+            nl: "[TMP]/project/.mekara/scripts/nl/a/b.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "`:` and `/` mix in one name",
+            files: &["home/.mekara/scripts/nl/x/y/z.md"],
+            cwd: "project",
+            name: "x:y/z",
+            shown: "x:y:z",
+            nl: "[TMP]/home/.mekara/scripts/nl/x/y/z.md (user)",
+            compiled: "none",
+        },
+        Case {
+            what: "a bundled name with `/`",
+            files: &[],
+            cwd: "project",
+            name: "test/double-or-nothing",
+            shown: "test:double-or-nothing",
+            nl: "bundled:nl/test/double-or-nothing.md (bundled)",
+            compiled: "bundled:compiled/test/double-or-nothing.star (bundled)",
+        },
+    ]);
+}
+
+#[test]
+fn the_project_root_is_the_nearest_marked_ancestor_but_never_home() {
+    check_cases(&[
+        Case {
+            what: "from a subfolder of the project, the project scripts are found",
+            files: &["project/.mekara/scripts/nl/where.md", "project/src/deep/"],
+            cwd: "project/src/deep",
+            name: "where",
+            shown: "where",
+            nl: "[TMP]/project/.mekara/scripts/nl/where.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "a `.claude/` folder marks a root, nearer than the outer `.mekara/` one",
+            files: &[
+                "project/.mekara/scripts/nl/here.md",
+                "project/inner/.claude/",
+                "project/inner/.agents/skills/here/SKILL.md",
+            ],
+            cwd: "project/inner/sub",
+            name: "here",
+            shown: "here",
+            nl: "[TMP]/project/inner/.agents/skills/here/SKILL.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "a subfolder of home with no markers: home's scripts are the user level, not a project",
+            files: &[
+                "home/.claude/",
+                "home/.mekara/scripts/nl/mine.md",
+                "home/code/app/",
+            ],
+            cwd: "home/code/app",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            compiled: "none",
+        },
+        Case {
+            what: "home itself is not a project root",
+            files: &["home/.claude/", "home/.mekara/scripts/nl/mine.md"],
+            cwd: "home",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            compiled: "none",
+        },
+        Case {
+            what: "a marked subfolder of home is a project, and shadows home's scripts",
+            files: &[
+                "home/.claude/",
+                "home/.mekara/scripts/nl/mine.md",
+                "home/code/app/.mekara/scripts/nl/mine.md",
+            ],
+            cwd: "home/code/app/src",
+            name: "mine",
+            shown: "mine",
+            nl: "[TMP]/home/code/app/.mekara/scripts/nl/mine.md (project)",
+            compiled: "none",
+        },
+    ]);
+}
+
+#[test]
+fn a_claude_root_hides_the_outer_projects_scripts() {
+    let project = Project::new();
+    build(
+        &project,
+        &[
+            "project/.mekara/scripts/nl/outer-only.md",
+            "project/inner/.claude/",
+        ],
+    );
+    let outer = mekara_in(&project, "project", &["scripts", "show", "outer-only"]);
+    outer.expect_code(0);
+    let inner = mekara_in(
+        &project,
+        "project/inner/sub",
+        &["scripts", "show", "outer-only"],
+    );
+    inner.expect_code(2);
+    assert!(
+        inner.stderr.contains("script `outer-only` not found"),
+        "{}",
+        inner.stderr
+    );
+}
+
+#[test]
+fn agent_skills_layout() {
+    check_cases(&[
+        Case {
+            what: "a project skill pairs with the `mekara.star` beside it",
+            files: &[
+                "project/.agents/skills/deploy/SKILL.md",
+                "project/.agents/skills/deploy/mekara.star",
+            ],
+            cwd: "project",
+            name: "deploy",
+            shown: "deploy",
+            nl: "[TMP]/project/.agents/skills/deploy/SKILL.md (project)",
+            compiled: "[TMP]/project/.agents/skills/deploy/mekara.star (project)",
+        },
+        Case {
+            what: "a nested skill is named with `:`",
+            files: &[
+                "project/.agents/skills/team/deploy/SKILL.md",
+                "project/.agents/skills/team/deploy/mekara.star",
+            ],
+            cwd: "project",
+            name: "team:deploy",
+            shown: "team:deploy",
+            nl: "[TMP]/project/.agents/skills/team/deploy/SKILL.md (project)",
+            compiled: "[TMP]/project/.agents/skills/team/deploy/mekara.star (project)",
+        },
+        Case {
+            what: "a user skill, NL only",
+            files: &["home/.agents/skills/notes/SKILL.md"],
+            cwd: "project",
+            name: "notes",
+            shown: "notes",
+            nl: "[TMP]/home/.agents/skills/notes/SKILL.md (user)",
+            compiled: "none",
+        },
+        Case {
+            what: "a project skill shadows a user script of the other layout",
+            files: &[
+                "project/.agents/skills/notes/SKILL.md",
+                "home/.mekara/scripts/nl/notes.md",
+            ],
+            cwd: "project",
+            name: "notes",
+            shown: "notes",
+            nl: "[TMP]/project/.agents/skills/notes/SKILL.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "a skill pairs with a compiled file of the `.mekara` layout at the same level",
+            files: &[
+                "project/.agents/skills/notes/SKILL.md",
+                "project/.mekara/scripts/compiled/notes.star",
+            ],
+            cwd: "project",
+            name: "notes",
+            shown: "notes",
+            nl: "[TMP]/project/.agents/skills/notes/SKILL.md (project)",
+            compiled: "[TMP]/project/.mekara/scripts/compiled/notes.star (project)",
+        },
+        Case {
+            what: "a project skill shadowing a bundled script is not paired with the bundled compiled file",
+            files: &["project/.agents/skills/test/random/SKILL.md"],
+            cwd: "project",
+            name: "test:random",
+            shown: "test:random",
+            nl: "[TMP]/project/.agents/skills/test/random/SKILL.md (project)",
+            compiled: "none",
+        },
+        Case {
+            what: "a user skill is paired with a project `mekara.star` (a higher level)",
+            files: &[
+                "home/.agents/skills/notes/SKILL.md",
+                "project/.agents/skills/notes/mekara.star",
+            ],
+            cwd: "project",
+            name: "notes",
+            shown: "notes",
+            nl: "[TMP]/home/.agents/skills/notes/SKILL.md (user)",
+            compiled: "[TMP]/project/.agents/skills/notes/mekara.star (project)",
+        },
+    ]);
+}
+
+#[test]
+fn a_skill_shows_the_description_from_its_front_matter() {
+    let project = Project::new();
+    project.write(
+        ".agents/skills/team/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Deploy the app to staging\n---\n\n# Deploy\n\nShip it.\n",
+    );
+    project.write(
+        ".agents/skills/team/deploy/mekara.star",
+        "def execute(request):\n    llm(\"Ship it.\")\n",
+    );
+    let run = project.run(&["scripts", "show", "team/deploy"], "");
+    run.expect_code(0);
+    insta::assert_snapshot!("show_nested_skill", tmp_redacted(&project, &run.stdout));
+}
+
+#[test]
+fn a_compiled_file_without_its_nl_file_is_not_a_script() {
+    let project = Project::new();
+    build(
+        &project,
+        &[
+            "project/.mekara/scripts/compiled/orphan.star",
+            "project/.agents/skills/lonely/mekara.star",
+        ],
+    );
+    for name in ["orphan", "lonely"] {
+        let run = project.run(&["scripts", "show", name], "");
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(&format!("script `{name}` not found")),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn refused_names_exit_2_with_the_reason() {
+    let project = Project::new();
+    // Files a name would reach if it were joined to `.mekara/scripts/nl/` unchecked, so a
+    // refusal cannot be mistaken for "not found".
+    build(
+        &project,
+        &[
+            "project/.mekara/scripts/etc/passwd.md",
+            "project/.mekara/scripts/nl/b.md",
+            "project/.mekara/scripts/nl/a/b.md",
+            "project/.mekara/scripts/nl/.hidden.md",
+        ],
+    );
+    let cases = [
+        ("../etc/passwd", "`.` and `..` are not allowed in a name"),
+        ("a/../b", "`.` and `..` are not allowed in a name"),
+        ("a:..:b", "`.` and `..` are not allowed in a name"),
+        ("/abs", "a name cannot start with `/` or `:`"),
+        (":abs", "a name cannot start with `/` or `:`"),
+        ("a//b", "a name cannot have an empty part"),
+        ("a/", "a name cannot have an empty part"),
+        (".hidden", "a part of a name cannot start with `.`"),
+        ("a/.git", "a part of a name cannot start with `.`"),
+        (
+            "a b",
+            "` ` is not allowed; use letters, digits, `-`, `_`, `.` and `/`",
+        ),
+        ("a\\b", "`\\\\` is not allowed"),
+        ("~/x", "`~` is not allowed"),
+        ("", "the name is empty"),
+        ("   ", "the name is empty"),
+    ];
+    let mut failures = Vec::new();
+    for (name, reason) in cases {
+        let run = project.run(&["scripts", "show", name], "");
+        let want = format!("error: invalid script name `{name}`: {reason}");
+        if run.code != Some(2) || !run.stderr.starts_with(&want) || !run.stdout.is_empty() {
+            failures.push(format!(
+                "{name:?}: want exit 2 and stderr starting {want:?}\n  got exit {:?}, stdout {:?}, stderr {:?}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn refused_name_messages() {
+    let project = Project::new();
+    for (snapshot, name) in [
+        ("refused_dotdot", "../etc/passwd"),
+        ("refused_absolute", "/abs"),
+        ("refused_space", "a b"),
+        ("refused_empty", ""),
+    ] {
+        let run = project.run(&["scripts", "show", name], "");
+        run.expect_code(2);
+        insta::assert_snapshot!(snapshot, run.stderr);
+    }
+}
+
+#[test]
+fn refused_names_are_refused_by_run_too() {
+    let project = Project::new();
+    build(&project, &["project/.mekara/scripts/etc/passwd.md"]);
+    let run = project.run(&["run", "../etc/passwd"], "\n");
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "invalid script name `../etc/passwd`: `.` and `..` are not allowed in a name"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(project.run_ids().is_empty(), "a refused name starts no run");
+}
+
+#[test]
+fn unknown_names_suggest_the_closest() {
+    let project = Project::new();
+    build(
+        &project,
+        &[
+            "project/.agents/skills/team/deploy/SKILL.md",
+            "home/.mekara/scripts/nl/foo-bar.md",
+        ],
+    );
+    let cases = [
+        ("tset/random", "did you mean `test:random`?"),
+        ("test:randon", "did you mean `test:random`?"),
+        ("random", "did you mean `test:random`?"),
+        ("team:deplyo", "did you mean `team:deploy`?"),
+        ("foo_bar", "did you mean `foo-bar`?"),
+        (
+            "zzzzzzzzzzzz",
+            "`mekara scripts` lists the scripts there are",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, hint) in cases {
+        let run = project.run(&["scripts", "show", name], "");
+        let want = format!("error: script `{name}` not found; {hint}\n");
+        if run.code != Some(2) || run.stderr != want || !run.stdout.is_empty() {
+            failures.push(format!(
+                "{name:?}: want exit 2 and stderr {want:?}\n  got exit {:?}, stdout {:?}, stderr {:?}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn unknown_name_messages() {
+    let project = Project::new();
+    for (snapshot, name) in [
+        ("unknown_typo", "tset/random"),
+        ("unknown_far", "nothing-like-this"),
+    ] {
+        let run = project.run(&["scripts", "show", name], "");
+        run.expect_code(2);
+        insta::assert_snapshot!(snapshot, run.stderr);
+    }
+}
+
+#[test]
+fn run_follows_the_same_resolution_as_show() {
+    // The project's NL file shadows the bundled `test:random`; the bundled compiled file must
+    // not run for it, so the run hands over the project's instructions instead.
+    let project = Project::new();
+    project.script(
+        "test/random",
+        "---\ndescription: the project's own game\n---\n\nPick a colour.\n",
+        None,
+    );
+    let run = project.run(&["run", "test:random"], "\n");
+    run.expect_code(0);
+    assert!(run.stdout.contains("Pick a colour."), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("shuf"),
+        "the bundled compiled script ran:\n{}",
+        run.stdout
+    );
+}
+
+/// The `mekara scripts` rows as `(name, level, kind)`.
+fn listing_rows(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let mut cols = line.split_whitespace();
+            let mut next = || cols.next().unwrap_or_default().to_string();
+            (next(), next(), next())
+        })
+        .collect()
+}
+
+#[test]
+fn scripts_lists_every_level_once_at_the_winning_level() {
+    let project = Project::new();
+    build(
+        &project,
+        &[
+            // shadows the bundled test:random; the bundled compiled file does not pair
+            "project/.mekara/scripts/nl/test/random.md",
+            // at both project and user: listed once, as project
+            "project/.mekara/scripts/nl/shared.md",
+            "home/.mekara/scripts/nl/shared.md",
+            // a user NL paired with a project compiled file
+            "home/.mekara/scripts/nl/test/imagine-object.md",
+            "project/.mekara/scripts/compiled/test/imagine-object.star",
+            // user scripts of both layouts
+            "home/.mekara/scripts/nl/tools/lint.md",
+            "home/.mekara/scripts/compiled/tools/lint.star",
+            "home/.agents/skills/notes/SKILL.md",
+            // a nested project skill with its compiled file
+            "project/.agents/skills/team/deploy/SKILL.md",
+            "project/.agents/skills/team/deploy/mekara.star",
+            // a project NL file not paired with a user compiled one
+            "project/.mekara/scripts/nl/solo.md",
+            "home/.mekara/scripts/compiled/solo.star",
+        ],
+    );
+    let run = project.run(&["scripts"], "");
+    run.expect_code(0);
+    let rows = listing_rows(&run.stdout);
+    let want = [
+        ("notes", "user", "nl"),
+        ("shared", "project", "nl"),
+        ("solo", "project", "nl"),
+        ("team:deploy", "project", "compiled"),
+        ("test:double-or-nothing", "bundled", "compiled"),
+        ("test:imagine-object", "user", "compiled"),
+        ("test:nested", "bundled", "compiled"),
+        ("test:random", "project", "nl"),
+        ("tools:lint", "user", "compiled"),
+    ];
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(a, b, c)| ((*a).to_string(), (*b).to_string(), (*c).to_string()))
+        .collect();
+    assert_eq!(rows, want, "{}", run.stdout);
+    insta::assert_snapshot!("scripts_listing", tmp_redacted(&project, &run.stdout));
+}
+
+#[test]
+fn scripts_lists_the_bundled_scripts_in_an_empty_project() {
+    let project = Project::new();
+    let run = project.run(&["scripts"], "");
+    run.expect_code(0);
+    insta::assert_snapshot!("scripts_listing_bundled_only", run.stdout);
+}
+
+#[test]
+fn scripts_from_a_home_subfolder_lists_home_scripts_as_user() {
+    let project = Project::new();
+    build(
+        &project,
+        &[
+            "home/.claude/",
+            "home/.mekara/scripts/nl/mine.md",
+            "home/code/app/",
+        ],
+    );
+    let run = mekara_in(&project, "home/code/app", &["scripts"]);
+    run.expect_code(0);
+    let rows = listing_rows(&run.stdout);
+    assert!(
+        rows.contains(&("mine".to_string(), "user".to_string(), "nl".to_string())),
+        "{}",
+        run.stdout
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn home_reached_through_a_symlink_is_never_a_project_root() {
+    // On systems where /home is a symlink (FreeBSD's /usr/home, Fedora Silverblue's
+    // /var/home), HOME and the current directory spell the same folder differently.
+    let project = Project::new();
+    let tmp = project.dir.path();
+    build(
+        &project,
+        &[
+            "realhome/.claude/",
+            "realhome/.mekara/scripts/nl/mine.md",
+            "realhome/code/app/",
+        ],
+    );
+    std::fs::remove_dir(tmp.join("home")).expect("rmdir home");
+    std::os::unix::fs::symlink(tmp.join("realhome"), tmp.join("home")).expect("symlink home");
+    let run = mekara_in(&project, "home/code/app", &["scripts", "show", "mine"]);
+    run.expect_code(0);
+    let (_, nl, _) = show_lines(&project, &run);
+    assert!(
+        nl.ends_with("/.mekara/scripts/nl/mine.md (user)"),
+        "home's scripts shown as {nl}"
+    );
+}

@@ -1,0 +1,430 @@
+//! Auto shell steps, driven through `mekara run` on compiled project scripts: the output a
+//! step records and streams, exit codes and failures, timeouts, the process group that is
+//! killed when a step ends, and the folder, environment and stdin a command gets.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{Project, Run};
+use serde_json::Value as Json;
+
+/// How long any wait in these tests may last before the test fails instead of hanging.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// How long a killed process may take to disappear. Far shorter than the `sleep 30` the
+/// tests leave behind, so a process that was not killed is caught.
+const REAP_BOUND: Duration = Duration::from_secs(5);
+
+/// NL instructions of the test scripts, shown when a script falls back.
+const NL: &str = "Do the step by hand.\n";
+
+/// The `result` of every step event of the project's only run, in journal order.
+fn step_results(project: &Project) -> Vec<Json> {
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 1, "expected exactly one run, found {ids:?}");
+    project
+        .journal(&ids[0])
+        .lines()
+        .map(|line| serde_json::from_str::<Json>(line).expect("a journal line is JSON"))
+        .filter(|event| event["event"] == "step")
+        .map(|event| event["result"].clone())
+        .collect()
+}
+
+/// The only step result of the project's only run.
+fn only_step(project: &Project) -> Json {
+    let mut results = step_results(project);
+    assert_eq!(results.len(), 1, "expected one step, found {results:?}");
+    results.remove(0)
+}
+
+fn output_of(result: &Json) -> &str {
+    result["output"].as_str().unwrap_or("")
+}
+
+fn error_of(result: &Json) -> &str {
+    result["error"].as_str().unwrap_or("")
+}
+
+/// Writes `stdin_text` to `child`, waits for it to exit, and kills it (failing the
+/// test) if it takes longer than [`BOUND`]. Stdin is closed only once it exits, so a command
+/// that wrongly read mekara's stdin would block instead of seeing end of input.
+fn wait_bounded(mut child: Child, stdin_text: &str) -> Run {
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(stdin_text.as_bytes()).expect("write stdin");
+    // The caller may have taken stdout to read it live.
+    let stdout = child.stdout.take().map(drain);
+    let stderr = child.stderr.take().map(drain);
+    let deadline = Instant::now() + BOUND;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mekara did not finish within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(stdin);
+    Run {
+        code: status.code(),
+        stdout: stdout
+            .map(|r| r.join().expect("stdout reader"))
+            .unwrap_or_default(),
+        stderr: stderr
+            .map(|r| r.join().expect("stderr reader"))
+            .unwrap_or_default(),
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// Whether process `pid` still runs. A killed process whose parent is gone is reaped by
+/// init (or a subreaper); until then it is a zombie, which no longer runs, so it counts as
+/// gone too: some container inits never reap orphans.
+fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        // The state is the first field after the `(comm)` one, which may hold spaces.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+    }
+}
+
+/// Asserts that the process whose pid a step wrote to `file` (under the project root) is
+/// gone, allowing a bounded moment for the kernel to finish it.
+fn assert_gone(project: &Project, file: &str) {
+    let text =
+        std::fs::read_to_string(project.root().join(file)).expect("the step wrote the pid file");
+    let pid: u32 = text.trim().parse().expect("a pid");
+    let deadline = Instant::now() + REAP_BOUND;
+    while is_running(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} (from `{file}`) still runs after the step ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn canonical(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .expect("canonicalize")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn stdout_and_stderr_are_recorded_interleaved_in_the_order_written() {
+    let project = Project::new();
+    project.script(
+        "order",
+        NL,
+        Some("def execute(request):\n    auto(\"echo a; echo b >&2; echo c; echo d >&2\")\n"),
+    );
+    project.run(&["run", "order"], "").expect_code(0);
+    assert_eq!(output_of(&only_step(&project)), "a\nb\nc\nd\n");
+}
+
+#[test]
+fn allowed_failure_gives_the_script_the_failure_and_exit_code() {
+    let project = Project::new();
+    project.script(
+        "code",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    r = auto(\"exit 3\", allow_failure = True)\n",
+            "    llm(\"success=%s code=%d\" % (r.success, r.exit_code))\n",
+        )),
+    );
+    let run = project.run(&["run", "code"], "\n");
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("\n── llm step code[1] ──\nsuccess=False code=3\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn failed_step_without_allow_failure_falls_back_to_the_instructions() {
+    let project = Project::new();
+    project.script(
+        "fails",
+        NL,
+        Some("def execute(request):\n    auto(\"exit 3\")\n    llm(\"not reached\")\n"),
+    );
+    let run = project.run(&["run", "fails"], "\n");
+    run.expect_code(1);
+    assert!(
+        run.stdout.contains(concat!(
+            "What failed:\n",
+            "step fails[0] `$ exit 3` failed: exited with code 3\n",
+            "\n",
+            "The script's instructions (the steps above already ran):\n",
+            "Do the step by hand.\n",
+            "Press Enter when you have finished the script by hand. \n",
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(" failed and was finished by hand: "),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("not reached"), "{}", run.stdout);
+    let step = only_step(&project);
+    assert_eq!(
+        (step["success"].as_bool(), step["exit_code"].as_i64()),
+        (Some(false), Some(3))
+    );
+    assert_eq!(error_of(&step), "exited with code 3");
+}
+
+#[test]
+fn step_timeout_kills_the_command_and_what_it_started() {
+    let project = Project::new();
+    project.script(
+        "slow",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    r = auto(\"sleep 30 & echo $! > bg.pid; sleep 30\", timeout = 1, allow_failure = True)\n",
+            "    llm(\"success=%s error=%s\" % (r.success, r.error))\n",
+        )),
+    );
+    let run = wait_bounded(project.spawn(&["run", "slow"]), "\n");
+    run.expect_code(0);
+    let error = "timed out after 1s; the command and everything it started were killed";
+    assert!(
+        run.stdout
+            .contains(&format!("\nsuccess=False error={error}\n")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(error_of(&step_results(&project)[0]), error);
+    assert_gone(&project, "bg.pid");
+}
+
+#[test]
+fn run_timeout_flag_applies_to_steps_without_their_own() {
+    let project = Project::new();
+    project.script(
+        "slow",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    auto(\"sleep 0.5\", timeout = 30)\n",
+            "    auto(\"sleep 30\", allow_failure = True)\n",
+        )),
+    );
+    let run = wait_bounded(project.spawn(&["run", "--timeout", "0.2", "slow"]), "");
+    run.expect_code(0);
+    let results = step_results(&project);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(
+        results[0]["success"].as_bool(),
+        Some(true),
+        "its own timeout wins: {:?}",
+        results[0]
+    );
+    assert_eq!(
+        error_of(&results[1]),
+        "timed out after 200ms; the command and everything it started were killed"
+    );
+}
+
+#[test]
+fn background_process_of_a_finished_command_is_killed_with_it() {
+    let project = Project::new();
+    project.script(
+        "bg",
+        NL,
+        Some("def execute(request):\n    auto(\"sleep 30 & echo $! > bg.pid\")\n"),
+    );
+    // Bounded: a step that waited for the background `sleep` would take 30 s.
+    wait_bounded(project.spawn(&["run", "bg"]), "").expect_code(0);
+    let step = only_step(&project);
+    assert_eq!(
+        (step["success"].as_bool(), step["exit_code"].as_i64()),
+        (Some(true), Some(0))
+    );
+    assert_gone(&project, "bg.pid");
+}
+
+#[test]
+fn large_output_is_recorded_completely() {
+    let project = Project::new();
+    project.script(
+        "big",
+        NL,
+        Some("def execute(request):\n    auto(\"seq 1 200000\")\n"),
+    );
+    project.run(&["run", "big"], "").expect_code(0);
+    let step = only_step(&project);
+    let output = output_of(&step);
+    let expected: String = (1..=200_000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(output.lines().last(), Some("200000"));
+    assert_eq!(output.len(), expected.len());
+    assert!(
+        output == expected,
+        "the recorded output differs from `seq 1 200000`"
+    );
+}
+
+#[test]
+fn working_dir_is_relative_to_the_folder_the_script_runs_in() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.root().join("sub/inner")).expect("mkdir");
+    project.script(
+        "where",
+        NL,
+        Some("def execute(request):\n    auto(\"pwd -P\", working_dir = \"inner\")\n"),
+    );
+    project
+        .run(&["run", "-C", "sub", "where"], "")
+        .expect_code(0);
+    let expected = format!("{}\n", canonical(&project.root().join("sub/inner")));
+    assert_eq!(output_of(&only_step(&project)), expected);
+}
+
+#[test]
+fn working_dir_may_be_absolute() {
+    let project = Project::new();
+    let elsewhere = project.home();
+    project.script(
+        "where",
+        NL,
+        Some(&format!(
+            "def execute(request):\n    auto(\"pwd -P\", working_dir = {:?})\n",
+            elsewhere.display().to_string()
+        )),
+    );
+    project.run(&["run", "where"], "").expect_code(0);
+    assert_eq!(
+        output_of(&only_step(&project)),
+        format!("{}\n", canonical(&elsewhere))
+    );
+}
+
+#[test]
+fn env_sets_variables_of_the_command() {
+    let project = Project::new();
+    project.script(
+        "env",
+        NL,
+        Some("def execute(request):\n    auto(\"echo \\\"$FOO\\\"\", env = {\"FOO\": \"bar\"})\n"),
+    );
+    project.run(&["run", "env"], "").expect_code(0);
+    assert_eq!(output_of(&only_step(&project)), "bar\n");
+}
+
+#[test]
+fn stdin_of_a_command_is_dev_null() {
+    let project = Project::new();
+    project.script(
+        "cat",
+        NL,
+        Some("def execute(request):\n    auto(\"cat\")\n"),
+    );
+    // mekara's own stdin stays open with text in it: a `cat` that read it would print the
+    // text and then block, and the bounded wait would fail the test.
+    let run = wait_bounded(project.spawn(&["run", "cat"]), "not for cat\n");
+    run.expect_code(0);
+    let step = only_step(&project);
+    assert_eq!(step["success"].as_bool(), Some(true));
+    assert_eq!(output_of(&step), "");
+}
+
+#[test]
+fn missing_working_dir_fails_with_a_message_naming_it() {
+    let project = Project::new();
+    project.script(
+        "nowhere",
+        NL,
+        Some("def execute(request):\n    auto(\"true\", working_dir = \"missing\")\n"),
+    );
+    let run = project.run(&["run", "nowhere"], "\n");
+    run.expect_code(1);
+    let error = format!(
+        "working_dir `{}` is not a folder",
+        project.root().join("missing").display()
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "What failed:\nstep nowhere[0] `$ true` failed: {error}\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(error_of(&only_step(&project)), error);
+}
+
+#[test]
+fn output_streams_live_while_the_step_runs() {
+    let project = Project::new();
+    project.script(
+        "live",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    auto(\"echo first; while [ ! -e go ]; do sleep 0.05; done; echo second\")\n",
+        )),
+    );
+    let go = project.root().join("go");
+    let mut child = project.spawn(&["run", "live"]);
+    let stdout = child.stdout.take().expect("stdout");
+    let (lines, seen) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + BOUND;
+    let mut before_go = Vec::new();
+    // Step output is printed under the step, behind a bar; the step's own line (`▶ ...`)
+    // names both words too, so only the bar lines count.
+    while !before_go.iter().any(|l: &String| l == "  │ first") {
+        match seen.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => before_go.push(line),
+            Err(_) => {
+                // Let the step end before failing, so no shell loop is left behind.
+                std::fs::write(&go, "").expect("write go");
+                let _ = child.kill();
+                panic!("`first` did not appear within {BOUND:?}; saw {before_go:?}");
+            }
+        }
+    }
+    assert!(
+        !before_go.iter().any(|l| l == "  │ second"),
+        "{before_go:?}"
+    );
+    std::fs::write(&go, "").expect("write go");
+    let run = wait_bounded(child, "");
+    reader.join().expect("stdout reader");
+    let after_go: Vec<String> = seen.try_iter().collect();
+    run.expect_code(0);
+    assert!(after_go.iter().any(|l| l == "  │ second"), "{after_go:?}");
+    assert_eq!(output_of(&only_step(&project)), "first\nsecond\n");
+}
