@@ -1,1 +1,560 @@
-fn main() {}
+//! The engine's overhead figures, printed side by side with their targets.
+//!
+//! `cargo bench --locked --bench engine` runs the release binary in a temporary project:
+//!
+//! 1. the cost of an auto step above spawning the same shell command directly, with bash and
+//!    with sh (mekara takes `bash` from `PATH`, else `/bin/sh`, so the sh figures run mekara
+//!    with a `PATH` that holds only `sh` and `true`);
+//! 2. the wall time of a 1000-step script of function steps that ends at an llm step, run
+//!    through, and resumed after being interrupted there (the resume re-evaluates every
+//!    journaled step);
+//! 3. the peak RSS of those runs.
+//!
+//! Every figure is a median of [`RUNS`] runs (peak RSS: the largest), taken interleaved so
+//! that a slow moment of the machine does not land on one figure only. The step overhead is
+//! a small difference of large numbers, so it is the median of per-round differences, shown
+//! with the estimate from the fastest runs and the range over rounds: on a busy machine the
+//! spread says how far to trust it.
+//!
+//! A plain `main`, not criterion: each sample is a whole process, and the figures only make
+//! sense side by side.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Samples per figure.
+const RUNS: usize = 15;
+/// Steps of the shell-step script.
+const SHELL_STEPS: u32 = 200;
+/// Steps of the function-step script.
+const FUNCTION_STEPS: u32 = 1000;
+
+const TARGET_STEP_OVERHEAD_MS: f64 = 0.05;
+const TARGET_RUN_MS: f64 = 500.0;
+const TARGET_RSS_MB: f64 = 30.0;
+
+/// GNU time: its `-f %M` is the child's `ru_maxrss` from `wait4`, in KiB.
+const GNU_TIME: &str = "/usr/bin/time";
+
+/// The prompt `mekara run` prints at an llm step without expects, before it reads a line.
+const PRESS_ENTER: &str = "Press Enter when done.";
+
+fn main() {
+    let bench = Bench::new();
+    let bash = find_in_path(&std::env::var_os("PATH").unwrap_or_default(), "bash")
+        .expect("bash on PATH: the bash figures need it");
+    let sh = PathBuf::from("/bin/sh");
+    let sh_only_path = bench.sh_only_path();
+    bench.check_shell(&bench.path, "bash");
+    bench.check_shell(&sh_only_path, "sh");
+
+    eprintln!("measuring ({RUNS} runs of each figure)...");
+    let mut samples = Samples::default();
+    // One unmeasured round first: page cache, the binary's first start.
+    for round in 0..=RUNS {
+        let keep = round > 0;
+        let take = |into: &mut Vec<Duration>, d: Duration| {
+            if keep {
+                into.push(d);
+            }
+        };
+        take(
+            &mut samples.empty_bash,
+            bench.run_ok(&bench.path, &["run", "empty"], ""),
+        );
+        take(
+            &mut samples.steps_bash,
+            bench.run_ok(&bench.path, &["run", "shell200"], ""),
+        );
+        take(
+            &mut samples.direct_bash,
+            spawn_directly(&bash, &bench.path, &bench.home),
+        );
+        take(
+            &mut samples.empty_sh,
+            bench.run_ok(&sh_only_path, &["run", "empty"], ""),
+        );
+        take(
+            &mut samples.steps_sh,
+            bench.run_ok(&sh_only_path, &["run", "shell200"], ""),
+        );
+        take(
+            &mut samples.direct_sh,
+            spawn_directly(&sh, &sh_only_path, &bench.home),
+        );
+        take(
+            &mut samples.full_run,
+            bench.run_ok(&bench.path, &["run", "fn1000"], "\n"),
+        );
+        let (interrupted, resumed) = bench.interrupt_and_resume();
+        take(&mut samples.interrupted, interrupted);
+        take(&mut samples.resume, resumed);
+    }
+    let rss = bench.peak_rss();
+
+    print_report(&bench, &bash, &sh, &samples, &rss);
+}
+
+/// The temporary project, its home folder, and the binary under test.
+struct Bench {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    binary: PathBuf,
+    /// The `PATH` mekara gets for the bash figures (the caller's).
+    path: OsString,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("project");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("mkdir home");
+        let script = |name: &str, nl: &str, star: &str| {
+            write_file(&root.join(format!(".mekara/scripts/nl/{name}.md")), nl);
+            write_file(
+                &root.join(format!(".mekara/scripts/compiled/{name}.star")),
+                star,
+            );
+        };
+        script(
+            "empty",
+            "Nothing to do.\n",
+            "def execute(request):\n    pass\n",
+        );
+        script(
+            "shell200",
+            &format!("Run `true` {SHELL_STEPS} times.\n"),
+            &format!(
+                "def execute(request):\n    for i in range({SHELL_STEPS}):\n        auto(\"true\")\n"
+            ),
+        );
+        script(
+            "fn1000",
+            &format!("Double the numbers below {FUNCTION_STEPS}, then finish up.\n"),
+            &format!(
+                "def f(i):\n    return i * 2\n\n\
+                 def execute(request):\n    for i in range({FUNCTION_STEPS}):\n        auto(f, {{\"i\": i}})\n    llm(\"finish up\")\n"
+            ),
+        );
+        script(
+            "which_shell",
+            "Say which shell runs steps.\n",
+            "def execute(request):\n    print(auto(\"echo shell=${BASH_VERSION:+bash}\").output)\n",
+        );
+        Bench {
+            _dir: dir,
+            root,
+            home,
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_mekara")),
+            path: std::env::var_os("PATH").unwrap_or_default(),
+        }
+    }
+
+    /// A folder holding only `sh` and `true`, for a `PATH` without bash.
+    fn sh_only_path(&self) -> OsString {
+        let bin = self
+            .home
+            .parent()
+            .expect("home has a parent")
+            .join("sh-only-bin");
+        std::fs::create_dir_all(&bin).expect("mkdir sh-only-bin");
+        for tool in ["sh", "true"] {
+            let target =
+                find_in_path(&self.path, tool).unwrap_or_else(|| panic!("`{tool}` on PATH"));
+            std::os::unix::fs::symlink(target, bin.join(tool)).expect("symlink");
+        }
+        bin.into_os_string()
+    }
+
+    /// Makes sure mekara runs steps with `expected` under `path`, so no figure is mislabelled.
+    fn check_shell(&self, path: &OsString, expected: &str) {
+        let out = self
+            .command(path, &["run", "which_shell"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("spawn mekara");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let got = if stdout.contains("shell=bash") {
+            "bash"
+        } else {
+            "sh"
+        };
+        assert!(
+            out.status.success() && got == expected,
+            "expected steps to run with {expected}:\n{stdout}"
+        );
+    }
+
+    /// `mekara ARGS` in the project, with a hermetic environment and the given `PATH`.
+    fn command(&self, path: &OsString, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(args).current_dir(&self.root);
+        hermetic(&mut cmd, path, &self.home);
+        cmd
+    }
+
+    /// Runs mekara with `stdin`, checks that the run completed, and returns its wall time.
+    fn run_ok(&self, path: &OsString, args: &[&str], stdin: &str) -> Duration {
+        let (elapsed, code, stdout) = timed(self.command(path, args), stdin);
+        assert!(
+            code == Some(0) && stdout.contains(" completed: "),
+            "`mekara {}` failed ({code:?}):\n{stdout}",
+            args.join(" ")
+        );
+        elapsed
+    }
+
+    /// Runs `fn1000` with stdin closed, so it stops at the llm step (exit 1, the run saved),
+    /// then resumes it with an answer. Returns both wall times.
+    fn interrupt_and_resume(&self) -> (Duration, Duration) {
+        let (interrupted, code, stdout) = timed(self.command(&self.path, &["run", "fn1000"]), "");
+        assert_eq!(
+            code,
+            Some(1),
+            "the run should stop at the llm step:\n{stdout}"
+        );
+        let id = resume_id(&stdout);
+        let resumed = self.run_ok(&self.path, &["run", "--resume", &id], "\n");
+        (interrupted, resumed)
+    }
+
+    /// Peak RSS of the full run and of a resume of `fn1000`, in KiB: the largest of [`RUNS`].
+    fn peak_rss(&self) -> Rss {
+        let gnu_time = Path::new(GNU_TIME).is_file();
+        let measure = |args: &[&str]| -> u64 {
+            if gnu_time {
+                self.rss_by_gnu_time(args)
+            } else {
+                self.rss_at_prompt(args)
+            }
+        };
+        let mut full = 0;
+        let mut resume = 0;
+        for _ in 0..RUNS {
+            full = full.max(measure(&["run", "fn1000"]));
+            let (_, code, stdout) = timed(self.command(&self.path, &["run", "fn1000"]), "");
+            assert_eq!(
+                code,
+                Some(1),
+                "the run should stop at the llm step:\n{stdout}"
+            );
+            resume = resume.max(measure(&["run", "--resume", &resume_id(&stdout)]));
+        }
+        Rss {
+            method: if gnu_time {
+                "wait4 ru_maxrss, whole run (/usr/bin/time -f %M)"
+            } else {
+                "VmHWM of /proc/PID/status at the llm prompt (no /usr/bin/time)"
+            },
+            full_kib: full,
+            resume_kib: resume,
+        }
+    }
+
+    /// `ru_maxrss` of the whole mekara process, as GNU time reports it from `wait4`.
+    fn rss_by_gnu_time(&self, args: &[&str]) -> u64 {
+        let report = self
+            .home
+            .parent()
+            .expect("home has a parent")
+            .join("time.out");
+        let mut cmd = Command::new(GNU_TIME);
+        cmd.arg("-o")
+            .arg(&report)
+            .args(["-f", "%M"])
+            .arg(&self.binary)
+            .args(args)
+            .current_dir(&self.root);
+        hermetic(&mut cmd, &self.path, &self.home);
+        let (_, code, stdout) = timed(cmd, "\n");
+        assert!(
+            code == Some(0) && stdout.contains(" completed: "),
+            "`mekara {}` failed ({code:?}):\n{stdout}",
+            args.join(" ")
+        );
+        let text = std::fs::read_to_string(&report).expect("read the GNU time report");
+        text.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("GNU time printed `{text}`, not KiB"))
+    }
+
+    /// The high-water mark of mekara's RSS while it waits at the llm step (after all the
+    /// function steps ran); what happens after the answer is not seen.
+    fn rss_at_prompt(&self, args: &[&str]) -> u64 {
+        let mut child = self
+            .command(&self.path, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mekara");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 8192];
+        while !String::from_utf8_lossy(&seen).contains(PRESS_ENTER) {
+            let n = stdout.read(&mut buf).expect("read mekara's stdout");
+            assert!(
+                n > 0,
+                "mekara ended before the llm step:\n{}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+            .expect("read /proc/PID/status");
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("a VmHWM line in /proc/PID/status");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(b"\n").expect("answer the llm step");
+        drop(stdin);
+        stdout.read_to_end(&mut seen).expect("read mekara's stdout");
+        assert!(
+            child.wait().expect("wait for mekara").success(),
+            "{}",
+            String::from_utf8_lossy(&seen)
+        );
+        kib
+    }
+}
+
+/// A clean environment: only `PATH`, `HOME` and fixed locale and display settings.
+fn hermetic(cmd: &mut Command, path: &OsString, home: &Path) {
+    cmd.env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .env("LANG", "C.UTF-8");
+}
+
+/// Spawns `SHELL -c true` [`SHELL_STEPS`] times, as mekara would (stdin from `/dev/null`,
+/// output piped, same environment), waiting for each; returns the total wall time.
+fn spawn_directly(shell: &Path, path: &OsString, home: &Path) -> Duration {
+    let started = Instant::now();
+    for _ in 0..SHELL_STEPS {
+        let mut cmd = Command::new(shell);
+        cmd.args(["-c", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        hermetic(&mut cmd, path, home);
+        let out = cmd.output().expect("spawn the shell");
+        assert!(out.status.success(), "`{} -c true` failed", shell.display());
+    }
+    started.elapsed()
+}
+
+/// Runs `cmd` with `stdin` piped in; returns its wall time, exit code and stdout.
+fn timed(mut cmd: Command, stdin: &str) -> (Duration, Option<i32>, String) {
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut input = child.stdin.take().expect("piped stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    let out = child.wait_with_output().expect("wait");
+    let elapsed = started.elapsed();
+    let mut stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.stderr.is_empty() {
+        stdout.push_str("\n[stderr]\n");
+        stdout.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    (elapsed, out.status.code(), stdout)
+}
+
+/// The run id in "resume it with `mekara run --resume ID`".
+fn resume_id(stdout: &str) -> String {
+    stdout
+        .split("--resume ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no run id to resume in:\n{stdout}"))
+        .to_string()
+}
+
+fn find_in_path(path: &OsString, program: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+#[derive(Default)]
+struct Samples {
+    empty_bash: Vec<Duration>,
+    steps_bash: Vec<Duration>,
+    direct_bash: Vec<Duration>,
+    empty_sh: Vec<Duration>,
+    steps_sh: Vec<Duration>,
+    direct_sh: Vec<Duration>,
+    full_run: Vec<Duration>,
+    interrupted: Vec<Duration>,
+    resume: Vec<Duration>,
+}
+
+struct Rss {
+    method: &'static str,
+    full_kib: u64,
+    resume_kib: u64,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+fn min_ms(samples: &[Duration]) -> f64 {
+    samples.iter().copied().map(ms).fold(f64::MAX, f64::min)
+}
+
+fn median_ms(samples: &[Duration]) -> f64 {
+    median(&samples.iter().copied().map(ms).collect::<Vec<_>>())
+}
+
+/// "ok", or how far above the target a figure is.
+fn verdict(value: f64, target: f64, unit: &str, decimals: usize) -> String {
+    if value <= target {
+        "ok".to_string()
+    } else {
+        format!(
+            "MISS by {:.decimals$} {unit} ({:.1}x)",
+            value - target,
+            value / target
+        )
+    }
+}
+
+fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {
+    let shown = |p: &Path| match std::fs::canonicalize(p) {
+        Ok(real) if real != p => format!("{} -> {}", p.display(), real.display()),
+        _ => p.display().to_string(),
+    };
+    let steps = f64::from(SHELL_STEPS);
+    let row = |label: &str, value: String, target: &str, verdict: &str| {
+        println!("  {label:<48} {value:>16}   {target:<16} {verdict}");
+    };
+
+    println!();
+    println!("mekara engine benchmark: {}", bench.binary.display());
+    println!(
+        "medians of {RUNS} runs each (peak RSS: largest of {RUNS}); wall times include process start"
+    );
+    println!();
+    println!(
+        "  {:<48} {:>16}   {:<16} verdict",
+        "figure", "measured", "target"
+    );
+    println!("  {}", "-".repeat(98));
+
+    println!("1. auto step overhead: {SHELL_STEPS} x auto(\"true\"), journal included");
+    for (name, shell, empty, with_steps, direct) in [
+        ("bash", bash, &s.empty_bash, &s.steps_bash, &s.direct_bash),
+        ("sh", sh, &s.empty_sh, &s.steps_sh, &s.direct_sh),
+    ] {
+        // Paired per round: a slow moment of the machine shifts all three samples of a round.
+        let per_round: Vec<f64> = (0..with_steps.len())
+            .map(|i| ms(with_steps[i]) - ms(empty[i]) - ms(direct[i]))
+            .map(|total| total / steps)
+            .collect();
+        let direct_ms = median_ms(direct) / steps;
+        let mekara_ms = (median_ms(with_steps) - median_ms(empty)) / steps;
+        let overhead = median(&per_round);
+        let (low, high) = per_round
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        println!("   {name}: {}", shown(shell));
+        row(
+            &format!("   direct `{name} -c true` (Command, piped)"),
+            format!("{direct_ms:.3} ms/step"),
+            "",
+            "",
+        );
+        row(
+            &format!(
+                "   mekara run, minus a 0-step run ({:.1} ms)",
+                median_ms(empty)
+            ),
+            format!("{mekara_ms:.3} ms/step"),
+            "",
+            "",
+        );
+        row(
+            "   overhead per step (median of rounds)",
+            format!("{overhead:.3} ms/step"),
+            &format!("<= {TARGET_STEP_OVERHEAD_MS} ms/step"),
+            &verdict(overhead, TARGET_STEP_OVERHEAD_MS, "ms/step", 3),
+        );
+        let fastest = (min_ms(with_steps) - min_ms(empty) - min_ms(direct)) / steps;
+        row(
+            "   overhead from the fastest run of each",
+            format!("{fastest:.3} ms/step"),
+            "",
+            "",
+        );
+        row(
+            "   overhead, lowest .. highest round",
+            format!("{low:.3} .. {high:.3}"),
+            "",
+            "",
+        );
+    }
+
+    println!("2. {FUNCTION_STEPS} x auto(f, {{\"i\": i}}) then an llm step, whole run");
+    let full = median_ms(&s.full_run);
+    let resume = median_ms(&s.resume);
+    row(
+        "   full run, stdin \"\\n\"",
+        format!("{full:.1} ms"),
+        &format!("<= {TARGET_RUN_MS} ms"),
+        &verdict(full, TARGET_RUN_MS, "ms", 1),
+    );
+    row(
+        "   first leg, stdin closed at the llm step",
+        format!("{:.1} ms", median_ms(&s.interrupted)),
+        "",
+        "",
+    );
+    row(
+        &format!("   --resume ID (re-evaluates {FUNCTION_STEPS} steps), \"\\n\""),
+        format!("{resume:.1} ms"),
+        &format!("<= {TARGET_RUN_MS} ms"),
+        &verdict(resume, TARGET_RUN_MS, "ms", 1),
+    );
+
+    println!("3. peak RSS of that script: {}", rss.method);
+    // KiB from the kernel, shown in MB of 10^6 bytes: the stricter reading of "30 MB".
+    for (label, kib) in [
+        ("   full run", rss.full_kib),
+        ("   --resume ID", rss.resume_kib),
+    ] {
+        let mb = kib as f64 * 1024.0 / 1e6;
+        row(
+            label,
+            format!("{mb:.1} MB"),
+            &format!("<= {TARGET_RSS_MB} MB"),
+            &verdict(mb, TARGET_RSS_MB, "MB", 1),
+        );
+    }
+    println!();
+}

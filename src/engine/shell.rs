@@ -260,8 +260,8 @@ impl StepRunner for ShellRunner {
                 drain_until = Some(Instant::now() + DRAIN_GRACE);
             }
         }
+        // The group was killed when the exit was noticed; reaping now frees its id.
         let status = child.wait();
-        kill_group();
         let duration_ms = Some(millis(started.elapsed()));
         if matches!(stopped, Some(Stop::Cancelled)) {
             return Ran::Cancelled;
