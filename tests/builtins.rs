@@ -6,10 +6,7 @@
 mod common;
 
 use common::{Project, redact};
-use mekara::engine::runs::RunStore;
-use mekara::engine::{EngineError, Executor, Pending, Quiet, Settings, ShellRunner, Waiting};
-use mekara::paths::Locations;
-use mekara::script::Resolver;
+use mekara::engine::{EngineError, Pending, Quiet, Waiting};
 use serde_json::{Map, Value as Json};
 
 /// A project with one compiled script `name` (and its NL file `nl`).
@@ -741,16 +738,6 @@ def execute(request):
 
 // ── the engine enforces llm outputs (library API) ───────────────────────────────────────
 
-fn executor(project: &Project) -> Executor {
-    let root = project.root();
-    Executor::new(
-        Resolver::new(&Locations::discover(&root)),
-        RunStore::new(root.join(".mekara/runs")),
-        Box::new(ShellRunner::new()),
-        Settings::default(),
-    )
-}
-
 const PICK: &str = r#"
 def execute(request):
     auto("echo ready")
@@ -768,7 +755,7 @@ fn outputs(pairs: &[(&str, &str)]) -> Map<String, Json> {
 #[test]
 fn llm_outputs_that_do_not_match_expects_are_refused_and_the_step_stays_pending() {
     let project = project_with("pick", "Pick.\n", PICK);
-    let mut executor = executor(&project);
+    let mut executor = project.executor();
     let pending = executor
         .start("pick", "", &project.root(), &Quiet)
         .expect("start");
@@ -831,7 +818,7 @@ fn llm_outputs_that_do_not_match_expects_are_refused_and_the_step_stays_pending(
 #[test]
 fn finish_nl_while_an_llm_step_is_pending_is_a_wrong_call() {
     let project = project_with("pick", "Pick.\n", PICK);
-    let mut executor = executor(&project);
+    let mut executor = project.executor();
     let pending = executor
         .start("pick", "", &project.root(), &Quiet)
         .expect("start");

@@ -5,24 +5,8 @@ mod common;
 
 use common::Project;
 use mekara::engine::journal::{self, Event, Outcome};
-use mekara::engine::runs::RunStore;
-use mekara::engine::{EngineError, Executor, Pending, Quiet, Settings, ShellRunner};
-use mekara::paths::Locations;
-use mekara::script::Resolver;
+use mekara::engine::{EngineError, Pending, Quiet};
 use serde_json::{Map, Value as Json};
-
-fn executor(project: &Project) -> Executor {
-    let locations = Locations {
-        project_root: Some(project.root()),
-        home: Some(project.home()),
-    };
-    Executor::new(
-        Resolver::new(&locations),
-        RunStore::new(project.root().join(".mekara/runs")),
-        Box::new(ShellRunner::new()),
-        Settings::default(),
-    )
-}
 
 fn events(project: &Project, id: &str) -> Vec<Event> {
     journal::read(&project.root().join(format!(".mekara/runs/{id}.jsonl")))
@@ -83,7 +67,7 @@ fn manual_nesting_shows_the_parent_step_again() {
         "Inner.",
         Some("def execute(request):\n    llm('inner step')\n"),
     );
-    let mut ex = executor(&project);
+    let mut ex = project.executor();
     let dir = project.root();
     let first = ex.start("outer", "", &dir, &Quiet).expect("start outer");
     assert!(
@@ -120,7 +104,7 @@ fn an_nl_child_is_finished_by_hand() {
     let project = Project::new();
     project.script("caller", "Caller.", Some("def execute(request):\n    call_script('notes', 'about cats')\n    auto('echo done')\n"));
     project.script("notes", "Write notes $ARGUMENTS.", None);
-    let mut ex = executor(&project);
+    let mut ex = project.executor();
     let pending = ex
         .start("caller", "", &project.root(), &Quiet)
         .expect("start");

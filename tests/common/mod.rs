@@ -95,6 +95,21 @@ impl Project {
         ids
     }
 
+    /// An engine on this project, for tests of the library API (hermetic: the project and
+    /// the fake home, not the process's own environment).
+    pub fn executor(&self) -> mekara::engine::Executor {
+        let locations = mekara::paths::Locations {
+            project_root: Some(self.root()),
+            home: Some(self.home()),
+        };
+        mekara::engine::Executor::new(
+            mekara::script::Resolver::new(&locations),
+            mekara::engine::runs::RunStore::new(self.root().join(".mekara/runs")),
+            Box::new(mekara::engine::ShellRunner::new()),
+            mekara::engine::Settings::default(),
+        )
+    }
+
     /// The journal text of run `id`.
     pub fn journal(&self, id: &str) -> String {
         std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl")))
