@@ -275,3 +275,49 @@ fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
         );
     }
 }
+
+/// Regression: Ctrl-C at a prompt used to be taken for a running step, so mekara went on
+/// waiting for input and then killed the next step.
+#[test]
+fn ctrl_c_at_a_prompt_leaves_at_once_and_the_run_resumes() {
+    let project = Project::new();
+    project.script("steps", "Run the steps.", Some(SCRIPT));
+    let root = project.root();
+    std::fs::write(root.join("go"), "").expect("go");
+    let mut child = project.spawn(&["run", "steps"]);
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !line.contains("Say a word") {
+        assert!(Instant::now() < deadline, "the llm step never came");
+        line.clear();
+        stdout.read_line(&mut line).expect("read");
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    // stdin stays open: only the interrupt can end the process.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "mekara kept waiting for input after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(130));
+    let id = project.run_ids().remove(0);
+    project.run(&["run", "--resume", &id], "w\n").expect_code(0);
+    for counter in ["a", "b", "c", "d", "e"] {
+        assert_eq!(
+            lines(&root.join(format!("{counter}.count"))),
+            1,
+            "{counter}.count"
+        );
+    }
+}

@@ -49,7 +49,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let runner = Box::new(ShellRunner::new());
     let terminal = Terminal::default();
     let started = Instant::now();
-    let interrupt = Interrupt::install();
+    let interrupt = Interrupt::install(terminal.step_running.clone());
 
     let (mut executor, first) = match &args.resume {
         Some(id) => {
@@ -215,6 +215,8 @@ fn ask_outputs(
 /// Prints steps as they run, their output indented under them.
 #[derive(Default)]
 struct Terminal {
+    /// Whether a step is running now, which decides what Ctrl-C does.
+    step_running: Arc<AtomicBool>,
     at_line_start: Cell<bool>,
     steps_run: Cell<usize>,
     started: RefCell<Option<Instant>>,
@@ -230,6 +232,7 @@ impl Observer for Terminal {
         println!("▶ {frame}[{index}] {}", input.summary());
         self.at_line_start.set(true);
         *self.started.borrow_mut() = Some(Instant::now());
+        self.step_running.store(true, Ordering::SeqCst);
     }
 
     fn output(&self, chunk: &[u8]) {
@@ -246,6 +249,7 @@ impl Observer for Terminal {
     }
 
     fn step_finished(&self, frame: &str, record: &StepRecord) {
+        self.step_running.store(false, Ordering::SeqCst);
         if !self.at_line_start.get() {
             println!();
             self.at_line_start.set(true);
@@ -277,9 +281,9 @@ struct Interrupt {
 }
 
 impl Interrupt {
-    fn install() -> Interrupt {
+    fn install(running: Arc<AtomicBool>) -> Interrupt {
         let interrupt = Interrupt {
-            running: Arc::new(AtomicBool::new(true)),
+            running,
             state: Arc::new(Mutex::new((None, None))),
         };
         let handler = interrupt.clone();
