@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod engine;
 pub mod exit;
+pub mod mcp;
 pub mod paths;
 pub mod script;
 

@@ -3,9 +3,11 @@
 //! nowhere else.
 
 mod check;
+mod mcp;
 mod run;
 mod runs;
 mod scripts;
+mod vcr;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -40,6 +42,10 @@ enum Command {
     Check(check::CheckArgs),
     /// List runs, or show one run's journal.
     Runs(runs::RunsArgs),
+    /// Serve mekara to agents over MCP (stdio, or Streamable HTTP with `--http`).
+    Mcp(mcp::McpArgs),
+    /// Replay recorded MCP sessions (VCR cassettes).
+    Vcr(vcr::VcrArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -62,6 +68,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Mcp(args) => mcp::run(args),
+        Command::Vcr(args) => vcr::run(args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -127,7 +135,7 @@ fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, Eng
 }
 
 /// `2026-11-22T03:05:12Z` from Unix milliseconds.
-fn format_time(ms: u64) -> String {
+pub fn format_time(ms: u64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     humantime::format_rfc3339_seconds(time).to_string()
 }

@@ -174,7 +174,15 @@ impl Executor {
         settings: Settings,
         id: &str,
     ) -> Result<(Executor, Option<TornTail>), EngineError> {
-        let (journal, contents) = store.open(id)?;
+        let mut executor = Executor::new(resolver, store, runner, settings);
+        let torn = executor.switch_to(id)?;
+        Ok((executor, torn))
+    }
+
+    /// Sets the run in progress aside (it stays on disk, resumable) and takes up run `id`
+    /// from its journal instead. On error, nothing changes.
+    pub fn switch_to(&mut self, id: &str) -> Result<Option<TornTail>, EngineError> {
+        let (journal, contents) = self.store.open(id)?;
         let history = RunHistory::replay(&contents.events).map_err(|reason| {
             EngineError::Journal(super::journal::JournalError::Corrupt {
                 path: journal.path().to_path_buf(),
@@ -187,7 +195,7 @@ impl Executor {
         }
         let mut stack = Vec::new();
         for state in history.frames {
-            let script = resolver.resolve(&state.push.script)?;
+            let script = self.resolver.resolve(&state.push.script)?;
             if script.compiled.is_some() != state.push.compiled {
                 return Err(EngineError::Diverged {
                     script: state.push.script.clone(),
@@ -211,18 +219,13 @@ impl Executor {
                 program: None,
             });
         }
-        let executor = Executor {
-            resolver,
-            store,
-            runner,
-            settings,
-            cancel: CancelToken::default(),
-            journal: Some(journal),
-            stack,
-            ended: None,
-            root_fell_back: history.root_fell_back,
-        };
-        Ok((executor, contents.torn))
+        self.sync()?;
+        self.journal = Some(journal);
+        self.stack = stack;
+        self.ended = None;
+        self.root_fell_back = history.root_fell_back;
+        self.cancel.reset();
+        Ok(contents.torn)
     }
 
     /// The id of the run in progress.
@@ -268,7 +271,10 @@ impl Executor {
             });
         }
         if self.journal.is_none() {
-            self.journal = Some(self.store.create()?);
+            self.journal = Some(
+                self.store
+                    .create(&|attempt| self.runner.new_run_id(attempt))?,
+            );
             self.root_fell_back = false;
         }
         self.push(script, request, working_dir, Origin::Start, None, observer)?;
@@ -644,8 +650,9 @@ impl Executor {
             .join(" > ")
     }
 
-    /// The path of the parents with indexes, then the top frame's name alone.
-    fn label(&self) -> String {
+    /// The path of the parents with indexes, then the top frame's name alone:
+    /// `test:nested[0] > test:random`.
+    pub fn label(&self) -> String {
         let Some((top, parents)) = self.stack.split_last() else {
             return String::new();
         };
@@ -654,5 +661,15 @@ impl Executor {
             .map(|f| format!("{}[{}] > ", f.script.name, f.steps.len()))
             .chain(std::iter::once(top.script.name.to_string()))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The MCP server moves executors onto blocking threads.
+    #[test]
+    fn executor_is_send() {
+        fn send<T: Send>() {}
+        send::<super::Executor>();
     }
 }

@@ -167,7 +167,7 @@ impl RunStore {
 
     /// Creates a new run and its journal. The folder gets a `.gitignore`, so runs are
     /// never committed by accident.
-    pub fn create(&self) -> Result<Journal, EngineError> {
+    pub fn create(&self, new_id: &dyn Fn(u32) -> String) -> Result<Journal, EngineError> {
         let io = |source| {
             EngineError::Journal(JournalError::Io {
                 path: self.dir.clone(),
@@ -272,7 +272,7 @@ impl RunStore {
 }
 
 /// `YYYYMMDD-HHMMSS-xxxx`: sortable by time, readable, and unlikely to collide.
-fn new_id(attempt: u32) -> String {
+pub fn new_id(attempt: u32) -> String {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();

@@ -66,7 +66,10 @@ pub enum Ran {
 
 /// Runs the effects of auto steps. The engine holds one and never knows which: the real
 /// [`ShellRunner`], or a recording that answers from a cassette.
-pub trait StepRunner {
+///
+/// Everything a run does that is not a pure function of its journal goes through here:
+/// shell commands, and the ids of new runs.
+pub trait StepRunner: Send {
     /// Runs `step`, passing output to `on_output` as it arrives.
     fn run_shell(
         &self,
@@ -74,6 +77,11 @@ pub trait StepRunner {
         on_output: &mut dyn FnMut(&[u8]),
         cancel: &CancelToken,
     ) -> Ran;
+
+    /// The id for a new run; `attempt` counts the ids already taken.
+    fn new_run_id(&self, attempt: u32) -> String {
+        super::runs::new_id(attempt)
+    }
 }
 
 /// The most output kept of one step (head and tail); the rest is counted and dropped.

@@ -1,0 +1,74 @@
+//! `mekara mcp`: serve the engine to agents over MCP (stdio, or Streamable HTTP).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::engine::Settings;
+use crate::exit::Exit;
+use crate::mcp::{self, HttpOptions, SessionPlan};
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (port 0 picks a free
+    /// one; the address is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// With `--http`: also accept this host name in the `Host` and `Origin` headers
+    /// (loopback names always are). Needed to listen on a non-loopback address.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    timeout: f64,
+    /// Record the session into this VCR cassette (stdio only).
+    #[arg(long, value_name = "FILE", env = "MEKARA_VCR_CASSETTE")]
+    cassette: Option<PathBuf>,
+}
+
+pub fn run(args: McpArgs) -> anyhow::Result<Exit> {
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        anyhow::bail!("`--timeout` must be a positive number of seconds");
+    }
+    let settings = Settings {
+        default_timeout: Duration::from_secs_f64(args.timeout),
+        ..Settings::default()
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+    let plan = SessionPlan::discover(&cwd, settings)?;
+    if let Some(addr) = args.http {
+        if args.cassette.is_some() {
+            anyhow::bail!(
+                "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions"
+            );
+        }
+        if !addr.ip().is_loopback() && args.allow_hosts.is_empty() {
+            anyhow::bail!(
+                "{addr} is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+            );
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async {
+        match args.http {
+            Some(addr) => {
+                let options = HttpOptions {
+                    addr,
+                    allowed_hosts: args.allow_hosts,
+                };
+                tokio::select! {
+                    served = mcp::serve_http(plan, options) => served,
+                    _ = tokio::signal::ctrl_c() => Ok(()),
+                }
+            }
+            None => mcp::serve_stdio(plan, args.cassette.as_deref()).await,
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    result.map(|()| Exit::Success)
+}

@@ -1,0 +1,318 @@
+//! `Server`: the MCP face of one [`Session`]. It turns requests into [`ToolCall`]s, runs
+//! them on a blocking thread (auto steps block), forwards progress and cancellation, and
+//! serves NL scripts as prompts.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, Role, ServerCapabilities, ServerConfig, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio::sync::watch;
+
+use super::reply::Progress;
+use super::session::{Reply, Session};
+use super::tools::{self, Tool};
+use super::vcr::Recorder;
+use crate::engine::CancelToken;
+use crate::script::Resolver;
+
+/// How often progress notifications go out at most, per call.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Serves one session. Cloned by the transport; clones share the session.
+#[derive(Clone)]
+pub struct Server {
+    session: Arc<Mutex<Session>>,
+    resolver: Resolver,
+    /// What the call in progress is doing, for calls that arrive meanwhile.
+    running: Arc<Mutex<Option<String>>>,
+    recorder: Option<Arc<Recorder>>,
+    cancel: CancelToken,
+}
+
+impl Server {
+    /// A server for `session`, recording to `recorder` when given.
+    pub fn new(session: Session, recorder: Option<Arc<Recorder>>) -> Server {
+        let resolver = session.resolver().clone();
+        let cancel = session.cancel_token();
+        Server {
+            cancel,
+            session: Arc::new(Mutex::new(session)),
+            resolver,
+            running: Arc::new(Mutex::new(None)),
+            recorder,
+        }
+    }
+
+    /// Stops the step running now, if any: the server is going away.
+    pub fn stop(&self) {
+        if self.running.lock().is_ok_and(|r| r.is_some()) {
+            self.cancel.cancel();
+        }
+    }
+
+    /// Runs `call` on a blocking thread, with progress going to `notify` and `cancel`
+    /// stopping the running step.
+    async fn run(
+        &self,
+        tool: Tool,
+        input: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Reply, McpError> {
+        let session = self.session.clone();
+        let running = self.running.clone();
+        let busy = |what: &Option<String>| {
+            Reply::error(format!(
+                "Refused: another call of this session is still running{}. Wait for its reply, \
+                 then call again.",
+                what.as_deref()
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default()
+            ))
+        };
+        let cancel = match session.try_lock() {
+            Ok(s) => s.cancel_token(),
+            Err(_) => {
+                let what = running.lock().map(|r| r.clone()).unwrap_or_default();
+                return Ok(busy(&what));
+            }
+        };
+        let (progress_tx, progress_rx) = watch::channel(None::<String>);
+        let forwarder = context
+            .meta
+            .get_progress_token()
+            .map(|token| tokio::spawn(forward_progress(context.peer.clone(), token, progress_rx)));
+        let ct = context.ct.clone();
+        let canceller = tokio::spawn(async move {
+            ct.cancelled().await;
+            tracing::info!("call cancelled by the client: stopping the running step");
+            cancel.cancel();
+        });
+        let recorder = self.recorder.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let Ok(mut session) = session.try_lock() else {
+                let what = running.lock().map(|r| r.clone()).unwrap_or_default();
+                return busy(&what);
+            };
+            let step = Mutex::new(String::new());
+            let progress = |p: Progress<'_>| {
+                let message = match p {
+                    Progress::Started(what) => {
+                        if let Ok(mut r) = running.lock() {
+                            *r = Some(what.to_string());
+                        }
+                        if let Ok(mut s) = step.lock() {
+                            *s = what.to_string();
+                        }
+                        what.to_string()
+                    }
+                    Progress::Line(line) => {
+                        let step = step.lock().map(|s| s.clone()).unwrap_or_default();
+                        format!("{step}: {line}")
+                    }
+                };
+                let _ = progress_tx.send(Some(message));
+            };
+            if let Some(recorder) = &recorder {
+                recorder.call(tool.name(), input.as_ref());
+            }
+            let reply = session.handle(tool, input.as_ref(), &progress);
+            if let Some(recorder) = &recorder {
+                recorder.reply(&reply);
+            }
+            if let Ok(mut r) = running.lock() {
+                *r = None;
+            }
+            reply
+        })
+        .await;
+        canceller.abort();
+        if let Some(forwarder) = forwarder {
+            forwarder.abort();
+        }
+        result.map_err(|e| McpError::internal_error(format!("the call panicked: {e}"), None))
+    }
+}
+
+/// Sends the latest progress message at most every [`PROGRESS_EVERY`].
+async fn forward_progress(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+    mut messages: watch::Receiver<Option<String>>,
+) {
+    let mut count = 0u32;
+    while messages.changed().await.is_ok() {
+        let Some(message) = messages.borrow_and_update().clone() else {
+            continue;
+        };
+        count += 1;
+        let sent = peer
+            .notify_progress(
+                ProgressNotificationParam::new(token.clone(), f64::from(count))
+                    .with_message(message),
+            )
+            .await;
+        if let Err(e) = sent {
+            tracing::debug!("progress notification not sent: {e}");
+            return;
+        }
+        tokio::time::sleep(PROGRESS_EVERY).await;
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("mekara", env!("CARGO_PKG_VERSION"))
+                .with_title("mekara: workflows as code"),
+        )
+        .with_instructions(
+            "mekara runs workflow scripts. When the user asks for a script (`/name args`), \
+                 call `start`; then do exactly the one pending item each reply names, and make \
+                 the call it names (`continue_compiled_script` for an llm step, \
+                 `finish_nl_script` only when a whole NL script is done).",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(
+            tools::ALL.iter().map(|t| tool_definition(*t)).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        Tool::named(name).map(tool_definition)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(tool) = Tool::named(&request.name) else {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool `{}`; mekara's tools are {}",
+                    request.name,
+                    tools::ALL
+                        .iter()
+                        .map(|t| format!("`{}`", t.name()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None,
+            ));
+        };
+        let reply = self.run(tool, request.arguments, &context).await?;
+        let content = vec![ContentBlock::text(reply.text)];
+        Ok(if reply.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+        .into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = self
+            .resolver
+            .list()
+            .into_iter()
+            .map(|entry| {
+                Prompt::new(
+                    entry.name.to_string(),
+                    Some(entry.description).filter(|d| !d.is_empty()),
+                    Some(vec![
+                        PromptArgument::new("arguments")
+                            .with_description("Replaces `$ARGUMENTS` in the script's instructions.")
+                            .with_required(false),
+                    ]),
+                )
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let script = match self.resolver.resolve(&request.name) {
+            Ok(script) => script,
+            Err(e) => return Err(McpError::invalid_params(format!("{e}"), None)),
+        };
+        let arguments = match request.arguments.as_ref().and_then(|a| a.get("arguments")) {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(_) => {
+                return Err(McpError::invalid_params(
+                    "prompt argument `arguments` must be a string",
+                    None,
+                ));
+            }
+        };
+        if let Some(unknown) = request
+            .arguments
+            .iter()
+            .flat_map(|a| a.keys())
+            .find(|k| *k != "arguments")
+        {
+            return Err(McpError::invalid_params(
+                format!(
+                    "prompt `{}` has no argument `{unknown}`: it takes `arguments`",
+                    script.name
+                ),
+                None,
+            ));
+        }
+        let description = script.description();
+        let text = script.instructions(&arguments);
+        let result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        Ok(if description.is_empty() {
+            result
+        } else {
+            result.with_description(description)
+        }
+        .into())
+    }
+}
+
+/// A tool as `tools/list` gives it.
+fn tool_definition(tool: Tool) -> rmcp::model::Tool {
+    let annotations = if tool.read_only() {
+        ToolAnnotations::with_title(tool.title())
+            .read_only(true)
+            .idempotent(true)
+            .open_world(false)
+    } else {
+        ToolAnnotations::with_title(tool.title())
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true)
+    };
+    rmcp::model::Tool::new(tool.name(), tool.description(), tool.input_schema())
+        .with_title(tool.title())
+        .with_annotations(annotations)
+}

@@ -1,0 +1,534 @@
+//! VCR (DESIGN §7): record an MCP session into a cassette, and replay it through the real
+//! session code with auto steps answered from the recording.
+//!
+//! A cassette is TOML: a `[cassette]` header, then one `[[event]]` table per event, in
+//! order, appended as they happen (so a crash keeps everything before it). Multi-line texts
+//! stay multi-line, so a person can read and diff them:
+//!
+//! - `call`: a tool call (`tool`, `input` as JSON text), then
+//! - `run_id` / `shell`: what the session did through its [`StepRunner`], then
+//! - `reply`: what the agent read (`text`, `is_error`).
+//!
+//! Folders inside the session's folder are written relative to it (`.`, `sub/dir`), so a
+//! cassette replays in any checkout.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+use super::session::{Reply, Session, shown_dir};
+use super::tools::Tool;
+use crate::engine::shell::{Ran, ShellStep};
+use crate::engine::step::StepResult;
+use crate::engine::{CancelToken, ShellRunner, StepRunner};
+
+/// The cassette format's version, in its header.
+const VERSION: u32 = 1;
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    /// The agent called a tool.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// Its arguments, as JSON text.
+        input: String,
+    },
+    /// A new run got this id.
+    RunId {
+        /// The id.
+        id: String,
+    },
+    /// A shell step ran.
+    Shell {
+        /// The command line.
+        command: String,
+        /// Where it ran: relative to the session's folder when inside it.
+        working_dir: String,
+        /// Extra environment variables.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env: BTreeMap<String, String>,
+        /// Whether it succeeded.
+        success: bool,
+        /// Its exit code.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Why it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Whether it was cancelled (then nothing else of it counts).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+        /// What it wrote.
+        #[serde(default)]
+        output: String,
+    },
+    /// What the call gave back.
+    Reply {
+        /// Whether it was an error result.
+        is_error: bool,
+        /// The text.
+        text: String,
+    },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    version: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Cassette {
+    cassette: Header,
+    #[serde(default)]
+    event: Vec<Entry>,
+}
+
+#[derive(Serialize)]
+struct OneEvent<'a> {
+    event: [&'a Entry; 1],
+}
+
+/// Why a cassette could not be read, or a replay did not match it.
+#[derive(Debug, thiserror::Error)]
+pub enum VcrError {
+    /// The file could not be read or written.
+    #[error("cassette `{}`: {source}", .path.display())]
+    Io {
+        /// The cassette.
+        path: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+    /// The file is not a cassette.
+    #[error("cassette `{}` is malformed: {reason}", .path.display())]
+    Malformed {
+        /// The cassette.
+        path: PathBuf,
+        /// What is wrong, with its place.
+        reason: String,
+    },
+    /// The replay differed from the recording.
+    #[error("replay of `{}` differs at event {event} (call {call}, `{tool}`): {detail}", .path.display())]
+    Mismatch {
+        /// The cassette.
+        path: PathBuf,
+        /// 1-based index of the event in the cassette.
+        event: usize,
+        /// 1-based index of the tool call.
+        call: usize,
+        /// The tool called.
+        tool: String,
+        /// What differed.
+        detail: String,
+    },
+}
+
+/// Writes a cassette as the session goes.
+pub struct Recorder {
+    file: Mutex<File>,
+    path: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Recorder {
+    /// Starts a cassette at `path` (replacing what was there) for a session in `cwd`.
+    pub fn create(path: &Path, cwd: &Path) -> Result<Arc<Recorder>, VcrError> {
+        let io = |source| VcrError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = File::create(path).map_err(io)?;
+        let header = toml::to_string_pretty(&HeaderOnly {
+            cassette: Header { version: VERSION },
+        })
+        .map_err(|e| io(std::io::Error::other(e)))?;
+        file.write_all(
+            format!(
+                "# mekara VCR cassette: an MCP session, recorded by `MEKARA_VCR_CASSETTE`.\n\
+                 # Replay it with `mekara vcr replay <this file>`.\n{header}\n"
+            )
+            .as_bytes(),
+        )
+        .map_err(io)?;
+        Ok(Arc::new(Recorder {
+            file: Mutex::new(file),
+            path: path.to_path_buf(),
+            cwd: cwd.to_path_buf(),
+        }))
+    }
+
+    /// A runner that runs shell steps for real and records them here.
+    pub fn runner(self: &Arc<Self>) -> Box<dyn StepRunner> {
+        Box::new(Recording {
+            inner: ShellRunner::new(),
+            recorder: self.clone(),
+        })
+    }
+
+    /// Records a tool call.
+    pub fn call(&self, tool: &str, input: Option<&Map<String, Json>>) {
+        self.write(&Entry::Call {
+            tool: tool.to_string(),
+            input: input_text(input),
+        });
+    }
+
+    /// Records what a call gave back.
+    pub fn reply(&self, reply: &Reply) {
+        self.write(&Entry::Reply {
+            is_error: reply.is_error,
+            text: reply.text.clone(),
+        });
+    }
+
+    fn write(&self, entry: &Entry) {
+        let text = match toml::to_string_pretty(&OneEvent { event: [entry] }) {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::warn!("cannot encode a cassette event: {e}");
+                return;
+            }
+        };
+        let Ok(mut file) = self.file.lock() else {
+            return;
+        };
+        if let Err(e) = file.write_all(format!("{text}\n").as_bytes()) {
+            tracing::warn!("cannot write to cassette `{}`: {e}", self.path.display());
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct HeaderOnly {
+    cassette: Header,
+}
+
+fn input_text(input: Option<&Map<String, Json>>) -> String {
+    match input {
+        Some(map) => serde_json::to_string(map).unwrap_or_default(),
+        None => "{}".to_string(),
+    }
+}
+
+struct Recording {
+    inner: ShellRunner,
+    recorder: Arc<Recorder>,
+}
+
+impl StepRunner for Recording {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        let ran = self.inner.run_shell(step, on_output, cancel);
+        let (result, cancelled) = match &ran {
+            Ran::Done(result) => (result.clone(), false),
+            Ran::Cancelled => (StepResult::default(), true),
+        };
+        self.recorder.write(&Entry::Shell {
+            command: step.command.clone(),
+            working_dir: shown_dir(&step.working_dir, &self.recorder.cwd),
+            env: step.env.clone(),
+            success: result.success,
+            exit_code: result.exit_code,
+            error: result.error,
+            cancelled,
+            output: result.output,
+        });
+        ran
+    }
+
+    fn new_run_id(&self, attempt: u32) -> String {
+        let id = self.inner.new_run_id(attempt);
+        self.recorder.write(&Entry::RunId { id: id.clone() });
+        id
+    }
+}
+
+/// Reads a cassette.
+pub fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
+    let text = std::fs::read_to_string(path).map_err(|source| VcrError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let cassette: Cassette = toml::from_str(&text).map_err(|e| VcrError::Malformed {
+        path: path.to_path_buf(),
+        reason: e.to_string().trim_end().to_string(),
+    })?;
+    if cassette.cassette.version != VERSION {
+        return Err(VcrError::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "version {} is not one this mekara reads (it reads {VERSION})",
+                cassette.cassette.version
+            ),
+        });
+    }
+    Ok(cassette.event)
+}
+
+/// Answers a session's effects from the recording, and notes the first difference.
+struct Player {
+    queue: Arc<Mutex<VecDeque<Entry>>>,
+    mismatch: Arc<Mutex<Option<String>>>,
+    cwd: PathBuf,
+}
+
+impl Player {
+    fn differ(&self, detail: String) {
+        if let Ok(mut slot) = self.mismatch.lock()
+            && slot.is_none()
+        {
+            *slot = Some(detail);
+        }
+    }
+
+    fn next(&self) -> Option<Entry> {
+        self.queue.lock().ok().and_then(|mut q| q.pop_front())
+    }
+}
+
+impl StepRunner for Player {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        _cancel: &CancelToken,
+    ) -> Ran {
+        let asked = shown_dir(&step.working_dir, &self.cwd);
+        let refuse = |player: &Player, detail: String| {
+            player.differ(detail.clone());
+            Ran::Done(StepResult {
+                success: false,
+                error: Some(format!("vcr: {detail}")),
+                ..StepResult::default()
+            })
+        };
+        match self.next() {
+            Some(Entry::Shell {
+                command,
+                working_dir,
+                env,
+                success,
+                exit_code,
+                error,
+                cancelled,
+                output,
+            }) => {
+                if command != step.command || working_dir != asked || env != step.env {
+                    return refuse(
+                        self,
+                        format!(
+                            "the replay ran shell step `{}` in `{asked}` (env {:?}), but the \
+                             recording has `{command}` in `{working_dir}` (env {env:?})",
+                            step.command, step.env
+                        ),
+                    );
+                }
+                if cancelled {
+                    return Ran::Cancelled;
+                }
+                if !output.is_empty() {
+                    on_output(output.as_bytes());
+                }
+                Ran::Done(StepResult {
+                    success,
+                    exit_code,
+                    output,
+                    error,
+                    ..StepResult::default()
+                })
+            }
+            Some(other) => refuse(
+                self,
+                format!(
+                    "the replay ran shell step `{}`, but the recording has {} next",
+                    step.command,
+                    describe(&other)
+                ),
+            ),
+            None => refuse(
+                self,
+                format!(
+                    "the replay ran shell step `{}`, but the recording has no more steps for \
+                     this call",
+                    step.command
+                ),
+            ),
+        }
+    }
+
+    fn new_run_id(&self, _attempt: u32) -> String {
+        match self.next() {
+            Some(Entry::RunId { id }) => id,
+            other => {
+                self.differ(format!(
+                    "the replay started a new run, but the recording has {} next",
+                    other.as_ref().map_or("nothing".to_string(), describe)
+                ));
+                crate::engine::runs::new_id(0)
+            }
+        }
+    }
+}
+
+fn describe(entry: &Entry) -> String {
+    match entry {
+        Entry::Call { tool, .. } => format!("a call of `{tool}`"),
+        Entry::RunId { id } => format!("a new run `{id}`"),
+        Entry::Shell { command, .. } => format!("shell step `{command}`"),
+        Entry::Reply { .. } => "a reply".to_string(),
+    }
+}
+
+/// What a replay went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Replayed {
+    /// Tool calls fed in.
+    pub calls: usize,
+    /// Shell steps answered from the recording.
+    pub steps: usize,
+}
+
+/// Replays the cassette at `path` through a real [`Session`] built by `session` (given the
+/// runner to use), failing at the first difference.
+pub fn replay(
+    path: &Path,
+    cwd: &Path,
+    session: impl FnOnce(Box<dyn StepRunner>) -> Session,
+) -> Result<Replayed, VcrError> {
+    let entries = load(path)?;
+    let queue = Arc::new(Mutex::new(VecDeque::new()));
+    let mismatch = Arc::new(Mutex::new(None));
+    let mut session = session(Box::new(Player {
+        queue: queue.clone(),
+        mismatch: mismatch.clone(),
+        cwd: cwd.to_path_buf(),
+    }));
+    let mut done = Replayed::default();
+    let mut i = 0;
+    while i < entries.len() {
+        let (tool, input) = match &entries[i] {
+            Entry::Call { tool, input } => (tool.clone(), input.clone()),
+            other => {
+                return Err(VcrError::Malformed {
+                    path: path.to_path_buf(),
+                    reason: format!("event {} is {} outside any call", i + 1, describe(other)),
+                });
+            }
+        };
+        let call_event = i + 1;
+        done.calls += 1;
+        let mismatch_at = |detail: String| VcrError::Mismatch {
+            path: path.to_path_buf(),
+            event: call_event,
+            call: done.calls,
+            tool: tool.clone(),
+            detail,
+        };
+        // The effects recorded for this call, then its reply.
+        let mut effects = VecDeque::new();
+        i += 1;
+        let recorded = loop {
+            match entries.get(i) {
+                Some(Entry::Reply { is_error, text }) => break (*is_error, text.clone()),
+                Some(Entry::Call { .. }) | None => {
+                    return Err(VcrError::Malformed {
+                        path: path.to_path_buf(),
+                        reason: format!("the call at event {call_event} has no reply"),
+                    });
+                }
+                Some(effect) => {
+                    if matches!(effect, Entry::Shell { .. }) {
+                        done.steps += 1;
+                    }
+                    effects.push_back(effect.clone());
+                }
+            }
+            i += 1;
+        };
+        i += 1;
+        let input: Option<Map<String, Json>> = match serde_json::from_str::<Json>(&input) {
+            Ok(Json::Object(map)) => Some(map),
+            Ok(_) | Err(_) => {
+                return Err(VcrError::Malformed {
+                    path: path.to_path_buf(),
+                    reason: format!(
+                        "the input of the call at event {call_event} is not a JSON object"
+                    ),
+                });
+            }
+        };
+        let Some(named) = Tool::named(&tool) else {
+            return Err(mismatch_at(format!("mekara has no tool `{tool}`")));
+        };
+        if let Ok(mut q) = queue.lock() {
+            *q = effects;
+        }
+        let reply = session.handle(named, input.as_ref(), &|_| {});
+        if let Some(detail) = mismatch.lock().ok().and_then(|mut m| m.take()) {
+            return Err(mismatch_at(detail));
+        }
+        let left = queue.lock().map(|q| q.len()).unwrap_or(0);
+        if left > 0 {
+            let next = queue
+                .lock()
+                .ok()
+                .and_then(|q| q.front().map(describe))
+                .unwrap_or_default();
+            return Err(mismatch_at(format!(
+                "the recording has {left} more effect(s) for this call that the replay did not \
+                 ask for, starting with {next}"
+            )));
+        }
+        if reply.is_error != recorded.0 {
+            return Err(mismatch_at(format!(
+                "the reply is {} but was recorded as {}",
+                if reply.is_error {
+                    "an error"
+                } else {
+                    "not an error"
+                },
+                if recorded.0 {
+                    "an error"
+                } else {
+                    "not an error"
+                }
+            )));
+        }
+        if reply.text != recorded.1 {
+            return Err(mismatch_at(text_difference(&recorded.1, &reply.text)));
+        }
+    }
+    Ok(done)
+}
+
+/// Names the first line where two texts differ, with both versions of it.
+fn text_difference(recorded: &str, replayed: &str) -> String {
+    let mut a = recorded.lines();
+    let mut b = replayed.lines();
+    let mut line = 1;
+    loop {
+        match (a.next(), b.next()) {
+            (Some(x), Some(y)) if x == y => line += 1,
+            (None, None) => return "the reply texts differ only in line endings".to_string(),
+            (x, y) => {
+                return format!(
+                    "the reply text differs at line {line}:\n  recorded: {}\n  replayed: {}",
+                    x.map_or("(end of text)".to_string(), |l| format!("{l:?}")),
+                    y.map_or("(end of text)".to_string(), |l| format!("{l:?}"))
+                );
+            }
+        }
+    }
+}

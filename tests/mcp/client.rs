@@ -1,0 +1,163 @@
+//! A test client: `mekara mcp` spawned in a [`Project`], spoken to with `rmcp`.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    ProgressNotificationParam, RequestParamsMeta as _,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::Value as Json;
+
+use crate::common::Project;
+
+/// Collects progress notifications.
+#[derive(Clone, Default)]
+pub struct Handler {
+    pub progress: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("mekara-tests", "0"),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.push(params.message.unwrap_or_default());
+        }
+    }
+}
+
+/// A connected client.
+pub struct Client {
+    pub service: RunningService<RoleClient, Handler>,
+    pub handler: Handler,
+    pub pid: u32,
+}
+
+/// A tool call's reply: the text, and whether it is an error.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl Reply {
+    /// Panics unless the call succeeded.
+    pub fn ok(self) -> String {
+        assert!(
+            !self.is_error,
+            "expected success, got an error:\n{}",
+            self.text
+        );
+        self.text
+    }
+
+    /// Panics unless the call was refused.
+    pub fn err(self) -> String {
+        assert!(self.is_error, "expected an error, got:\n{}", self.text);
+        self.text
+    }
+}
+
+impl Client {
+    /// Spawns `mekara mcp` in the project root, with `env` added.
+    pub async fn start(project: &Project, env: &[(&str, &Path)]) -> Client {
+        Client::start_in(project, &project.root(), env).await
+    }
+
+    /// Spawns `mekara mcp` in `dir`.
+    pub async fn start_in(project: &Project, dir: &Path, env: &[(&str, &Path)]) -> Client {
+        let mut command = tokio::process::Command::from(project.command_in(dir, &["mcp"]));
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let (transport, _stderr) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("spawn mekara mcp");
+        let pid = transport.id().expect("pid");
+        let handler = Handler::default();
+        let service = handler.clone().serve(transport).await.expect("initialize");
+        Client {
+            service,
+            handler,
+            pid,
+        }
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object).
+    pub async fn call(&self, tool: &str, arguments: Json) -> Reply {
+        self.call_params(params(tool, arguments)).await
+    }
+
+    /// Calls `tool` with a progress token.
+    pub async fn call_with_progress(&self, tool: &str, arguments: Json) -> Reply {
+        let mut params = params(tool, arguments);
+        params.set_progress_token(rmcp::model::ProgressToken(
+            rmcp::model::NumberOrString::String("p1".into()),
+        ));
+        self.call_params(params).await
+    }
+
+    async fn call_params(&self, params: CallToolRequestParams) -> Reply {
+        let result = self.service.call_tool(params).await.expect("tools/call");
+        let text = result
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                rmcp::model::ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        Reply {
+            text,
+            is_error: result.is_error == Some(true),
+        }
+    }
+}
+
+/// `tools/call` parameters.
+pub fn params(tool: &str, arguments: Json) -> CallToolRequestParams {
+    let Json::Object(map) = arguments else {
+        panic!("arguments must be an object");
+    };
+    CallToolRequestParams::new(tool.to_string()).with_arguments(map)
+}
+
+/// Replaces what changes between runs, so replies can be pinned: run ids, and the
+/// project's path.
+pub fn scrub(project: &Project, text: &str) -> String {
+    let root = project.root().display().to_string();
+    crate::common::redact(&text.replace(&root, "[PROJECT]"))
+}
+
+/// The run id a reply names (the first).
+pub fn run_id(text: &str) -> String {
+    text.split('`')
+        .find(|w| w.len() == 20 && w.as_bytes()[8] == b'-' && w.as_bytes()[15] == b'-')
+        .unwrap_or_else(|| panic!("no run id in:\n{text}"))
+        .to_string()
+}
+
+/// Whether process `pid` is alive.
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z'))
+}

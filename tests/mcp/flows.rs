@@ -1,0 +1,422 @@
+//! Whole scripts driven to their end: bundled and project scripts, nesting, failure,
+//! cancellation, and resume after the server is killed.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::client::{Client, alive, run_id};
+use crate::common::Project;
+
+#[tokio::test]
+async fn server_info_tools_and_prompts() {
+    let project = Project::new();
+    let client = Client::start(&project, &[]).await;
+    let info = client.service.peer_info().expect("server info");
+    let server = info.server_info.clone().expect("serverInfo");
+    assert_eq!(server.name, "mekara");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+
+    let tools = client.service.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "start",
+            "continue_compiled_script",
+            "finish_nl_script",
+            "status",
+            "list_scripts",
+            "resume"
+        ]
+    );
+    for tool in &tools {
+        let read_only = tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false);
+        assert_eq!(
+            read_only,
+            matches!(tool.name.as_ref(), "status" | "list_scripts"),
+            "readOnlyHint of {}",
+            tool.name
+        );
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
+    }
+    let listed = serde_json::to_value(&tools).expect("json");
+    insta::assert_snapshot!(
+        "tools_list",
+        serde_json::to_string_pretty(&listed).expect("json")
+    );
+
+    let prompts = client
+        .service
+        .list_all_prompts()
+        .await
+        .expect("prompts/list");
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert!(names.contains(&"test:random"), "{names:?}");
+    assert!(names.contains(&"test:imagine-object"), "{names:?}");
+    let prompt = client
+        .service
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new("test:imagine-object").with_arguments(
+                json!({"arguments": "a teapot, \"quoted\"\nand a second line"})
+                    .as_object()
+                    .cloned()
+                    .expect("object"),
+            ),
+        )
+        .await
+        .expect("prompts/get");
+    let text = serde_json::to_string(&prompt.messages).expect("json");
+    assert!(
+        text.contains(r#"a teapot, \"quoted\"\nand a second line"#),
+        "{text}"
+    );
+    let unknown = client
+        .service
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("test:nope"))
+        .await;
+    let message = format!("{:?}", unknown.expect_err("unknown prompt"));
+    assert!(message.contains("test:nope"), "{message}");
+}
+
+#[tokio::test]
+async fn random_runs_to_the_end() {
+    let project = Project::new();
+    let client = Client::start(&project, &[]).await;
+    let listed = client.call("list_scripts", json!({})).await.ok();
+    assert!(
+        listed.contains("`test:random` (compiled, bundled)"),
+        "{listed}"
+    );
+
+    let first = client
+        .call("start", json!({"name": "test/random"}))
+        .await
+        .ok();
+    assert!(first.contains("`$ shuf -i 1-100 -n 1`"), "{first}");
+    assert!(
+        first.contains("## Your turn: llm step `test:random[1]`"),
+        "{first}"
+    );
+    assert!(first.contains("- `guess`:"), "{first}");
+    assert!(
+        first.contains("<nl-source>"),
+        "the NL source comes with the first llm step"
+    );
+    let secret: u32 = first
+        .split("<output>\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .and_then(|line| line.trim().parse().ok())
+        .expect("the number in the output");
+
+    let second = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"guess": secret}}),
+        )
+        .await
+        .ok();
+    assert!(
+        second.contains(&format!("Right! The number was {secret}.")),
+        "{second}"
+    );
+    assert!(
+        !second.contains("<nl-source>"),
+        "the NL source is shown once"
+    );
+    assert!(second.contains("`test:random[3]`"), "{second}");
+
+    let done = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .ok();
+    assert!(done.contains("## Done"), "{done}");
+    assert!(done.contains("completed"), "{done}");
+    let id = run_id(&done);
+    let journal = project.journal(&id);
+    assert_eq!(
+        journal.matches("\"event\":\"step\"").count(),
+        4,
+        "{journal}"
+    );
+
+    let again = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .err();
+    assert!(again.contains("Nothing is pending"), "{again}");
+}
+
+#[tokio::test]
+async fn nested_automatic_and_manual() {
+    let project = Project::new();
+    let client = Client::start(&project, &[]).await;
+    // Automatic nesting: test:nested calls test:random first.
+    let first = client
+        .call("start", json!({"name": "test:nested"}))
+        .await
+        .ok();
+    assert!(
+        first.contains("## Your turn: llm step `test:nested[0] > test:random[1]`"),
+        "{first}"
+    );
+    // Manual nesting: another script started while that step is pending.
+    let manual = client
+        .call(
+            "start",
+            json!({"name": "test:imagine-object", "arguments": " made of glass"}),
+        )
+        .await
+        .ok();
+    assert!(
+        manual.contains("NL script `test:nested[0] > test:random[1] > test:imagine-object[0]`"),
+        "{manual}"
+    );
+    assert!(
+        manual.contains("a single everyday object made of glass."),
+        "{manual}"
+    );
+    let wrong = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .err();
+    assert!(wrong.contains("call `finish_nl_script`"), "{wrong}");
+    let back = client.call("finish_nl_script", json!({})).await.ok();
+    assert!(
+        back.contains("← `test:nested[0] > test:random[1] > test:imagine-object` returned"),
+        "{back}"
+    );
+    assert!(
+        back.contains("## Your turn: llm step `test:nested[0] > test:random[1]`"),
+        "the outer pending step comes back:\n{back}"
+    );
+    let status = client.call("status", json!({})).await.ok();
+    assert!(status.contains("1. `test:nested`"), "{status}");
+    assert!(status.contains("2. `test:random`"), "{status}");
+
+    client
+        .call("continue_compiled_script", json!({"outputs": {"guess": 0}}))
+        .await
+        .ok();
+    let after = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .ok();
+    // test:double-or-nothing runs in /tmp, then the NL child test:imagine-object is pending.
+    assert!(
+        after.contains("`test:nested[1] > test:double-or-nothing[2]` `$ cat resulting-number.txt`"),
+        "{after}"
+    );
+    assert!(
+        after.contains("NL script `test:nested[2] > test:imagine-object[0]`"),
+        "{after}"
+    );
+    let last = client.call("finish_nl_script", json!({})).await.ok();
+    assert!(last.contains("llm step `test:nested[3]`"), "{last}");
+    let done = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .ok();
+    assert!(done.contains("The script completed"), "{done}");
+}
+
+#[tokio::test]
+async fn failure_falls_back_to_the_nl_instructions() {
+    let project = Project::new();
+    project.script(
+        "deploy",
+        "---\ndescription: Deploy\n---\n1. Build.\n2. Ship.\n",
+        Some(
+            "def execute(request):\n    auto(\"echo building\")\n    auto(\"echo broken >&2; exit 3\", context = \"Step 2: ship\")\n    llm(\"never reached\")\n",
+        ),
+    );
+    let client = Client::start(&project, &[]).await;
+    let reply = client.call("start", json!({"name": "deploy"})).await.ok();
+    assert!(
+        reply.contains("- ✓ `deploy[0]` `$ echo building`"),
+        "{reply}"
+    );
+    assert!(reply.contains("- ✗ `deploy[1]`"), "{reply}");
+    assert!(reply.contains("error: exited with code 3"), "{reply}");
+    assert!(reply.contains("broken"), "{reply}");
+    assert!(
+        reply.contains("`deploy` failed; finish it by hand"),
+        "{reply}"
+    );
+    assert!(reply.contains("2. Ship."), "the NL instructions:\n{reply}");
+    let wrong = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .err();
+    assert!(wrong.contains("finish_nl_script"), "{wrong}");
+    let done = client.call("finish_nl_script", json!({})).await.ok();
+    assert!(done.contains("failed and was finished by hand"), "{done}");
+}
+
+/// A script whose first step records its shell's pid, then waits until a file appears.
+fn waiting_script(project: &Project) {
+    project.script(
+        "wait",
+        "---\ndescription: Wait for a file\n---\n1. Wait.\n2. Say done.\n",
+        Some(
+            "def execute(request):\n    auto(\"echo $$ > pid; echo started >> count; for i in $(seq 1 300); do echo tick $i; [ -f go ] && break; sleep 0.1; done; echo finished\")\n    llm(\"Step 2: say done\")\n",
+        ),
+    );
+}
+
+fn read_pid(project: &Project) -> u32 {
+    for _ in 0..100 {
+        if let Ok(text) = std::fs::read_to_string(project.root().join("pid"))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the step never wrote its pid");
+}
+
+#[tokio::test]
+async fn cancelling_a_call_kills_the_step_and_the_run_resumes() {
+    let project = Project::new();
+    waiting_script(&project);
+    let client = Client::start(&project, &[]).await;
+    let call = client
+        .service
+        .call_tool_once(crate::client::params("start", json!({"name": "wait"})));
+    // Dropping the request future sends `notifications/cancelled`.
+    let cancelled = tokio::time::timeout(Duration::from_millis(1500), call).await;
+    assert!(cancelled.is_err(), "the call should still be running");
+    let pid = read_pid(&project);
+    let mut dead = false;
+    for _ in 0..100 {
+        if !alive(pid) {
+            dead = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        dead,
+        "the step's shell {pid} should be killed by the cancellation"
+    );
+
+    let status = client.call("status", json!({})).await.ok();
+    assert!(status.contains("The last call was stopped"), "{status}");
+    let id = run_id(&status);
+    let journal = project.journal(&id);
+    assert!(
+        !journal.contains("\"event\":\"step\""),
+        "no step recorded:\n{journal}"
+    );
+
+    std::fs::write(project.root().join("go"), "").expect("write");
+    let resumed = client.call("resume", json!({"run_id": id})).await.ok();
+    assert!(
+        resumed.contains("- ✓ `wait[0]`"),
+        "the step runs again:\n{resumed}"
+    );
+    assert!(resumed.contains("llm step `wait[1]`"), "{resumed}");
+    let count = std::fs::read_to_string(project.root().join("count")).expect("count");
+    assert_eq!(
+        count.lines().count(),
+        2,
+        "started once, cancelled, started again"
+    );
+}
+
+#[tokio::test]
+async fn progress_notifications_carry_the_step_and_its_output() {
+    let project = Project::new();
+    project.script(
+        "slow",
+        "---\ndescription: Slow\n---\n1. Count.\n",
+        Some(
+            "def execute(request):\n    auto(\"for i in 1 2 3 4 5; do echo line $i; sleep 0.25; done\")\n    llm(\"say done\")\n",
+        ),
+    );
+    let client = Client::start(&project, &[]).await;
+    let reply = client
+        .call_with_progress("start", json!({"name": "slow"}))
+        .await
+        .ok();
+    assert!(reply.contains("line 5"), "{reply}");
+    // Notifications may trail the reply by a moment.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let progress = client.handler.progress.lock().expect("lock").clone();
+    assert!(
+        progress.iter().any(|m| m.starts_with("slow[0] $ for i in")),
+        "{progress:?}"
+    );
+    assert!(
+        progress.iter().any(|m| m.contains(": line ")),
+        "output lines are reported: {progress:?}"
+    );
+    // Without a token, no notifications.
+    let before = client.handler.progress.lock().expect("lock").len();
+    client.call("status", json!({})).await.ok();
+    assert_eq!(client.handler.progress.lock().expect("lock").len(), before);
+}
+
+#[tokio::test]
+async fn resume_after_the_server_is_killed() {
+    let project = Project::new();
+    project.script(
+        "twice",
+        "---\ndescription: Two halves\n---\n1. Count.\n2. Ask.\n3. Count again.\n",
+        Some(
+            "def execute(request):\n    auto(\"echo one >> count\")\n    answer = llm(\"Step 2: pick a word\", expects = {\"word\": \"any word\"})\n    auto(\"echo \" + answer.outputs[\"word\"] + \" >> count\")\n",
+        ),
+    );
+    let client = Client::start(&project, &[]).await;
+    let first = client.call("start", json!({"name": "twice"})).await.ok();
+    let id = run_id(&format!("`{}`", project.run_ids()[0]));
+    assert!(first.contains("llm step `twice[1]`"), "{first}");
+    // SIGKILL: no chance to clean up.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(client.pid as i32).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    drop(client);
+
+    let client = Client::start(&project, &[]).await;
+    let listed = client.call("resume", json!({})).await.ok();
+    assert!(
+        listed.contains(&format!("`{id}`: `twice`, 1 step done")),
+        "{listed}"
+    );
+    let resumed = client.call("resume", json!({"run_id": id})).await.ok();
+    assert!(
+        resumed.contains(&format!("Resumed run `{id}`")),
+        "{resumed}"
+    );
+    assert!(resumed.contains("llm step `twice[1]`"), "{resumed}");
+    assert!(
+        !resumed.contains("## Steps executed"),
+        "nothing runs again:\n{resumed}"
+    );
+    let done = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"word": "two"}}),
+        )
+        .await
+        .ok();
+    assert!(done.contains("The script completed"), "{done}");
+    let count = std::fs::read_to_string(project.root().join("count")).expect("count");
+    assert_eq!(count, "one\ntwo\n", "the first step ran once");
+
+    let finished = client.call("resume", json!({"run_id": id})).await.err();
+    assert!(finished.contains("already finished"), "{finished}");
+    let missing = client
+        .call("resume", json!({"run_id": "20200101-000000-0000"}))
+        .await
+        .err();
+    assert!(missing.contains("not found"), "{missing}");
+}

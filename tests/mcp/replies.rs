@@ -1,0 +1,162 @@
+//! Every reply shape an agent reads, pinned: steps executed (success, failure, call,
+//! return, long output), each kind of pending item, status, and every wrong call.
+
+use serde_json::json;
+
+use crate::client::{Client, scrub};
+use crate::common::Project;
+
+const SHAPES_NL: &str = "---\ndescription: Every kind of step\n---\n# Shapes\n\n1. Say hello.\n2. Double a number.\n3. Name a colour.\n4. Run the helper script.\n5. Run the notes script.\n6. Count to 150.\n7. Say goodbye.\n";
+
+const SHAPES_STAR: &str = r#"
+def execute(request):
+    auto("echo hello; echo to stderr >&2", context = "Step 1: say hello")
+    auto(double, {"n": 21}, context = "Step 2: double a number")
+    colour = llm("Step 3: name a colour for " + request, expects = {"colour": "one word", "why": ""})
+    call_script("helper", request = colour.outputs["colour"])
+    call_script("notes")
+    auto("seq 1 150", context = "Step 6: count")
+    llm("Step 7: say goodbye")
+
+def double(n):
+    print("doubling", n)
+    return {"result": n * 2}
+"#;
+
+fn shapes_project() -> Project {
+    let project = Project::new();
+    project.script("shapes", SHAPES_NL, Some(SHAPES_STAR));
+    project.script(
+        "helper",
+        "---\ndescription: A compiled helper\n---\n1. Echo the colour.\n",
+        Some("def execute(request):\n    auto(\"printf '%s\\\\n' \" + request)\n"),
+    );
+    project.script(
+        "notes",
+        "---\ndescription: Take notes by hand\n---\nWrite down $ARGUMENTS and what you learned.\n",
+        None,
+    );
+    project.script(
+        "broken",
+        "---\ndescription: Fails at its second step\n---\n1. Prepare.\n2. Check the disk.\n",
+        Some("def execute(request):\n    auto(\"echo ready\")\n    auto(\"echo 'disk full' >&2; exit 1\", context = \"Step 2: check the disk\")\n"),
+    );
+    project
+}
+
+#[tokio::test]
+async fn reply_shapes() {
+    let project = shapes_project();
+    let client = Client::start(&project, &[]).await;
+    let snap = |name: &str, text: &str| {
+        insta::assert_snapshot!(name.to_string(), scrub(&project, text));
+    };
+
+    let nothing = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .err();
+    snap("wrong_continue_nothing_pending", &nothing);
+    let finish_nothing = client.call("finish_nl_script", json!({})).await.err();
+    snap("wrong_finish_nothing_pending", &finish_nothing);
+    snap("status_idle", &client.call("status", json!({})).await.ok());
+
+    let unknown = client.call("start", json!({"name": "shapse"})).await.err();
+    snap("wrong_unknown_script", &unknown);
+    let far = client
+        .call("start", json!({"name": "zzzzzzzz"}))
+        .await
+        .err();
+    snap("wrong_unknown_script_no_suggestion", &far);
+    let bad_dir = client
+        .call(
+            "start",
+            json!({"name": "shapes", "working_dir": "no/such/dir"}),
+        )
+        .await
+        .err();
+    snap("wrong_working_dir", &bad_dir);
+
+    let first = client
+        .call("start", json!({"name": "shapes", "arguments": "the sky"}))
+        .await
+        .ok();
+    snap("llm_step_with_expects_and_nl_source", &first);
+
+    let finish = client.call("finish_nl_script", json!({})).await.err();
+    snap("wrong_finish_while_llm_pending", &finish);
+    let missing = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"colour": "blue", "extra": 1}}),
+        )
+        .await
+        .err();
+    snap("wrong_outputs", &missing);
+    let status = client.call("status", json!({})).await.ok();
+    snap("status_llm_pending", &status);
+
+    let nl = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"colour": "blue", "why": "the sky"}}),
+        )
+        .await
+        .ok();
+    snap("call_return_and_nl_pending", &nl);
+    let wrong = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .err();
+    snap("wrong_continue_while_nl_pending", &wrong);
+
+    let long = client.call("finish_nl_script", json!({})).await.ok();
+    snap("long_output_and_llm_without_outputs", &long);
+    let done = client
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .ok();
+    snap("finished", &done);
+    snap(
+        "status_after_finish",
+        &client.call("status", json!({})).await.ok(),
+    );
+
+    let failed = client.call("start", json!({"name": "broken"})).await.ok();
+    snap("failure_and_fallback", &failed);
+    let by_hand = client.call("finish_nl_script", json!({})).await.ok();
+    snap("finished_by_hand", &by_hand);
+
+    snap(
+        "list_scripts",
+        &client.call("list_scripts", json!({})).await.ok(),
+    );
+    snap(
+        "resume_nothing_interrupted",
+        &client.call("resume", json!({})).await.ok(),
+    );
+}
+
+#[tokio::test]
+async fn argument_errors_name_the_argument() {
+    let project = shapes_project();
+    let client = Client::start(&project, &[]).await;
+    let cases = [
+        ("start", json!({})),
+        ("start", json!({"name": 5})),
+        ("start", json!({"name": ""})),
+        ("start", json!({"name": "shapes", "args": "x"})),
+        ("continue_compiled_script", json!({})),
+        ("continue_compiled_script", json!({"outputs": "blue"})),
+        ("finish_nl_script", json!({"now": true})),
+        ("resume", json!({"run_id": 7})),
+    ];
+    let mut all = String::new();
+    for (tool, args) in cases {
+        let text = client.call(tool, args.clone()).await.err();
+        all.push_str(&format!("{tool} {args}\n{text}\n\n"));
+    }
+    insta::assert_snapshot!("argument_errors", all);
+    // None of them started anything.
+    assert!(project.run_ids().is_empty());
+}

@@ -1,0 +1,1159 @@
+//! `mekara mcp` fed malformed input and protocol errors, spoken to by hand: raw
+//! newline-delimited JSON-RPC on the real binary's stdin and stdout, and raw HTTP/1.1 on a
+//! `TcpStream` for `--http`. After every bad message the server must answer the next good
+//! one, and its stdout must carry nothing but protocol.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use common::Project;
+use serde_json::{Value as Json, json};
+
+/// How long to wait for a message before declaring the server stuck. A guard against a
+/// hung test, not a timing assertion: a healthy server answers in milliseconds.
+const STUCK: Duration = Duration::from_secs(60);
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-protocol-tests","version":"0"}}}"#;
+
+// ---------------------------------------------------------------------------------------
+// A hand-driven stdio session
+// ---------------------------------------------------------------------------------------
+
+/// `mekara mcp` over stdio, read line by line. Every stdout line is kept, so a test can
+/// check that all of them are protocol.
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Every line the server wrote to stdout, as written.
+    stdout: Vec<String>,
+    /// Messages read while waiting for another one.
+    pending: VecDeque<Json>,
+    stderr: Arc<Mutex<String>>,
+    next_id: u64,
+}
+
+impl Session {
+    /// Spawns `cmd` (a `mekara mcp` command) and does the MCP handshake.
+    fn start(mut cmd: Command) -> Session {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mekara mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Drained all along: a server logging at `debug` would block on a full pipe.
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let mut err = child.stderr.take().expect("stderr");
+        thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .expect("stderr lock")
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut server = Session {
+            child,
+            stdin,
+            lines,
+            stdout: Vec::new(),
+            pending: VecDeque::new(),
+            stderr,
+            next_id: 1,
+        };
+        server.send_line(INIT);
+        let init = server.response(&json!(0));
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "mekara",
+            "initialize: {init}"
+        );
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    /// `mekara mcp` in `project`.
+    fn in_project(project: &Project) -> Session {
+        Session::start(project.command(&["mcp"]))
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr lock").clone()
+    }
+
+    /// Writes `line` and a newline to the server's stdin.
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write stdin");
+        stdin.write_all(b"\n").expect("write stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
+    fn send(&mut self, message: &Json) {
+        self.send_line(&message.to_string());
+    }
+
+    /// The next message from stdout, or `None` at end of file. Panics on a line that is
+    /// not a JSON-RPC message: stdout belongs to the protocol.
+    fn recv(&mut self) -> Option<Json> {
+        match self.lines.recv_timeout(STUCK) {
+            Ok(line) => {
+                self.stdout.push(line.clone());
+                // Lenient here (see `invalid_request_errors_carry_an_id`); the tests of
+                // stdout run `check_protocol_line` on every line.
+                let message: Option<Json> = serde_json::from_str(&line).ok();
+                match message {
+                    Some(m)
+                        if m["jsonrpc"] == "2.0"
+                            && (m.get("method").is_some() || is_response(&m)) =>
+                    {
+                        Some(m)
+                    }
+                    _ => panic!(
+                        "stdout carried a line that is not a JSON-RPC message:\n{line}\nstderr:\n{}",
+                        self.stderr()
+                    ),
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no message from the server in {STUCK:?}; stdout so far:\n{}\nstderr:\n{}",
+                self.stdout.join("\n"),
+                self.stderr()
+            ),
+        }
+    }
+
+    /// The response to request `id`; other messages read meanwhile are kept for later.
+    fn response(&mut self, id: &Json) -> Json {
+        if let Some(at) = self
+            .pending
+            .iter()
+            .position(|m| is_response(m) && &m["id"] == id)
+        {
+            return self.pending.remove(at).expect("position is in range");
+        }
+        loop {
+            let Some(message) = self.recv() else {
+                panic!(
+                    "the server closed stdout before answering request {id}; stderr:\n{}",
+                    self.stderr()
+                );
+            };
+            if is_response(&message) && &message["id"] == id {
+                return message;
+            }
+            self.pending.push_back(message);
+        }
+    }
+
+    /// Sends request `method` with `params` and returns its response.
+    fn request(&mut self, method: &str, params: Option<Json>) -> Json {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.send(&message);
+        self.response(&id)
+    }
+
+    /// Sends `ping` and checks that it is answered: the server is still serving.
+    fn ping(&mut self) {
+        let reply = self.request("ping", None);
+        assert_eq!(reply["result"], json!({}), "ping: {reply}");
+    }
+
+    /// Sends the raw `line`, then a `ping`, and returns what the server wrote in reply to
+    /// `line` (every message that came before the ping's answer). Panics if the ping is
+    /// not answered.
+    fn bad_then_ping(&mut self, line: &str) -> Vec<Json> {
+        self.pending.clear();
+        self.send_line(line);
+        self.ping();
+        self.pending.drain(..).collect()
+    }
+
+    /// Sends request `method` (raw `params`) and returns its JSON-RPC error, then pings.
+    fn rpc_error(&mut self, method: &str, params: Option<Json>) -> Json {
+        let reply = self.request(method, params.clone());
+        let Some(error) = reply.get("error") else {
+            panic!("{method} {params:?}: expected a JSON-RPC error, got {reply}");
+        };
+        let error = error.clone();
+        self.ping();
+        error
+    }
+
+    /// Calls tool `name` with `arguments` and returns the whole `result`.
+    fn call(&mut self, name: &str, arguments: Json) -> Json {
+        let reply = self.request(
+            "tools/call",
+            Some(json!({"name": name, "arguments": arguments})),
+        );
+        let Some(result) = reply.get("result") else {
+            panic!("tools/call {name} {arguments}: expected a result, got {reply}");
+        };
+        result.clone()
+    }
+
+    /// Calls tool `name`, expects a tool result with `isError: true`, pings, and returns
+    /// the result's text.
+    fn tool_error(&mut self, name: &str, arguments: Json) -> String {
+        let result = self.call(name, arguments.clone());
+        assert_eq!(
+            result["isError"], true,
+            "tools/call {name} {arguments}: expected isError, got {result}"
+        );
+        self.ping();
+        result_text(&result)
+    }
+
+    /// The names `tools/list` gives.
+    fn tool_names(&mut self) -> Vec<String> {
+        let reply = self.request("tools/list", None);
+        reply["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list: {reply}"))
+            .iter()
+            .map(|t| t["name"].as_str().expect("tool name").to_string())
+            .collect()
+    }
+
+    /// Closes stdin, reads stdout to its end and waits for the server to exit. Returns
+    /// the exit status and every stdout line of the session.
+    fn close(mut self) -> (ExitStatus, Vec<String>) {
+        drop(self.stdin.take());
+        while self.recv().is_some() {}
+        let status = self.child.wait().expect("wait for mekara mcp");
+        (status, std::mem::take(&mut self.stdout))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Whether `message` is a response (it has `result` or `error`).
+fn is_response(message: &Json) -> bool {
+    message.get("result").is_some() || message.get("error").is_some()
+}
+
+/// The text of a tool result's content.
+fn result_text(result: &Json) -> String {
+    result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a tool result without content: {result}"))
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Checks that `line` is one JSON-RPC 2.0 message: a request, a notification, or a
+/// response with an `id` and exactly one of `result` and `error`.
+fn check_protocol_line(line: &str) -> Result<(), String> {
+    let value: Json = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let object = value.as_object().ok_or("not a JSON object")?;
+    if object.get("jsonrpc") != Some(&json!("2.0")) {
+        return Err("no `\"jsonrpc\": \"2.0\"`".into());
+    }
+    let id_ok = |id: &Json| id.is_string() || id.is_i64() || id.is_u64() || id.is_null();
+    if let Some(method) = object.get("method") {
+        if !method.is_string() {
+            return Err("`method` is not a string".into());
+        }
+        if object.contains_key("result") || object.contains_key("error") {
+            return Err("a request with `result` or `error`".into());
+        }
+        if let Some(id) = object.get("id")
+            && !(id.is_string() || id.is_i64() || id.is_u64())
+        {
+            return Err("a request whose `id` is not a string or an integer".into());
+        }
+        return Ok(());
+    }
+    let Some(id) = object.get("id") else {
+        return Err("a response without `id`".into());
+    };
+    if !id_ok(id) {
+        return Err("a response whose `id` is not a string, an integer or null".into());
+    }
+    match (object.get("result"), object.get("error")) {
+        (Some(_), None) => Ok(()),
+        (None, Some(error)) => {
+            if error["code"].is_i64() && error["message"].is_string() {
+                Ok(())
+            } else {
+                Err("an `error` without an integer `code` and a string `message`".into())
+            }
+        }
+        _ => Err("a response needs exactly one of `result` and `error`".into()),
+    }
+}
+
+/// The `error` members of the error responses among `messages`.
+fn errors(messages: &[Json]) -> Vec<&Json> {
+    messages
+        .iter()
+        .filter_map(|m| m.get("error").filter(|_| m.get("method").is_none()))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Malformed JSON-RPC on stdio
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_line_that_is_not_json_does_not_stop_the_server() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for line in [
+        "this is not json",
+        "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"",
+        "{'single': 'quotes'}",
+        "\u{1b}[31mred\u{1b}[0m",
+    ] {
+        let replies = server.bad_then_ping(line);
+        // Nothing but (at most) error responses may come back for it.
+        assert!(
+            replies.iter().all(|m| m.get("error").is_some()),
+            "{line:?} drew {replies:?}"
+        );
+    }
+    server.ping();
+}
+
+#[test]
+#[ignore = "bug: a line that is not JSON draws no reply at all (rmcp 3.9's stdio transport \
+            drops it); JSON-RPC 2.0 wants a -32700 Parse error with `\"id\": null`"]
+fn a_line_that_is_not_json_gets_a_parse_error() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    let replies = server.bad_then_ping("this is not json");
+    let errors = errors(&replies);
+    assert_eq!(errors.len(), 1, "replies: {replies:?}");
+    assert_eq!(errors[0]["code"], -32700, "replies: {replies:?}");
+    assert_eq!(
+        replies[0].get("id"),
+        Some(&Json::Null),
+        "replies: {replies:?}"
+    );
+}
+
+#[test]
+fn json_that_is_not_a_jsonrpc_message_is_an_invalid_request() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for line in [
+        "[]",
+        "42",
+        "\"ping\"",
+        "null",
+        "true",
+        r#"{"foo":1}"#,
+        r#"{"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+        r#"{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}"#,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+    ] {
+        let replies = server.bad_then_ping(line);
+        let errors = errors(&replies);
+        assert_eq!(errors.len(), 1, "{line}: replies {replies:?}");
+        assert_eq!(errors[0]["code"], -32600, "{line}: replies {replies:?}");
+        assert!(
+            errors[0]["message"]
+                .as_str()
+                .is_some_and(|m| m.to_lowercase().contains("invalid request")),
+            "{line}: replies {replies:?}"
+        );
+        assert!(
+            replies.iter().all(|m| m.get("result").is_none()),
+            "{line} drew a result: {replies:?}"
+        );
+    }
+    server.ping();
+}
+
+#[test]
+#[ignore = "bug: the -32600 Invalid request replies have no `id` member at all (rmcp 3.9's \
+            stdio transport); JSON-RPC 2.0 §5 requires `id` in every response, `null` when \
+            it cannot be read"]
+fn invalid_request_errors_carry_an_id() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for line in ["[]", "42", r#"{"foo":1}"#] {
+        let replies = server.bad_then_ping(line);
+        assert_eq!(replies.len(), 1, "{line}: replies {replies:?}");
+        assert_eq!(
+            replies[0].get("id"),
+            Some(&Json::Null),
+            "{line}: replies {replies:?}"
+        );
+    }
+}
+
+#[test]
+fn stray_responses_blank_lines_and_unknown_notifications_are_ignored_quietly() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for line in [
+        "",
+        "   ",
+        r#"{"jsonrpc":"2.0","id":4242,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":4243,"error":{"code":-1,"message":"no"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/no-such-thing","params":{}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}"#,
+    ] {
+        let replies = server.bad_then_ping(line);
+        assert!(replies.is_empty(), "{line:?} drew {replies:?}");
+    }
+}
+
+#[test]
+fn a_line_over_the_size_limit_is_dropped_and_the_server_keeps_serving() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    // rmcp's stdio transport drops lines over 16 MiB; this one is a little over.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(17 * 1024 * 1024)
+    );
+    let replies = server.bad_then_ping(&huge);
+    assert!(
+        replies.iter().all(|m| m.get("result").is_none()),
+        "the oversized request was served: {replies:?}"
+    );
+    server.ping();
+}
+
+#[test]
+fn an_unknown_method_is_method_not_found() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for method in ["no/such-method", "tools/explode", "Ping", ""] {
+        let error = server.rpc_error(method, None);
+        assert_eq!(error["code"], -32601, "{method:?}: {error}");
+        let message = error["message"].as_str().expect("message");
+        assert!(message.contains(method), "{method:?}: {error}");
+    }
+    let error = server.rpc_error("no/such-method", Some(json!({"with": ["params"]})));
+    assert_eq!(error["code"], -32601, "{error}");
+}
+
+#[test]
+fn calling_an_unknown_tool_is_invalid_params_naming_it_and_the_real_ones() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    let tools = server.tool_names();
+    assert_eq!(
+        tools,
+        [
+            "start",
+            "continue_compiled_script",
+            "finish_nl_script",
+            "status",
+            "list_scripts",
+            "resume"
+        ]
+    );
+    for unknown in ["bogus", "mcp__mekara__start", "Start", "continue"] {
+        let error = server.rpc_error(
+            "tools/call",
+            Some(json!({"name": unknown, "arguments": {}})),
+        );
+        assert_eq!(error["code"], -32602, "{unknown}: {error}");
+        let message = error["message"].as_str().expect("message");
+        assert!(message.contains("unknown tool"), "{message}");
+        assert!(message.contains(&format!("`{unknown}`")), "{message}");
+        for tool in &tools {
+            assert!(
+                message.contains(&format!("`{tool}`")),
+                "{message} lacks {tool}"
+            );
+        }
+    }
+    assert!(project.run_ids().is_empty(), "a run was started");
+}
+
+#[test]
+fn wrong_argument_types_are_tool_errors_naming_the_argument() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    let cases: [(&str, Json, &[&str]); 7] = [
+        ("start", json!({"name": 5}), &["`name`", "string", "number"]),
+        (
+            "start",
+            json!({"name": ["test/random"]}),
+            &["`name`", "string", "array"],
+        ),
+        (
+            "start",
+            json!({"name": "test/random", "arguments": {"a": 1}}),
+            &["`arguments`", "string", "object"],
+        ),
+        (
+            "start",
+            json!({"name": "test/random", "working_dir": true}),
+            &["`working_dir`", "string", "boolean"],
+        ),
+        (
+            "continue_compiled_script",
+            json!({"outputs": "x"}),
+            &["`outputs`", "object", "string"],
+        ),
+        (
+            "continue_compiled_script",
+            json!({"outputs": [1, 2]}),
+            &["`outputs`", "object", "array"],
+        ),
+        (
+            "resume",
+            json!({"run_id": 20261122}),
+            &["`run_id`", "string", "number"],
+        ),
+    ];
+    for (tool, arguments, words) in cases {
+        let text = server.tool_error(tool, arguments.clone());
+        for word in words {
+            assert!(
+                text.contains(word),
+                "{tool} {arguments}: {text:?} lacks {word:?}"
+            );
+        }
+    }
+    assert!(project.run_ids().is_empty(), "a bad call started a run");
+}
+
+#[test]
+fn missing_required_arguments_are_tool_errors_naming_the_argument() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    let text = server.tool_error("start", json!({}));
+    assert!(text.contains("`name`"), "{text}");
+    let text = server.tool_error("start", json!({"arguments": "x"}));
+    assert!(text.contains("`name`"), "{text}");
+    let text = server.tool_error("start", json!({"name": null}));
+    assert!(text.contains("`name`"), "{text}");
+    let text = server.tool_error("continue_compiled_script", json!({}));
+    assert!(text.contains("`outputs`"), "{text}");
+
+    // `arguments` left out of the call altogether.
+    let reply = server.request("tools/call", Some(json!({"name": "start"})));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(result_text(&reply["result"]).contains("`name`"), "{reply}");
+    server.ping();
+    assert!(project.run_ids().is_empty(), "a bad call started a run");
+}
+
+#[test]
+fn unknown_arguments_are_tool_errors_naming_them() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    let text = server.tool_error("start", json!({"name": "test/random", "bogus": 1}));
+    assert!(text.contains("`bogus`"), "{text}");
+    for known in ["`name`", "`arguments`", "`working_dir`"] {
+        assert!(text.contains(known), "{text} does not list {known}");
+    }
+    let text = server.tool_error("status", json!({"verbose": true}));
+    assert!(text.contains("`verbose`"), "{text}");
+    assert!(text.contains("no arguments"), "{text}");
+    let text = server.tool_error(
+        "continue_compiled_script",
+        json!({"outputs": {}, "guess": 5}),
+    );
+    assert!(
+        text.contains("`guess`") && text.contains("`outputs`"),
+        "{text}"
+    );
+    assert!(project.run_ids().is_empty(), "a bad call started a run");
+
+    // The refused `start` changed nothing: the same call without the stray argument works.
+    let result = server.call("start", json!({"name": "test/random"}));
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(
+        result_text(&result).contains("continue_compiled_script"),
+        "{result}"
+    );
+    assert_eq!(project.run_ids().len(), 1);
+}
+
+#[test]
+#[ignore = "bug: a known method whose params do not fit its schema (`tools/call` without \
+            params, with `name: 5` or `arguments: [1]`; `prompts/get` with `arguments: \"x\"` \
+            or without `name`) is answered -32601 Method not found with the bare method name \
+            as message (rmcp falls back to a custom request and the default \
+            `on_custom_request`); it should be -32602 Invalid params saying what is wrong"]
+fn malformed_params_of_a_known_method_are_invalid_params() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for (method, params) in [
+        ("tools/call", None),
+        ("tools/call", Some(json!({"name": 5}))),
+        (
+            "tools/call",
+            Some(json!({"name": "status", "arguments": [1]})),
+        ),
+        ("prompts/get", Some(json!({}))),
+        (
+            "prompts/get",
+            Some(json!({"name": "test/random", "arguments": "x"})),
+        ),
+    ] {
+        let error = server.rpc_error(method, params.clone());
+        assert_eq!(error["code"], -32602, "{method} {params:?}: {error}");
+    }
+}
+
+#[test]
+fn prompts_get_of_an_unknown_prompt_is_an_error_naming_it() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    let error = server.rpc_error("prompts/get", Some(json!({"name": "no-such-prompt"})));
+    assert_eq!(error["code"], -32602, "{error}");
+    let message = error["message"].as_str().expect("message");
+    assert!(message.contains("`no-such-prompt`"), "{message}");
+    assert!(message.contains("not found"), "{message}");
+
+    // A real one works afterwards.
+    let reply = server.request("prompts/get", Some(json!({"name": "test/random"})));
+    assert!(reply["result"]["messages"].is_array(), "{reply}");
+}
+
+#[test]
+fn prompts_get_with_a_non_string_arguments_argument_is_invalid_params() {
+    let project = Project::new();
+    let mut server = Session::in_project(&project);
+    for value in [json!(5), json!(["a"]), json!({"a": "b"}), json!(true)] {
+        let error = server.rpc_error(
+            "prompts/get",
+            Some(json!({"name": "test/random", "arguments": {"arguments": value}})),
+        );
+        assert_eq!(error["code"], -32602, "{value}: {error}");
+        let message = error["message"].as_str().expect("message");
+        assert!(message.contains("`arguments`"), "{message}");
+        assert!(message.contains("string"), "{message}");
+    }
+    let error = server.rpc_error(
+        "prompts/get",
+        Some(json!({"name": "test/random", "arguments": {"argumnets": "typo"}})),
+    );
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`argumnets`")),
+        "{error}"
+    );
+
+    let reply = server.request(
+        "prompts/get",
+        Some(json!({"name": "test/random", "arguments": {"arguments": "hello"}})),
+    );
+    assert!(reply["result"]["messages"].is_array(), "{reply}");
+}
+
+// ---------------------------------------------------------------------------------------
+// stdout carries only protocol
+// ---------------------------------------------------------------------------------------
+
+/// A project whose script `noisy` writes a lot to its own stdout and stderr, reads its
+/// stdin, leaves a process behind that writes later, and prints from a function step.
+fn noisy_project() -> Project {
+    let project = Project::new();
+    project.script(
+        "noisy",
+        "---\ndescription: Make noise\n---\n1. Make noise.\n2. Say done.\n",
+        Some(concat!(
+            "def execute(request):\n",
+            "    auto(\"for i in $(seq 1 20000); do echo STEP-STDOUT line $i; done; ",
+            "seq 1 5000 | sed 's/^/STEP-STDERR /' >&2; cat; ",
+            "(sleep 0.2; echo STEP-LATE) &\")\n",
+            "    auto(say, {\"message\": \"STEP-PRINT\"})\n",
+            "    llm(\"Step 2: say done\")\n",
+            "\n",
+            "def say(message):\n",
+            "    for i in range(100):\n",
+            "        print(message, i)\n",
+        )),
+    );
+    project
+}
+
+/// Drives `noisy` to its end on `cmd` and checks that every stdout line is protocol.
+/// Returns the server's stderr.
+fn drive_noisy(project: &Project, cmd: Command) -> String {
+    let mut server = Session::start(cmd);
+    let reply = server.request(
+        "tools/call",
+        Some(json!({
+            "name": "start",
+            "arguments": {"name": "noisy"},
+            "_meta": {"progressToken": "noisy-progress"},
+        })),
+    );
+    let result = &reply["result"];
+    assert_eq!(result["isError"], false, "{reply}");
+    let text = result_text(result);
+    // The step did run and write: its output is in the reply, not on stdout.
+    assert!(text.contains("STEP-STDOUT line 1\n"), "{text}");
+    assert!(text.contains("STEP-PRINT 0"), "{text}");
+    assert!(text.contains("continue_compiled_script"), "{text}");
+    // The step's `cat` got no protocol bytes to eat: the server still answers.
+    server.ping();
+    let tools = server.tool_names();
+    assert_eq!(tools.len(), 6);
+    let done = server.call("continue_compiled_script", json!({"outputs": {}}));
+    assert_eq!(done["isError"], false, "{done}");
+    assert!(result_text(&done).contains("completed"), "{done}");
+    assert_eq!(project.run_ids().len(), 1);
+
+    let stderr = server.stderr.clone();
+    let (status, stdout) = server.close();
+    let stderr = stderr.lock().expect("stderr lock").clone();
+    assert!(
+        status.success(),
+        "mekara mcp exited with {status}; stderr:\n{stderr}"
+    );
+    for line in &stdout {
+        if let Err(e) = check_protocol_line(line) {
+            panic!("stdout line is not JSON-RPC ({e}): {line}");
+        }
+        for raw in ["STEP-STDOUT", "STEP-STDERR", "STEP-LATE", "STEP-PRINT"] {
+            assert!(
+                !line.starts_with(raw),
+                "a step's output reached stdout: {line}"
+            );
+        }
+    }
+    // Replies to initialize, start, ping, tools/list, continue at the least.
+    assert!(stdout.len() >= 5, "stdout:\n{}", stdout.join("\n"));
+    stderr
+}
+
+#[test]
+fn stdout_carries_only_protocol_while_a_step_floods_its_own_output() {
+    let project = noisy_project();
+    let stderr = drive_noisy(&project, project.command(&["mcp"]));
+    assert!(
+        !stderr.contains("STEP-STDOUT"),
+        "step output leaked to stderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn stdout_carries_only_protocol_with_debug_logging() {
+    let project = noisy_project();
+    let mut cmd = project.command(&["mcp"]);
+    cmd.env("MEKARA_LOG", "debug");
+    let stderr = drive_noisy(&project, cmd);
+    // The logs are there, on stderr.
+    assert!(
+        stderr.contains("DEBUG"),
+        "no debug logs on stderr:\n{stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Streamable HTTP
+// ---------------------------------------------------------------------------------------
+
+/// `mekara mcp --http 127.0.0.1:0`, with the port it printed.
+struct HttpServer {
+    child: Child,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl HttpServer {
+    fn start(project: &Project) -> HttpServer {
+        let mut child = project
+            .command(&["mcp", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mekara mcp --http");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let err = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                sink.lock()
+                    .expect("stderr lock")
+                    .push_str(&format!("{line}\n"));
+                if let Some(rest) = line.strip_prefix("mekara mcp: listening on http://") {
+                    let _ = tx.send(rest.to_string());
+                }
+            }
+        });
+        let address = match rx.recv_timeout(STUCK) {
+            Ok(address) => address,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "no `listening on` line ({e}); stderr:\n{}",
+                    stderr.lock().expect("stderr lock")
+                );
+            }
+        };
+        let port = address
+            .strip_prefix("127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected address `{address}`"));
+        HttpServer {
+            child,
+            port,
+            stderr,
+        }
+    }
+
+    /// `POST path` with `body`, the `Host` header `host` (None: `127.0.0.1:PORT`) and
+    /// `extra` headers.
+    fn post(&self, path: &str, host: Option<&str>, extra: &[(&str, &str)], body: &str) -> Response {
+        let host = host.map_or_else(|| format!("127.0.0.1:{}", self.port), str::to_string);
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Connection: close\r\n",
+            body.len()
+        );
+        for (name, value) in extra {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.exchange(&request)
+    }
+
+    /// `POST /mcp` of `initialize` with `extra` headers.
+    fn initialize(&self, host: Option<&str>, extra: &[(&str, &str)]) -> Response {
+        self.post("/mcp", host, extra, INIT)
+    }
+
+    /// Sends the raw `request` and reads the whole response (the server closes the
+    /// connection after it, as asked).
+    fn exchange(&self, request: &str) -> Response {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        stream.set_read_timeout(Some(STUCK)).expect("read timeout");
+        stream.write_all(request.as_bytes()).expect("send request");
+        let mut raw = Vec::new();
+        if let Err(e) = stream.read_to_end(&mut raw) {
+            panic!(
+                "reading the response failed ({e}); got so far:\n{}\nserver stderr:\n{}",
+                String::from_utf8_lossy(&raw),
+                self.stderr.lock().expect("stderr lock")
+            );
+        }
+        Response::parse(&raw)
+    }
+
+    /// Checks that a plain `initialize` still works.
+    fn assert_serving(&self) {
+        let response = self.initialize(None, &[]);
+        response.assert_initialized();
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    /// Header names in lower case.
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Response {
+    fn parse(raw: &[u8]) -> Response {
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no end of headers in {:?}", String::from_utf8_lossy(raw)));
+        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().expect("status line");
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line `{status_line}`"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let rest = &raw[split + 4..];
+        let chunked = headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+        let body = if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_vec()
+        };
+        Response {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages in the body: the `data:` lines of an event stream, or the
+    /// body itself when it is JSON.
+    fn messages(&self) -> Vec<Json> {
+        if self
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/json"))
+        {
+            return vec![serde_json::from_str(&self.body).expect("JSON body")];
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| serde_json::from_str(d).unwrap_or_else(|e| panic!("bad event data {d}: {e}")))
+            .collect()
+    }
+
+    /// Panics unless this is a successful answer to `initialize` that opened a session.
+    fn assert_initialized(&self) {
+        assert_eq!(self.status, 200, "{self:#?}");
+        assert!(
+            self.header("mcp-session-id")
+                .is_some_and(|id| !id.is_empty()),
+            "no mcp-session-id: {self:#?}"
+        );
+        let messages = self.messages();
+        let answer = messages
+            .iter()
+            .find(|m| m["id"] == 0)
+            .unwrap_or_else(|| panic!("no answer to initialize: {self:#?}"));
+        assert_eq!(answer["result"]["serverInfo"]["name"], "mekara", "{answer}");
+    }
+
+    /// Panics unless this is a 4xx refusal.
+    fn assert_refused(&self) {
+        assert!(
+            (400..500).contains(&self.status),
+            "expected a 4xx refusal: {self:#?}"
+        );
+        assert!(self.header("mcp-session-id").is_none(), "{self:#?}");
+        assert!(!self.body.contains("serverInfo"), "{self:#?}");
+    }
+}
+
+/// Decodes a chunked body.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let Some(end) = raw.windows(2).position(|w| w == b"\r\n") else {
+            break;
+        };
+        let size_text = String::from_utf8_lossy(&raw[..end]);
+        let size_text = size_text.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .unwrap_or_else(|_| panic!("bad chunk size `{size_text}`"));
+        if size == 0 {
+            break;
+        }
+        let start = end + 2;
+        body.extend_from_slice(&raw[start..start + size]);
+        raw = &raw[start + size + 2..];
+    }
+    body
+}
+
+#[test]
+fn http_initialize_with_a_loopback_host_opens_a_session() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    server.initialize(None, &[]).assert_initialized();
+    let host = format!("localhost:{}", server.port);
+    server.initialize(Some(&host), &[]).assert_initialized();
+}
+
+#[test]
+fn http_refuses_a_foreign_host_header() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    let with_port = format!("evil.example:{}", server.port);
+    for host in ["evil.example", with_port.as_str(), "127.0.0.1.evil.example"] {
+        let response = server.initialize(Some(host), &[]);
+        response.assert_refused();
+        assert!(
+            response.body.to_lowercase().contains("host"),
+            "{host}: {response:#?}"
+        );
+    }
+    server.assert_serving();
+}
+
+#[test]
+fn http_refuses_a_foreign_origin() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    for origin in [
+        "http://evil.example",
+        "http://localhost.evil.example",
+        "null",
+    ] {
+        let response = server.initialize(None, &[("Origin", origin)]);
+        response.assert_refused();
+        assert!(
+            response.body.to_lowercase().contains("origin"),
+            "{origin}: {response:#?}"
+        );
+    }
+    server.assert_serving();
+}
+
+#[test]
+fn http_accepts_a_loopback_origin() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    for origin in [
+        "http://localhost:1234",
+        "http://127.0.0.1:1234",
+        "http://localhost",
+    ] {
+        server
+            .initialize(None, &[("Origin", origin)])
+            .assert_initialized();
+    }
+}
+
+#[test]
+fn http_other_paths_are_not_found() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    for path in ["/other", "/", "/mcp/more", "/MCP"] {
+        let response = server.post(path, None, &[], INIT);
+        assert_eq!(response.status, 404, "{path}: {response:#?}");
+        assert!(response.header("mcp-session-id").is_none(), "{response:#?}");
+    }
+    let get = server.exchange(&format!(
+        "GET /other HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+        server.port
+    ));
+    assert_eq!(get.status, 404, "{get:#?}");
+    server.assert_serving();
+}
+
+#[test]
+fn http_on_a_non_loopback_address_needs_allow_host() {
+    let project = Project::new();
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let child = project
+            .command(&["mcp", "--http", addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mekara mcp --http");
+        // If it started listening instead of refusing, it would never exit: wait in a
+        // thread, and kill it after a while.
+        let id = child.id();
+        let (tx, rx) = mpsc::channel();
+        let waiter = thread::spawn(move || {
+            let output = child.wait_with_output().expect("wait");
+            let _ = tx.send(());
+            output
+        });
+        if rx.recv_timeout(STUCK).is_err() {
+            // Our own child, by its pid.
+            let _ = Command::new("kill").arg(id.to_string()).status();
+            panic!("`mekara mcp --http {addr}` did not refuse to start");
+        }
+        let output = waiter.join().expect("waiter");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && output.status.code().is_some(),
+            "{addr}: {:?}\nstderr:\n{stderr}",
+            output.status
+        );
+        assert!(stderr.contains("--allow-host"), "{addr}: {stderr}");
+        assert!(stderr.contains("loopback"), "{addr}: {stderr}");
+        assert!(!stderr.contains("listening on"), "{addr}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{addr}: stdout {:?}",
+            output.stdout
+        );
+    }
+}
+
+/// The check the stdout tests rely on, on lines it must refuse and lines it must accept.
+#[test]
+fn the_protocol_line_check_tells_protocol_from_noise() {
+    for bad in [
+        "STEP-STDOUT line 1",
+        "",
+        "42",
+        r#"{"id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"message":"no code"}}"#,
+        r#"{"jsonrpc":"2.0","method":7}"#,
+    ] {
+        assert!(check_protocol_line(bad).is_err(), "accepted {bad:?}");
+    }
+    for good in [
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    ] {
+        assert!(check_protocol_line(good).is_ok(), "refused {good:?}");
+    }
+}

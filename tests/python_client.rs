@@ -1,0 +1,56 @@
+//! `mekara mcp` driven by an independent client: the official Python MCP SDK, over stdio and
+//! Streamable HTTP (`tests/python/drive_mekara.py` holds the checks).
+//!
+//! The client lives in a virtualenv that `tests/python/install.sh` creates at
+//! `target/test-clients/py`. Without it the test is skipped, unless `MEKARA_REQUIRE_CLIENTS` is
+//! set (as in CI), where a missing virtualenv is a failure.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Project, Run};
+
+#[test]
+fn python_sdk_client_drives_the_server_over_stdio_and_http() {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let python = manifest.join("target/test-clients/py/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
+            "MEKARA_REQUIRE_CLIENTS is set but the Python MCP client is missing at {}; \
+             run tests/python/install.sh",
+            python.display()
+        );
+        eprintln!(
+            "skipped: no Python MCP client at {}; run tests/python/install.sh \
+             (set MEKARA_REQUIRE_CLIENTS to make this a failure)",
+            python.display()
+        );
+        return;
+    }
+
+    let project = Project::new();
+    let out = Command::new(&python)
+        .arg(manifest.join("tests/python/drive_mekara.py"))
+        .arg(env!("CARGO_BIN_EXE_mekara"))
+        .arg(project.root())
+        .current_dir(project.root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", project.home())
+        .env("NO_COLOR", "1")
+        .env("LANG", "C.UTF-8")
+        .output()
+        .expect("spawn the venv's python");
+    let run = Run::from_output(out);
+    println!("{}", run.stdout);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("python mcp client: all checks passed"),
+        "the driver exited 0 without finishing:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+}
