@@ -19,6 +19,10 @@
 //! A plain `main`, not criterion: each sample is a whole process, and the figures only make
 //! sense side by side.
 
+mod common;
+
+use common::{find_in_path, median, ms, verdict};
+
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -384,12 +388,6 @@ fn resume_id(stdout: &str) -> String {
         .to_string()
 }
 
-fn find_in_path(path: &OsString, program: &str) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
-
 fn write_file(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");
@@ -414,35 +412,12 @@ struct Rss {
     resume_kib: u64,
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
-}
-
 fn min_ms(samples: &[Duration]) -> f64 {
     samples.iter().copied().map(ms).fold(f64::MAX, f64::min)
 }
 
 fn median_ms(samples: &[Duration]) -> f64 {
     median(&samples.iter().copied().map(ms).collect::<Vec<_>>())
-}
-
-/// "ok", or how far above the target a figure is.
-fn verdict(value: f64, target: f64, unit: &str, decimals: usize) -> String {
-    if value <= target {
-        "ok".to_string()
-    } else {
-        format!(
-            "MISS by {:.decimals$} {unit} ({:.1}x)",
-            value - target,
-            value / target
-        )
-    }
 }
 
 fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {

@@ -30,7 +30,7 @@ pub struct McpArgs {
 
 pub fn run(args: McpArgs) -> anyhow::Result<Exit> {
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        anyhow::bail!("`--timeout` must be a positive number of seconds");
+        return super::usage("`--timeout` must be a positive number of seconds");
     }
     let settings = Settings {
         default_timeout: Duration::from_secs_f64(args.timeout),
@@ -41,13 +41,13 @@ pub fn run(args: McpArgs) -> anyhow::Result<Exit> {
     let plan = SessionPlan::discover(&cwd, settings)?;
     if let Some(addr) = args.http {
         if args.cassette.is_some() {
-            anyhow::bail!(
-                "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions"
+            return super::usage(
+                "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions",
             );
         }
         if !addr.ip().is_loopback() && args.allow_hosts.is_empty() {
-            anyhow::bail!(
-                "{addr} is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+            return super::usage(
+                "{addr} is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`",
             );
         }
     }

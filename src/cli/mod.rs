@@ -80,8 +80,21 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
+/// A command line that asks for something impossible (the checks clap cannot make).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
+
+/// Fails the command as a usage error (exit 2) with `message`.
+fn usage<T>(message: impl Into<String>) -> anyhow::Result<T> {
+    Err(UsageError(message.into()).into())
+}
+
 /// Usage errors (a wrong name, a missing run) exit 2; everything else that failed exits 1.
 fn exit_for(e: &anyhow::Error) -> Exit {
+    if e.downcast_ref::<UsageError>().is_some() {
+        return Exit::Usage;
+    }
     match e.downcast_ref::<EngineError>() {
         Some(
             EngineError::Script(_)
@@ -98,7 +111,9 @@ fn exit_for(e: &anyhow::Error) -> Exit {
 /// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.
 fn init_logging(file: Option<&std::path::Path>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEKARA_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp logs every error response it sends at `warn`; those are answers, not
+        // problems of the server.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false);

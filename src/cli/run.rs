@@ -40,7 +40,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        anyhow::bail!("`--timeout` must be a positive number of seconds");
+        return super::usage("`--timeout` must be a positive number of seconds");
     }
     let settings = Settings {
         default_timeout: Duration::from_secs_f64(args.timeout),

@@ -10,6 +10,7 @@
 pub mod reply;
 pub mod server;
 pub mod session;
+pub mod stdio;
 pub mod tools;
 pub mod vcr;
 
@@ -86,7 +87,7 @@ pub async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::
     let server = Server::new(plan.session(runner), recorder);
     let stopper = server.clone();
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(stdio::Stdio::new())
         .await
         .context("the MCP handshake on stdio failed")?;
     let reason = running.waiting().await;

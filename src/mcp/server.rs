@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
-    PromptMessage, Role, ServerCapabilities, ServerConfig, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities,
+    ServerConfig, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -21,6 +22,24 @@ use super::tools::{self, Tool};
 use super::vcr::Recorder;
 use crate::engine::CancelToken;
 use crate::script::Resolver;
+
+/// Methods of the protocol that rmcp would pass on as custom requests only when their
+/// params are malformed.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+];
 
 /// How often progress notifications go out at most, per call.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
@@ -229,6 +248,46 @@ impl ServerHandler for Server {
         .into())
     }
 
+    /// rmcp hands over, as a custom request, any request it could not read, including a
+    /// known method whose params do not fit: that one is `-32602 Invalid params`, saying
+    /// what does not fit, not "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let method = request.method.as_str();
+        if !KNOWN_METHODS.contains(&method) {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method `{method}` not found"),
+                None,
+            ));
+        }
+        let Some(params) = request.params.clone() else {
+            return Err(McpError::invalid_params(
+                format!("`{method}` needs params"),
+                None,
+            ));
+        };
+        let reason = match method {
+            "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
+                .err()
+                .map(|e| e.to_string()),
+            "prompts/get" => serde_json::from_value::<GetPromptRequestParams>(params)
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        Err(McpError::invalid_params(
+            format!(
+                "invalid params for `{method}`: {}",
+                reason.unwrap_or_else(|| "they do not fit the method".to_string())
+            ),
+            None,
+        ))
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -260,6 +319,16 @@ impl ServerHandler for Server {
     ) -> Result<GetPromptResponse, McpError> {
         let script = match self.resolver.resolve(&request.name) {
             Ok(script) => script,
+            Err(crate::script::ScriptError::NotFound { name, suggestions })
+                if suggestions.is_empty() =>
+            {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "prompt `{name}` not found; `prompts/list` lists the prompts there are"
+                    ),
+                    None,
+                ));
+            }
             Err(e) => return Err(McpError::invalid_params(format!("{e}"), None)),
         };
         let arguments = match request.arguments.as_ref().and_then(|a| a.get("arguments")) {
