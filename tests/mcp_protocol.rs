@@ -1171,3 +1171,73 @@ fn the_protocol_line_check_tells_protocol_from_noise() {
         assert!(check_protocol_line(good).is_ok(), "refused {good:?}");
     }
 }
+
+/// Calls tool `name` in HTTP session `session` and returns the tool result's text.
+fn http_call(server: &HttpServer, session: &str, id: u64, name: &str, arguments: Json) -> String {
+    let body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    })
+    .to_string();
+    let response = server.post(
+        "/mcp",
+        None,
+        &[
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        &body,
+    );
+    assert_eq!(response.status, 200, "{response:#?}");
+    let messages = response.messages();
+    let answer = messages
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {name}: {response:#?}"));
+    result_text(&answer["result"])
+}
+
+/// Opens an HTTP session: `initialize`, then `notifications/initialized`.
+fn http_session(server: &HttpServer) -> String {
+    let response = server.initialize(None, &[]);
+    response.assert_initialized();
+    let session = response
+        .header("mcp-session-id")
+        .expect("session")
+        .to_string();
+    let note = server.post(
+        "/mcp",
+        None,
+        &[
+            ("mcp-session-id", &session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert!((200..300).contains(&note.status), "{note:#?}");
+    session
+}
+
+#[test]
+fn http_sessions_each_have_their_own_run() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    let first = http_session(&server);
+    let second = http_session(&server);
+    assert_ne!(first, second);
+    let started = http_call(&server, &first, 1, "start", json!({"name": "test/random"}));
+    assert!(started.contains("llm step `test:random[1]`"), "{started}");
+    let other = http_call(&server, &second, 1, "status", json!({}));
+    assert!(other.contains("No script is running"), "{other}");
+    let wrong = http_call(
+        &server,
+        &second,
+        2,
+        "continue_compiled_script",
+        json!({"outputs": {"guess": 1}}),
+    );
+    assert!(wrong.contains("Nothing is pending"), "{wrong}");
+    let mine = http_call(&server, &first, 2, "status", json!({}));
+    assert!(mine.contains("`test:random`"), "{mine}");
+    assert!(mine.contains("test:random[1]"), "{mine}");
+}
