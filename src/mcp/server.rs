@@ -76,8 +76,9 @@ impl Server {
         }
     }
 
-    /// Runs `call` on a blocking thread, with progress going to `notify` and `cancel`
-    /// stopping the running step.
+    /// Runs a call of `tool` on a blocking thread (recording it when VCR is on), with
+    /// progress notifications when the request asked for them, and the request's
+    /// cancellation stopping the running step.
     async fn run(
         &self,
         tool: Tool,
@@ -95,13 +96,11 @@ impl Server {
                     .unwrap_or_default()
             ))
         };
-        let cancel = match session.try_lock() {
-            Ok(s) => s.cancel_token(),
-            Err(_) => {
-                let what = running.lock().map(|r| r.clone()).unwrap_or_default();
-                return Ok(busy(&what));
-            }
-        };
+        if session.try_lock().is_err() {
+            let what = running.lock().map(|r| r.clone()).unwrap_or_default();
+            return Ok(busy(&what));
+        }
+        let cancel = self.cancel.clone();
         let (progress_tx, progress_rx) = watch::channel(None::<String>);
         let forwarder = context
             .meta
