@@ -44,10 +44,9 @@ pub struct Session {
     executor: Executor,
     store: RunStore,
     cwd: PathBuf,
-    /// Labels of compiled frames whose NL source this session has shown.
+    /// Labels of the compiled frames on the stack whose NL source this session has shown
+    /// (a label leaves when its frame ends, and all leave when another run is taken up).
     shown: HashSet<String>,
-    /// The run `shown` belongs to.
-    shown_run: Option<String>,
     /// The pending item the agent was last told about, for `status`.
     last: Option<Pending>,
     /// Why `last` cannot be trusted: the last call was cancelled mid-step.
@@ -68,7 +67,6 @@ impl Session {
             store,
             cwd,
             shown: HashSet::new(),
-            shown_run: None,
             last: None,
             interrupted: None,
         }
@@ -141,30 +139,26 @@ impl Session {
         events: Vec<Event>,
         preface: String,
     ) -> Reply {
-        let run = self.executor.run_id().map(str::to_string).or_else(|| {
-            self.last.as_ref().and_then(|p| match p {
-                Pending::Finished { run, .. } => Some(run.clone()),
-                _ => None,
-            })
-        });
-        if run != self.shown_run {
-            self.shown.clear();
-            self.shown_run = run.clone();
-        }
+        // Labels of frames that ended may be reused by frames pushed later.
         for event in &events {
             if let Event::Returned { path, .. } = event {
                 self.shown.remove(path);
             }
         }
+        // A run that just ended has no id in the executor any more; its reply still names it.
+        let run = self
+            .executor
+            .run_id()
+            .map(str::to_string)
+            .or_else(|| match &outcome {
+                Ok(Pending::Finished { run, .. }) => Some(run.clone()),
+                _ => None,
+            });
         let journal = run.as_deref().map(|run| JournalRef { run });
         let mut text = preface;
         text.push_str(&reply::steps(&events, journal.as_ref()));
         match outcome {
             Ok(pending) => {
-                if let Pending::Finished { run, .. } = &pending {
-                    self.shown.clear();
-                    self.shown_run = Some(run.clone());
-                }
                 let source = self.nl_source_once(&pending);
                 text.push_str(&reply::pending(
                     &pending,
@@ -377,6 +371,7 @@ impl Session {
             let previous = self.executor.run_id().map(str::to_string);
             match self.executor.switch_to(id) {
                 Ok(torn) => {
+                    self.shown.clear();
                     self.last = None;
                     self.interrupted = None;
                     let _ = writeln!(preface, "Resumed run `{id}`.");

@@ -479,13 +479,11 @@ pub fn replay(
         if let Some(detail) = mismatch.lock().ok().and_then(|mut m| m.take()) {
             return Err(mismatch_at(detail));
         }
-        let left = queue.lock().map(|q| q.len()).unwrap_or(0);
-        if left > 0 {
-            let next = queue
-                .lock()
-                .ok()
-                .and_then(|q| q.front().map(describe))
-                .unwrap_or_default();
+        let left = queue
+            .lock()
+            .ok()
+            .and_then(|q| q.front().map(|next| (q.len(), describe(next))));
+        if let Some((left, next)) = left {
             return Err(mismatch_at(format!(
                 "the recording has {left} more effect(s) for this call that the replay did not \
                  ask for, starting with {next}"

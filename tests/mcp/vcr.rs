@@ -100,6 +100,25 @@ async fn a_replay_fails_at_the_first_difference() {
         changed.stderr
     );
 
+    // The recording has an effect the replay never asks for.
+    let at = recorded
+        .find("[[event]]\nkind = \"shell\"")
+        .expect("a shell event");
+    let end = at
+        + recorded[at + 1..]
+            .find("[[event]]")
+            .expect("an event after it")
+        + 1;
+    let doubled = format!("{}{}", &recorded[..end], &recorded[at..]);
+    let extra = replay(&doubled);
+    extra.expect_code(1);
+    assert!(
+        extra.stderr.contains("1 more effect(s) for this call")
+            && extra.stderr.contains("shell step `shuf"),
+        "{}",
+        extra.stderr
+    );
+
     // A reply's text differs.
     let changed = replay(&recorded.replacen("Nothing is pending", "Nothing pending", 1));
     changed.expect_code(1);
