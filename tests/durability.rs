@@ -14,7 +14,7 @@ def execute(request):
     auto("echo 1 >> a.count")
     auto("echo 1 >> b.count")
     auto("echo 1 >> c.count")
-    auto("echo $$ > step.pid; touch started; while [ ! -e go ]; do sleep 0.02; done; echo 1 >> d.count")
+    auto("echo $$ > step.pid; sleep 300 & echo $! > background.pid; touch started; while [ ! -e go ]; do sleep 0.02; done; echo 1 >> d.count")
     answer = llm("Say a word", expects = ["word"])
     auto("echo " + answer.outputs["word"] + " >> e.count")
 "#;
@@ -35,15 +35,36 @@ fn wait_for(path: &Path) {
     }
 }
 
-/// Kills the process group of an orphaned step, as it would be after a crash.
-fn kill_group_of(pid_file: &Path) {
-    let pid = std::fs::read_to_string(pid_file)
-        .expect("pid")
+fn pid_in(file: &Path) -> String {
+    std::fs::read_to_string(file)
+        .expect("pid file")
         .trim()
-        .to_string();
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .status();
+        .to_string()
+}
+
+/// Whether process `pid` is alive (a zombie waiting to be reaped is not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .next()?
+                .to_string();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+fn wait_until_dead(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
 }
 
 #[test]
@@ -56,7 +77,15 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
     wait_for(&root.join("started"));
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap");
-    kill_group_of(&root.join("step.pid"));
+    // Nothing is left to kill the step: it and what it started in the background go on.
+    let (step, background) = (
+        pid_in(&root.join("step.pid")),
+        pid_in(&root.join("background.pid")),
+    );
+    assert!(
+        alive(&step) && alive(&background),
+        "the orphaned step runs on"
+    );
     assert_eq!(
         (
             lines(&root.join("a.count")),
@@ -76,9 +105,21 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
     let listed = project.run(&["runs"], "");
     assert!(listed.stdout.contains("interrupted"), "{}", listed.stdout);
 
+    // Resuming takes the run over: the orphaned step's group is killed before the step
+    // runs again, so two copies of it never run at once.
     std::fs::remove_file(root.join("started")).expect("rm");
+    let mut resuming = project.spawn(&["run", "--resume", &ids[0]]);
+    wait_for(&root.join("started"));
+    assert!(
+        wait_until_dead(&step) && wait_until_dead(&background),
+        "the resume killed the step and its background child that the killed mekara left"
+    );
+    assert_ne!(pid_in(&root.join("step.pid")), step, "the step runs again");
     std::fs::write(root.join("go"), "").expect("go");
-    let resumed = project.run(&["run", "--resume", &ids[0]], "hello\n");
+    let mut stdin = resuming.stdin.take().expect("stdin");
+    stdin.write_all(b"hello\n").expect("answer");
+    drop(stdin);
+    let resumed = common::Run::from_output(resuming.wait_with_output().expect("resume ends"));
     resumed.expect_code(0);
     for counter in ["a", "b", "c", "d", "e"] {
         assert_eq!(

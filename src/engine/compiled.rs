@@ -25,6 +25,7 @@ use starlark::values::structs::AllocStruct;
 use starlark::values::{Heap, Value};
 
 use super::error::EngineError;
+use super::group_note::GroupNote;
 use super::journal::JournalError;
 use super::observer::Observer;
 use super::shell::{CancelToken, Ran, ShellStep, StepRunner};
@@ -206,6 +207,8 @@ pub struct FrameRun<'a> {
     pub journal: &'a mut JournalWriter<'a>,
     /// Runs shell steps.
     pub runner: &'a dyn StepRunner,
+    /// Where shell steps note their process group while they run, if anywhere.
+    pub group_note: Option<&'a GroupNote>,
     /// Hears about new steps.
     pub observer: &'a dyn Observer,
     /// Stops a running step.
@@ -244,6 +247,7 @@ mod context_type {
         pub(super) cursor: Cell<usize>,
         pub(super) journal: RefCell<&'a mut JournalWriter<'a>>,
         pub(super) runner: &'a dyn StepRunner,
+        pub(super) group_note: Option<&'a GroupNote>,
         pub(super) observer: &'a dyn Observer,
         pub(super) cancel: &'a CancelToken,
         pub(super) default_timeout: Duration,
@@ -262,6 +266,7 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
         steps,
         journal,
         runner,
+        group_note,
         observer,
         cancel,
         default_timeout,
@@ -274,6 +279,7 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
         cursor: Cell::new(0),
         journal: RefCell::new(journal),
         runner,
+        group_note,
         observer,
         cancel,
         default_timeout,
@@ -759,6 +765,7 @@ fn run_shell(
         working_dir: working_dir.clone(),
         env: env.clone(),
         timeout,
+        group_note: ctx.group_note.cloned(),
     };
     match ctx
         .runner

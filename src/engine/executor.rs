@@ -12,6 +12,7 @@ use serde_json::{Map, Value as Json};
 
 use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension};
 use super::error::{EngineError, Waiting};
+use super::group_note::Leftover;
 use super::journal::{
     Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
 };
@@ -183,6 +184,21 @@ impl Executor {
     /// from its journal instead. On error, nothing changes.
     pub fn switch_to(&mut self, id: &str) -> Result<Option<TornTail>, EngineError> {
         let (journal, contents) = self.store.open(id)?;
+        // Holding the run now means whoever drove it is gone; a step it left running is
+        // killed before anything runs again.
+        match super::group_note::kill_leftover(self.store.dir(), id) {
+            Leftover::Killed(group) => {
+                tracing::info!(
+                    "run {id}: killed process group {group}, left running by a step when mekara stopped"
+                );
+            }
+            Leftover::Reused(pid) => {
+                tracing::info!(
+                    "run {id}: the noted step group {pid} is gone (its pid now belongs to another process)"
+                );
+            }
+            Leftover::None => {}
+        }
         let history = RunHistory::replay(&contents.events).map_err(|reason| {
             EngineError::Journal(super::journal::JournalError::Corrupt {
                 path: journal.path().to_path_buf(),
@@ -413,6 +429,7 @@ impl Executor {
             .stack
             .last_mut()
             .expect("called with a frame on the stack");
+        let group_note = journal.group_note().clone();
         let mut write = |record: &StepRecord| {
             journal.append(&Event::Step(StepEvent {
                 depth,
@@ -429,6 +446,7 @@ impl Executor {
                 steps: &mut frame.steps,
                 journal: &mut write,
                 runner: self.runner.as_ref(),
+                group_note: Some(&group_note),
                 observer,
                 cancel: &self.cancel,
                 default_timeout: self.settings.default_timeout,
@@ -610,8 +628,8 @@ impl Executor {
     }
 
     fn finished(&mut self) -> Result<Pending, EngineError> {
-        if let Some(mut journal) = self.journal.take() {
-            journal.sync()?;
+        if let Some(journal) = self.journal.take() {
+            journal.close()?;
         }
         match &self.ended {
             Some((run, outcome, fell_back)) => Ok(Pending::Finished {

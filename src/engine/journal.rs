@@ -19,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use super::group_note::GroupNote;
 use super::step::StepRecord;
 
 /// The first line of every journal: which format and which mekara wrote it.
@@ -285,6 +286,7 @@ pub struct Journal {
     id: String,
     path: PathBuf,
     file: File,
+    group: GroupNote,
 }
 
 impl Journal {
@@ -300,10 +302,12 @@ impl Journal {
             .create_new(true)
             .open(&path)
             .map_err(io)?;
+        let group = GroupNote::open(dir, id).map_err(io)?;
         let mut journal = Journal {
             id: id.to_string(),
             path: path.clone(),
             file,
+            group,
         };
         journal.lock()?;
         journal.append(&Event::Run(RunEvent {
@@ -328,10 +332,12 @@ impl Journal {
             .append(true)
             .open(&path)
             .map_err(io)?;
+        let group = GroupNote::open(dir, id).map_err(io)?;
         let journal = Journal {
             id: id.to_string(),
             path: path.clone(),
             file,
+            group,
         };
         journal.lock()?;
         let contents = read(&path)?;
@@ -362,6 +368,20 @@ impl Journal {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the run's shell steps note their process group while they run.
+    pub fn group_note(&self) -> &GroupNote {
+        &self.group
+    }
+
+    /// Ends the run's files: makes the journal durable and drops the group note, which only
+    /// matters while a step can still be running.
+    pub fn close(mut self) -> Result<(), JournalError> {
+        self.sync()?;
+        let note = super::group_note::path(self.path.parent().unwrap_or(Path::new(".")), &self.id);
+        let _ = std::fs::remove_file(note);
+        Ok(())
     }
 
     /// Appends one event with a single write.

@@ -7,6 +7,7 @@
 pub mod compiled;
 pub mod error;
 pub mod executor;
+pub mod group_note;
 pub mod journal;
 pub mod observer;
 pub mod runs;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open};
 
+use super::group_note::{GroupNote, boot_clock_ns};
 use super::step::StepResult;
 
 /// A shell command to run.
@@ -31,6 +32,9 @@ pub struct ShellStep {
     pub env: BTreeMap<String, String>,
     /// How long it may run before its process group is killed.
     pub timeout: Duration,
+    /// Where to note the step's process group while it runs, so that a resume after
+    /// mekara was killed can kill it.
+    pub group_note: Option<GroupNote>,
 }
 
 /// Set from another thread (Ctrl-C, an MCP cancellation) to stop the running step.
@@ -182,10 +186,15 @@ impl StepRunner for ShellRunner {
             .stdout(writer)
             .stderr(stderr);
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let spawned_after = step.group_note.as_ref().map(|_| boot_clock_ns());
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => return failed_to_start(e),
         };
+        if let (Some(note), Some(after)) = (&step.group_note, spawned_after) {
+            let pid = i32::try_from(child.id()).unwrap_or(0);
+            note.note(pid, after, boot_clock_ns());
+        }
         // The parent's copies of the write end must be gone for the pipe to reach EOF.
         drop(command);
         let group = Pid::from_child(&child);
@@ -270,6 +279,9 @@ impl StepRunner for ShellRunner {
         }
         // The group was killed when the exit was noticed; reaping now frees its id.
         let status = child.wait();
+        if let Some(note) = &step.group_note {
+            note.clear();
+        }
         let duration_ms = Some(millis(started.elapsed()));
         if matches!(stopped, Some(Stop::Cancelled)) {
             return Ran::Cancelled;
