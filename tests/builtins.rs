@@ -597,16 +597,14 @@ fn check_reports_a_syntax_error_with_its_location() {
 }
 
 #[test]
-#[ignore = "bug: a parse error at the end of a file that ends with a newline is reported at `:1:1` with an empty snippet (starlark 0.14 span at EOF)"]
+/// Regression: starlark 0.14 put this error at `1:1` with an empty snippet.
 fn check_reports_an_unclosed_bracket_at_the_end_of_the_file() {
     let project = project_with("syn", "Broken.\n", "def execute(request):\n    x = [1,\n");
     let run = project.run(&["check", "syn"], "");
     run.expect_code(1);
-    assert!(!run.stdout.contains("syn.star:1:1"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("x = [1,"),
-        "the snippet shows the unclosed line:\n{}",
-        run.stdout
+    insta::assert_snapshot!(
+        "check_unclosed_at_end_of_file",
+        scrub(&project, &run.stdout)
     );
 }
 
@@ -675,14 +673,26 @@ fn runaway_loop_is_stopped_by_the_tick_limit() {
 }
 
 #[test]
-#[ignore = "bug: the tick-limit error carries no location; README promises the script fails \"with the location\""]
 fn runaway_loop_error_names_the_script_location() {
     let project = project_with("loop", "Loop forever.\n", RUNAWAY);
     let run = project.run(&["run", "loop"], "\n");
     run.expect_code(1);
+    insta::assert_snapshot!("runaway_loop", scrub(&project, what_failed(&run.stdout)));
+}
+
+#[test]
+fn runaway_function_step_error_names_the_line_in_the_function() {
+    let project = project_with(
+        "spin",
+        "Spin.\n",
+        "def spin(n):\n    total = 0\n    for i in range(n):\n        total += 1\n    return total\n\ndef execute(request):\n    auto(\"true\")\n    auto(spin, {\"n\": 1000000000})\n",
+    );
+    let run = project.run(&["run", "spin"], "\n");
+    run.expect_code(1);
+    let failed = what_failed(&run.stdout);
     assert!(
-        what_failed(&run.stdout).contains("loop.star:"),
-        "{}",
+        failed.contains("ticks has been exceeded") && failed.contains("spin.star:4:9"),
+        "the limit is named at the statement in the loop:\n{}",
         run.stdout
     );
 }

@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 use starlark::any::ProvidesStaticType;
+use starlark::codemap::{FileSpan, Pos, Span};
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
-use starlark::eval::Evaluator;
+use starlark::eval::{BeforeStmtFunc, Evaluator};
 use starlark::starlark_module;
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
 use starlark::values::dict::{AllocDict, DictRef};
@@ -81,6 +82,61 @@ fn render(e: &starlark::Error) -> String {
     format!("{e}").trim_end().to_string()
 }
 
+/// starlark 0.14 reports an error at the very end of a file that ends with a newline (such
+/// as the newline it makes up when the file ends inside brackets) at a position it then
+/// resolves as `1:1`, with an empty snippet. Such an error is moved to where the file's text
+/// ends, and says that it is the end of the file.
+fn at_end_of_file(e: starlark::Error, source: &str) -> starlark::Error {
+    let Some(span) = e.span() else {
+        return e;
+    };
+    let text_end = source.trim_end().len();
+    let (begin, end) = (
+        span.span.begin().get() as usize,
+        span.span.end().get() as usize,
+    );
+    if begin != end || begin <= text_end || text_end == 0 {
+        return e;
+    }
+    let at = Pos::new(u32::try_from(text_end).unwrap_or(0));
+    let file = span.file.clone();
+    let mut moved = starlark::Error::new_other(anyhow::anyhow!(
+        "{}; the file ends with a bracket, string or block still open",
+        e.without_diagnostic()
+    ));
+    moved.set_span(Span::new(at, at), &file);
+    moved
+}
+
+/// Whether `e` is starlark's tick or heap limit, which it raises without a location.
+fn is_limit(e: &starlark::Error) -> bool {
+    let text = e.without_diagnostic().to_string();
+    text.starts_with("Execution duration limit of") || text.starts_with("Heap memory limit of")
+}
+
+/// The statement that ran last in an evaluation, noted by a `before_stmt` hook.
+#[derive(Default)]
+struct LastStatement(RefCell<Option<FileSpan>>);
+
+impl LastStatement {
+    /// Puts the noted statement's location on a limit error that has none.
+    fn locate(&self, mut e: starlark::Error) -> starlark::Error {
+        if let Some(span) = self.0.borrow().as_ref() {
+            e.set_span(span.span, &span.file);
+        }
+        e
+    }
+}
+
+/// Starts noting statements in `eval`. Only for the second evaluation that finds where a
+/// limit was hit: the hook runs before every instruction, which slows evaluation down.
+fn note_statements<'a, 'e>(eval: &mut Evaluator<'_, 'a, 'e>, hook: &'a NoteHook<'a>) {
+    // `before_stmt_for_dap` is starlark's only way to see statements as they run.
+    eval.before_stmt_for_dap(BeforeStmtFunc::Fn(hook));
+}
+
+type NoteHook<'a> = dyn Fn(starlark::codemap::FileSpanRef, bool, &mut Evaluator<'_, '_, '_>) + 'a;
+
 /// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
 /// arguments, type annotations and f-strings; no `load` (scripts are single files).
 pub fn dialect() -> Dialect {
@@ -119,7 +175,7 @@ impl Program {
     /// refuse to run there. `origin` names the file in error locations.
     pub fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
         let ast = AstModule::parse(origin, source.to_string(), &dialect())
-            .map_err(|e| CodeError::new(render(&e)))?;
+            .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
         let module = Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
             {
                 let printer = LogPrinter;
@@ -251,6 +307,7 @@ mod context_type {
         pub(super) observer: &'a dyn Observer,
         pub(super) cancel: &'a CancelToken,
         pub(super) default_timeout: Duration,
+        pub(super) limits: &'a Limits,
         pub(super) interrupt: RefCell<Option<Interrupt>>,
         /// `print` output of the running function step; `None` outside one.
         pub(super) capture: RefCell<Option<String>>,
@@ -283,6 +340,7 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
         observer,
         cancel,
         default_timeout,
+        limits,
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
     };
@@ -294,20 +352,40 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
             index: 0,
             detail: format!("the script lost its `execute` function: {e}"),
         })?;
-    let result = Module::with_temp_heap(|module| {
-        let printer = StepPrinter { ctx: &ctx };
-        let mut eval = Evaluator::new(&module);
-        eval.extra = Some(&ctx);
-        eval.set_print_handler(&printer);
-        apply_limits(&mut eval, limits)?;
-        let execute = module.heap().access_owned_frozen_value(&execute);
-        let request = module.heap().alloc(request);
-        Ok::<_, String>(
-            eval.eval_function(execute, &[request], &[])
-                .map(|_| ())
-                .map_err(|e| render(&e)),
-        )
-    });
+    let evaluate_once = |last: Option<&LastStatement>| {
+        Module::with_temp_heap(|module| {
+            let printer = StepPrinter { ctx: &ctx };
+            let hook = |span: starlark::codemap::FileSpanRef, _: bool, _: &mut Evaluator| {
+                if let Some(last) = last {
+                    *last.0.borrow_mut() = Some(span.to_file_span());
+                }
+            };
+            let mut eval = Evaluator::new(&module);
+            eval.extra = Some(&ctx);
+            eval.set_print_handler(&printer);
+            apply_limits(&mut eval, limits)?;
+            if last.is_some() {
+                note_statements(&mut eval, &hook);
+            }
+            let execute = module.heap().access_owned_frozen_value(&execute);
+            let request = module.heap().alloc(request);
+            Ok::<_, String>(eval.eval_function(execute, &[request], &[]).map(|_| ()))
+        })
+    };
+    let result = match evaluate_once(None) {
+        // A limit is hit without a location. Evaluation is deterministic over the journal,
+        // which now holds every step that ran, so a second evaluation noting statements
+        // replays those steps and stops at the same place.
+        Ok(Err(e)) if is_limit(&e) && ctx.interrupt.borrow().is_none() => {
+            ctx.cursor.set(0);
+            let last = LastStatement::default();
+            let _ = evaluate_once(Some(&last));
+            *ctx.interrupt.borrow_mut() = None;
+            Ok(Err(last.locate(e)))
+        }
+        other => other,
+    }
+    .map(|r| r.map_err(|e| render(&e)));
     let cursor = ctx.cursor.get();
     let interrupt = ctx.interrupt.take();
     *steps = ctx.steps.into_inner();
@@ -779,6 +857,38 @@ fn run_shell(
     }
 }
 
+/// Finds where function step `f` hit a limit: it is pure, so it runs again alone, in a
+/// fresh evaluator that notes statements.
+fn locate_in_function(
+    f: Value<'_>,
+    kwargs: &Map<String, Json>,
+    limits: &Limits,
+    e: starlark::Error,
+) -> starlark::Error {
+    let Some(f) = f.unpack_frozen() else {
+        return e;
+    };
+    let last = LastStatement::default();
+    Module::with_temp_heap(|module| {
+        let hook = |span: starlark::codemap::FileSpanRef, _: bool, _: &mut Evaluator| {
+            *last.0.borrow_mut() = Some(span.to_file_span());
+        };
+        let printer = LogPrinter;
+        let mut eval = Evaluator::new(&module);
+        eval.set_print_handler(&printer);
+        if apply_limits(&mut eval, limits).is_ok() {
+            note_statements(&mut eval, &hook);
+            let heap = module.heap();
+            let named: Vec<(&str, Value)> = kwargs
+                .iter()
+                .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
+                .collect();
+            let _ = eval.eval_function(f.to_value(), &[], &named);
+        }
+    });
+    last.locate(e)
+}
+
 /// Calls a script function as a step: its `print`s are the output, its return value (as
 /// JSON) the value, an error the failure.
 fn call_function<'v>(
@@ -797,7 +907,13 @@ fn call_function<'v>(
         .collect();
     *ctx.capture.borrow_mut() = Some(String::new());
     let started = std::time::Instant::now();
-    let returned = eval.eval_function(f, &[], &named);
+    let returned = eval.eval_function(f, &[], &named).map_err(|e| {
+        if is_limit(&e) {
+            locate_in_function(f, kwargs, ctx.limits, e)
+        } else {
+            e
+        }
+    });
     let output = ctx.capture.borrow_mut().take().unwrap_or_default();
     let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
     let (value, error) = match returned {
