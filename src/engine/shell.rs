@@ -145,29 +145,28 @@ impl StepRunner for ShellRunner {
         cancel: &CancelToken,
     ) -> Ran {
         let started = Instant::now();
+        // The folder is only looked at when the spawn fails, so a step does not pay for a
+        // `stat` it nearly never needs.
         let failed_to_start = |e: std::io::Error| {
-            Ran::Done(StepResult {
-                success: false,
-                error: Some(format!(
+            let error = if step.working_dir.is_dir() {
+                format!(
                     "cannot start `{}` in `{}`: {e}",
                     self.shell.display(),
                     step.working_dir.display()
-                )),
+                )
+            } else {
+                format!(
+                    "working_dir `{}` is not a folder",
+                    step.working_dir.display()
+                )
+            };
+            Ran::Done(StepResult {
+                success: false,
+                error: Some(error),
                 duration_ms: Some(millis(started.elapsed())),
                 ..StepResult::default()
             })
         };
-        if !step.working_dir.is_dir() {
-            return Ran::Done(StepResult {
-                success: false,
-                error: Some(format!(
-                    "working_dir `{}` is not a folder",
-                    step.working_dir.display()
-                )),
-                duration_ms: Some(0),
-                ..StepResult::default()
-            });
-        }
         let (mut reader, writer) = match std::io::pipe() {
             Ok(pair) => pair,
             Err(e) => return failed_to_start(e),
@@ -203,7 +202,9 @@ impl StepRunner for ShellRunner {
         };
 
         let mut output = Output::default();
-        let mut buf = vec![0u8; 64 * 1024];
+        // On the stack: a step's output is read in pieces of at most this, and zeroing a
+        // large heap buffer for every step would cost more than many steps' output.
+        let mut buf = [0u8; 16 * 1024];
         let mut pipe_open = true;
         let mut exited = false;
         let mut stopped: Option<Stop> = None;
