@@ -116,8 +116,11 @@ fn exit_for(e: &anyhow::Error) -> Exit {
 fn init_logging(file: Option<&std::path::Path>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEKARA_LOG")
         // rmcp logs every error response it sends at `warn`; those are answers, not
-        // problems of the server.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
+        // problems of the server. Its client transport logs a failure the MCP client
+        // reports itself, with more to act on.
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("warn,rmcp::service=error,rmcp::transport=off")
+        });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false);

@@ -90,6 +90,11 @@ fn list(client: &Client, only: Option<&str>) -> anyhow::Result<Exit> {
         Ok(l) => l,
         Err(e) => return usage_error(e),
     };
+    let refused = listings.iter().any(|l| {
+        l.tools
+            .as_ref()
+            .is_ok_and(|t| t.iter().any(|t| t.allowed.is_err()))
+    });
     if listings.is_empty() {
         println!(
             "no MCP servers: declare them in `.mcp.json` (`{{\"mcpServers\": {{...}}}}`), as for Claude Code"
@@ -102,30 +107,49 @@ fn list(client: &Client, only: Option<&str>) -> anyhow::Result<Exit> {
             println!();
         }
         match &listing.tools {
+            Err(ClientError::Refused(why)) => println!("{}: not contacted: {why}", listing.name),
             Err(e) => {
                 exit = Exit::Failure;
                 println!("{}: error: {e}", listing.name);
             }
             Ok(tools) => {
                 let allowed = tools.iter().filter(|t| t.allowed.is_ok()).count();
-                println!(
-                    "{}: {} tools, {allowed} allowed",
-                    listing.name,
-                    tools.len()
-                );
+                println!("{}: {} tools, {allowed} allowed", listing.name, tools.len());
                 let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
                 for t in tools {
-                    let mark = if t.allowed.is_ok() { "✓" } else { "✗" };
-                    let kind = if t.read_only { "read-only" } else { "writes   " };
-                    println!("  {mark} {:width$}  {kind}  {}", t.name, t.description);
-                    if let Err(why) = &t.allowed {
-                        println!("      refused: {why}");
-                    }
+                    let (mark, note) = match &t.allowed {
+                        Ok(()) => ("✓", String::new()),
+                        Err(setting) => ("✗", format!(" [refused: {setting}]")),
+                    };
+                    let kind = if t.read_only {
+                        "read-only"
+                    } else {
+                        "writes   "
+                    };
+                    println!(
+                        "  {mark} {:width$}  {kind}  {}{note}",
+                        t.name,
+                        shorten(&t.description, 60)
+                    );
                 }
             }
         }
     }
+    if refused {
+        println!(
+            "\n✗ marks tools scripts may not call; `mekara tools call SERVER TOOL` says which setting of `.mekara/config.toml` allows one"
+        );
+    }
     Ok(exit)
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max - 1).collect();
+    format!("{}…", cut.trim_end())
 }
 
 fn call(

@@ -55,9 +55,7 @@ pub enum ClientError {
         reason: String,
     },
     /// An HTTP server refused the credentials.
-    #[error(
-        "server `{server}` answered HTTP {status}: its credentials were refused; {sent}"
-    )]
+    #[error("server `{server}` answered HTTP {status}: its credentials were refused; {sent}")]
     Unauthorized {
         /// The server.
         server: String,

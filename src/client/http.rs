@@ -201,8 +201,8 @@ impl StreamableHttpClient for HyperClient {
         }
         match content_type.as_deref() {
             Some(ct) if ct.starts_with(EVENT_STREAM) => {
-                let stream = SseStream::from_bytes_stream(response.into_body().into_data_stream())
-                    .boxed();
+                let stream =
+                    SseStream::from_bytes_stream(response.into_body().into_data_stream()).boxed();
                 Ok(StreamableHttpPostResponse::Sse(stream, new_session))
             }
             Some(ct) if ct.starts_with(JSON) => {

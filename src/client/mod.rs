@@ -69,7 +69,7 @@ pub struct ToolInfo {
     pub description: String,
     /// Whether it is annotated `readOnlyHint: true`.
     pub read_only: bool,
-    /// Whether policy lets scripts call it; the refusal otherwise.
+    /// Whether policy lets scripts call it; the setting that refuses it otherwise.
     pub allowed: Result<(), String>,
 }
 
@@ -488,13 +488,9 @@ impl Inner {
                     Ok(Err(e)) => {
                         // The process is gone or going: give its last words a moment.
                         if let Some(reader) = reader {
-                            let _ =
-                                tokio::time::timeout(Duration::from_millis(500), reader).await;
+                            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
                         }
-                        let said = tail
-                            .lock()
-                            .map(|t| t.join("\n"))
-                            .unwrap_or_default();
+                        let said = tail.lock().map(|t| t.join("\n")).unwrap_or_default();
                         let reason = if said.trim().is_empty() {
                             format!("the MCP handshake failed: {e}")
                         } else {
@@ -531,8 +527,9 @@ impl Inner {
                         tools: tokio::sync::Mutex::new(None),
                         auth: Some((auth, headers.clone())),
                     }),
-                    Ok(Err(e)) => Err(auth_error(name, &auth, headers)
-                        .unwrap_or_else(|| start_failed(format!("cannot connect to `{url}`: {e}")))),
+                    Ok(Err(e)) => Err(auth_error(name, &auth, headers).unwrap_or_else(|| {
+                        start_failed(format!("cannot connect to `{url}`: {e}"))
+                    })),
                     Err(_) => Err(handshake_timeout()),
                 }
             }
@@ -591,7 +588,7 @@ impl Inner {
                         .trim()
                         .to_string(),
                     read_only,
-                    allowed: policy.check_tool(name, &t.name, read_only).map_err(|r| r.0),
+                    allowed: policy.check_tool(name, &t.name, read_only).map_err(|r| r.1),
                 }
             })
             .collect())
@@ -645,18 +642,18 @@ impl Inner {
         })?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let what = format!("the call of `{tool}`");
-        let answer = match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await
-        {
-            Err(_) => {
-                return Err(ClientError::Timeout {
-                    server: name.to_string(),
-                    what,
-                    after: timeout,
-                });
-            }
-            Ok(Err(e)) => return Err(service_error(name, &what, e, conn)),
-            Ok(Ok(answer)) => answer,
-        };
+        let answer =
+            match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
+                Err(_) => {
+                    return Err(ClientError::Timeout {
+                        server: name.to_string(),
+                        what,
+                        after: timeout,
+                    });
+                }
+                Ok(Err(e)) => return Err(service_error(name, &what, e, conn)),
+                Ok(Ok(answer)) => answer,
+            };
         Ok(ToolOutput {
             text: content_text(&answer.content),
             structured: answer.structured_content,
@@ -709,11 +706,7 @@ fn auth_error(
                 if h.from_vars.is_empty() {
                     format!("`{}` (a literal value, from no variable)", h.name)
                 } else {
-                    format!(
-                        "`{}` (from `${{{}}}`)",
-                        h.name,
-                        h.from_vars.join("}`, `${")
-                    )
+                    format!("`{}` (from `${{{}}}`)", h.name, h.from_vars.join("}`, `${"))
                 }
             })
             .collect();

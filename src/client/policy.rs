@@ -86,9 +86,10 @@ pub struct Policy {
     servers: BTreeMap<String, ServerPolicy>,
 }
 
-/// Why policy refuses a call.
+/// Why policy refuses a call: the whole message, and the setting that decided it (short,
+/// for listings).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String);
+pub struct Refusal(pub String, pub String);
 
 impl Policy {
     /// Reads `<root>/.mekara/config.toml`; no file means the defaults.
@@ -152,10 +153,13 @@ impl Policy {
         if self.server(server).enabled {
             return Ok(());
         }
-        Err(Refusal(format!(
-            "server `{server}` is disabled by `enabled = false` in `[servers.{server}]` of `{}`; set `enabled = true` to use it",
-            self.shown_file()
-        )))
+        Err(Refusal(
+            format!(
+                "server `{server}` is disabled by `enabled = false` in `[servers.{server}]` of `{}`; set `enabled = true` to use it",
+                self.shown_file()
+            ),
+            "`enabled = false`".to_string(),
+        ))
     }
 
     /// Whether `tool` of `server` (annotated read-only or not) may run; the refusal names
@@ -165,21 +169,30 @@ impl Policy {
         let policy = self.server(server);
         let file = self.shown_file();
         if let Some(pattern) = policy.deny.iter().find(|p| glob(p, tool)) {
-            return Err(Refusal(format!(
-                "tool `{tool}` of server `{server}` is denied by `deny` pattern `{pattern}` in `[servers.{server}]` of `{file}`; remove the pattern to allow it"
-            )));
+            return Err(Refusal(
+                format!(
+                    "tool `{tool}` of server `{server}` is denied by `deny` pattern `{pattern}` in `[servers.{server}]` of `{file}`; remove the pattern to allow it"
+                ),
+                format!("denied by `{pattern}`"),
+            ));
         }
         if let Some(allow) = &policy.allow
             && !allow.iter().any(|p| glob(p, tool))
         {
-            return Err(Refusal(format!(
-                "tool `{tool}` of server `{server}` is not in `allow` of `[servers.{server}]` in `{file}`; add `\"{tool}\"` to `allow` to allow it"
-            )));
+            return Err(Refusal(
+                format!(
+                    "tool `{tool}` of server `{server}` is not in `allow` of `[servers.{server}]` in `{file}`; add `\"{tool}\"` to `allow` to allow it"
+                ),
+                "not in `allow`".to_string(),
+            ));
         }
         if policy.readonly && !read_only && !policy.allow_write.iter().any(|p| glob(p, tool)) {
-            return Err(Refusal(format!(
-                "tool `{tool}` of server `{server}` may write (it is not annotated `readOnlyHint: true`) and servers are read-only by default; add `\"{tool}\"` to `allow_write` in `[servers.{server}]` of `{file}` (or set `readonly = false` there) to allow it"
-            )));
+            return Err(Refusal(
+                format!(
+                    "tool `{tool}` of server `{server}` may write (it is not annotated `readOnlyHint: true`) and servers are read-only by default; add `\"{tool}\"` to `allow_write` in `[servers.{server}]` of `{file}` (or set `readonly = false` there) to allow it"
+                ),
+                "needs `allow_write`".to_string(),
+            ));
         }
         Ok(())
     }
@@ -229,7 +242,9 @@ pub fn example(servers: &[String]) -> String {
          #   retries     = 1       # retries after a transport failure or a timeout only\n",
     );
     if servers.is_empty() {
-        out.push_str("\n# No servers found in .mcp.json yet; add a section per server:\n# [servers.NAME]\n");
+        out.push_str(
+            "\n# No servers found in .mcp.json yet; add a section per server:\n# [servers.NAME]\n",
+        );
     }
     for name in servers {
         let key = if name
@@ -266,7 +281,9 @@ mod tests {
     fn refusals_name_the_setting() {
         let mut policy = Policy::default();
         assert!(policy.check_tool("fs", "read", true).is_ok());
-        let write = policy.check_tool("fs", "write", false).expect_err("readonly");
+        let write = policy
+            .check_tool("fs", "write", false)
+            .expect_err("readonly");
         assert!(write.0.contains("allow_write"), "{}", write.0);
         policy.servers.insert(
             "fs".into(),

@@ -76,7 +76,10 @@ fn check(schema: &Map<String, Json>, value: &Json, path: &str) -> Result<(), Str
     if let Some(expected) = schema.get("const")
         && expected != value
     {
-        return Err(format!("{} must be `{expected}`, got `{value}`", shown(path)));
+        return Err(format!(
+            "{} must be `{expected}`, got `{value}`",
+            shown(path)
+        ));
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(Json::Array(branches)) = schema.get(key) {
@@ -227,10 +230,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        assert_eq!(
-            err(json!({})),
-            "argument `path` is required but missing"
-        );
+        assert_eq!(err(json!({})), "argument `path` is required but missing");
         assert_eq!(
             err(json!({"path": 3})),
             "argument `path` must be of type `string`, got integer `3`"
@@ -239,12 +239,15 @@ mod tests {
         assert!(err(json!({"path": "x", "mode": "c"})).contains("`mode` must be one of"));
         assert!(err(json!({"path": "x", "opts": {"deep": 1}})).contains("`opts.deep`"));
         assert!(err(json!({"path": "x", "list": ["a", 2]})).contains("`list[1]`"));
-        assert!(err(json!({"path": "x", "other": 1})).contains("`other` is not one the tool takes"));
+        assert!(
+            err(json!({"path": "x", "other": 1})).contains("`other` is not one the tool takes")
+        );
     }
 
     #[test]
     fn valid_arguments_pass() {
-        let args = json!({"path": "x", "count": 2, "mode": "a", "opts": {"deep": true}, "list": []});
+        let args =
+            json!({"path": "x", "count": 2, "mode": "a", "opts": {"deep": true}, "list": []});
         assert!(validate(&schema(), args.as_object().expect("object")).is_ok());
     }
 }

@@ -654,7 +654,12 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 tool: tool.to_string(),
                 arguments,
             };
-            mcp_step(ctx, &input, Some(tool::PROMPT_TAG_CONTEXT.to_string()), None)
+            mcp_step(
+                ctx,
+                &input,
+                Some(tool::PROMPT_TAG_CONTEXT.to_string()),
+                None,
+            )
         })?;
         let prompt = prompt.as_str();
         let expects = match expects {
@@ -808,7 +813,15 @@ fn mcp_step(
         timeout,
     };
     match ctx.runner.call_tool(&call, ctx.cancel) {
-        Ran::Done(result) => ctx.record(input.clone(), context, result),
+        Ran::Done(result) => {
+            if !result.output.is_empty() {
+                ctx.observer.output(result.output.as_bytes());
+                if !result.output.ends_with('\n') {
+                    ctx.observer.output(b"\n");
+                }
+            }
+            ctx.record(input.clone(), context, result)
+        }
         Ran::Cancelled => Err(ctx.interrupt(Interrupt::Engine(EngineError::Cancelled {
             script: ctx.path.to_string(),
             index,
