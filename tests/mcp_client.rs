@@ -663,3 +663,69 @@ fn init_writes_a_commented_policy_for_the_servers_found() {
     // what init writes is a policy mekara reads
     project.run(&["tools", "list", "fs"], "").expect_code(0);
 }
+
+// ── inside `mekara mcp`: the session's pool, VCR record and replay ──────────────────────
+
+/// Drives `mekara mcp` (recording a cassette) through a compiled script with mcp steps and a
+/// tag, then replays the cassette with every server gone.
+#[test]
+fn mcp_steps_inside_mekara_mcp_are_recorded_and_replay_without_the_servers() {
+    let Some(dir) = servers() else { return };
+    let project = project(&dir, "");
+    project.script("tagged", "Add, read and echo.\n", Some(TAGGED));
+    let file = project.root().join("data/hello.txt");
+    let cassette = project.dir.path().join("session.toml");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (first, second) = runtime.block_on(async {
+        use rmcp::ServiceExt as _;
+        use rmcp::model::CallToolRequestParams;
+        let mut command = tokio::process::Command::from(project.command(&["mcp"]));
+        command.env("MEKARA_VCR_CASSETTE", &cassette);
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn mekara mcp");
+        let client = ().serve(transport).await.expect("initialize");
+        let call = |tool: &'static str, args: serde_json::Value| {
+            let params = CallToolRequestParams::new(tool)
+                .with_arguments(args.as_object().cloned().expect("object"));
+            let peer = client.peer().clone();
+            async move {
+                let result = peer.call_tool(params).await.expect("tools/call");
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+                result
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                    .collect::<String>()
+            }
+        };
+        let first = call(
+            "start",
+            serde_json::json!({"name": "tagged", "arguments": file.display().to_string()}),
+        )
+        .await;
+        let second = call(
+            "continue_compiled_script",
+            serde_json::json!({"outputs": {}}),
+        )
+        .await;
+        let _ = client.cancel().await;
+        (first, second)
+    });
+    assert!(first.contains("The sum of 2 and 3 is 5."), "{first}");
+    assert!(first.contains("nested: Echo: a ]tricky["), "{first}");
+    assert!(second.contains("completed"), "{second}");
+    let recorded = std::fs::read_to_string(&cassette).expect("cassette");
+    assert_eq!(recorded.matches("kind = \"tool\"").count(), 4, "{recorded}");
+
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"everything": {"command": "/gone"}, "fs": {"command": "/gone"}}}"#,
+    );
+    let replay = project.run(&["vcr", "replay", &cassette.display().to_string()], "");
+    replay.expect_code(0);
+}

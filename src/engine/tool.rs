@@ -136,9 +136,21 @@ fn parse_tag(text: &str) -> (Piece<'_>, usize) {
     let arguments = match stream.next() {
         Some(Ok(Json::Object(map))) => map,
         Some(Ok(other)) => {
-            return malformed(format!(
-                "the arguments must be a JSON object, got `{other}`"
-            ));
+            // The value parsed, so the tag's end is known: past it and its `]`.
+            let start = OPEN.len() + name_end + 1;
+            let after_value = start + stream.byte_offset();
+            let end = if text[after_value..].starts_with(']') {
+                after_value + 1
+            } else {
+                after_value
+            };
+            return (
+                Piece::Malformed {
+                    text: &text[..end],
+                    reason: format!("the arguments must be a JSON object, got `{other}`"),
+                },
+                end,
+            );
         }
         Some(Err(e)) => return malformed(format!("the arguments are not valid JSON: {e}")),
         None => return malformed("the arguments are missing after `:`".to_string()),
