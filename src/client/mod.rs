@@ -192,7 +192,7 @@ impl Client {
             None => loaded.servers.keys().cloned().collect(),
         };
         let inner = self.inner.clone();
-        let listings = self.block(None, &CancelToken::default(), async move {
+        let listings = self.block(&CancelToken::default(), async move {
             let jobs = names.into_iter().map(|name| {
                 let inner = inner.clone();
                 async move {
@@ -228,9 +228,10 @@ impl Client {
         loop {
             let inner = self.inner.clone();
             let (s, t, a) = (server.to_string(), tool.to_string(), arguments.clone());
-            let result = self.block(None, cancel, async move {
-                inner.call_once(&s, &t, a, timeout).await
-            });
+            let result = self.block(
+                cancel,
+                async move { inner.call_once(&s, &t, a, timeout).await },
+            );
             match result {
                 Err(e) if e.is_retryable() && attempt < retries => {
                     attempt += 1;
@@ -292,7 +293,6 @@ impl Client {
     /// Runs `job` on the client's runtime and waits for it, giving up when `cancel` is set.
     fn block<T: Send + 'static>(
         &self,
-        _deadline: Option<Instant>,
         cancel: &CancelToken,
         job: impl Future<Output = Result<T, ClientError>> + Send + 'static,
     ) -> Result<T, ClientError> {
