@@ -11,6 +11,7 @@
 //! The engine knows nothing about terminals or MCP; those are adapters on top of it.
 
 pub mod cli;
+pub mod client;
 pub mod engine;
 pub mod exit;
 pub mod mcp;

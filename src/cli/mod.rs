@@ -7,6 +7,7 @@ mod mcp;
 mod run;
 mod runs;
 mod scripts;
+mod tools;
 mod vcr;
 
 use std::ffi::OsString;
@@ -46,6 +47,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
     Vcr(vcr::VcrArgs),
+    /// Use the tools of the MCP servers in `.mcp.json`: list, call, write a policy file.
+    Tools(tools::ToolsArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -70,6 +73,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
+        Command::Tools(args) => tools::run(args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -112,8 +116,11 @@ fn exit_for(e: &anyhow::Error) -> Exit {
 fn init_logging(file: Option<&std::path::Path>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEKARA_LOG")
         // rmcp logs every error response it sends at `warn`; those are answers, not
-        // problems of the server.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=error"));
+        // problems of the server. Its client transport logs a failure the MCP client
+        // reports itself, with more to act on.
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("warn,rmcp::service=error,rmcp::transport=off")
+        });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false);

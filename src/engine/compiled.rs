@@ -31,6 +31,7 @@ use super::journal::JournalError;
 use super::observer::Observer;
 use super::shell::{CancelToken, Ran, ShellStep, StepRunner};
 use super::step::{StepInput, StepRecord, StepResult};
+use super::tool::{self, ToolCall};
 
 /// Bounds on one evaluation, so a runaway script fails with its location instead of
 /// hanging or eating the machine.
@@ -728,6 +729,23 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Value<'v>> {
         let ctx = step_context(eval, "llm")?;
+        // Tags become journaled mcp steps before the llm step, so re-deriving the pending
+        // step answers them from the journal instead of calling again, and the journal
+        // holds what the agent saw.
+        let prompt = tool::expand(prompt, |server, tool, arguments| {
+            let input = StepInput::Mcp {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                arguments,
+            };
+            mcp_step(
+                ctx,
+                &input,
+                Some(tool::PROMPT_TAG_CONTEXT.to_string()),
+                None,
+            )
+        })?;
+        let prompt = prompt.as_str();
         let expects = match expects {
             None => None,
             Some(v) if v.is_none() => None,
@@ -750,6 +768,57 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             vec![
                 ("success", Value::new_bool(true)),
                 ("outputs", alloc_json(heap, &outputs)),
+            ],
+        ))
+    }
+
+    /// Calls `tool` of MCP server `server` (declared in `.mcp.json`) with `arguments` (a
+    /// dict), under the policy of `.mekara/config.toml`. Returns `.success`, `.content`
+    /// (the text), `.structured` (the structured content, or `None`), `.is_error` (the
+    /// tool said it failed) and `.error`. A failed call stops the script unless
+    /// `allow_failure`.
+    fn mcp<'v>(
+        #[starlark(require = pos)] server: &str,
+        #[starlark(require = pos)] tool: &str,
+        arguments: Option<Value<'v>>,
+        #[starlark(require = named)] context: Option<&str>,
+        #[starlark(require = named)] timeout: Option<Value<'v>>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "mcp")?;
+        let arguments = match arguments {
+            None => Map::new(),
+            Some(a) if a.is_none() => Map::new(),
+            Some(a) => match json_of(a, "the arguments of an mcp step")? {
+                Json::Object(map) => map,
+                other => {
+                    anyhow::bail!("the arguments of an mcp step must be a dict, got `{other}`")
+                }
+            },
+        };
+        let input = StepInput::Mcp {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+        };
+        let timeout = timeout.map(seconds).transpose()?;
+        let index = ctx.cursor.get();
+        let result = mcp_step(ctx, &input, context.map(str::to_string), timeout)?;
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let heap = eval.heap();
+        let structured = result
+            .structured
+            .as_ref()
+            .map_or_else(Value::new_none, |v| alloc_json(heap, v));
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("content", heap.alloc(result.output.as_str())),
+                ("structured", structured),
+                ("is_error", Value::new_bool(result.is_error)),
+                ("error", error_value(heap, &result)),
             ],
         ))
     }
@@ -797,6 +866,50 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 ("error", error_value(heap, &result)),
             ],
         ))
+    }
+}
+
+/// The result of an mcp step: from the journal, else by calling the tool now.
+fn mcp_step(
+    ctx: &StepContext<'_>,
+    input: &StepInput,
+    context: Option<String>,
+    timeout: Option<Duration>,
+) -> anyhow::Result<StepResult> {
+    if let Some(result) = ctx.replay(input)? {
+        return Ok(result);
+    }
+    let StepInput::Mcp {
+        server,
+        tool,
+        arguments,
+    } = input
+    else {
+        unreachable!("called for mcp steps only");
+    };
+    let index = ctx.cursor.get();
+    ctx.observer
+        .step_started(ctx.path, index, input, context.as_deref());
+    let call = ToolCall {
+        server: server.clone(),
+        tool: tool.clone(),
+        arguments: arguments.clone(),
+        timeout,
+    };
+    match ctx.runner.call_tool(&call, ctx.cancel) {
+        Ran::Done(result) => {
+            if !result.output.is_empty() {
+                ctx.observer.output(result.output.as_bytes());
+                if !result.output.ends_with('\n') {
+                    ctx.observer.output(b"\n");
+                }
+            }
+            ctx.record(input.clone(), context, result)
+        }
+        Ran::Cancelled => Err(ctx.interrupt(Interrupt::Engine(EngineError::Cancelled {
+            script: ctx.path.to_string(),
+            index,
+        }))),
     }
 }
 

@@ -20,6 +20,7 @@ use super::observer::{FrameEvent, Observer};
 use super::runs::{RunHistory, RunStore};
 use super::shell::{CancelToken, StepRunner};
 use super::step::{StepInput, StepRecord, StepResult};
+use super::tool::{NL_TAG_CONTEXT, ToolCall};
 use crate::script::{Resolver, Script};
 
 /// Knobs of a run.
@@ -365,6 +366,7 @@ impl Executor {
             };
             if let Some(error) = top.failure.clone() {
                 let instructions = top.script.instructions(&top.request);
+                let instructions = self.expand_tags(&instructions, observer)?;
                 self.sync()?;
                 // The failed frame's own index would point past the failed step: name it
                 // alone; the error says which step failed.
@@ -376,6 +378,7 @@ impl Executor {
             }
             let Some(program) = top.program(&self.settings.limits) else {
                 let instructions = top.script.instructions(&top.request);
+                let instructions = self.expand_tags(&instructions, observer)?;
                 self.sync()?;
                 return Ok(Pending::Nl {
                     path: self.path(),
@@ -412,6 +415,62 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// Expands the prompt tags of NL instructions shown for the top frame. The k-th tag is
+    /// answered by the frame's k-th step made for an NL tag when it asked for the same call
+    /// (so re-deriving the pending item calls nothing); otherwise the tool is called now and
+    /// the result journaled in the frame, which is also the record of what the agent saw.
+    fn expand_tags(&mut self, text: &str, observer: &dyn Observer) -> Result<String, EngineError> {
+        let recorded: Vec<StepRecord> = self
+            .stack
+            .last()
+            .map(|top| {
+                top.steps
+                    .iter()
+                    .filter(|s| s.context.as_deref() == Some(NL_TAG_CONTEXT))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut seen = 0;
+        super::tool::expand(text, |server, tool, arguments| {
+            let input = StepInput::Mcp {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                arguments,
+            };
+            let known = recorded.get(seen).filter(|r| r.input == input);
+            seen += 1;
+            if let Some(record) = known {
+                return Ok(record.result.clone());
+            }
+            let path = self.label();
+            let index = self.stack.last().map_or(0, |f| f.steps.len());
+            observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT));
+            let call = ToolCall {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                arguments: match &input {
+                    StepInput::Mcp { arguments, .. } => arguments.clone(),
+                    _ => Map::new(),
+                },
+                timeout: None,
+            };
+            let result = match self.runner.call_tool(&call, &self.cancel) {
+                super::shell::Ran::Done(result) => result,
+                super::shell::Ran::Cancelled => {
+                    self.cancel.reset();
+                    return Err(EngineError::Cancelled {
+                        script: path,
+                        index,
+                    });
+                }
+            };
+            let record = self.record_step(input, Some(NL_TAG_CONTEXT.to_string()), result)?;
+            observer.step_finished(&path, &record);
+            Ok(record.result)
+        })
     }
 
     fn evaluate_top(
@@ -608,12 +667,22 @@ impl Executor {
 
     /// Journals a step the engine decided itself (llm outputs, a call's result).
     fn record_in_top(&mut self, input: StepInput, result: StepResult) -> Result<(), EngineError> {
+        self.record_step(input, None, result).map(|_| ())
+    }
+
+    /// Journals a step in the top frame and returns its record.
+    fn record_step(
+        &mut self,
+        input: StepInput,
+        context: Option<String>,
+        result: StepResult,
+    ) -> Result<StepRecord, EngineError> {
         let depth = self.stack.len() - 1;
         let top = self.stack.last().expect("a step is recorded into a frame");
         let record = StepRecord {
             index: top.steps.len(),
             input,
-            context: None,
+            context,
             result,
         };
         self.append(&Event::Step(StepEvent {
@@ -622,9 +691,9 @@ impl Executor {
             at: now_ms(),
         }))?;
         if let Some(top) = self.stack.last_mut() {
-            top.steps.push(record);
+            top.steps.push(record.clone());
         }
-        Ok(())
+        Ok(record)
     }
 
     fn finished(&mut self) -> Result<Pending, EngineError> {

@@ -13,8 +13,10 @@ pub mod observer;
 pub mod runs;
 pub mod shell;
 pub mod step;
+pub mod tool;
 
 pub use error::{EngineError, Waiting};
 pub use executor::{Executor, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use shell::{CancelToken, ShellRunner, StepRunner};
+pub use tool::ToolCall;

@@ -82,6 +82,12 @@ pub trait StepRunner: Send {
         cancel: &CancelToken,
     ) -> Ran;
 
+    /// Calls a tool on another MCP server (`mcp()` steps and prompt tags). A runner without
+    /// an MCP client fails the step.
+    fn call_tool(&self, call: &super::tool::ToolCall, _cancel: &CancelToken) -> Ran {
+        Ran::Done(super::tool::no_client(call))
+    }
+
     /// The id for a new run; `attempt` counts the ids already taken.
     fn new_run_id(&self, attempt: u32) -> String {
         super::runs::new_id(attempt)

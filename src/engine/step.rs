@@ -50,6 +50,16 @@ pub enum StepInput {
         /// Absolute folder it runs in.
         working_dir: PathBuf,
     },
+    /// `mcp(server, tool, arguments)`: a tool of another MCP server.
+    Mcp {
+        /// The server's name in `.mcp.json`.
+        server: String,
+        /// The tool's name.
+        tool: String,
+        /// Its arguments.
+        #[serde(default)]
+        arguments: Map<String, Json>,
+    },
 }
 
 impl StepInput {
@@ -70,6 +80,11 @@ impl StepInput {
                     format!("call {script} {request}")
                 }
             }
+            StepInput::Mcp {
+                server,
+                tool,
+                arguments,
+            } => format!("mcp {server}/{tool} {}", Json::Object(arguments.clone())),
         }
     }
 
@@ -80,6 +95,7 @@ impl StepInput {
             StepInput::Function { .. } => "a function step",
             StepInput::Llm { .. } => "an llm step",
             StepInput::Call { .. } => "a script call",
+            StepInput::Mcp { .. } => "an mcp step",
         };
         match (self, recorded) {
             (
@@ -152,6 +168,26 @@ impl StepInput {
                     &wb.display().to_string(),
                 ),
             ]),
+            (
+                StepInput::Mcp {
+                    server: a,
+                    tool: ta,
+                    arguments: xa,
+                },
+                StepInput::Mcp {
+                    server: b,
+                    tool: tb,
+                    arguments: xb,
+                },
+            ) => differing(&[
+                ("server", a.as_str(), b.as_str()),
+                ("tool", ta.as_str(), tb.as_str()),
+                (
+                    "arguments",
+                    &Json::Object(xa.clone()).to_string(),
+                    &Json::Object(xb.clone()).to_string(),
+                ),
+            ]),
             _ => format!(
                 "the script now asks for {} where the journal has {}",
                 kind(self),
@@ -194,6 +230,12 @@ pub struct StepResult {
     /// An llm step's outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<Map<String, Json>>,
+    /// An mcp step's structured content (`structuredContent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Json>,
+    /// Whether an mcp step's tool answered with `isError` (the call itself went through).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
     /// Why the step failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -62,6 +62,13 @@ impl SessionPlan {
         })
     }
 
+    /// The real effect runner of a session: shell steps, and tool calls through an MCP
+    /// client of its own (connections live as long as the session).
+    pub fn runner(&self) -> Box<dyn StepRunner> {
+        let client = crate::client::Client::for_locations(&Locations::discover(&self.cwd));
+        Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client))
+    }
+
     /// A new session that runs effects with `runner`.
     pub fn session(&self, runner: Box<dyn StepRunner>) -> Session {
         Session::new(
@@ -80,9 +87,9 @@ pub async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::
     let (runner, recorder) = match cassette {
         Some(path) => {
             let recorder = vcr::Recorder::create(path, &plan.cwd)?;
-            (recorder.runner(), Some(recorder))
+            (recorder.runner(plan.runner()), Some(recorder))
         }
-        None => (Box::new(ShellRunner::new()) as Box<dyn StepRunner>, None),
+        None => (plan.runner(), None),
     };
     let server = Server::new(plan.session(runner), recorder);
     let stopper = server.clone();
@@ -130,7 +137,7 @@ pub async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Resu
     let service = StreamableHttpService::new(
         move || {
             Ok(Server::new(
-                factory_plan.session(Box::new(ShellRunner::new())),
+                factory_plan.session(factory_plan.runner()),
                 None,
             ))
         },

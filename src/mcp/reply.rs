@@ -173,6 +173,9 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         StepInput::Function { function, kwargs } => {
             let _ = write!(out, "`{}`", function_call(function, kwargs));
         }
+        StepInput::Mcp { .. } => {
+            let _ = write!(out, "`{}`", record.input.summary());
+        }
         other => {
             let _ = write!(out, "{}", other.summary());
         }

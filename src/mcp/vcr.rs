@@ -25,7 +25,7 @@ use super::session::{Reply, Session, shown_dir};
 use super::tools::Tool;
 use crate::engine::shell::{Ran, ShellStep};
 use crate::engine::step::StepResult;
-use crate::engine::{CancelToken, ShellRunner, StepRunner};
+use crate::engine::{CancelToken, StepRunner, ToolCall};
 
 /// The cassette format's version, in its header.
 const VERSION: u32 = 1;
@@ -67,6 +67,32 @@ pub enum Entry {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
         /// What it wrote.
+        #[serde(default)]
+        output: String,
+    },
+    /// A tool of another MCP server was called (`mcp()` steps, prompt tags).
+    Tool {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments, as JSON text.
+        arguments: String,
+        /// Whether it succeeded.
+        success: bool,
+        /// Whether the tool said it failed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        /// Why it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Its structured content, as JSON text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured: Option<String>,
+        /// Whether it was cancelled (then nothing else of it counts).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+        /// Its content as text.
         #[serde(default)]
         output: String,
     },
@@ -165,10 +191,10 @@ impl Recorder {
         }))
     }
 
-    /// A runner that runs shell steps for real and records them here.
-    pub fn runner(self: &Arc<Self>) -> Box<dyn StepRunner> {
+    /// A runner that runs effects with `inner` for real and records them here.
+    pub fn runner(self: &Arc<Self>, inner: Box<dyn StepRunner>) -> Box<dyn StepRunner> {
         Box::new(Recording {
-            inner: ShellRunner::new(),
+            inner,
             recorder: self.clone(),
         })
     }
@@ -219,7 +245,7 @@ fn input_text(input: Option<&Map<String, Json>>) -> String {
 }
 
 struct Recording {
-    inner: ShellRunner,
+    inner: Box<dyn StepRunner>,
     recorder: Arc<Recorder>,
 }
 
@@ -242,6 +268,26 @@ impl StepRunner for Recording {
             success: result.success,
             exit_code: result.exit_code,
             error: result.error,
+            cancelled,
+            output: result.output,
+        });
+        ran
+    }
+
+    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
+        let ran = self.inner.call_tool(call, cancel);
+        let (result, cancelled) = match &ran {
+            Ran::Done(result) => (result.clone(), false),
+            Ran::Cancelled => (StepResult::default(), true),
+        };
+        self.recorder.write(&Entry::Tool {
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            arguments: input_text(Some(&call.arguments)),
+            success: result.success,
+            is_error: result.is_error,
+            error: result.error,
+            structured: result.structured.map(|s| s.to_string()),
             cancelled,
             output: result.output,
         });
@@ -368,6 +414,65 @@ impl StepRunner for Player {
         }
     }
 
+    fn call_tool(&self, call: &ToolCall, _cancel: &CancelToken) -> Ran {
+        let asked = input_text(Some(&call.arguments));
+        let name = format!("{}/{}", call.server, call.tool);
+        let refuse = |player: &Player, detail: String| {
+            player.differ(detail.clone());
+            Ran::Done(StepResult {
+                success: false,
+                error: Some(format!("vcr: {detail}")),
+                ..StepResult::default()
+            })
+        };
+        match self.next() {
+            Some(Entry::Tool {
+                server,
+                tool,
+                arguments,
+                success,
+                is_error,
+                error,
+                structured,
+                cancelled,
+                output,
+            }) => {
+                if server != call.server || tool != call.tool || arguments != asked {
+                    return refuse(
+                        self,
+                        format!(
+                            "the replay called tool `{name}` with `{asked}`, but the recording has `{server}/{tool}` with `{arguments}`"
+                        ),
+                    );
+                }
+                if cancelled {
+                    return Ran::Cancelled;
+                }
+                Ran::Done(StepResult {
+                    success,
+                    is_error,
+                    error,
+                    structured: structured.and_then(|s| serde_json::from_str(&s).ok()),
+                    output,
+                    ..StepResult::default()
+                })
+            }
+            Some(other) => refuse(
+                self,
+                format!(
+                    "the replay called tool `{name}`, but the recording has {} next",
+                    describe(&other)
+                ),
+            ),
+            None => refuse(
+                self,
+                format!(
+                    "the replay called tool `{name}`, but the recording has no more effects for this call"
+                ),
+            ),
+        }
+    }
+
     fn new_run_id(&self, _attempt: u32) -> String {
         match self.next() {
             Some(Entry::RunId { id }) => id,
@@ -387,6 +492,7 @@ fn describe(entry: &Entry) -> String {
         Entry::Call { tool, .. } => format!("a call of `{tool}`"),
         Entry::RunId { id } => format!("a new run `{id}`"),
         Entry::Shell { command, .. } => format!("shell step `{command}`"),
+        Entry::Tool { server, tool, .. } => format!("tool call `{server}/{tool}`"),
         Entry::Reply { .. } => "a reply".to_string(),
     }
 }
@@ -396,7 +502,7 @@ fn describe(entry: &Entry) -> String {
 pub struct Replayed {
     /// Tool calls fed in.
     pub calls: usize,
-    /// Shell steps answered from the recording.
+    /// Shell steps and tool calls answered from the recording.
     pub steps: usize,
 }
 
@@ -449,7 +555,7 @@ pub fn replay(
                     });
                 }
                 Some(effect) => {
-                    if matches!(effect, Entry::Shell { .. }) {
+                    if matches!(effect, Entry::Shell { .. } | Entry::Tool { .. }) {
                         done.steps += 1;
                     }
                     effects.push_back(effect.clone());

@@ -1,0 +1,117 @@
+//! What can go wrong in the MCP client, with what a user needs to fix it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An error of the MCP client. Messages never hold values that came from the environment
+/// (the pool redacts them before they leave).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    /// `.mcp.json`, `~/.claude.json` or `.mekara/config.toml` is malformed.
+    #[error("`{}`: {reason}", .file.display())]
+    Config {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No server of that name is declared.
+    #[error("no MCP server `{name}` in `.mcp.json` or `~/.claude.json`{}", known_list(.known))]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+        /// The names that exist.
+        known: Vec<String>,
+    },
+    /// The server has no tool of that name.
+    #[error("server `{server}` has no tool `{tool}`{}", known_list(.known))]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// The tool asked for.
+        tool: String,
+        /// The tools it has.
+        known: Vec<String>,
+    },
+    /// Policy refuses the call.
+    #[error("{0}")]
+    Refused(String),
+    /// The arguments do not fit the tool's input schema.
+    #[error("arguments of `{server}/{tool}` do not fit its input schema: {reason}")]
+    Invalid {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The first field that does not fit.
+        reason: String,
+    },
+    /// The server could not be started or did not complete the MCP handshake.
+    #[error("server `{server}` failed to start: {reason}")]
+    Start {
+        /// The server.
+        server: String,
+        /// Why, with the end of its stderr when there is one.
+        reason: String,
+    },
+    /// An HTTP server refused the credentials.
+    #[error("server `{server}` answered HTTP {status}: its credentials were refused; {sent}")]
+    Unauthorized {
+        /// The server.
+        server: String,
+        /// 401 or 403.
+        status: u16,
+        /// Which headers were sent, and where their values came from.
+        sent: String,
+    },
+    /// The server did not answer in time.
+    #[error("server `{server}` did not answer {what} within {}; raise `timeout` in `[servers.{server}]` of `.mekara/config.toml` if it needs longer", humantime::format_duration(*.after))]
+    Timeout {
+        /// The server.
+        server: String,
+        /// What it was asked.
+        what: String,
+        /// How long mekara waited.
+        after: Duration,
+    },
+    /// The connection broke (the server died, the network failed).
+    #[error("server `{server}`: {reason}")]
+    Transport {
+        /// The server.
+        server: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The server answered the request with a JSON-RPC error (not a transport failure).
+    #[error("server `{server}` rejected {what}: {message}")]
+    Rejected {
+        /// The server.
+        server: String,
+        /// What it was asked.
+        what: String,
+        /// Its error message.
+        message: String,
+    },
+    /// The call was cancelled.
+    #[error("the call was cancelled")]
+    Cancelled,
+}
+
+impl ClientError {
+    /// Whether trying again may help: transport failures and timeouts, never a tool's own
+    /// error, a refusal or bad arguments.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Transport { .. } | ClientError::Timeout { .. }
+        )
+    }
+}
+
+fn known_list(known: &[String]) -> String {
+    if known.is_empty() {
+        String::new()
+    } else {
+        format!("; known: `{}`", known.join("`, `"))
+    }
+}

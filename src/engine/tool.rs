@@ -1,0 +1,294 @@
+//! Tool calls on other MCP servers, as the engine sees them: what to call, and the prompt
+//! tags (`[use-mcp:server/tool:{json}]`) that stand for a call inside a text.
+//!
+//! The engine only describes a call and journals its result; making it is an effect of the
+//! [`StepRunner`](super::StepRunner) (`crate::client` holds the real MCP client). So the
+//! engine knows nothing of MCP transports, and a journal or a cassette answers calls with
+//! the server gone.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+use super::step::StepResult;
+
+/// One call of a tool on a server declared in `.mcp.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The server's name.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Json>,
+    /// How long the call may take; `None` takes the server's configured timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// The result when the runner has no MCP client (a runner that only runs shell steps).
+pub fn no_client(call: &ToolCall) -> StepResult {
+    StepResult {
+        success: false,
+        error: Some(format!(
+            "cannot call `{}/{}`: this runner has no MCP client",
+            call.server, call.tool
+        )),
+        ..StepResult::default()
+    }
+}
+
+/// The `context` of steps made for prompt tags in llm prompts.
+pub const PROMPT_TAG_CONTEXT: &str = "[use-mcp] tag in an llm prompt";
+
+/// The `context` of steps made for prompt tags in NL instructions.
+pub const NL_TAG_CONTEXT: &str = "[use-mcp] tag in NL instructions";
+
+/// A piece of a text with prompt tags.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece<'t> {
+    /// Plain text, kept as is.
+    Text(&'t str),
+    /// A tag that parsed: the call it stands for.
+    Tag {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The arguments (`{}` when the tag has none).
+        arguments: Map<String, Json>,
+    },
+    /// Something that starts like a tag but is not one: shown in place as an error.
+    Malformed {
+        /// The tag's text, as far as it was read.
+        text: &'t str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+const OPEN: &str = "[use-mcp:";
+
+/// Splits `text` into plain text and tags. A tag is `[use-mcp:SERVER/TOOL]` or
+/// `[use-mcp:SERVER/TOOL:{json}]`; the JSON is read by a real JSON parser, so brackets and
+/// quotes inside it (`{"q": "a]b"}`, nested objects and arrays) are part of the arguments.
+pub fn parse(text: &str) -> Vec<Piece<'_>> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        if at > 0 {
+            pieces.push(Piece::Text(&rest[..at]));
+        }
+        let (piece, used) = parse_tag(&rest[at..]);
+        pieces.push(piece);
+        rest = &rest[at + used..];
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest));
+    }
+    pieces
+}
+
+/// Reads one tag at the start of `text` (which starts with [`OPEN`]); returns it and the
+/// bytes it used. A malformed tag uses only its opening, so the rest is read as text.
+fn parse_tag(text: &str) -> (Piece<'_>, usize) {
+    let body = &text[OPEN.len()..];
+    let malformed = |reason: String| {
+        let end = text.find(']').map_or(text.len(), |i| i + 1);
+        let end = text[..end].find('\n').unwrap_or(end);
+        (
+            Piece::Malformed {
+                text: &text[..end],
+                reason,
+            },
+            end.max(OPEN.len()),
+        )
+    };
+    let name_end = body
+        .find(|c: char| c == ':' || c == ']' || c.is_whitespace())
+        .unwrap_or(body.len());
+    let name = &body[..name_end];
+    let Some((server, tool)) = name.split_once('/') else {
+        return malformed(format!(
+            "`{name}` is not `server/tool`; write `[use-mcp:server/tool:{{...}}]`"
+        ));
+    };
+    if server.is_empty() || tool.is_empty() {
+        return malformed(format!(
+            "`{name}` is not `server/tool`; write `[use-mcp:server/tool:{{...}}]`"
+        ));
+    }
+    let after = &body[name_end..];
+    if after.starts_with(']') {
+        let used = OPEN.len() + name_end + 1;
+        return (
+            Piece::Tag {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                arguments: Map::new(),
+            },
+            used,
+        );
+    }
+    let Some(json) = after.strip_prefix(':') else {
+        return malformed("the tag is not closed with `]`".to_string());
+    };
+    let mut stream = serde_json::Deserializer::from_str(json).into_iter::<Json>();
+    let arguments = match stream.next() {
+        Some(Ok(Json::Object(map))) => map,
+        Some(Ok(other)) => {
+            // The value parsed, so the tag's end is known: past it and its `]`.
+            let start = OPEN.len() + name_end + 1;
+            let after_value = start + stream.byte_offset();
+            let end = if text[after_value..].starts_with(']') {
+                after_value + 1
+            } else {
+                after_value
+            };
+            return (
+                Piece::Malformed {
+                    text: &text[..end],
+                    reason: format!("the arguments must be a JSON object, got `{other}`"),
+                },
+                end,
+            );
+        }
+        Some(Err(e)) => return malformed(format!("the arguments are not valid JSON: {e}")),
+        None => return malformed("the arguments are missing after `:`".to_string()),
+    };
+    let json_end = stream.byte_offset();
+    let tail = &json[json_end..];
+    let spaces = tail.len() - tail.trim_start().len();
+    if !tail[spaces..].starts_with(']') {
+        return malformed("the tag is not closed with `]` after its JSON".to_string());
+    }
+    let used = OPEN.len() + name_end + 1 + json_end + spaces + 1;
+    (
+        Piece::Tag {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+        },
+        used,
+    )
+}
+
+/// How a tag's result reads in place of the tag: the tool's text, or the error.
+pub fn shown(server: &str, tool: &str, result: &StepResult) -> String {
+    if result.success {
+        return result.output.clone();
+    }
+    let why = result
+        .error
+        .clone()
+        .unwrap_or_else(|| result.output.trim().to_string());
+    format!("[use-mcp:{server}/{tool} failed: {why}]")
+}
+
+/// The text shown for a malformed tag.
+pub fn shown_malformed(text: &str, reason: &str) -> String {
+    format!("[use-mcp error: {reason} (in `{text}`)]")
+}
+
+/// Replaces every tag of `text` by what `call` gives for it (in order). Text without tags
+/// is returned without calling anything.
+pub fn expand<E>(
+    text: &str,
+    mut call: impl FnMut(&str, &str, Map<String, Json>) -> Result<StepResult, E>,
+) -> Result<String, E> {
+    if !text.contains(OPEN) {
+        return Ok(text.to_string());
+    }
+    let mut out = String::with_capacity(text.len());
+    for piece in parse(text) {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Tag {
+                server,
+                tool,
+                arguments,
+            } => {
+                let result = call(&server, &tool, arguments)?;
+                out.push_str(&shown(&server, &tool, &result));
+            }
+            Piece::Malformed { text, reason } => out.push_str(&shown_malformed(text, &reason)),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(text: &str) -> Vec<String> {
+        parse(text)
+            .into_iter()
+            .map(|p| match p {
+                Piece::Text(t) => format!("text {t:?}"),
+                Piece::Tag {
+                    server,
+                    tool,
+                    arguments,
+                } => format!("tag {server}/{tool} {}", Json::Object(arguments)),
+                Piece::Malformed { text, reason } => format!("bad {text:?}: {reason}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nested_json_with_brackets_and_quotes() {
+        assert_eq!(
+            tags(r#"see [use-mcp:fs/read:{"a": {"b": ["]", "\"x]"]}, "c": "[y"}] now"#),
+            vec![
+                "text \"see \"".to_string(),
+                r#"tag fs/read {"a":{"b":["]","\"x]"]},"c":"[y"}"#.to_string(),
+                "text \" now\"".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn tag_without_arguments() {
+        assert_eq!(tags("[use-mcp:s/t]"), vec!["tag s/t {}".to_string()]);
+    }
+
+    #[test]
+    fn malformed_tags_are_reported_in_place() {
+        let out = tags("a [use-mcp:nope] b [use-mcp:s/t:{\"x\": ] c [use-mcp:s/t:[1]] d");
+        assert_eq!(out.len(), 7, "{out:#?}");
+        assert!(out[1].starts_with("bad \"[use-mcp:nope]\": `nope` is not `server/tool`"));
+        assert!(out[3].contains("not valid JSON"), "{}", out[3]);
+        assert!(out[5].contains("must be a JSON object"), "{}", out[5]);
+        assert_eq!(out[6], "text \" d\"");
+    }
+
+    #[test]
+    fn unclosed_tag() {
+        let out = tags("[use-mcp:s/t:{\"a\":1} and more");
+        assert!(out[0].contains("not closed with `]`"), "{out:?}");
+    }
+
+    #[test]
+    fn expand_calls_in_order_and_shows_failures() {
+        let mut seen = Vec::new();
+        let text = expand::<()>("1 [use-mcp:a/b:{\"n\":1}] 2 [use-mcp:a/c] 3", |s, t, a| {
+            seen.push(format!("{s}/{t} {}", Json::Object(a)));
+            Ok(if t == "b" {
+                StepResult {
+                    success: true,
+                    output: "B".into(),
+                    ..StepResult::default()
+                }
+            } else {
+                StepResult {
+                    success: false,
+                    error: Some("boom".into()),
+                    ..StepResult::default()
+                }
+            })
+        })
+        .expect("no error");
+        assert_eq!(text, "1 B 2 [use-mcp:a/c failed: boom] 3");
+        assert_eq!(seen, vec!["a/b {\"n\":1}", "a/c {}"]);
+    }
+}
