@@ -45,28 +45,50 @@ pub fn run(args: McpArgs) -> anyhow::Result<Exit> {
                 "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions",
             );
         }
-        if !addr.ip().is_loopback() && args.allow_hosts.is_empty() {
-            return super::usage(
-                "{addr} is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`",
-            );
-        }
+        check_http_addr(addr, &args.allow_hosts)?;
     }
+    let http = args.http.map(|addr| HttpOptions {
+        addr,
+        allowed_hosts: args.allow_hosts,
+    });
+    let cassette = args.cassette;
+    serve_until_done(http.is_some(), async move {
+        match http {
+            Some(options) => mcp::serve_http(plan, options).await,
+            None => mcp::serve_stdio(plan, cassette.as_deref()).await,
+        }
+    })
+}
+
+/// Refuses to listen on a non-loopback address unless a host is allowed by name: the
+/// server runs shell commands for whoever connects. Shared with `mekara serve`.
+pub(super) fn check_http_addr(addr: SocketAddr, allowed_hosts: &[String]) -> anyhow::Result<()> {
+    if !addr.ip().is_loopback() && allowed_hosts.is_empty() {
+        return super::usage(format!(
+            "`{addr}` is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a server on a current-thread runtime until it ends (stdio: the client went away),
+/// or, for HTTP (which never ends by itself), until Ctrl-C. Start-up cost matters more than
+/// parallelism here; blocking work goes to the runtime's blocking pool. Shared with
+/// `mekara serve`.
+pub(super) fn serve_until_done(
+    http: bool,
+    server: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<Exit> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        match args.http {
-            Some(addr) => {
-                let options = HttpOptions {
-                    addr,
-                    allowed_hosts: args.allow_hosts,
-                };
-                tokio::select! {
-                    served = mcp::serve_http(plan, options) => served,
-                    _ = tokio::signal::ctrl_c() => Ok(()),
-                }
-            }
-            None => mcp::serve_stdio(plan, args.cassette.as_deref()).await,
+        if !http {
+            return server.await;
+        }
+        tokio::select! {
+            served = server => served,
+            _ = tokio::signal::ctrl_c() => Ok(()),
         }
     });
     runtime.shutdown_timeout(Duration::from_secs(2));

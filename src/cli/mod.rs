@@ -7,6 +7,7 @@ mod mcp;
 mod run;
 mod runs;
 mod scripts;
+mod serve;
 mod vcr;
 
 use std::ffi::OsString;
@@ -46,6 +47,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
     Vcr(vcr::VcrArgs),
+    /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -70,6 +73,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(exit) => exit.into(),

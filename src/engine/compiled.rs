@@ -119,19 +119,7 @@ impl Program {
     pub fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
         let ast = AstModule::parse(origin, source.to_string(), &dialect())
             .map_err(|e| CodeError::new(render(&e)))?;
-        let module = Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
-            {
-                let printer = LogPrinter;
-                let mut eval = Evaluator::new(&module);
-                eval.set_print_handler(&printer);
-                apply_limits(&mut eval, limits).map_err(CodeError::new)?;
-                eval.eval_module(ast, globals())
-                    .map_err(|e| CodeError::new(render(&e)))?;
-            }
-            module
-                .freeze()
-                .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
-        })?;
+        let module = freeze_module(origin, ast, limits)?;
         match module.get_option("execute") {
             Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program {
                 module,
@@ -151,6 +139,27 @@ impl Program {
     pub fn origin(&self) -> &str {
         &self.origin
     }
+}
+
+/// Runs a parsed module's top level (where step builtins refuse to run) and freezes it.
+pub fn freeze_module(
+    origin: &str,
+    ast: AstModule,
+    limits: &Limits,
+) -> Result<FrozenModule, CodeError> {
+    Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
+        {
+            let printer = LogPrinter;
+            let mut eval = Evaluator::new(&module);
+            eval.set_print_handler(&printer);
+            apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+            eval.eval_module(ast, globals())
+                .map_err(|e| CodeError::new(render(&e)))?;
+        }
+        module
+            .freeze()
+            .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+    })
 }
 
 fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(), String> {
@@ -320,6 +329,101 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
             ),
         }),
         (Ok(Ok(())), None) => Ok(Evaluation::Completed),
+    }
+}
+
+/// A call of one function of a module outside any run: how `mekara serve` calls a tool.
+/// The call gets a fresh step context over a journal that lives only as long as the call,
+/// so the ordinary step builtins work in it: auto steps run, `llm()` and `call_script()`
+/// suspend (and the caller decides what a suspension means for it).
+pub struct DirectCall<'a> {
+    /// The loaded module.
+    pub module: &'a FrozenModule,
+    /// The function's name in the module.
+    pub function: &'a str,
+    /// Its keyword arguments, as JSON.
+    pub kwargs: &'a Map<String, Json>,
+    /// The folder relative paths of shell steps are taken from.
+    pub working_dir: &'a Path,
+    /// Runs shell steps.
+    pub runner: &'a dyn StepRunner,
+    /// Stops a running step.
+    pub cancel: &'a CancelToken,
+    /// Timeout of shell steps that do not set one.
+    pub default_timeout: Duration,
+    /// Evaluation bounds.
+    pub limits: &'a Limits,
+}
+
+/// How a [`DirectCall`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    /// The function returned this value (`None` as `null`).
+    Returned(Json),
+    /// A step asked for the agent or another script.
+    Suspended(Suspension),
+    /// A step failed without `allow_failure`, or the function raised an error (with its
+    /// traceback).
+    Failed(String),
+}
+
+/// Calls `call.function` with `call.kwargs` in a fresh step context (see [`DirectCall`]).
+pub fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError> {
+    let DirectCall {
+        module,
+        function,
+        kwargs,
+        working_dir,
+        runner,
+        cancel,
+        default_timeout,
+        limits,
+    } = call;
+    let Ok(callee) = module.get(function) else {
+        return Ok(Called::Failed(format!(
+            "the module defines no function `{function}`"
+        )));
+    };
+    // Nothing outlives the call, so the journal is a vector that is dropped with it.
+    let mut forget = |_: &StepRecord| Ok(());
+    let journal: &mut JournalWriter<'_> = &mut forget;
+    let ctx = StepContext {
+        path: function,
+        working_dir,
+        steps: RefCell::new(Vec::new()),
+        cursor: Cell::new(0),
+        journal: RefCell::new(journal),
+        runner,
+        observer: &super::observer::Quiet,
+        cancel,
+        default_timeout,
+        interrupt: RefCell::new(None),
+        capture: RefCell::new(None),
+    };
+    let result = Module::with_temp_heap(|module| {
+        let printer = StepPrinter { ctx: &ctx };
+        let mut eval = Evaluator::new(&module);
+        eval.extra = Some(&ctx);
+        eval.set_print_handler(&printer);
+        apply_limits(&mut eval, limits)?;
+        let heap = module.heap();
+        let callee = heap.access_owned_frozen_value(&callee);
+        let named: Vec<(&str, Value<'_>)> = kwargs
+            .iter()
+            .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
+            .collect();
+        Ok::<_, String>(match eval.eval_function(callee, &[], &named) {
+            Ok(v) if v.is_none() => Ok(Json::Null),
+            Ok(v) => json_of(v, "the value a tool returns").map_err(|e| e.to_string()),
+            Err(e) => Err(render(&e)),
+        })
+    });
+    match (result, ctx.interrupt.take()) {
+        (_, Some(Interrupt::Engine(e))) => Err(e),
+        (_, Some(Interrupt::Suspend(s))) => Ok(Called::Suspended(s)),
+        (_, Some(Interrupt::StepFailed(message))) => Ok(Called::Failed(message)),
+        (Err(message) | Ok(Err(message)), None) => Ok(Called::Failed(message)),
+        (Ok(Ok(value)), None) => Ok(Called::Returned(value)),
     }
 }
 
