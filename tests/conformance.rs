@@ -25,6 +25,11 @@
 //! - `dns-rebinding-protection`: a request with `Host`/`Origin` of `evil.example.com` gets a
 //!   4xx, one with the server's own `127.0.0.1:PORT` a 2xx.
 //!
+//! Against `mekara serve --http` (tests named `serve_*`): `server-initialize`, `ping`,
+//! `tools-list` (the example tools' generated schemas), `server-sse-multiple-streams` and
+//! `dns-rebinding-protection`. `mekara serve` has no prompts, so the `prompts-*` scenarios do
+//! not apply; the `tools-call-*` ones need the suite's own test tools, as below.
+//!
 //! Scenarios not run, and why:
 //! - `json-schema-2020-12`: despite its name it does not check a server's schemas in general;
 //!   it needs a test tool named `json_schema_2020_12_tool` with a given input schema, and fails
