@@ -535,6 +535,8 @@ impl RawSession {
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "serve-tests", "version": "0"}}),
         );
         assert!(init["result"]["serverInfo"]["name"] == "mekara", "{init}");
+        // A version the server supports is agreed to as asked.
+        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
         session.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         session
     }
