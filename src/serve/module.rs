@@ -266,6 +266,7 @@ fn check_top_level(
         StmtP::Pass => Ok(()),
         StmtP::Expression(e) if matches!(e.node, ExprP::Literal(AstLiteral::String(_))) => Ok(()),
         StmtP::Assign(assign) if !calls(&assign.rhs) => Ok(()),
+        StmtP::AssignModify(_, _, rhs) if !calls(rhs) => Ok(()),
         StmtP::Assign(_) | StmtP::AssignModify(..) => refuse("an assignment that calls a function"),
         StmtP::Expression(_) => refuse("an expression statement"),
         StmtP::If(..) | StmtP::IfElse(..) => refuse("an `if` statement"),
