@@ -106,14 +106,8 @@ impl Tool {
             if self.params.is_empty() {
                 "it takes no arguments".to_string()
             } else {
-                format!(
-                    "it takes {}",
-                    self.params
-                        .iter()
-                        .map(|p| format!("`{}`", p.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                let names: Vec<String> = self.params.iter().map(|p| p.name.clone()).collect();
+                format!("it takes {}", super::quoted(&names))
             }
         };
         if let Some(unknown) = arguments
