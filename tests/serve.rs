@@ -573,3 +573,11 @@ impl RawSession {
         self.stderr.join().expect("stderr reader")
     }
 }
+
+#[test]
+fn the_help_is_pinned() {
+    let project = Project::new();
+    let run = project.run(&["serve", "--help"], "");
+    run.expect_code(0);
+    insta::assert_snapshot!("help", run.stdout);
+}

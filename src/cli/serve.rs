@@ -2,7 +2,6 @@
 //! Streamable HTTP).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use clap::Args;
 
 use crate::engine::compiled::Limits;
 use crate::exit::Exit;
-use crate::mcp::{self, HttpOptions};
+use crate::mcp;
 use crate::paths::Locations;
 use crate::serve::{self, Config, EnvRunner, ToolServer, ToolSet};
 
@@ -30,14 +29,8 @@ pub struct ServeArgs {
     /// applied. Repeatable.
     #[arg(long = "env", value_name = "KEY=VAL")]
     env: Vec<String>,
-    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (port 0 picks a free
-    /// one; the address is printed on stderr).
-    #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
-    /// With `--http`: also accept this host name in the `Host` and `Origin` headers
-    /// (loopback names always are). Needed to listen on a non-loopback address.
-    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
-    allow_hosts: Vec<String>,
+    #[command(flatten)]
+    http: super::mcp::HttpArgs,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     timeout: f64,
@@ -50,9 +43,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         return super::usage("`--timeout` must be a positive number of seconds");
     }
-    if let Some(addr) = args.http {
-        super::mcp::check_http_addr(addr, &args.allow_hosts)?;
-    }
+    let http = args.http.options()?;
     let config = match &args.config {
         Some(path) => Config::read(path)?,
         None => Config::default(),
@@ -109,10 +100,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         limits,
     );
 
-    let http = args.http.map(|addr| HttpOptions {
-        addr,
-        allowed_hosts: args.allow_hosts,
-    });
     super::mcp::serve_until_done(http.is_some(), async move {
         match http {
             Some(options) => {
