@@ -6,7 +6,8 @@
 //! - [`script`] finds scripts by name (project, user, bundled) and reads their files;
 //! - [`engine`] runs them: the Starlark step builtins, the shell runner, the journal, and the
 //!   executor that holds the stack of frames;
-//! - [`cli`] is the command line: `mekara run`, `scripts`, `check`, `runs`.
+//! - [`mcp`] serves the engine to agents; [`serve`] serves Starlark functions as MCP tools;
+//! - [`cli`] is the command line: `mekara run`, `scripts`, `check`, `runs`, `mcp`, `serve`.
 //!
 //! The engine knows nothing about terminals or MCP; those are adapters on top of it.
 
@@ -17,5 +18,6 @@ pub mod exit;
 pub mod mcp;
 pub mod paths;
 pub mod script;
+pub mod serve;
 
 pub use cli::run;

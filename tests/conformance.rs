@@ -1,5 +1,6 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, npm) against the
-//! real `mekara mcp --http`.
+//! real `mekara mcp --http`, and against `mekara serve --http` serving the example tool
+//! modules of `examples/tools/` (the protocol scenarios only: `serve_*` tests).
 //!
 //! Setup: `bash tests/conformance/install.sh` installs the suite, pinned by
 //! `tests/conformance/package.json` and `package-lock.json`, into
@@ -23,6 +24,11 @@
 //!   those answered as SSE streams deliver their event.
 //! - `dns-rebinding-protection`: a request with `Host`/`Origin` of `evil.example.com` gets a
 //!   4xx, one with the server's own `127.0.0.1:PORT` a 2xx.
+//!
+//! Against `mekara serve --http` (tests named `serve_*`): `server-initialize`, `ping`,
+//! `tools-list` (the example tools' generated schemas), `server-sse-multiple-streams` and
+//! `dns-rebinding-protection`. `mekara serve` has no prompts, so the `prompts-*` scenarios do
+//! not apply; the `tools-call-*` ones need the suite's own test tools, as below.
 //!
 //! Scenarios not run, and why:
 //! - `json-schema-2020-12`: despite its name it does not check a server's schemas in general;
@@ -76,7 +82,8 @@ fn suite() -> Option<PathBuf> {
     None
 }
 
-/// A running `mekara mcp --http 127.0.0.1:0`, killed on drop.
+/// A running `mekara mcp --http 127.0.0.1:0` (or another command that prints a `listening
+/// on URL` line), killed on drop.
 struct Server {
     child: Child,
     url: String,
@@ -84,9 +91,9 @@ struct Server {
 }
 
 impl Server {
-    fn start(project: &Project) -> Server {
+    fn start(project: &Project, args: &[&str]) -> Server {
         let mut child = project
-            .command(&["mcp", "--http", "127.0.0.1:0"])
+            .command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -112,7 +119,8 @@ impl Server {
         let Ok(url) = rx.recv() else {
             let status = child.wait().expect("wait mekara");
             panic!(
-                "`mekara mcp --http` exited ({status}) without a `listening on` line; stderr:\n{}",
+                "`mekara {}` exited ({status}) without a `listening on` line; stderr:\n{}",
+                args.join(" "),
                 stderr.lock().expect("log lock")
             );
         };
@@ -131,8 +139,21 @@ impl Drop for Server {
     }
 }
 
-/// Runs one server scenario against a fresh server and asserts that it passes.
+/// Runs one server scenario against a fresh `mekara mcp --http` and asserts that it passes.
 fn scenario(name: &str) {
+    scenario_against(name, &["mcp", "--http", "127.0.0.1:0"]);
+}
+
+/// Runs one server scenario against `mekara serve --http` of the example tool modules.
+fn serve_scenario(name: &str) {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tools");
+    let examples = examples.to_str().expect("a UTF-8 path");
+    scenario_against(name, &["serve", examples, "--http", "127.0.0.1:0"]);
+}
+
+/// Runs one server scenario against a fresh server started with `mekara ARGS` in a fresh
+/// project, and asserts that it passes.
+fn scenario_against(name: &str, args: &[&str]) {
     let Some(suite) = suite() else { return };
     let project = Project::new();
     // For `prompts-get-simple`, which gets the prompt of this name.
@@ -141,7 +162,7 @@ fn scenario(name: &str) {
         "---\ndescription: A prompt for the conformance suite\n---\n\nSay hello.\n",
         None,
     );
-    let server = Server::start(&project);
+    let server = Server::start(&project, args);
     let results = tempfile::tempdir().expect("tempdir");
     let hook = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/node20-globsync.mjs");
     let out = Command::new("node")
@@ -252,4 +273,29 @@ fn server_sse_multiple_streams() {
 #[test]
 fn dns_rebinding_protection() {
     scenario("dns-rebinding-protection");
+}
+
+#[test]
+fn serve_server_initialize() {
+    serve_scenario("server-initialize");
+}
+
+#[test]
+fn serve_ping() {
+    serve_scenario("ping");
+}
+
+#[test]
+fn serve_tools_list() {
+    serve_scenario("tools-list");
+}
+
+#[test]
+fn serve_server_sse_multiple_streams() {
+    serve_scenario("server-sse-multiple-streams");
+}
+
+#[test]
+fn serve_dns_rebinding_protection() {
+    serve_scenario("dns-rebinding-protection");
 }

@@ -15,43 +15,16 @@ use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use common::{Project, redact};
+use common::{Project, everything, redact, servers};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The installed npm servers, or `None` (after saying why) when they are missing.
-fn servers() -> Option<PathBuf> {
-    let dir = repo().join("target/test-clients/mcp-servers/node_modules/@modelcontextprotocol");
-    let installed = dir.join("server-everything/dist/index.js").is_file()
-        && dir.join("server-filesystem/dist/index.js").is_file();
-    if installed {
-        return Some(dir);
-    }
-    let hint = "run `bash tests/mcp-servers/install.sh`";
-    assert!(
-        std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
-        "MEKARA_REQUIRE_CLIENTS is set but the MCP test servers are not installed at {}; {hint}",
-        dir.display()
-    );
-    eprintln!(
-        "skipped: the MCP test servers are not installed at {}; {hint}",
-        dir.display()
-    );
-    None
 }
 
 fn fixture(name: &str) -> String {
     repo()
         .join("tests/mcp-servers/fixtures")
         .join(name)
-        .display()
-        .to_string()
-}
-
-fn everything(dir: &Path) -> String {
-    dir.join("server-everything/dist/index.js")
         .display()
         .to_string()
 }

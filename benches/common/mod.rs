@@ -1,6 +1,8 @@
 //! What the benches share: the statistics and the verdicts they print.
 #![allow(dead_code)]
 
+pub mod stdio;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -12,14 +12,8 @@ use crate::mcp::{self, HttpOptions, SessionPlan};
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (port 0 picks a free
-    /// one; the address is printed on stderr).
-    #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
-    /// With `--http`: also accept this host name in the `Host` and `Origin` headers
-    /// (loopback names always are). Needed to listen on a non-loopback address.
-    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
-    allow_hosts: Vec<String>,
+    #[command(flatten)]
+    http: HttpArgs,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     timeout: f64,
@@ -39,34 +33,71 @@ pub fn run(args: McpArgs) -> anyhow::Result<Exit> {
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
     let plan = SessionPlan::discover(&cwd, settings)?;
-    if let Some(addr) = args.http {
-        if args.cassette.is_some() {
-            return super::usage(
-                "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions",
-            );
-        }
-        if !addr.ip().is_loopback() && args.allow_hosts.is_empty() {
-            return super::usage(
-                "{addr} is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`",
-            );
-        }
+    if args.http.http.is_some() && args.cassette.is_some() {
+        return super::usage(
+            "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions",
+        );
     }
+    let http = args.http.options()?;
+    let cassette = args.cassette;
+    serve_until_done(http.is_some(), async move {
+        match http {
+            Some(options) => mcp::serve_http(plan, options).await,
+            None => mcp::serve_stdio(plan, cassette.as_deref()).await,
+        }
+    })
+}
+
+/// `--http ADDR` and `--allow-host HOST`, shared with `mekara serve`.
+#[derive(Debug, Args)]
+pub(super) struct HttpArgs {
+    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (port 0 picks a free
+    /// one; the address is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// With `--http`: also accept this host name in the `Host` and `Origin` headers
+    /// (loopback names always are). Needed to listen on a non-loopback address.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_hosts: Vec<String>,
+}
+
+impl HttpArgs {
+    /// What `--http` asks for (`None`: stdio). A non-loopback address is refused unless a
+    /// host is allowed by name: the server runs shell commands for whoever connects.
+    pub(super) fn options(self) -> anyhow::Result<Option<HttpOptions>> {
+        let Some(addr) = self.http else {
+            return Ok(None);
+        };
+        if !addr.ip().is_loopback() && self.allow_hosts.is_empty() {
+            return super::usage(format!(
+                "`{addr}` is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+            ));
+        }
+        Ok(Some(HttpOptions {
+            addr,
+            allowed_hosts: self.allow_hosts,
+        }))
+    }
+}
+
+/// Runs a server on a current-thread runtime until it ends (stdio: the client went away),
+/// or, for HTTP (which never ends by itself), until Ctrl-C. Start-up cost matters more than
+/// parallelism here; blocking work goes to the runtime's blocking pool. Shared with
+/// `mekara serve`.
+pub(super) fn serve_until_done(
+    http: bool,
+    server: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<Exit> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
-        match args.http {
-            Some(addr) => {
-                let options = HttpOptions {
-                    addr,
-                    allowed_hosts: args.allow_hosts,
-                };
-                tokio::select! {
-                    served = mcp::serve_http(plan, options) => served,
-                    _ = tokio::signal::ctrl_c() => Ok(()),
-                }
-            }
-            None => mcp::serve_stdio(plan, args.cassette.as_deref()).await,
+        if !http {
+            return server.await;
+        }
+        tokio::select! {
+            served = server => served,
+            _ = tokio::signal::ctrl_c() => Ok(()),
         }
     });
     runtime.shutdown_timeout(Duration::from_secs(2));

@@ -7,6 +7,7 @@ mod mcp;
 mod run;
 mod runs;
 mod scripts;
+mod serve;
 mod tools;
 mod vcr;
 
@@ -49,6 +50,8 @@ enum Command {
     Vcr(vcr::VcrArgs),
     /// Use the tools of the MCP servers in `.mcp.json`: list, call, write a policy file.
     Tools(tools::ToolsArgs),
+    /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -74,6 +77,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
         Command::Tools(args) => tools::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -20,6 +20,7 @@ use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtens
 use starlark::eval::{BeforeStmtFunc, Evaluator};
 use starlark::starlark_module;
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
+use starlark::values::OwnedFrozenValue;
 use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::list::{AllocList, ListRef};
 use starlark::values::structs::AllocStruct;
@@ -177,19 +178,7 @@ impl Program {
     pub fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
         let ast = AstModule::parse(origin, source.to_string(), &dialect())
             .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
-        let module = Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
-            {
-                let printer = LogPrinter;
-                let mut eval = Evaluator::new(&module);
-                eval.set_print_handler(&printer);
-                apply_limits(&mut eval, limits).map_err(CodeError::new)?;
-                eval.eval_module(ast, globals())
-                    .map_err(|e| CodeError::new(render(&e)))?;
-            }
-            module
-                .freeze()
-                .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
-        })?;
+        let module = freeze_module(origin, ast, limits)?;
         match module.get_option("execute") {
             Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program {
                 module,
@@ -209,6 +198,27 @@ impl Program {
     pub fn origin(&self) -> &str {
         &self.origin
     }
+}
+
+/// Runs a parsed module's top level (where step builtins refuse to run) and freezes it.
+pub fn freeze_module(
+    origin: &str,
+    ast: AstModule,
+    limits: &Limits,
+) -> Result<FrozenModule, CodeError> {
+    Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
+        {
+            let printer = LogPrinter;
+            let mut eval = Evaluator::new(&module);
+            eval.set_print_handler(&printer);
+            apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+            eval.eval_module(ast, globals())
+                .map_err(|e| CodeError::new(render(&e)))?;
+        }
+        module
+            .freeze()
+            .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+    })
 }
 
 fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(), String> {
@@ -353,40 +363,7 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
             index: 0,
             detail: format!("the script lost its `execute` function: {e}"),
         })?;
-    let evaluate_once = |last: Option<&LastStatement>| {
-        Module::with_temp_heap(|module| {
-            let printer = StepPrinter { ctx: &ctx };
-            let hook = |span: starlark::codemap::FileSpanRef, _: bool, _: &mut Evaluator| {
-                if let Some(last) = last {
-                    *last.0.borrow_mut() = Some(span.to_file_span());
-                }
-            };
-            let mut eval = Evaluator::new(&module);
-            eval.extra = Some(&ctx);
-            eval.set_print_handler(&printer);
-            apply_limits(&mut eval, limits)?;
-            if last.is_some() {
-                note_statements(&mut eval, &hook);
-            }
-            let execute = module.heap().access_owned_frozen_value(&execute);
-            let request = module.heap().alloc(request);
-            Ok::<_, String>(eval.eval_function(execute, &[request], &[]).map(|_| ()))
-        })
-    };
-    let result = match evaluate_once(None) {
-        // A limit is hit without a location. Evaluation is deterministic over the journal,
-        // which now holds every step that ran, so a second evaluation noting statements
-        // replays those steps and stops at the same place.
-        Ok(Err(e)) if is_limit(&e) && ctx.interrupt.borrow().is_none() => {
-            ctx.cursor.set(0);
-            let last = LastStatement::default();
-            let _ = evaluate_once(Some(&last));
-            *ctx.interrupt.borrow_mut() = None;
-            Ok(Err(last.locate(e)))
-        }
-        other => other,
-    }
-    .map(|r| r.map_err(|e| render(&e)));
+    let result = call_with_steps(&ctx, &execute, &Arguments::Request(request));
     let cursor = ctx.cursor.get();
     let interrupt = ctx.interrupt.take();
     *steps = ctx.steps.into_inner();
@@ -394,9 +371,8 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
         (_, Some(Interrupt::Engine(e))) => Err(e),
         (_, Some(Interrupt::Suspend(s))) => Ok(Evaluation::Suspended(s)),
         (_, Some(Interrupt::StepFailed(message))) => Ok(Evaluation::Failed(message)),
-        (Err(setup), None) => Ok(Evaluation::Failed(setup)),
-        (Ok(Err(message)), None) => Ok(Evaluation::Failed(message)),
-        (Ok(Ok(())), None) if cursor < steps.len() => Err(EngineError::Diverged {
+        (Err(message), None) => Ok(Evaluation::Failed(message)),
+        (Ok(_), None) if cursor < steps.len() => Err(EngineError::Diverged {
             script: path.to_string(),
             index: cursor,
             detail: format!(
@@ -404,7 +380,159 @@ pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, Engi
                 steps.len()
             ),
         }),
-        (Ok(Ok(())), None) => Ok(Evaluation::Completed),
+        (Ok(_), None) => Ok(Evaluation::Completed),
+    }
+}
+
+/// What a function is called with by [`call_with_steps`].
+enum Arguments<'a> {
+    /// `execute(request)`; what it returns is not used.
+    Request(&'a str),
+    /// A served function's keyword arguments; what it returns is the result, as JSON.
+    Keywords(&'a Map<String, Json>),
+}
+
+/// Calls `callee` in a fresh module whose step builtins reach `ctx`, and renders a failure
+/// with its location.
+///
+/// starlark raises its tick and heap limits without a location. Evaluation is
+/// deterministic over the steps recorded in `ctx` (which by then hold every step that ran),
+/// so on such an error the call is made a second time with a statement hook: it replays
+/// those steps and stops at the same place, and the last statement is the location. The
+/// hook slows evaluation, so only that second pass pays for it.
+fn call_with_steps(
+    ctx: &StepContext<'_>,
+    callee: &OwnedFrozenValue,
+    args: &Arguments<'_>,
+) -> Result<Json, String> {
+    let call_once = |last: Option<&LastStatement>| {
+        Module::with_temp_heap(|module| {
+            let printer = StepPrinter { ctx };
+            let hook = |span: starlark::codemap::FileSpanRef, _: bool, _: &mut Evaluator| {
+                if let Some(last) = last {
+                    *last.0.borrow_mut() = Some(span.to_file_span());
+                }
+            };
+            let mut eval = Evaluator::new(&module);
+            eval.extra = Some(ctx);
+            eval.set_print_handler(&printer);
+            apply_limits(&mut eval, ctx.limits)?;
+            if last.is_some() {
+                note_statements(&mut eval, &hook);
+            }
+            let heap = module.heap();
+            let callee = heap.access_owned_frozen_value(callee);
+            let returned = match args {
+                Arguments::Request(request) => eval
+                    .eval_function(callee, &[heap.alloc(*request)], &[])
+                    .map(|_| Ok(Json::Null)),
+                Arguments::Keywords(kwargs) => {
+                    let named: Vec<(&str, Value<'_>)> = kwargs
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
+                        .collect();
+                    eval.eval_function(callee, &[], &named).map(|v| {
+                        if v.is_none() {
+                            Ok(Json::Null)
+                        } else {
+                            json_of(v, "the value a tool returns").map_err(|e| e.to_string())
+                        }
+                    })
+                }
+            };
+            Ok::<_, String>(returned)
+        })
+    };
+    match call_once(None)? {
+        Ok(value) => value,
+        Err(e) if is_limit(&e) && ctx.interrupt.borrow().is_none() => {
+            ctx.cursor.set(0);
+            let last = LastStatement::default();
+            let _ = call_once(Some(&last));
+            *ctx.interrupt.borrow_mut() = None;
+            Err(render(&last.locate(e)))
+        }
+        Err(e) => Err(render(&e)),
+    }
+}
+
+/// A call of one function of a module outside any run: how `mekara serve` calls a tool.
+/// The call gets a fresh step context over a journal that lives only as long as the call,
+/// so the ordinary step builtins work in it: auto steps run, `llm()` and `call_script()`
+/// suspend (and the caller decides what a suspension means for it).
+pub struct DirectCall<'a> {
+    /// The loaded module.
+    pub module: &'a FrozenModule,
+    /// The function's name in the module.
+    pub function: &'a str,
+    /// Its keyword arguments, as JSON.
+    pub kwargs: &'a Map<String, Json>,
+    /// The folder relative paths of shell steps are taken from.
+    pub working_dir: &'a Path,
+    /// Runs shell steps.
+    pub runner: &'a dyn StepRunner,
+    /// Stops a running step.
+    pub cancel: &'a CancelToken,
+    /// Timeout of shell steps that do not set one.
+    pub default_timeout: Duration,
+    /// Evaluation bounds.
+    pub limits: &'a Limits,
+}
+
+/// How a [`DirectCall`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    /// The function returned this value (`None` as `null`).
+    Returned(Json),
+    /// A step asked for the agent or another script.
+    Suspended(Suspension),
+    /// A step failed without `allow_failure`, or the function raised an error (with its
+    /// traceback).
+    Failed(String),
+}
+
+/// Calls `call.function` with `call.kwargs` in a fresh step context (see [`DirectCall`]).
+pub fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError> {
+    let DirectCall {
+        module,
+        function,
+        kwargs,
+        working_dir,
+        runner,
+        cancel,
+        default_timeout,
+        limits,
+    } = call;
+    let Ok(callee) = module.get(function) else {
+        return Ok(Called::Failed(format!(
+            "the module defines no function `{function}`"
+        )));
+    };
+    // Nothing outlives the call, so the journal is a vector that is dropped with it.
+    let mut forget = |_: &StepRecord| Ok(());
+    let journal: &mut JournalWriter<'_> = &mut forget;
+    let ctx = StepContext {
+        path: function,
+        working_dir,
+        steps: RefCell::new(Vec::new()),
+        cursor: Cell::new(0),
+        journal: RefCell::new(journal),
+        runner,
+        group_note: None,
+        observer: &super::observer::Quiet,
+        cancel,
+        default_timeout,
+        limits,
+        interrupt: RefCell::new(None),
+        capture: RefCell::new(None),
+    };
+    let result = call_with_steps(&ctx, &callee, &Arguments::Keywords(kwargs));
+    match (result, ctx.interrupt.take()) {
+        (_, Some(Interrupt::Engine(e))) => Err(e),
+        (_, Some(Interrupt::Suspend(s))) => Ok(Called::Suspended(s)),
+        (_, Some(Interrupt::StepFailed(message))) => Ok(Called::Failed(message)),
+        (Err(message), None) => Ok(Called::Failed(message)),
+        (Ok(value), None) => Ok(Called::Returned(value)),
     }
 }
 

@@ -114,6 +114,24 @@ pub struct HttpOptions {
 /// Serves Streamable HTTP at `http://ADDR/mcp`, each MCP session with its own executor,
 /// until the process is stopped.
 pub async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Result<()> {
+    serve_http_with("mekara mcp", options, move || {
+        Server::new(plan.session(plan.runner()), None)
+    })
+    .await
+}
+
+/// Serves Streamable HTTP at `http://ADDR/mcp` with a handler made by `new_session` for each
+/// MCP session, until the process is stopped; `label` starts the `listening on` line on
+/// stderr. Only loopback names (and `options.allowed_hosts`) are accepted in `Host` and
+/// `Origin`, against DNS rebinding. Shared by `mekara mcp` and `mekara serve`.
+pub async fn serve_http_with<S>(
+    label: &str,
+    options: HttpOptions,
+    new_session: impl Fn() -> S + Send + Sync + 'static,
+) -> anyhow::Result<()>
+where
+    S: rmcp::ServerHandler,
+{
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .with_context(|| format!("cannot listen on {}", options.addr))?;
@@ -133,18 +151,12 @@ pub async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Resu
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins);
-    let factory_plan = plan.clone();
     let service = StreamableHttpService::new(
-        move || {
-            Ok(Server::new(
-                factory_plan.session(factory_plan.runner()),
-                None,
-            ))
-        },
+        move || Ok(new_session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    eprintln!("mekara mcp: listening on http://{local}/mcp");
+    eprintln!("{label}: listening on http://{local}/mcp");
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,

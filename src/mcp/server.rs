@@ -247,44 +247,12 @@ impl ServerHandler for Server {
         .into())
     }
 
-    /// rmcp hands over, as a custom request, any request it could not read, including a
-    /// known method whose params do not fit: that one is `-32602 Invalid params`, saying
-    /// what does not fit, not "method not found".
     async fn on_custom_request(
         &self,
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        let method = request.method.as_str();
-        if !KNOWN_METHODS.contains(&method) {
-            return Err(McpError::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                format!("method `{method}` not found"),
-                None,
-            ));
-        }
-        let Some(params) = request.params.clone() else {
-            return Err(McpError::invalid_params(
-                format!("`{method}` needs params"),
-                None,
-            ));
-        };
-        let reason = match method {
-            "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
-                .err()
-                .map(|e| e.to_string()),
-            "prompts/get" => serde_json::from_value::<GetPromptRequestParams>(params)
-                .err()
-                .map(|e| e.to_string()),
-            _ => None,
-        };
-        Err(McpError::invalid_params(
-            format!(
-                "invalid params for `{method}`: {}",
-                reason.unwrap_or_else(|| "they do not fit the method".to_string())
-            ),
-            None,
-        ))
+        Err(refuse_custom_request(&request))
     }
 
     async fn list_prompts(
@@ -364,6 +332,40 @@ impl ServerHandler for Server {
         }
         .into())
     }
+}
+
+/// The error for a request rmcp handed over as a custom request, which it does for any
+/// request it could not read, including a known method whose params do not fit: that one is
+/// `-32602 Invalid params`, saying what does not fit, not "method not found". Shared with
+/// `mekara serve`.
+pub fn refuse_custom_request(request: &CustomRequest) -> McpError {
+    let method = request.method.as_str();
+    if !KNOWN_METHODS.contains(&method) {
+        return McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method `{method}` not found"),
+            None,
+        );
+    }
+    let Some(params) = request.params.clone() else {
+        return McpError::invalid_params(format!("`{method}` needs params"), None);
+    };
+    let reason = match method {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
+            .err()
+            .map(|e| e.to_string()),
+        "prompts/get" => serde_json::from_value::<GetPromptRequestParams>(params)
+            .err()
+            .map(|e| e.to_string()),
+        _ => None,
+    };
+    McpError::invalid_params(
+        format!(
+            "invalid params for `{method}`: {}",
+            reason.unwrap_or_else(|| "they do not fit the method".to_string())
+        ),
+        None,
+    )
 }
 
 /// A tool as `tools/list` gives it.

@@ -215,3 +215,34 @@ fn is_run_id(s: &str) -> bool {
         && c[15] == '-'
         && c[16..].iter().all(|x| x.is_ascii_hexdigit())
 }
+
+/// The npm MCP servers installed by `tests/mcp-servers/install.sh` (the folder holding
+/// `server-everything` and `server-filesystem`), or `None` after saying why they are
+/// missing. With `MEKARA_REQUIRE_CLIENTS` set (as in CI), missing servers fail the test.
+pub fn servers() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-clients/mcp-servers/node_modules/@modelcontextprotocol");
+    let installed = dir.join("server-everything/dist/index.js").is_file()
+        && dir.join("server-filesystem/dist/index.js").is_file();
+    if installed {
+        return Some(dir);
+    }
+    let hint = "run `bash tests/mcp-servers/install.sh`";
+    assert!(
+        std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
+        "MEKARA_REQUIRE_CLIENTS is set but the MCP test servers are not installed at {}; {hint}",
+        dir.display()
+    );
+    eprintln!(
+        "skipped: the MCP test servers are not installed at {}; {hint}",
+        dir.display()
+    );
+    None
+}
+
+/// The entry point of `server-everything` under `servers()`.
+pub fn everything(dir: &Path) -> String {
+    dir.join("server-everything/dist/index.js")
+        .display()
+        .to_string()
+}

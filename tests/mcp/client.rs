@@ -1,4 +1,5 @@
-//! A test client: `mekara mcp` spawned in a [`Project`], spoken to with `rmcp`.
+//! A test client: `mekara mcp` (or `mekara serve`) spawned in a [`Project`], spoken to with
+//! `rmcp`.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -79,14 +80,24 @@ impl Client {
 
     /// Spawns `mekara mcp` in `dir`.
     pub async fn start_in(project: &Project, dir: &Path, env: &[(&str, &Path)]) -> Client {
-        let mut command = tokio::process::Command::from(project.command_in(dir, &["mcp"]));
+        Client::start_command(project, dir, &["mcp"], env).await
+    }
+
+    /// Spawns `mekara ARGS` (a stdio MCP server: `mcp`, `serve ...`) in `dir`.
+    pub async fn start_command(
+        project: &Project,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Client {
+        let mut command = tokio::process::Command::from(project.command_in(dir, args));
         for (key, value) in env {
             command.env(key, value);
         }
         let (transport, _stderr) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::inherit())
             .spawn()
-            .expect("spawn mekara mcp");
+            .expect("spawn mekara");
         let pid = transport.id().expect("pid");
         let handler = Handler::default();
         let service = handler.clone().serve(transport).await.expect("initialize");

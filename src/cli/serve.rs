@@ -1,0 +1,127 @@
+//! `mekara serve`: serve the functions of Starlark tool modules as MCP tools (stdio, or
+//! Streamable HTTP).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::engine::compiled::Limits;
+use crate::exit::Exit;
+use crate::mcp;
+use crate::paths::Locations;
+use crate::serve::{self, Config, EnvRunner, ToolServer, ToolSet};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// `.star` modules to serve: files, folders (searched recursively) or globs. Default:
+    /// the project's `.mekara/tools/`.
+    #[arg(value_name = "PATH")]
+    paths: Vec<String>,
+    /// Serve only these tools (function names or their snake_case tool names).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    tools: Option<Vec<String>>,
+    /// A TOML file with `tools = [...]` and an `[env]` table; flags win over it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// An environment variable for the tools' shell steps; only `MEKARA_...` names are
+    /// applied. Repeatable.
+    #[arg(long = "env", value_name = "KEY=VAL")]
+    env: Vec<String>,
+    #[command(flatten)]
+    http: super::mcp::HttpArgs,
+    /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    timeout: f64,
+    /// Interpreter ticks one call may take before it is stopped (a runaway function).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_ticks)]
+    max_ticks: u64,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return super::usage("`--timeout` must be a positive number of seconds");
+    }
+    let http = args.http.options()?;
+    let config = match &args.config {
+        Some(path) => Config::read(path)?,
+        None => Config::default(),
+    };
+    let mut env: BTreeMap<String, String> = config.env;
+    for pair in &args.env {
+        let Some((key, value)) = pair.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            return super::usage(format!(
+                "`--env {pair}` is not `KEY=VALUE`; for example `--env MEKARA_TOKEN=abc`"
+            ));
+        };
+        env.insert(key.to_string(), value.to_string());
+    }
+    let (env, refused) = serve::gate_env(env);
+    if !refused.is_empty() {
+        eprintln!(
+            "warning: not applying {}: served tools only get variables whose names start with `{}`",
+            serve::quoted(&refused),
+            serve::ENV_PREFIX
+        );
+    }
+
+    let cwd = std::env::current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+    let locations = Locations::discover(&cwd);
+    let paths = if args.paths.is_empty() {
+        let root = locations
+            .project_root
+            .clone()
+            .unwrap_or_else(|| cwd.clone());
+        vec![root.join(".mekara/tools").display().to_string()]
+    } else {
+        args.paths
+    };
+    let limits = Limits {
+        max_ticks: args.max_ticks,
+        ..Limits::default()
+    };
+    let mut tools = ToolSet::load(&paths, &cwd, &limits)?;
+    if let Some(names) = args.tools.or(config.tools) {
+        let unknown = tools.keep(&names)?;
+        if !unknown.is_empty() {
+            eprintln!(
+                "warning: no tool is called {}; serving {}",
+                serve::quoted(&unknown),
+                serve::quoted(&tools.names())
+            );
+        }
+    }
+    tracing::info!("serving {}", serve::quoted(&tools.names()));
+    let server = ToolServer::new(
+        tools,
+        EnvRunner::new(env, crate::client::Client::for_locations(&locations)),
+        cwd,
+        Duration::from_secs_f64(args.timeout),
+        limits,
+    );
+
+    super::mcp::serve_until_done(http.is_some(), async move {
+        match http {
+            Some(options) => {
+                mcp::serve_http_with("mekara serve", options, move || server.clone()).await
+            }
+            None => serve_stdio(server).await,
+        }
+    })
+}
+
+/// Serves over stdin/stdout (mekara's own transport, which answers malformed lines) until
+/// the client goes away.
+async fn serve_stdio(server: ToolServer) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use rmcp::ServiceExt as _;
+    let running = server
+        .serve(mcp::stdio::Stdio::new())
+        .await
+        .context("the MCP handshake on stdio failed")?;
+    let reason = running.waiting().await;
+    tracing::info!("stdio session ended: {reason:?}");
+    Ok(())
+}

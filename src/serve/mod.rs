@@ -1,0 +1,292 @@
+//! `mekara serve`: the public functions of Starlark tool modules served as MCP tools, with
+//! JSON Schemas derived from their signatures (DESIGN §8).
+//!
+//! - [`module`]: finding and loading modules, turning functions into [`Tool`]s;
+//! - [`schema`]: the JSON shapes of parameters and results (schemas and argument checks);
+//! - [`server`]: the rmcp handler that lists and calls tools;
+//! - this file: the set of tools with its load-time rules, the config file, the environment
+//!   shell steps get.
+//!
+//! A call runs the function through the engine's ordinary step builtins
+//! ([`crate::engine::compiled::call_directly`]) over a journal that lives only as long as the
+//! call; this subsystem adds no builtins of its own. The transports are `mekara mcp`'s
+//! ([`crate::mcp::stdio`], [`crate::mcp::serve_http_with`]).
+
+pub mod module;
+pub mod schema;
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use module::Tool;
+pub use server::ToolServer;
+
+use crate::client::{Client, ClientRunner};
+use crate::engine::compiled::Limits;
+use crate::engine::shell::{Ran, ShellStep};
+use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
+
+/// Why the tools cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A path given does not exist.
+    #[error("`{path}` does not exist; name `.star` files, folders of them, or globs")]
+    NotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// A path holds no `.star` file.
+    #[error("`{path}` holds no `.star` module")]
+    NoModules {
+        /// The path as given.
+        path: String,
+    },
+    /// A glob does not parse.
+    #[error("`{pattern}` is not a valid glob: {reason}")]
+    BadGlob {
+        /// The pattern.
+        pattern: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A file cannot be read.
+    #[error("cannot read `{}`: {reason}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// A module does not parse, or its top level fails: the Starlark error with its
+    /// location.
+    #[error("{0}")]
+    Code(String),
+    /// A module's top level does work.
+    #[error(
+        "{location}: a tool module may only define things, but this is {what}; move it into a function"
+    )]
+    TopLevel {
+        /// `file:line:col`.
+        location: String,
+        /// The statement, in words.
+        what: String,
+    },
+    /// `exports` is not a list of the module's function names.
+    #[error("`exports` of `{module}` must list names of functions the module defines: {detail}")]
+    Exports {
+        /// The module.
+        module: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A function's signature has no schema.
+    #[error("function `{function}` of `{module}` cannot be a tool: {detail}")]
+    Signature {
+        /// The module.
+        module: String,
+        /// The function.
+        function: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Two functions give the same tool name.
+    #[error(
+        "tool name `{name}` is taken twice: by `{first}` in `{first_module}` and by `{second}` in `{second_module}`; rename one, or leave one out with `exports = [...]`"
+    )]
+    Duplicate {
+        /// The tool name.
+        name: String,
+        /// The first function.
+        first: String,
+        /// Its module.
+        first_module: String,
+        /// The second function.
+        second: String,
+        /// Its module.
+        second_module: String,
+    },
+    /// Filters left nothing.
+    #[error("no tool left to serve: {0}")]
+    Nothing(String),
+    /// The config file cannot be read or does not parse.
+    #[error("config file `{}`: {reason}", path.display())]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl ServeError {
+    /// A Starlark error, rendered with its location and snippet. The command line adds its
+    /// own `error: `, so starlark's is dropped.
+    pub fn code(rendered: &str) -> ServeError {
+        let rendered = rendered.trim_end();
+        ServeError::Code(
+            rendered
+                .strip_prefix("error: ")
+                .unwrap_or(rendered)
+                .to_string(),
+        )
+    }
+}
+
+/// The tools being served, in the order of their modules and definitions.
+pub struct ToolSet {
+    tools: Vec<Tool>,
+}
+
+impl ToolSet {
+    /// Loads every module of `paths` (relative to `base`). Fails on the first module that
+    /// does not load, and on two functions that give the same tool name.
+    pub fn load(paths: &[String], base: &Path, limits: &Limits) -> Result<ToolSet, ServeError> {
+        let mut tools: Vec<Tool> = Vec::new();
+        for path in module::find_modules(paths, base)? {
+            for tool in module::load(base, &path, limits)? {
+                if let Some(taken) = tools.iter().find(|t| t.name == tool.name) {
+                    return Err(ServeError::Duplicate {
+                        name: tool.name.clone(),
+                        first: taken.function.clone(),
+                        first_module: taken.module.path.display().to_string(),
+                        second: tool.function.clone(),
+                        second_module: tool.module.path.display().to_string(),
+                    });
+                }
+                tools.push(tool);
+            }
+        }
+        Ok(ToolSet { tools })
+    }
+
+    /// Keeps the tools named in `names` (by function name or tool name). Returns the names
+    /// that match no tool; keeping nothing is an error.
+    pub fn keep(&mut self, names: &[String]) -> Result<Vec<String>, ServeError> {
+        let matches = |tool: &Tool, name: &str| tool.name == name || tool.function == name;
+        let unknown: Vec<String> = names
+            .iter()
+            .filter(|n| !self.tools.iter().any(|t| matches(t, n)))
+            .cloned()
+            .collect();
+        let available = self.names();
+        self.tools.retain(|t| names.iter().any(|n| matches(t, n)));
+        if self.tools.is_empty() {
+            return Err(ServeError::Nothing(format!(
+                "none of {} is a tool; the modules define {}",
+                quoted(names),
+                if available.is_empty() {
+                    "none".to_string()
+                } else {
+                    quoted(&available)
+                }
+            )));
+        }
+        Ok(unknown)
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The tool names.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name.clone()).collect()
+    }
+}
+
+/// `` `a`, `b` ``.
+pub fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--config FILE`: which tools to serve and the environment of their shell steps.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Tool names to serve (as `--tools`).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Environment variables for shell steps (as `--env`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl Config {
+    /// Reads a TOML config file.
+    pub fn read(path: &Path) -> Result<Config, ServeError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ServeError::Config {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|e| ServeError::Config {
+            path: path.to_path_buf(),
+            reason: e.message().to_string(),
+        })
+    }
+}
+
+/// The prefix of the environment variables `--env` and the config may set.
+pub const ENV_PREFIX: &str = "MEKARA_";
+
+/// Splits variables into those applied (named `MEKARA_...`) and the names refused: a tool
+/// server's configuration must not be able to change `PATH`, `LD_PRELOAD` and the like of
+/// the commands its tools run.
+pub fn gate_env(vars: BTreeMap<String, String>) -> (BTreeMap<String, String>, Vec<String>) {
+    let (applied, refused): (BTreeMap<_, _>, BTreeMap<_, _>) = vars
+        .into_iter()
+        .partition(|(k, _)| k.starts_with(ENV_PREFIX));
+    (applied, refused.into_keys().collect())
+}
+
+/// The served tools' effect runner: shell steps get the served environment added (a step's
+/// own `env` wins); `mcp()` steps reach the servers of the project's `.mcp.json` under its
+/// policy, as in `mekara run`. One client (one connection per server) serves every session.
+#[derive(Clone)]
+pub struct EnvRunner {
+    env: BTreeMap<String, String>,
+    inner: Arc<ClientRunner>,
+}
+
+impl EnvRunner {
+    /// Runs real processes with `env` added, and tool calls with `client`.
+    pub fn new(env: BTreeMap<String, String>, client: Client) -> EnvRunner {
+        EnvRunner {
+            env,
+            inner: Arc::new(ClientRunner::new(ShellRunner::new(), client)),
+        }
+    }
+}
+
+impl StepRunner for EnvRunner {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        if self.env.is_empty() {
+            return self.inner.run_shell(step, on_output, cancel);
+        }
+        let mut step = step.clone();
+        for (key, value) in &self.env {
+            step.env.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        self.inner.run_shell(&step, on_output, cancel)
+    }
+
+    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
+        self.inner.call_tool(call, cancel)
+    }
+}
