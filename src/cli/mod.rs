@@ -3,6 +3,8 @@
 //! nowhere else.
 
 mod check;
+mod hook;
+mod install;
 mod mcp;
 mod run;
 mod runs;
@@ -46,6 +48,12 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
     Vcr(vcr::VcrArgs),
+    /// Set Claude Code (and optionally OpenCode, Codex) up to use mekara.
+    Install(install::InstallArgs),
+    /// Remove what `mekara install` added.
+    Uninstall(install::InstallArgs),
+    /// Claude Code hooks (run by Claude Code, not by hand).
+    Hook(hook::HookArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -70,6 +78,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
+        Command::Install(args) => install::run(args, install::Direction::Install),
+        Command::Uninstall(args) => install::run(args, install::Direction::Uninstall),
+        Command::Hook(args) => hook::run(args),
     };
     match result {
         Ok(exit) => exit.into(),

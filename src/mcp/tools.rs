@@ -295,7 +295,7 @@ impl Tool {
 }
 
 /// `a string`, `an array`, … for error messages.
-fn json_type(value: &Json) -> &'static str {
+pub(crate) fn json_type(value: &Json) -> &'static str {
     match value {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",
