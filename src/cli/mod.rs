@@ -115,6 +115,12 @@ fn exit_for(e: &anyhow::Error) -> Exit {
             | EngineError::NoRunsDir,
         ) => Exit::Usage,
         _ if e.downcast_ref::<crate::script::ScriptError>().is_some() => Exit::Usage,
+        _ if e
+            .downcast_ref::<crate::script::eject::EjectError>()
+            .is_some() =>
+        {
+            Exit::Usage
+        }
         _ => Exit::Failure,
     }
 }
