@@ -40,8 +40,8 @@ pub enum EditError {
         key: String,
         /// What it should be (`an object`).
         expected: &'static str,
-        /// What it is.
-        found: &'static str,
+        /// What it is (`an array`).
+        found: String,
     },
     /// The file exists but cannot be read.
     #[error("cannot read `{}`: {source}", .path.display())]
@@ -85,7 +85,7 @@ impl JsonEdit<'_> {
             path: self.path.to_path_buf(),
             key: key.to_string(),
             expected,
-            found: json_type(found),
+            found: json_type(found).to_string(),
         }
     }
 
@@ -366,12 +366,15 @@ pub fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     use toml_edit::{DocumentMut, Item, Table, value};
     let existing = read_optional(path)?;
     let text = existing.clone().unwrap_or_default();
-    let mut doc: DocumentMut =
-        text.parse()
-            .map_err(|e: toml_edit::TomlError| EditError::Parse {
-                path: path.to_path_buf(),
-                reason: e.message().to_string(),
-            })?;
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        let line = e.span().map_or(1, |span| {
+            text[..span.start.min(text.len())].matches('\n').count() + 1
+        });
+        EditError::Parse {
+            path: path.to_path_buf(),
+            reason: format!("{} (line {line})", e.message().trim_end()),
+        }
+    })?;
     let name = hooks::SERVER_NAME;
     let is_ours = |item: &Item| {
         item.get("command").and_then(Item::as_str) == Some("mekara")
@@ -383,23 +386,25 @@ pub fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     };
     let mut details = Vec::new();
     let mut kept = Vec::new();
-    let shape = |found: &'static str| EditError::Shape {
+    let shape = |found: &Item| EditError::Shape {
         path: path.to_path_buf(),
         key: "mcp_servers".to_string(),
         expected: "a table",
-        found,
+        found: format!("a value of type {}", found.type_name()),
     };
     match direction {
         Direction::Install => {
-            let servers = doc
-                .entry("mcp_servers")
-                .or_insert_with(|| {
-                    let mut t = Table::new();
-                    t.set_implicit(true);
-                    Item::Table(t)
-                })
+            let item = doc.entry("mcp_servers").or_insert_with(|| {
+                let mut t = Table::new();
+                t.set_implicit(true);
+                Item::Table(t)
+            });
+            if !item.is_table_like() {
+                return Err(shape(item));
+            }
+            let servers = item
                 .as_table_like_mut()
-                .ok_or_else(|| shape("not a table"))?;
+                .expect("checked to be table-like just above");
             match servers.get(name) {
                 None => {
                     let mut t = Table::new();
