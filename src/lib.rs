@@ -15,6 +15,8 @@ pub mod cli;
 pub mod client;
 pub mod engine;
 pub mod exit;
+pub mod hooks;
+pub mod install;
 pub mod mcp;
 pub mod paths;
 pub mod script;

@@ -486,7 +486,8 @@ fn calling_an_unknown_tool_is_invalid_params_naming_it_and_the_real_ones() {
             "finish_nl_script",
             "status",
             "list_scripts",
-            "resume"
+            "resume",
+            "eject_script"
         ]
     );
     for unknown in ["bogus", "mcp__mekara__start", "Start", "continue"] {
@@ -731,7 +732,7 @@ fn drive_noisy(project: &Project, cmd: Command) -> String {
     // The step's `cat` got no protocol bytes to eat: the server still answers.
     server.ping();
     let tools = server.tool_names();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), mekara::mcp::tools::ALL.len());
     let done = server.call("continue_compiled_script", json!({"outputs": {}}));
     assert_eq!(done["isError"], false, "{done}");
     assert!(result_text(&done).contains("completed"), "{done}");

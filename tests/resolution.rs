@@ -753,9 +753,11 @@ fn scripts_lists_every_level_once_at_the_winning_level() {
     run.expect_code(0);
     let rows = listing_rows(&run.stdout);
     let want = [
+        ("compile", "bundled", "compiled"),
         ("notes", "user", "nl"),
         ("shared", "project", "nl"),
         ("solo", "project", "nl"),
+        ("systematize", "bundled", "nl"),
         ("team:deploy", "project", "compiled"),
         ("test:double-or-nothing", "bundled", "compiled"),
         ("test:imagine-object", "user", "compiled"),

@@ -3,6 +3,8 @@
 //! nowhere else.
 
 mod check;
+mod hook;
+mod install;
 mod mcp;
 mod run;
 mod runs;
@@ -52,6 +54,12 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
     Serve(serve::ServeArgs),
+    /// Set Claude Code (and optionally OpenCode, Codex) up to use mekara.
+    Install(install::InstallArgs),
+    /// Remove what `mekara install` added.
+    Uninstall(install::InstallArgs),
+    /// Claude Code hooks (run by Claude Code, not by hand).
+    Hook(hook::HookArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -78,6 +86,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Vcr(args) => vcr::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Install(args) => install::run(args, install::Direction::Install),
+        Command::Uninstall(args) => install::run(args, install::Direction::Uninstall),
+        Command::Hook(args) => hook::run(args),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -112,6 +123,12 @@ fn exit_for(e: &anyhow::Error) -> Exit {
             | EngineError::NoRunsDir,
         ) => Exit::Usage,
         _ if e.downcast_ref::<crate::script::ScriptError>().is_some() => Exit::Usage,
+        _ if e
+            .downcast_ref::<crate::script::eject::EjectError>()
+            .is_some() =>
+        {
+            Exit::Usage
+        }
         _ => Exit::Failure,
     }
 }

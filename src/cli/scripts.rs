@@ -17,10 +17,18 @@ enum ScriptsCommand {
         /// The script's name (`test/random` or `test:random`).
         name: String,
     },
+    /// Copy a bundled script into the project (`.mekara/scripts/`) to change it there.
+    Eject {
+        /// The bundled script's name (`compile`, `test:random`).
+        name: String,
+        /// Overwrite the project's files if they exist.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 pub fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
-    let (_, resolver) = super::locate()?;
+    let (locations, resolver) = super::locate()?;
     match args.command {
         None => {
             let entries = resolver.list();
@@ -53,6 +61,19 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
                 Some(c) => println!("  compiled: {} ({})", c.origin, c.level),
                 None => println!("  compiled: none (the agent follows the NL instructions)"),
             }
+        }
+        Some(ScriptsCommand::Eject { name, force }) => {
+            // Outside a project, the current folder becomes one.
+            let root = match locations.project_root {
+                Some(root) => root,
+                None => std::env::current_dir()?,
+            };
+            let ejected = crate::script::eject::eject(&name, &root.join(".mekara"), force)?;
+            println!("ejected `{}` into the project:", ejected.name);
+            for file in &ejected.files {
+                println!("  {}", file.strip_prefix(&root).unwrap_or(file).display());
+            }
+            println!("Change it there: the project's copy now wins over the bundled one.");
         }
     }
     Ok(Exit::Success)

@@ -119,6 +119,7 @@ impl Session {
             ToolCall::Resume { run_id: Some(id) } => {
                 return self.resume(id, history);
             }
+            ToolCall::Eject { name, force } => return self.eject(name, *force),
         };
         self.reply(call.tool(), outcome, history.into_events(), String::new())
     }
@@ -330,6 +331,33 @@ impl Session {
             text.push('\n');
         }
         Reply::ok(text)
+    }
+
+    /// `eject_script(name, force)`: copy a bundled script into the server's project.
+    fn eject(&self, name: &str, force: bool) -> Reply {
+        let root = crate::paths::Locations::discover(&self.cwd)
+            .project_root
+            .unwrap_or_else(|| self.cwd.clone());
+        match crate::script::eject::eject(name, &root.join(".mekara"), force) {
+            Ok(ejected) => {
+                let mut text = format!(
+                    "Copied the bundled script `{}` into the project:\n\n",
+                    ejected.name
+                );
+                for file in &ejected.files {
+                    let _ = writeln!(
+                        text,
+                        "- `{}`",
+                        file.strip_prefix(&root).unwrap_or(file).display()
+                    );
+                }
+                text.push_str(
+                    "\nChange it there: the project's copy now wins over the bundled one.\n",
+                );
+                Reply::ok(text)
+            }
+            Err(e) => Reply::error(format!("Refused: {}.\nNothing was written.", e)),
+        }
     }
 
     /// `resume()` without an id: the runs a restart interrupted.

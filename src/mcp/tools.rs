@@ -18,16 +18,19 @@ pub enum Tool {
     ListScripts,
     /// `resume`.
     Resume,
+    /// `eject_script`.
+    Eject,
 }
 
 /// Every tool, in the order `tools/list` gives them.
-pub const ALL: [Tool; 6] = [
+pub const ALL: [Tool; 7] = [
     Tool::Start,
     Tool::Continue,
     Tool::Finish,
     Tool::Status,
     Tool::ListScripts,
     Tool::Resume,
+    Tool::Eject,
 ];
 
 /// A tool call with its arguments checked.
@@ -58,6 +61,13 @@ pub enum ToolCall {
         /// The run to take up.
         run_id: Option<String>,
     },
+    /// Copy a bundled script into the project.
+    Eject {
+        /// The bundled script's name.
+        name: String,
+        /// Overwrite the project's files.
+        force: bool,
+    },
 }
 
 impl ToolCall {
@@ -70,6 +80,7 @@ impl ToolCall {
             ToolCall::Status => Tool::Status,
             ToolCall::ListScripts => Tool::ListScripts,
             ToolCall::Resume { .. } => Tool::Resume,
+            ToolCall::Eject { .. } => Tool::Eject,
         }
     }
 }
@@ -89,6 +100,7 @@ impl Tool {
             Tool::Status => "status",
             Tool::ListScripts => "list_scripts",
             Tool::Resume => "resume",
+            Tool::Eject => "eject_script",
         }
     }
 
@@ -101,6 +113,7 @@ impl Tool {
             Tool::Status => "Show the run's stack",
             Tool::ListScripts => "List mekara scripts",
             Tool::Resume => "Resume an interrupted run",
+            Tool::Eject => "Copy a bundled script into the project",
         }
     }
 
@@ -142,6 +155,12 @@ impl Tool {
                  cancelled). Without `run_id`, lists the interrupted runs; with one, rebuilds \
                  its stack from the journal and shows its pending step again. Auto steps that \
                  finished never run twice."
+            }
+            Tool::Eject => {
+                "Copy a bundled script (such as `compile`) into the project's \
+                 `.mekara/scripts/`, where it can be changed; the project's copy then wins \
+                 over the bundled one. Refuses to overwrite existing files unless `force` is \
+                 true. Call it only when the user wants to customise a bundled script."
             }
         }
     }
@@ -189,6 +208,22 @@ impl Tool {
                         "description": "The run to take up, e.g. `20261122-031502-9f3a`. Leave out to list the interrupted runs."
                     }
                 },
+                "additionalProperties": false
+            }),
+            Tool::Eject => json!({
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "description": "The bundled script's name, e.g. `compile` or `test:random`."
+                    },
+                    "force": {
+                        "type": "boolean",
+                        "description": "Overwrite the project's files if they exist.",
+                        "default": false
+                    }
+                },
+                "required": ["name"],
                 "additionalProperties": false
             }),
             Tool::Finish | Tool::Status | Tool::ListScripts => json!({
@@ -290,12 +325,25 @@ impl Tool {
             Tool::Resume => ToolCall::Resume {
                 run_id: string("run_id", false)?.filter(|id| !id.is_empty()),
             },
+            Tool::Eject => ToolCall::Eject {
+                name: string("name", true)?.unwrap_or_default(),
+                force: match args.get("force") {
+                    None | Some(Json::Null) => false,
+                    Some(Json::Bool(b)) => *b,
+                    Some(other) => {
+                        return Err(format!(
+                            "argument `force` of `eject_script` must be a boolean, not {}",
+                            json_type(other)
+                        ));
+                    }
+                },
+            },
         })
     }
 }
 
 /// `a string`, `an array`, … for error messages.
-fn json_type(value: &Json) -> &'static str {
+pub(crate) fn json_type(value: &Json) -> &'static str {
     match value {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",

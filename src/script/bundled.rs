@@ -8,17 +8,26 @@ pub struct BundledFile {
     pub text: &'static str,
 }
 
+/// `"nl/x.md"` bundles `scripts/nl/x.md`; `"nl/x.md" + "docs/y.md"` appends the repository
+/// file `docs/y.md` to it, so one source can serve both the docs and a script.
 macro_rules! bundled {
-    ($($path:literal),* $(,)?) => {
+    ($($path:literal $(+ $extra:literal)?),* $(,)?) => {
         &[$(BundledFile {
             path: $path,
-            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/", $path)),
+            text: concat!(
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/", $path))
+                $(, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/", $extra)))?
+            ),
         }),*]
     };
 }
 
 /// Every bundled file. Add a script here when you add it to `scripts/`.
 pub static FILES: &[BundledFile] = bundled![
+    // `/compile` ends with the script API, from the file the README's section is made of.
+    "nl/compile.md" + "docs/script-api.md",
+    "compiled/compile.star",
+    "nl/systematize.md",
     "nl/test/random.md",
     "compiled/test/random.star",
     "nl/test/double-or-nothing.md",

@@ -5,6 +5,7 @@
 //! files but never runs anything; running is the engine's job.
 
 pub mod bundled;
+pub mod eject;
 pub mod name;
 pub mod nl;
 pub mod resolver;

@@ -161,7 +161,10 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &str) -> Run {
         .spawn()
         .expect("spawn mekara");
     let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
+    // A process that exits before reading (a refused name) closes the pipe: not an error.
+    if let Err(e) = input.write_all(stdin.as_bytes()) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
+    }
     drop(input);
     Run::from_output(child.wait_with_output().expect("wait"))
 }

@@ -27,7 +27,8 @@ async fn server_info_tools_and_prompts() {
             "finish_nl_script",
             "status",
             "list_scripts",
-            "resume"
+            "resume",
+            "eject_script"
         ]
     );
     for tool in &tools {

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod claude;
 mod client;
 mod flows;
 mod replies;

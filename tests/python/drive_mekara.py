@@ -23,7 +23,7 @@ import anyio
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-TOOLS = {"list_scripts", "start", "continue_compiled_script", "finish_nl_script", "status", "resume"}
+TOOLS = {"list_scripts", "start", "continue_compiled_script", "finish_nl_script", "status", "resume", "eject_script"}
 READ_ONLY_TOOLS = {"list_scripts", "status"}
 # A limit on each whole part, so a hung server fails the test instead of hanging it.
 PART_TIMEOUT_SECONDS = 120

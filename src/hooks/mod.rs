@@ -1,0 +1,209 @@
+//! Claude Code hooks: `mekara hook reroute-user-commands` (UserPromptSubmit) and
+//! `mekara hook reroute-agent-commands` (PreToolUse on the `Skill` tool).
+//!
+//! Both send a compiled script to `mcp__mekara__start` instead of letting the agent follow
+//! its Markdown by hand. They run on every prompt, so this module only parses the hook's
+//! JSON and resolves a name: no async runtime, no Starlark. It must never break a session:
+//! whatever goes wrong, the hook says nothing (the caller exits 0) and the reason goes to the
+//! log. It owns the hook text; it does not touch the engine or the MCP server.
+
+use std::path::Path;
+
+use serde_json::{Value as Json, json};
+
+use crate::mcp::tools::Tool;
+use crate::paths::Locations;
+use crate::script::Resolver;
+
+/// The name mekara's server is registered under in Claude Code (`.mcp.json`), which makes
+/// its tools `mcp__mekara__<tool>`.
+pub const SERVER_NAME: &str = "mekara";
+
+/// The name Claude Code gives one of mekara's tools.
+pub fn claude_tool_name(tool: Tool) -> String {
+    format!("mcp__{SERVER_NAME}__{}", tool.name())
+}
+
+/// The hooks mekara provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// UserPromptSubmit: a typed `/name args` for a compiled script.
+    RerouteUserCommands,
+    /// PreToolUse (matcher `Skill`): the agent reaching for a compiled script.
+    RerouteAgentCommands,
+}
+
+impl Hook {
+    /// Every hook, in the order `mekara install` adds them.
+    pub const ALL: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
+
+    /// The subcommand name (`mekara hook <name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::RerouteUserCommands => "reroute-user-commands",
+            Hook::RerouteAgentCommands => "reroute-agent-commands",
+        }
+    }
+
+    /// The Claude Code hook event it answers.
+    pub fn event(self) -> &'static str {
+        match self {
+            Hook::RerouteUserCommands => "UserPromptSubmit",
+            Hook::RerouteAgentCommands => "PreToolUse",
+        }
+    }
+
+    /// The tool matcher it is registered with, for tool events.
+    pub fn matcher(self) -> Option<&'static str> {
+        match self {
+            Hook::RerouteUserCommands => None,
+            Hook::RerouteAgentCommands => Some("Skill"),
+        }
+    }
+
+    /// The command line Claude Code runs.
+    pub fn command(self) -> String {
+        format!("mekara hook {}", self.name())
+    }
+}
+
+/// Why a hook said nothing although it was given something: logged, never shown.
+#[derive(Debug, thiserror::Error)]
+pub enum HookInputError {
+    /// Stdin was empty.
+    #[error("the hook's input is empty; expected Claude Code's hook JSON on stdin")]
+    Empty,
+    /// Stdin was not JSON.
+    #[error("the hook's input is not JSON ({0}); expected Claude Code's hook JSON on stdin")]
+    NotJson(serde_json::Error),
+    /// A field the hook needs is missing or has the wrong type.
+    #[error("the hook's input has no string `{0}`; is the hook registered for the right event?")]
+    MissingField(&'static str),
+}
+
+/// Runs `hook` on its stdin text, with `cwd` the folder Claude Code ran it in. Returns what
+/// to print on stdout (`None`: print nothing). `Err` means the input was malformed; the
+/// caller logs it and still prints nothing.
+pub fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>, HookInputError> {
+    if stdin.trim().is_empty() {
+        return Err(HookInputError::Empty);
+    }
+    let input: Json = serde_json::from_str(stdin).map_err(HookInputError::NotJson)?;
+    // The session's folder decides the project, as for the server Claude Code starts there.
+    let cwd = input
+        .get("cwd")
+        .and_then(Json::as_str)
+        .filter(|c| !c.is_empty())
+        .map_or(cwd, Path::new);
+    let compiled = |name: &str| is_compiled(name, cwd);
+    Ok(match hook {
+        Hook::RerouteUserCommands => {
+            let prompt = str_field(&input, "prompt")?;
+            user_command(prompt)
+                .filter(|(name, _)| compiled(name))
+                .map(|(name, args)| user_prompt_answer(name, args))
+        }
+        Hook::RerouteAgentCommands => {
+            if input.get("tool_name").and_then(Json::as_str) != Some("Skill") {
+                return Ok(None);
+            }
+            let tool_input = input
+                .get("tool_input")
+                .ok_or(HookInputError::MissingField("tool_input"))?;
+            let skill = str_field(tool_input, "skill")?;
+            let args = tool_input.get("args").and_then(Json::as_str).unwrap_or("");
+            let skill = skill.trim().trim_start_matches('/');
+            compiled(skill).then(|| skill_answer(skill, args.trim()))
+        }
+    })
+}
+
+fn str_field<'a>(input: &'a Json, field: &'static str) -> Result<&'a str, HookInputError> {
+    input
+        .get(field)
+        .and_then(Json::as_str)
+        .ok_or(HookInputError::MissingField(field))
+}
+
+/// `/name args` → (`name`, `args`): the name runs to the first whitespace, the arguments are
+/// the rest (any number of lines), trimmed as Claude Code trims `<command-args>`.
+pub fn user_command(prompt: &str) -> Option<(&str, &str)> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let (name, args) = rest.split_at(end);
+    (!name.is_empty()).then(|| (name, args.trim()))
+}
+
+/// Whether `name` resolves, from `cwd`'s project, to a compiled script. A name that is not a
+/// script name at all (`/usr/bin/env`, `/help`) is simply not one.
+fn is_compiled(name: &str, cwd: &Path) -> bool {
+    let resolver = Resolver::new(&Locations::discover(cwd));
+    match resolver.resolve(name) {
+        Ok(script) => script.compiled.is_some(),
+        Err(e) => {
+            tracing::debug!("`{name}` is not a mekara script: {e}");
+            false
+        }
+    }
+}
+
+/// The `mcp__mekara__start` arguments, as JSON: quoting that keeps any text intact.
+fn start_arguments(name: &str, args: &str) -> String {
+    json!({ "name": name, "arguments": args }).to_string()
+}
+
+/// The UserPromptSubmit answer: context the model reads beside the expanded command.
+fn user_prompt_answer(name: &str, args: &str) -> String {
+    let start = claude_tool_name(Tool::Start);
+    let context = format!(
+        "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
+         hand: mekara runs its automatic steps itself. Call the `{start}` tool with exactly \
+         these arguments (JSON):\n\n{}\n\nthen do what its reply says, step by step.",
+        start_arguments(name, args)
+    );
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": Hook::RerouteUserCommands.event(),
+            "additionalContext": context,
+        }
+    })
+    .to_string()
+}
+
+/// The PreToolUse answer: deny the Skill call, naming the call to make instead.
+fn skill_answer(skill: &str, args: &str) -> String {
+    let start = claude_tool_name(Tool::Start);
+    let reason = format!(
+        "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
+         Call the `{start}` tool with exactly these arguments (JSON): {} and then do what its \
+         reply says.",
+        start_arguments(skill, args)
+    );
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": Hook::RerouteAgentCommands.event(),
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::user_command;
+
+    #[test]
+    fn splits_a_command_from_its_arguments() {
+        assert_eq!(user_command("/test/random 7"), Some(("test/random", "7")));
+        assert_eq!(user_command("/test:random"), Some(("test:random", "")));
+        assert_eq!(
+            user_command("/a\nline one\n  line \"two\"\n"),
+            Some(("a", "line one\n  line \"two\""))
+        );
+        assert_eq!(user_command("  /x\targs"), Some(("x", "args")));
+        assert_eq!(user_command("hello /x"), None);
+        assert_eq!(user_command("/ x"), None);
+        assert_eq!(user_command(""), None);
+    }
+}

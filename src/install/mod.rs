@@ -1,0 +1,552 @@
+//! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
+//! Claude Code, and optionally OpenCode and Codex.
+//!
+//! Work is done in two phases: [`plan`] reads every file it would touch and computes the
+//! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
+//! makes them. `--dry-run` prints the plan without applying it. A file is only rewritten when
+//! its content changes, so a second install changes nothing; JSON keeps its key order and
+//! TOML its formatting. Uninstall removes exactly the entries install adds, and leaves
+//! anything else (the script folders hold the person's scripts: they are never removed).
+//!
+//! This module owns the clients' configuration files; it knows mekara's tools and hooks
+//! only through [`crate::mcp::tools::ALL`] and [`crate::hooks::Hook::ALL`].
+
+mod edits;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use edits::EditError;
+
+/// Which configuration `--client` adds to Claude Code's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// Claude Code (always set up).
+    Claude,
+    /// OpenCode: `opencode.json`.
+    OpenCode,
+    /// Codex: `.codex/config.toml`.
+    Codex,
+}
+
+/// Install or uninstall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Add mekara.
+    Install,
+    /// Remove what install added.
+    Uninstall,
+}
+
+/// Where to install: a project folder, or the user's home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// `<root>/.mekara`, `<root>/.claude`, `<root>/.mcp.json`.
+    Project(PathBuf),
+    /// `~/.mekara`, `~/.claude`, `~/.claude.json`.
+    User(PathBuf),
+}
+
+impl Scope {
+    /// The folder everything is under.
+    pub fn base(&self) -> &Path {
+        match self {
+            Scope::Project(p) | Scope::User(p) => p,
+        }
+    }
+}
+
+/// Why install could not go ahead. Nothing has been written when [`plan`] fails.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// A configuration file could not be parsed or has an unexpected shape.
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// A file could not be read or written.
+    #[error("cannot {action} `{}`: {source}", .path.display())]
+    Io {
+        /// What was being done (`read`, `write`, `link`, …).
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+    /// `.claude/commands` holds a file whose name is taken in the NL scripts folder.
+    #[error(
+        "`{}` and `{}` both exist with different contents; merge them by hand (keep one), then run `mekara install` again",
+        .ours.display(), .theirs.display()
+    )]
+    CommandClash {
+        /// The file in the commands folder.
+        theirs: PathBuf,
+        /// The file in the NL scripts folder.
+        ours: PathBuf,
+    },
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> InstallError {
+    let path = path.to_path_buf();
+    move |source| InstallError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// One change to the file system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Create a folder (and its parents).
+    CreateDir,
+    /// Create a symlink at the path, pointing at `target` (relative to the link's folder).
+    Symlink {
+        /// What the link points at.
+        target: PathBuf,
+    },
+    /// Move the files of a real commands folder into `into`, then remove it and link it.
+    MoveAndLink {
+        /// Files to move, relative to the folder.
+        files: Vec<PathBuf>,
+        /// Files already in `into` with the same content: dropped instead of moved.
+        duplicates: Vec<PathBuf>,
+        /// The NL scripts folder.
+        into: PathBuf,
+        /// The link's target.
+        target: PathBuf,
+    },
+    /// Remove a symlink.
+    RemoveSymlink,
+    /// Write a file with this text (`created`: it did not exist).
+    Write {
+        /// The whole new text.
+        text: String,
+        /// Whether the file is new.
+        created: bool,
+    },
+    /// Remove a file that only held what install added.
+    Remove,
+}
+
+/// A change, with what it does in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The absolute path.
+    pub path: PathBuf,
+    /// What happens to it.
+    pub action: Action,
+    /// The entries added or removed, in words (`+ server `mekara``).
+    pub details: Vec<String>,
+}
+
+/// Everything install or uninstall would do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Install or uninstall.
+    pub direction: Direction,
+    /// Where.
+    pub scope: Scope,
+    /// The changes, in the order they are applied.
+    pub changes: Vec<Change>,
+    /// Things that were left alone on purpose, and why.
+    pub kept: Vec<String>,
+    /// What the person still has to do.
+    pub left_for_you: Vec<String>,
+}
+
+/// Computes what install or uninstall would change for `clients` (Claude Code is always
+/// included) in `scope`. Reads files; writes nothing.
+pub fn plan(scope: Scope, clients: &[Client], direction: Direction) -> Result<Plan, InstallError> {
+    let mut plan = Plan {
+        direction,
+        scope: scope.clone(),
+        changes: Vec::new(),
+        kept: Vec::new(),
+        left_for_you: Vec::new(),
+    };
+    let base = scope.base();
+    let user = matches!(scope, Scope::User(_));
+    let nl_dir = base.join(".mekara/scripts/nl");
+    let commands = base.join(".claude/commands");
+    let link_target = PathBuf::from("../.mekara/scripts/nl");
+
+    match direction {
+        Direction::Install => {
+            for dir in [nl_dir.clone(), base.join(".mekara/scripts/compiled")] {
+                if !dir.is_dir() {
+                    plan.changes.push(Change {
+                        path: dir,
+                        action: Action::CreateDir,
+                        details: Vec::new(),
+                    });
+                }
+            }
+            plan_link(&mut plan, &commands, &nl_dir, &link_target)?;
+        }
+        Direction::Uninstall => {
+            if links_to(&commands, &nl_dir) {
+                plan.changes.push(Change {
+                    path: commands.clone(),
+                    action: Action::RemoveSymlink,
+                    details: Vec::new(),
+                });
+            }
+            if nl_dir.is_dir() {
+                plan.kept.push(format!(
+                    "`{}` stays: it holds your scripts (move `{}` to `{}` to keep the NL \
+                     scripts as Claude Code commands)",
+                    display(base, &base.join(".mekara")),
+                    display(base, &nl_dir),
+                    display(base, &commands),
+                ));
+            }
+        }
+    }
+
+    let mcp_file = if user {
+        base.join(".claude.json")
+    } else {
+        base.join(".mcp.json")
+    };
+    let edits = [
+        edits::claude_server(&mcp_file, direction)?,
+        edits::claude_settings(&base.join(".claude/settings.json"), direction)?,
+    ];
+    let mut client_edits = Vec::new();
+    for client in clients {
+        match client {
+            Client::Claude => {}
+            Client::OpenCode => {
+                let path = if user {
+                    base.join(".config/opencode/opencode.json")
+                } else {
+                    base.join("opencode.json")
+                };
+                client_edits.push(edits::opencode(&path, direction)?);
+            }
+            Client::Codex => {
+                client_edits.push(edits::codex(&base.join(".codex/config.toml"), direction)?);
+            }
+        }
+    }
+    for edit in edits.into_iter().chain(client_edits) {
+        plan.kept.extend(edit.kept);
+        plan.changes.extend(edit.change);
+    }
+
+    if direction == Direction::Install {
+        if !user {
+            plan.left_for_you.push(
+                "start `claude` in this folder once: trust the folder and approve the `mekara` \
+                 server from `.mcp.json` (Claude Code asks both the first time; until then it \
+                 ignores the project's permissions and servers)"
+                    .to_string(),
+            );
+        }
+        if !on_path("mekara") {
+            plan.left_for_you.push(
+                "put `mekara` on your PATH: the clients run `mekara mcp` and the hooks run \
+                 `mekara hook ...`"
+                    .to_string(),
+            );
+        }
+    }
+    Ok(plan)
+}
+
+/// Plans `.claude/commands` → the NL scripts folder.
+fn plan_link(
+    plan: &mut Plan,
+    commands: &Path,
+    nl_dir: &Path,
+    target: &Path,
+) -> Result<(), InstallError> {
+    let base = plan.scope.base().to_path_buf();
+    let meta = match std::fs::symlink_metadata(commands) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            plan.changes.push(Change {
+                path: commands.to_path_buf(),
+                action: Action::Symlink {
+                    target: target.to_path_buf(),
+                },
+                details: Vec::new(),
+            });
+            return Ok(());
+        }
+        Err(e) => return Err(io("read", commands)(e)),
+    };
+    if meta.file_type().is_symlink() {
+        if !links_to(commands, nl_dir) {
+            let to = std::fs::read_link(commands).map_err(io("read", commands))?;
+            plan.kept.push(format!(
+                "`{}` links to `{}`, not to mekara's NL scripts: left as is, so Claude Code \
+                 does not offer mekara's scripts as slash commands",
+                display(&base, commands),
+                to.display()
+            ));
+        }
+        return Ok(());
+    }
+    if !meta.is_dir() {
+        plan.kept.push(format!(
+            "`{}` is a file, not a folder: left as is, so Claude Code does not offer mekara's \
+             scripts as slash commands",
+            display(&base, commands)
+        ));
+        return Ok(());
+    }
+    let mut files = Vec::new();
+    walk(commands, Path::new(""), &mut files)?;
+    let mut duplicates = Vec::new();
+    for file in &files {
+        let ours = nl_dir.join(file);
+        if ours.exists() {
+            let theirs = commands.join(file);
+            let same = std::fs::read(&ours).map_err(io("read", &ours))?
+                == std::fs::read(&theirs).map_err(io("read", &theirs))?;
+            if !same {
+                return Err(InstallError::CommandClash { theirs, ours });
+            }
+            duplicates.push(file.clone());
+        }
+    }
+    files.retain(|f| !duplicates.contains(f));
+    let mut details: Vec<String> = files
+        .iter()
+        .map(|f| format!("moved `{}` into `{}`", f.display(), display(&base, nl_dir)))
+        .collect();
+    details.extend(duplicates.iter().map(|f| {
+        format!(
+            "dropped `{}`: the same file is in `{}`",
+            f.display(),
+            display(&base, nl_dir)
+        )
+    }));
+    plan.changes.push(Change {
+        path: commands.to_path_buf(),
+        action: Action::MoveAndLink {
+            files,
+            duplicates,
+            into: nl_dir.to_path_buf(),
+            target: target.to_path_buf(),
+        },
+        details,
+    });
+    Ok(())
+}
+
+/// Every file under `dir`, relative to the folder walked from.
+fn walk(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), InstallError> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(io("read", dir))?
+        .collect::<Result<_, _>>()
+        .map_err(io("read", dir))?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let rel = rel.join(entry.file_name());
+        if entry.file_type().map_err(io("read", &path))?.is_dir() {
+            walk(&path, &rel, out)?;
+        } else {
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `link` is a symlink that resolves to `dir`.
+fn links_to(link: &Path, dir: &Path) -> bool {
+    let is_link = std::fs::symlink_metadata(link).is_ok_and(|m| m.file_type().is_symlink());
+    is_link
+        && match (link.canonicalize(), dir.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            // Not created yet (a dry run): compare what the link says.
+            _ => std::fs::read_link(link)
+                .is_ok_and(|to| link.parent().map(|p| p.join(&to)) == Some(dir.to_path_buf())),
+        }
+}
+
+/// Whether an executable `name` is on `PATH`.
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            std::fs::metadata(dir.join(name)).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    })
+}
+
+/// Makes the changes of `plan`, in order.
+pub fn apply(plan: &Plan) -> Result<(), InstallError> {
+    for change in &plan.changes {
+        let path = &change.path;
+        match &change.action {
+            Action::CreateDir => std::fs::create_dir_all(path).map_err(io("create", path))?,
+            Action::Symlink { target } => symlink(target, path)?,
+            Action::MoveAndLink {
+                files,
+                duplicates,
+                into,
+                target,
+            } => {
+                for file in files {
+                    let to = into.join(file);
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+                    }
+                    std::fs::rename(path.join(file), &to).map_err(io("move", &to))?;
+                }
+                for file in duplicates {
+                    let dup = path.join(file);
+                    std::fs::remove_file(&dup).map_err(io("remove", &dup))?;
+                }
+                // Only empty folders are left; `remove_dir_all` would also take anything that
+                // appeared since the plan, so remove them one by one.
+                remove_empty_dirs(path)?;
+                symlink(target, path)?;
+            }
+            Action::RemoveSymlink => std::fs::remove_file(path).map_err(io("remove", path))?,
+            Action::Write { text, .. } => write_atomically(path, text)?,
+            Action::Remove => {
+                std::fs::remove_file(path).map_err(io("remove", path))?;
+                // A folder install created for the file (`.codex/`) goes with it; one that
+                // still holds anything fails to be removed, which is what should happen.
+                if let Some(parent) = path.parent().filter(|p| *p != plan.scope.base()) {
+                    let _ = std::fs::remove_dir(parent);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn remove_empty_dirs(dir: &Path) -> Result<(), InstallError> {
+    for entry in std::fs::read_dir(dir).map_err(io("read", dir))? {
+        let entry = entry.map_err(io("read", dir))?;
+        if entry.file_type().map_err(io("read", dir))?.is_dir() {
+            remove_empty_dirs(&entry.path())?;
+        }
+    }
+    std::fs::remove_dir(dir).map_err(io("remove", dir))
+}
+
+fn symlink(target: &Path, link: &Path) -> Result<(), InstallError> {
+    if let Some(parent) = link.parent() {
+        std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+    }
+    std::os::unix::fs::symlink(target, link).map_err(io("link", link))
+}
+
+/// Writes through a temporary file in the same folder and a rename, so a crash leaves the
+/// old file or the new one, never half of one.
+fn write_atomically(path: &Path, text: &str) -> Result<(), InstallError> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(io("write", path))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io("write", path))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        // Keep the file's mode (`~/.claude.json` is private).
+        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    tmp.persist(path).map_err(|e| io("write", path)(e.error))?;
+    Ok(())
+}
+
+/// `path` relative to `base` when it is inside it.
+fn display(base: &Path, path: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// The plan as the person reads it; `dry_run` words it as what would happen.
+pub struct Report<'a> {
+    /// The plan.
+    pub plan: &'a Plan,
+    /// Whether nothing was applied.
+    pub dry_run: bool,
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plan = self.plan;
+        let base = plan.scope.base();
+        let (what, verb) = match plan.direction {
+            Direction::Install => ("install", "installed"),
+            Direction::Uninstall => ("uninstall", "uninstalled"),
+        };
+        let scope = match &plan.scope {
+            Scope::Project(p) => format!("project `{}`", p.display()),
+            Scope::User(p) => format!("user `{}`", p.display()),
+        };
+        if plan.changes.is_empty() {
+            writeln!(
+                f,
+                "mekara {what} ({scope}): nothing to change, already {verb}"
+            )?;
+        } else {
+            let dry = if self.dry_run {
+                ", dry run: nothing was changed"
+            } else {
+                ""
+            };
+            writeln!(f, "mekara {what} ({scope}{dry}):")?;
+        }
+        for change in &plan.changes {
+            let path = display(base, &change.path);
+            let would = |done: &str, planned: &str| {
+                if self.dry_run {
+                    planned.to_string()
+                } else {
+                    done.to_string()
+                }
+            };
+            let line = match &change.action {
+                Action::CreateDir => format!("{} {path}/", would("created", "would create")),
+                Action::Symlink { target } => {
+                    format!(
+                        "{} {path} -> {}",
+                        would("linked", "would link"),
+                        target.display()
+                    )
+                }
+                Action::MoveAndLink { target, .. } => format!(
+                    "{} the folder {path} by a link -> {}",
+                    would("replaced", "would replace"),
+                    target.display()
+                ),
+                Action::RemoveSymlink => {
+                    format!("{} the link {path}", would("removed", "would remove"))
+                }
+                Action::Write { created: true, .. } => {
+                    format!("{} {path}", would("created", "would create"))
+                }
+                Action::Write { created: false, .. } => {
+                    format!("{} {path}", would("updated", "would update"))
+                }
+                Action::Remove => format!(
+                    "{} {path} (it held only mekara's entries)",
+                    would("removed", "would remove")
+                ),
+            };
+            writeln!(f, "  {line}")?;
+            for detail in &change.details {
+                writeln!(f, "      {detail}")?;
+            }
+        }
+        for kept in &plan.kept {
+            writeln!(f, "  note: {kept}")?;
+        }
+        if !plan.left_for_you.is_empty() {
+            writeln!(f, "Left for you:")?;
+            for item in &plan.left_for_you {
+                writeln!(f, "  - {item}")?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! Ejecting: copying a bundled script into a project's `.mekara/scripts/` so it can be
+//! changed there. The project's copy then wins over the bundled one (DESIGN §2).
+
+use std::path::{Path, PathBuf};
+
+use super::bundled;
+use super::name::{NameError, ScriptName};
+
+/// What an eject wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ejected {
+    /// The script's name, as bundled.
+    pub name: ScriptName,
+    /// The files written, NL file first.
+    pub files: Vec<PathBuf>,
+}
+
+/// Why a script could not be ejected. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum EjectError {
+    /// The name itself is refused.
+    #[error(transparent)]
+    InvalidName(#[from] NameError),
+    /// No bundled script has this name.
+    #[error("`{name}` is not a bundled script; the bundled ones are {}", list(.bundled))]
+    NotBundled {
+        /// The name as asked for.
+        name: String,
+        /// The bundled scripts' names.
+        bundled: Vec<String>,
+    },
+    /// A file it would write is there already.
+    #[error("`{}` already exists; overwrite it with `--force` (`force: true` over MCP), or edit it in place", .path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A file could not be written.
+    #[error("cannot write `{}`: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+}
+
+fn list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The names of the bundled scripts, displayed with `:`.
+pub fn bundled_names() -> Vec<String> {
+    bundled::FILES
+        .iter()
+        .filter_map(|f| f.path.strip_prefix("nl/")?.strip_suffix(".md"))
+        .filter_map(|n| ScriptName::parse(n).ok())
+        .map(|n| n.to_string())
+        .collect()
+}
+
+/// Copies the bundled script `raw` (its NL file, and its compiled file when it has one)
+/// into `mekara_dir` (`<project>/.mekara`). Existing files are refused unless `force`.
+pub fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected, EjectError> {
+    let name = ScriptName::parse(raw)?;
+    let found = std::iter::once(name.clone())
+        .chain(name.underscored())
+        .find(|n| bundled::file(&format!("nl/{}.md", n.as_path())).is_some())
+        .ok_or_else(|| EjectError::NotBundled {
+            name: raw.to_string(),
+            bundled: bundled_names(),
+        })?;
+    let copies: Vec<(PathBuf, &str)> = [
+        format!("nl/{}.md", found.as_path()),
+        format!("compiled/{}.star", found.as_path()),
+    ]
+    .iter()
+    .filter_map(|path| {
+        let file = bundled::file(path)?;
+        Some((mekara_dir.join("scripts").join(path), file.text))
+    })
+    .collect();
+    // Check every file before writing any, so a refusal leaves nothing half-copied.
+    if !force && let Some((path, _)) = copies.iter().find(|(p, _)| p.exists()) {
+        return Err(EjectError::Exists { path: path.clone() });
+    }
+    for (path, text) in &copies {
+        let write = || -> std::io::Result<()> {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, text)
+        };
+        write().map_err(|source| EjectError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(Ejected {
+        name: found,
+        files: copies.into_iter().map(|(p, _)| p).collect(),
+    })
+}

@@ -1,0 +1,344 @@
+//! End to end with the real Claude Code: `mekara install` in a temporary project, then
+//! `claude -p` with `HOME` in a temporary folder and `ANTHROPIC_BASE_URL` at a scripted
+//! stand-in model ([`standin`]), which records every request Claude Code makes. The checks are
+//! on those requests (what the model was really shown) and on mekara's journal.
+//!
+//! Claude Code is installed by `tests/claude/install.sh` into
+//! `target/test-clients/claude-code/`. Without it the tests are skipped, unless
+//! `MEKARA_REQUIRE_CLIENTS` is set (as in CI), where a missing binary is a failure.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod standin;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as Json, json};
+
+use common::Project;
+use standin::{StandIn, text, tool_use};
+
+/// The installed `claude`, or `None` (the test is skipped) when it is not installed.
+fn claude() -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-clients/claude-code/node_modules/.bin/claude");
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(
+        std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
+        "MEKARA_REQUIRE_CLIENTS is set but Claude Code is missing at {}; run tests/claude/install.sh",
+        bin.display()
+    );
+    eprintln!(
+        "skipped: no Claude Code at {}; run tests/claude/install.sh \
+         (set MEKARA_REQUIRE_CLIENTS to make this a failure)",
+        bin.display()
+    );
+    None
+}
+
+/// `PATH` with the `mekara` under test first: Claude Code runs `mekara mcp` and the hooks by
+/// that name, as `mekara install` registers them.
+fn path_with_mekara() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
+        .parent()
+        .expect("the binary has a folder");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A project with `mekara install` run in it, and the two approvals a person gives on the
+/// first interactive launch: trusting the folder (`~/.claude.json`) and approving the
+/// `mekara` server of `.mcp.json` (`.claude/settings.local.json`).
+fn installed_project() -> (Project, PathBuf) {
+    let project = Project::new();
+    let root = project.root().canonicalize().expect("canonical root");
+    let out = project
+        .command(&["install"])
+        .env("PATH", path_with_mekara())
+        .output()
+        .expect("run mekara install");
+    assert!(out.status.success(), "mekara install failed: {out:?}");
+    common::write_file(
+        &project.home().join(".claude.json"),
+        &json!({
+            "projects": { root.display().to_string(): { "hasTrustDialogAccepted": true } }
+        })
+        .to_string(),
+    );
+    project.write(
+        ".claude/settings.local.json",
+        &json!({"enabledMcpjsonServers": ["mekara"]}).to_string(),
+    );
+    (project, root)
+}
+
+/// What one `claude -p` run left behind.
+struct Session {
+    standin: StandIn,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `claude -p PROMPT` in the project against a stand-in scripted with `turns`.
+fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::Turn>) -> Session {
+    let standin = StandIn::start(turns);
+    let mut child = Command::new(claude)
+        .arg("-p")
+        .arg(prompt)
+        .current_dir(project.root())
+        .env_clear()
+        .env("PATH", path_with_mekara())
+        .env("HOME", project.home())
+        .env("ANTHROPIC_BASE_URL", standin.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn claude");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().expect("wait for claude").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("claude output");
+    Session {
+        standin,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+impl Session {
+    /// The tool result the model got for `id`, from the main request that carried it.
+    fn tool_result(&self, id: &str) -> (String, bool) {
+        self.standin
+            .main_requests()
+            .iter()
+            .find_map(|r| r.tool_result(id))
+            .unwrap_or_else(|| panic!("no tool result for `{id}` reached the model\n{self}"))
+    }
+}
+
+impl std::fmt::Display for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "claude stdout:\n{}\nclaude stderr:\n{}",
+            self.stdout, self.stderr
+        )?;
+        for r in self.standin.recorded() {
+            writeln!(f, "request {} (main: {})", r.method_and_path, r.is_main())?;
+        }
+        Ok(())
+    }
+}
+
+/// The events of a run's journal, parsed.
+fn journal_events(project: &Project) -> Vec<Json> {
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 1, "expected one run, found {ids:?}");
+    project
+        .journal(&ids[0])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a journal line is JSON"))
+        .collect()
+}
+
+#[test]
+fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_without_a_prompt() {
+    let Some(claude) = claude() else { return };
+    let (project, _) = installed_project();
+    let session = claude_p(
+        &claude,
+        &project,
+        "/test/random 7",
+        vec![vec![tool_use(
+            "toolu_start",
+            "mcp__mekara__start",
+            json!({"name": "test/random", "arguments": "7"}),
+        )]],
+    );
+    let main = session.standin.main_requests();
+    let first = main
+        .first()
+        .unwrap_or_else(|| panic!("no request\n{session}"));
+    let shown = first.message_text();
+    assert!(
+        shown.contains("/test/random 7"),
+        "the prompt is missing:\n{shown}"
+    );
+    assert!(
+        shown.contains(
+            "UserPromptSubmit hook additional context: `/test/random` is a compiled mekara script"
+        ) && shown.contains(r#"{"name":"test/random","arguments":"7"}"#)
+            && shown.contains("`mcp__mekara__start`"),
+        "the hook's instruction is missing:\n{shown}"
+    );
+
+    // The call reached `mekara mcp` (no permission prompt refused it), ran the auto step,
+    // and its reply came back as the tool result.
+    let (result, is_error) = session.tool_result("toolu_start");
+    assert!(!is_error, "the start call failed:\n{result}\n{session}");
+    assert!(
+        result.contains("## Your turn: llm step `test:random[1]`")
+            && result.contains("`$ shuf -i 1-100 -n 1`"),
+        "not mekara's reply:\n{result}"
+    );
+    let events = journal_events(&project);
+    assert_eq!(events[1]["event"], "push");
+    assert_eq!(events[1]["script"], "test/random");
+    assert_eq!(events[1]["request"], "7");
+    assert_eq!(events[2]["input"]["command"], "shuf -i 1-100 -n 1");
+}
+
+#[test]
+fn without_the_installed_permissions_the_same_call_is_refused() {
+    // The control for the test above: it is install's `permissions.allow` that lets the
+    // call through in `-p` mode, where nobody can answer a prompt.
+    let Some(claude) = claude() else { return };
+    let (project, _) = installed_project();
+    let settings = project.root().join(".claude/settings.json");
+    let mut value: Json =
+        serde_json::from_str(&std::fs::read_to_string(&settings).expect("settings")).expect("json");
+    value["permissions"]["allow"] = json!([]);
+    std::fs::write(&settings, value.to_string()).expect("write settings");
+    let session = claude_p(
+        &claude,
+        &project,
+        "Start test/random.",
+        vec![vec![tool_use(
+            "toolu_start",
+            "mcp__mekara__start",
+            json!({"name": "test/random", "arguments": "7"}),
+        )]],
+    );
+    let (result, is_error) = session.tool_result("toolu_start");
+    assert!(
+        is_error && result.contains("permission"),
+        "not refused:\n{result}"
+    );
+    assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
+}
+
+#[test]
+fn a_scripted_sequence_of_calls_completes_test_nested() {
+    let Some(claude) = claude() else { return };
+    let (project, _) = installed_project();
+    let calls = [
+        (
+            "toolu_1",
+            "start",
+            json!({"name": "test:nested", "arguments": ""}),
+        ),
+        (
+            "toolu_2",
+            "continue_compiled_script",
+            json!({"outputs": {"guess": "50"}}),
+        ),
+        (
+            "toolu_3",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        ("toolu_4", "finish_nl_script", json!({})),
+        (
+            "toolu_5",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+    ];
+    let turns = calls
+        .iter()
+        .map(|(id, tool, input)| vec![tool_use(id, &format!("mcp__mekara__{tool}"), input.clone())])
+        .chain([vec![text("All done.")]])
+        .collect();
+    let session = claude_p(&claude, &project, "Run the nested test script.", turns);
+    assert_eq!(
+        session.standin.turns_left(),
+        0,
+        "not every turn was asked for\n{session}"
+    );
+
+    let expected = [
+        "## Your turn: llm step `test:nested[0] > test:random[1]`",
+        "## Your turn: llm step `test:nested[0] > test:random[3]`",
+        "## Your turn: NL script `test:nested[2] > test:imagine-object[0]`",
+        "## Your turn: llm step `test:nested[3]`",
+        "## Done",
+    ];
+    for ((id, tool, _), want) in calls.iter().zip(expected) {
+        let (result, is_error) = session.tool_result(id);
+        assert!(!is_error, "`{tool}` ({id}) failed:\n{result}");
+        assert!(
+            result.contains(want),
+            "`{tool}` ({id}) did not reply `{want}`:\n{result}"
+        );
+    }
+
+    // The journal says the same: every frame pushed was popped, the root last.
+    let events = journal_events(&project);
+    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
+    assert_eq!(count("push"), count("pop"), "{events:#?}");
+    let last = events.last().expect("events");
+    assert_eq!(
+        (last["event"].as_str(), last["depth"].as_u64()),
+        (Some("pop"), Some(0))
+    );
+    let guess = events
+        .iter()
+        .find(|e| e["input"]["kind"] == "llm" && e["result"]["outputs"]["guess"].is_string())
+        .unwrap_or_else(|| panic!("the guess is not journaled: {events:#?}"));
+    assert_eq!(guess["result"]["outputs"]["guess"], "50");
+}
+
+#[test]
+fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
+    let Some(claude) = claude() else { return };
+    let (project, _) = installed_project();
+    // Claude Code checks that a skill exists before any hook sees the call: the script must
+    // be one of the project's commands, which install links to the NL scripts.
+    let out = project
+        .command(&["scripts", "eject", "test/random"])
+        .output()
+        .expect("run mekara scripts eject");
+    assert!(out.status.success(), "eject failed: {out:?}");
+    assert!(
+        project
+            .root()
+            .join(".claude/commands/test/random.md")
+            .is_file()
+    );
+    let session = claude_p(
+        &claude,
+        &project,
+        "Play the number game.",
+        vec![vec![tool_use(
+            "toolu_skill",
+            "Skill",
+            json!({"skill": "test:random", "args": "say \"hi\"\nthen 7"}),
+        )]],
+    );
+    let (result, is_error) = session.tool_result("toolu_skill");
+    assert!(is_error, "the Skill call was not refused:\n{result}");
+    assert!(
+        result
+            .starts_with("PreToolUse:Skill hook error: `test:random` is a compiled mekara script")
+            && result.contains(r#"{"name":"test:random","arguments":"say \"hi\"\nthen 7"}"#),
+        "not mekara's reason:\n{result}"
+    );
+    assert!(project.run_ids().is_empty());
+}

@@ -1,0 +1,373 @@
+//! `mekara install` and `mekara uninstall` on real folders: what they write, that a second
+//! run changes nothing, that everything else in the files survives (key order included), and
+//! that uninstall takes out exactly what install put in.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Project, Run};
+use serde_json::Value as Json;
+
+/// `PATH` with the `mekara` under test on it, as after a real installation.
+fn path_with_mekara() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
+        .parent()
+        .expect("folder");
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+fn mekara(project: &Project, args: &[&str]) -> Run {
+    let out = project
+        .command(args)
+        .env("PATH", path_with_mekara())
+        .output()
+        .expect("run mekara");
+    let run = Run::from_output(out);
+    Run {
+        stdout: scrub(project, &run.stdout),
+        stderr: scrub(project, &run.stderr),
+        ..run
+    }
+}
+
+fn scrub(project: &Project, text: &str) -> String {
+    text.replace(&project.root().display().to_string(), "[PROJECT]")
+        .replace(&project.home().display().to_string(), "[HOME]")
+}
+
+fn read(project: &Project, path: &str) -> String {
+    std::fs::read_to_string(project.root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every file and link under the project, with link targets, for before/after comparisons.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(dir)
+                .expect("inside")
+                .display()
+                .to_string();
+            let meta = std::fs::symlink_metadata(&path).expect("meta");
+            if meta.file_type().is_symlink() {
+                out.push(format!(
+                    "{rel} -> {}",
+                    std::fs::read_link(&path).expect("link").display()
+                ));
+            } else if meta.is_dir() {
+                out.push(format!("{rel}/"));
+                stack.push(path);
+            } else {
+                out.push(format!(
+                    "{rel}: {}",
+                    std::fs::read_to_string(&path).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_fresh_project_gets_folders_link_server_hooks_and_permissions() {
+    let project = Project::new();
+    let run = mekara(&project, &["install"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("install_fresh", run.stdout);
+    insta::assert_snapshot!(
+        "install_fresh_settings",
+        read(&project, ".claude/settings.json")
+    );
+    insta::assert_snapshot!("install_fresh_mcp", read(&project, ".mcp.json"));
+    let link = std::fs::read_link(project.root().join(".claude/commands")).expect("a link");
+    assert_eq!(link, Path::new("../.mekara/scripts/nl"));
+    assert!(project.root().join(".mekara/scripts/compiled").is_dir());
+
+    // A script written to the NL folder is now one of Claude Code's commands.
+    project.write(".mekara/scripts/nl/deploy.md", "Deploy.\n");
+    assert!(project.root().join(".claude/commands/deploy.md").is_file());
+
+    let before = tree(&project.root());
+    let again = mekara(&project, &["install"]);
+    again.expect_code(0);
+    assert!(
+        again.stdout.starts_with(
+            "mekara install (project `[PROJECT]`): nothing to change, already installed"
+        ),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        tree(&project.root()),
+        before,
+        "a second install changed files"
+    );
+}
+
+#[test]
+fn other_settings_and_their_key_order_survive_and_uninstall_restores_them() {
+    let project = Project::new();
+    let settings = r#"{
+  "zeta": 1,
+  "permissions": {
+    "deny": ["Bash(rm:*)"],
+    "allow": ["Bash(ls)"]
+  },
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}
+    ]
+  },
+  "alpha": {"b": 1, "a": 12345678901234567890123}
+}
+"#;
+    let mcp = r#"{"mcpServers": {"github": {"command": "gh-mcp"}}, "other": true}"#;
+    project.write(".claude/settings.json", settings);
+    project.write(".mcp.json", mcp);
+    mekara(&project, &["install"]).expect_code(0);
+
+    let installed = read(&project, ".claude/settings.json");
+    insta::assert_snapshot!("install_merged_settings", installed);
+    let keys: Vec<String> = serde_json::from_str::<serde_json::Map<String, Json>>(&installed)
+        .expect("object")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["zeta", "permissions", "hooks", "alpha"]);
+    assert!(
+        installed.contains("12345678901234567890123"),
+        "a big number lost its digits"
+    );
+    insta::assert_snapshot!("install_merged_mcp", read(&project, ".mcp.json"));
+
+    let run = mekara(&project, &["uninstall"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("uninstall_merged", run.stdout);
+    let restored: Json =
+        serde_json::from_str(&read(&project, ".claude/settings.json")).expect("json");
+    let original: Json = serde_json::from_str(settings).expect("json");
+    assert_eq!(restored, original);
+    assert_eq!(
+        serde_json::to_string(&restored).expect("json"),
+        serde_json::to_string(&original).expect("json"),
+        "key order changed"
+    );
+    let mcp_after: Json = serde_json::from_str(&read(&project, ".mcp.json")).expect("json");
+    assert_eq!(mcp_after, serde_json::from_str::<Json>(mcp).expect("json"));
+    assert!(!project.root().join(".claude/commands").exists());
+    assert!(
+        project.root().join(".mekara/scripts/nl").is_dir(),
+        "the scripts must stay"
+    );
+
+    let again = mekara(&project, &["uninstall"]);
+    again.expect_code(0);
+    assert!(
+        again
+            .stdout
+            .contains("nothing to change, already uninstalled"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn uninstall_after_install_on_a_bare_folder_leaves_only_the_script_folders() {
+    let project = Project::new();
+    mekara(
+        &project,
+        &["install", "--client", "codex", "--client", "opencode"],
+    )
+    .expect_code(0);
+    mekara(
+        &project,
+        &["uninstall", "--client", "codex", "--client", "opencode"],
+    )
+    .expect_code(0);
+    // `.claude/`, `.codex/` and the files in them were all install's: they go.
+    assert_eq!(
+        tree(&project.root()),
+        [
+            ".mekara/",
+            ".mekara/scripts/",
+            ".mekara/scripts/compiled/",
+            ".mekara/scripts/nl/"
+        ]
+    );
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_named_and_nothing_is_written() {
+    for (case, (path, text)) in [
+        (".mcp.json", "{ \"mcpServers\": "),
+        (".claude/settings.json", "[1, 2]"),
+        (".claude/settings.json", r#"{"hooks": []}"#),
+        (
+            ".claude/settings.json",
+            r#"{"permissions": {"allow": "all"}}"#,
+        ),
+        (".codex/config.toml", "[mcp_servers\ncommand = "),
+        (".codex/config.toml", "mcp_servers = 3\n"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let project = Project::new();
+        project.write(path, text);
+        let before = tree(&project.root());
+        let run = mekara(&project, &["install", "--client", "codex"]);
+        run.expect_code(1);
+        assert_eq!(run.stdout, "");
+        assert_eq!(
+            tree(&project.root()),
+            before,
+            "{path}: something was written"
+        );
+        insta::assert_snapshot!(
+            format!("refused_{case}"),
+            format!("{path}: {text}\n{}", run.stderr)
+        );
+    }
+}
+
+#[test]
+fn dry_run_shows_the_changes_and_makes_none() {
+    let project = Project::new();
+    let before = tree(&project.root());
+    let run = mekara(&project, &["install", "--dry-run", "--client", "codex"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("install_dry_run", run.stdout);
+    assert_eq!(tree(&project.root()), before);
+}
+
+#[test]
+fn a_real_commands_folder_is_moved_into_the_nl_scripts_and_linked() {
+    let project = Project::new();
+    project.write(".claude/commands/greet.md", "Say hi to $ARGUMENTS.\n");
+    project.write(".claude/commands/ops/deploy.md", "Deploy.\n");
+    project.write(".mekara/scripts/nl/ops/deploy.md", "Deploy.\n");
+    let run = mekara(&project, &["install"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("install_real_commands_folder", run.stdout);
+    assert_eq!(
+        read(&project, ".claude/commands/greet.md"),
+        "Say hi to $ARGUMENTS.\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(project.root().join(".claude/commands"))
+            .expect("meta")
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn a_command_clashing_with_a_different_nl_script_is_refused() {
+    let project = Project::new();
+    project.write(".claude/commands/deploy.md", "Deploy (mine).\n");
+    project.write(".mekara/scripts/nl/deploy.md", "Deploy (theirs).\n");
+    let before = tree(&project.root());
+    let run = mekara(&project, &["install"]);
+    run.expect_code(1);
+    insta::assert_snapshot!("install_commands_clash", run.stderr);
+    assert_eq!(tree(&project.root()), before);
+}
+
+#[test]
+fn user_scope_writes_the_home_files_and_keeps_claude_json() {
+    let project = Project::new();
+    let claude_json = r#"{"numStartups": 3, "projects": {"/x": {"hasTrustDialogAccepted": true}}}"#;
+    common::write_file(&project.home().join(".claude.json"), claude_json);
+    let run = mekara(&project, &["install", "--user"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("install_user", run.stdout);
+    let written: Json = serde_json::from_str(
+        &std::fs::read_to_string(project.home().join(".claude.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(written["numStartups"], 3);
+    assert_eq!(written["projects"]["/x"]["hasTrustDialogAccepted"], true);
+    assert_eq!(written["mcpServers"]["mekara"]["args"][0], "mcp");
+    assert_eq!(
+        std::fs::read_link(project.home().join(".claude/commands")).expect("link"),
+        Path::new("../.mekara/scripts/nl")
+    );
+    assert!(project.home().join(".claude/settings.json").is_file());
+    assert!(
+        !project.root().join(".mcp.json").exists(),
+        "the project was touched"
+    );
+
+    mekara(&project, &["uninstall", "--user"]).expect_code(0);
+    let restored: Json = serde_json::from_str(
+        &std::fs::read_to_string(project.home().join(".claude.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(
+        restored,
+        serde_json::from_str::<Json>(claude_json).expect("json")
+    );
+}
+
+#[test]
+fn codex_and_opencode_configs_keep_their_formatting() {
+    let project = Project::new();
+    let codex =
+        "# my settings\nmodel = \"o3\"  # the best\n\n[mcp_servers.github]\ncommand = \"gh\"\n";
+    let opencode = r#"{"$schema": "https://opencode.ai/config.json", "theme": "dark"}"#;
+    project.write(".codex/config.toml", codex);
+    project.write("opencode.json", opencode);
+    mekara(
+        &project,
+        &["install", "--client", "codex", "--client", "opencode"],
+    )
+    .expect_code(0);
+    insta::assert_snapshot!("install_codex", read(&project, ".codex/config.toml"));
+    insta::assert_snapshot!("install_opencode", read(&project, "opencode.json"));
+    mekara(
+        &project,
+        &["uninstall", "--client", "codex", "--client", "opencode"],
+    )
+    .expect_code(0);
+    assert_eq!(read(&project, ".codex/config.toml"), codex);
+    let restored: Json = serde_json::from_str(&read(&project, "opencode.json")).expect("json");
+    assert_eq!(
+        restored,
+        serde_json::from_str::<Json>(opencode).expect("json")
+    );
+}
+
+#[test]
+fn an_entry_named_mekara_with_other_settings_is_left_alone() {
+    let project = Project::new();
+    let mcp =
+        r#"{"mcpServers": {"mekara": {"command": "/opt/mekara/bin/mekara", "args": ["mcp"]}}}"#;
+    project.write(".mcp.json", mcp);
+    let run = mekara(&project, &["install"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("already has a server `mekara` with other settings: left as is"),
+        "{}",
+        run.stdout
+    );
+    mekara(&project, &["uninstall"]).expect_code(0);
+    assert_eq!(read(&project, ".mcp.json"), mcp);
+}
+
+#[test]
+fn the_output_says_when_mekara_is_not_on_path() {
+    let project = Project::new();
+    let out = project
+        .command(&["install", "--dry-run"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("put `mekara` on your PATH"), "{stdout}");
+}

@@ -1,0 +1,171 @@
+//! The bundled workflow scripts (`/compile`, `/systematize`) and `mekara scripts eject`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Project, Run, run_with_stdin};
+
+const SCRIPT_API: &str = include_str!("../docs/script-api.md");
+
+/// `mekara ARGS` with the binary under test on `PATH`, as `/compile`'s shell steps call it.
+fn mekara(project: &Project, args: &[&str], stdin: &str) -> Run {
+    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
+        .parent()
+        .expect("folder");
+    let mut cmd = project.command(args);
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin.display()));
+    run_with_stdin(cmd, stdin)
+}
+
+#[test]
+fn the_readme_script_api_section_is_docs_script_api_md() {
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("<!-- script-api:")
+        .and_then(|at| readme[at..].find('\n').map(|nl| at + nl + 1))
+        .expect("the README marks the start of the script API section");
+    let end = readme.find("<!-- /script-api -->").expect("and its end");
+    assert_eq!(
+        &readme[start..end],
+        SCRIPT_API,
+        "README.md's script API section differs from docs/script-api.md: change the docs file \
+         and copy it into the README"
+    );
+}
+
+#[test]
+fn compile_shows_the_script_api_from_the_docs() {
+    let project = Project::new();
+    let run = mekara(&project, &["scripts", "show", "compile"], "");
+    run.expect_code(0);
+    let nl = mekara::script::bundled::file("nl/compile.md").expect("bundled");
+    assert!(
+        nl.text
+            .ends_with(&format!("## The script API\n\n{SCRIPT_API}"))
+    );
+}
+
+#[test]
+fn compile_checks_the_written_script_and_completes() {
+    let project = Project::new();
+    project.script(
+        "hello",
+        "1. Run `echo hi`.\n",
+        Some("def execute(request):\n    auto(\"echo hi\", context = \"Step 1\")\n"),
+    );
+    let run = mekara(&project, &["run", "compile", "hello"], "\n\n\n");
+    run.expect_code(0);
+    let out = &run.stdout;
+    assert!(out.contains("$ mekara scripts show hello"), "{out}");
+    assert!(
+        out.contains("Steps 2 and 3: read the NL file shown above"),
+        "{out}"
+    );
+    assert_eq!(out.matches("$ mekara check hello").count(), 1, "{out}");
+    assert!(out.contains("hello: ok"), "{out}");
+    assert!(out.contains("Step 5: try the compiled script"), "{out}");
+    assert!(out.contains("completed"), "{out}");
+}
+
+#[test]
+fn compile_asks_for_fixes_then_falls_back_with_the_api() {
+    let project = Project::new();
+    project.script(
+        "hello",
+        "1. Run `echo hi`.\n",
+        Some("def execute(request):\n    auto(\n"),
+    );
+    let run = mekara(&project, &["run", "compile", "hello"], &"\n".repeat(10));
+    let out = &run.stdout;
+    assert_eq!(out.matches("$ mekara check hello").count(), 5, "{out}");
+    assert_eq!(
+        out.matches("Step 4: `mekara check hello` reported the errors above")
+            .count(),
+        5
+    );
+    assert!(
+        out.contains("`mekara check hello` still fails after 5 attempts"),
+        "{out}"
+    );
+    // The fallback hands over the NL instructions, the script API included.
+    assert!(out.contains("| `llm(prompt, *, expects)` |"), "{out}");
+}
+
+#[test]
+fn compile_refuses_a_name_that_is_not_a_script_name() {
+    let project = Project::new();
+    let run = mekara(&project, &["run", "compile", "x; rm -rf /"], "\n");
+    let out = &run.stdout;
+    assert!(out.contains("`x; rm -rf /` is not a script name"), "{out}");
+    assert!(!out.contains("$ mekara scripts show"), "{out}");
+}
+
+#[test]
+fn systematize_is_an_nl_script() {
+    let project = Project::new();
+    let run = mekara(&project, &["scripts", "show", "systematize"], "");
+    run.expect_code(0);
+    assert!(run.stdout.contains("compiled: none"), "{}", run.stdout);
+}
+
+#[test]
+fn eject_copies_a_bundled_script_and_the_copy_wins() {
+    let project = Project::new();
+    let run = mekara(&project, &["scripts", "eject", "test:random"], "");
+    run.expect_code(0);
+    insta::assert_snapshot!(run.stdout);
+    let nl = project.root().join(".mekara/scripts/nl/test/random.md");
+    assert_eq!(
+        std::fs::read_to_string(&nl).expect("copied"),
+        include_str!("../scripts/nl/test/random.md")
+    );
+    let show = mekara(&project, &["scripts", "show", "test:random"], "");
+    assert!(show.stdout.contains("(project)"), "{}", show.stdout);
+    assert!(!show.stdout.contains("(bundled)"), "{}", show.stdout);
+
+    // No overwrite without --force, and nothing written on refusal.
+    std::fs::write(&nl, "Mine.\n").expect("write");
+    std::fs::remove_file(
+        project
+            .root()
+            .join(".mekara/scripts/compiled/test/random.star"),
+    )
+    .expect("rm");
+    let refused = mekara(&project, &["scripts", "eject", "test/random"], "");
+    refused.expect_code(2);
+    insta::assert_snapshot!(
+        refused
+            .stderr
+            .replace(&project.root().display().to_string(), "[PROJECT]")
+    );
+    assert_eq!(std::fs::read_to_string(&nl).expect("kept"), "Mine.\n");
+    assert!(
+        !project
+            .root()
+            .join(".mekara/scripts/compiled/test/random.star")
+            .exists()
+    );
+
+    mekara(
+        &project,
+        &["scripts", "eject", "--force", "test/random"],
+        "",
+    )
+    .expect_code(0);
+    assert_ne!(std::fs::read_to_string(&nl).expect("read"), "Mine.\n");
+}
+
+#[test]
+fn eject_refuses_names_that_are_not_bundled() {
+    let project = Project::new();
+    project.script("mine", "Mine.\n", None);
+    for name in ["mine", "../etc", "nope"] {
+        let run = mekara(&project, &["scripts", "eject", name], "");
+        run.expect_code(2);
+        insta::assert_snapshot!(
+            format!("eject_refused_{}", name.replace(['.', '/'], "_")),
+            run.stderr
+        );
+    }
+}
