@@ -5,6 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
@@ -51,6 +53,12 @@ pub struct Server {
     resolver: Resolver,
     /// What the call in progress is doing, for calls that arrive meanwhile.
     running: Arc<Mutex<Option<String>>>,
+    /// The cancellation token of the call holding the session. Once the client has
+    /// cancelled that call, it gets no reply to wait for, so a call that arrives while the
+    /// cancelled one winds down (its step being killed, the run synced) waits the moment
+    /// that takes instead of being refused. rmcp cancels the token as it reads the
+    /// notification, before it reads the next request, so the next call always sees it.
+    holder: Arc<Mutex<Option<CancellationToken>>>,
     recorder: Option<Arc<Recorder>>,
     cancel: CancelToken,
 }
@@ -65,6 +73,7 @@ impl Server {
             session: Arc::new(Mutex::new(session)),
             resolver,
             running: Arc::new(Mutex::new(None)),
+            holder: Arc::new(Mutex::new(None)),
             recorder,
         }
     }
@@ -96,7 +105,13 @@ impl Server {
                     .unwrap_or_default()
             ))
         };
-        if session.try_lock().is_err() {
+        let holder = self.holder.clone();
+        let given_up = move || {
+            holder
+                .lock()
+                .is_ok_and(|h| h.as_ref().is_some_and(CancellationToken::is_cancelled))
+        };
+        if session.try_lock().is_err() && !given_up() {
             let what = running.lock().map(|r| r.clone()).unwrap_or_default();
             return Ok(busy(&what));
         }
@@ -107,6 +122,9 @@ impl Server {
             .get_progress_token()
             .map(|token| tokio::spawn(forward_progress(context.peer.clone(), token, progress_rx)));
         let ct = context.ct.clone();
+        let this_call = context.ct.clone();
+        let holder = self.holder.clone();
+        let step_cancel = self.cancel.clone();
         let canceller = tokio::spawn(async move {
             ct.cancelled().await;
             tracing::info!("call cancelled by the client: stopping the running step");
@@ -114,10 +132,26 @@ impl Server {
         });
         let recorder = self.recorder.clone();
         let result = tokio::task::spawn_blocking(move || {
-            let Ok(mut session) = session.try_lock() else {
-                let what = running.lock().map(|r| r.clone()).unwrap_or_default();
-                return busy(&what);
+            let mut session = match session.try_lock() {
+                Ok(session) => session,
+                Err(_) if given_up() => match session.lock() {
+                    Ok(session) => session,
+                    Err(poisoned) => poisoned.into_inner(),
+                },
+                Err(_) => {
+                    let what = running.lock().map(|r| r.clone()).unwrap_or_default();
+                    return busy(&what);
+                }
             };
+            // A cancellation that reached the call before after its step had ended must not
+            // stop this call's steps; one of this call's own is kept.
+            step_cancel.reset();
+            if this_call.is_cancelled() {
+                step_cancel.cancel();
+            }
+            if let Ok(mut h) = holder.lock() {
+                *h = Some(this_call);
+            }
             let step = Mutex::new(String::new());
             let progress = |p: Progress<'_>| {
                 let message = match p {
@@ -146,6 +180,10 @@ impl Server {
             }
             if let Ok(mut r) = running.lock() {
                 *r = None;
+            }
+            // Cleared while the session is still held: the next holder sets its own.
+            if let Ok(mut h) = holder.lock() {
+                *h = None;
             }
             reply
         })

@@ -294,6 +294,10 @@ async fn cancelling_a_call_kills_the_step_and_the_run_resumes() {
     let cancelled = tokio::time::timeout(Duration::from_millis(1500), call).await;
     assert!(cancelled.is_err(), "the call should still be running");
     let pid = read_pid(&project);
+    // Regression: a call made while the cancelled one still wound down was refused with
+    // "wait for its reply", a reply that never comes. It now waits for the wind-down.
+    let status = client.call("status", json!({})).await.ok();
+    assert!(status.contains("The last call was stopped"), "{status}");
     let mut dead = false;
     for _ in 0..100 {
         if !alive(pid) {
@@ -307,8 +311,6 @@ async fn cancelling_a_call_kills_the_step_and_the_run_resumes() {
         "the step's shell {pid} should be killed by the cancellation"
     );
 
-    let status = client.call("status", json!({})).await.ok();
-    assert!(status.contains("The last call was stopped"), "{status}");
     let id = run_id(&status);
     let journal = project.journal(&id);
     assert!(
