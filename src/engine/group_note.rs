@@ -21,6 +21,7 @@
 //! process group), so what is left in that group is ours.
 
 use std::fs::{File, OpenOptions};
+use std::io::Write as _;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,15 +66,14 @@ impl GroupNote {
     /// Notes that group `pgid` runs now; its leader was spawned between the boot-clock
     /// times `spawned_after` and `spawned_before` (nanoseconds).
     pub fn note(&self, pgid: i32, spawned_after: u64, spawned_before: u64) {
-        let mut line = format!("{pgid} {spawned_after} {spawned_before}");
-        line.extend(std::iter::repeat_n(
-            ' ',
-            WIDTH.saturating_sub(line.len() + 1),
-        ));
-        line.push('\n');
+        // Written on the stack: this runs twice for every step.
+        let mut line = [b' '; WIDTH];
+        line[WIDTH - 1] = b'\n';
+        let mut cursor = std::io::Cursor::new(&mut line[..WIDTH - 1]);
+        let _ = write!(cursor, "{pgid} {spawned_after} {spawned_before}");
         // A note that cannot be written only loses the clean-up after a crash; the step
         // itself must not fail for it.
-        if let Err(e) = self.file.write_all_at(line.as_bytes(), 0) {
+        if let Err(e) = self.file.write_all_at(&line, 0) {
             tracing::debug!("cannot note the step's process group: {e}");
         }
     }

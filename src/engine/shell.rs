@@ -108,6 +108,9 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone)]
 pub struct ShellRunner {
     shell: PathBuf,
+    /// `/dev/null`, opened once: every step's stdin is a duplicate of it, which is cheaper
+    /// than opening the device again for each step.
+    dev_null: Option<Arc<std::fs::File>>,
 }
 
 impl Default for ShellRunner {
@@ -119,15 +122,14 @@ impl Default for ShellRunner {
 impl ShellRunner {
     /// Uses `bash` from `PATH`, else `sh`.
     pub fn new() -> ShellRunner {
-        ShellRunner {
-            shell: find_in_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh")),
-        }
+        ShellRunner::with_shell(find_in_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh")))
     }
 
     /// Uses the given shell; it is called as `SHELL -c COMMAND`.
     pub fn with_shell(shell: impl Into<PathBuf>) -> ShellRunner {
         ShellRunner {
             shell: shell.into(),
+            dev_null: std::fs::File::open("/dev/null").ok().map(Arc::new),
         }
     }
 
@@ -187,7 +189,12 @@ impl StepRunner for ShellRunner {
             .arg(&step.command)
             .current_dir(&step.working_dir)
             .envs(&step.env)
-            .stdin(Stdio::null())
+            .stdin(
+                self.dev_null
+                    .as_ref()
+                    .and_then(|f| f.try_clone().ok())
+                    .map_or_else(Stdio::null, Stdio::from),
+            )
             .stdout(writer)
             .stderr(stderr);
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
