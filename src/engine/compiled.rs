@@ -10,6 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use serde_json::{Map, Value as Json};
 use starlark::any::ProvidesStaticType;
 use starlark::codemap::{FileSpan, Pos, Span};
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
-use starlark::eval::{BeforeStmtFunc, Evaluator};
+use starlark::eval::{BeforeStmtFunc, BeforeStmtFuncDyn, Evaluator};
 use starlark::starlark_module;
 use starlark::syntax::{AstModule, Dialect, DialectTypes};
 use starlark::values::OwnedFrozenValue;
@@ -117,10 +118,18 @@ fn is_limit(e: &starlark::Error) -> bool {
 }
 
 /// The statement that ran last in an evaluation, noted by a `before_stmt` hook.
-#[derive(Default)]
-struct LastStatement(RefCell<Option<FileSpan>>);
+#[derive(Default, Clone)]
+struct LastStatement(Rc<RefCell<Option<FileSpan>>>);
 
 impl LastStatement {
+    /// Starts noting the statements `eval` runs. Only for the second evaluation that finds
+    /// where a limit was hit: the hook runs before every instruction, which slows evaluation
+    /// down.
+    fn watch(&self, eval: &mut Evaluator<'_, '_, '_>) {
+        // `before_stmt_for_dap` is starlark's only way to see statements as they run.
+        eval.before_stmt_for_dap(BeforeStmtFunc::Dyn(Box::new(self.clone())));
+    }
+
     /// Puts the noted statement's location on a limit error that has none.
     fn locate(&self, mut e: starlark::Error) -> starlark::Error {
         if let Some(span) = self.0.borrow().as_ref() {
@@ -130,14 +139,28 @@ impl LastStatement {
     }
 }
 
-/// Starts noting statements in `eval`. Only for the second evaluation that finds where a
-/// limit was hit: the hook runs before every instruction, which slows evaluation down.
-fn note_statements<'a, 'e>(eval: &mut Evaluator<'_, 'a, 'e>, hook: &'a NoteHook<'a>) {
-    // `before_stmt_for_dap` is starlark's only way to see statements as they run.
-    eval.before_stmt_for_dap(BeforeStmtFunc::Fn(hook));
+impl<'e> BeforeStmtFuncDyn<'e> for LastStatement {
+    fn call<'v>(
+        &mut self,
+        span: starlark::codemap::FileSpanRef,
+        _continued: bool,
+        _eval: &mut Evaluator<'v, '_, 'e>,
+    ) -> starlark::Result<()> {
+        *self.0.borrow_mut() = Some(span.to_file_span());
+        Ok(())
+    }
 }
 
-type NoteHook<'a> = dyn Fn(starlark::codemap::FileSpanRef, bool, &mut Evaluator<'_, '_, '_>) + 'a;
+/// A function's keyword arguments, from JSON to values on `heap`.
+fn keyword_values<'v, 'k>(
+    heap: Heap<'v>,
+    kwargs: &'k Map<String, Json>,
+) -> Vec<(&'k str, Value<'v>)> {
+    kwargs
+        .iter()
+        .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
+        .collect()
+}
 
 /// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
 /// arguments, type annotations and f-strings; no `load` (scripts are single files).
@@ -408,17 +431,12 @@ fn call_with_steps(
     let call_once = |last: Option<&LastStatement>| {
         Module::with_temp_heap(|module| {
             let printer = StepPrinter { ctx };
-            let hook = |span: starlark::codemap::FileSpanRef, _: bool, _: &mut Evaluator| {
-                if let Some(last) = last {
-                    *last.0.borrow_mut() = Some(span.to_file_span());
-                }
-            };
             let mut eval = Evaluator::new(&module);
             eval.extra = Some(ctx);
             eval.set_print_handler(&printer);
             apply_limits(&mut eval, ctx.limits)?;
-            if last.is_some() {
-                note_statements(&mut eval, &hook);
+            if let Some(last) = last {
+                last.watch(&mut eval);
             }
             let heap = module.heap();
             let callee = heap.access_owned_frozen_value(callee);
@@ -427,10 +445,7 @@ fn call_with_steps(
                     .eval_function(callee, &[heap.alloc(*request)], &[])
                     .map(|_| Ok(Json::Null)),
                 Arguments::Keywords(kwargs) => {
-                    let named: Vec<(&str, Value<'_>)> = kwargs
-                        .iter()
-                        .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
-                        .collect();
+                    let named = keyword_values(heap, kwargs);
                     eval.eval_function(callee, &[], &named).map(|v| {
                         if v.is_none() {
                             Ok(Json::Null)
@@ -636,6 +651,24 @@ impl StepContext<'_> {
         self.steps.borrow_mut().push(record);
         self.cursor.set(index + 1);
         Ok(result)
+    }
+
+    /// Ends an effect that ran as step `index`: journals what it did, or, when it was
+    /// cancelled, stops the evaluation without recording anything.
+    fn finish(
+        &self,
+        ran: Ran,
+        index: usize,
+        input: &StepInput,
+        context: Option<String>,
+    ) -> anyhow::Result<StepResult> {
+        match ran {
+            Ran::Done(result) => self.record(input.clone(), context, result),
+            Ran::Cancelled => Err(self.interrupt(Interrupt::Engine(EngineError::Cancelled {
+                script: self.path.to_string(),
+                index,
+            }))),
+        }
     }
 
     /// Stops the frame when a step failed and the script did not allow it.
@@ -1024,21 +1057,16 @@ fn mcp_step(
         arguments: arguments.clone(),
         timeout,
     };
-    match ctx.runner.call_tool(&call, ctx.cancel) {
-        Ran::Done(result) => {
-            if !result.output.is_empty() {
-                ctx.observer.output(result.output.as_bytes());
-                if !result.output.ends_with('\n') {
-                    ctx.observer.output(b"\n");
-                }
-            }
-            ctx.record(input.clone(), context, result)
+    let ran = ctx.runner.call_tool(&call, ctx.cancel);
+    if let Ran::Done(result) = &ran
+        && !result.output.is_empty()
+    {
+        ctx.observer.output(result.output.as_bytes());
+        if !result.output.ends_with('\n') {
+            ctx.observer.output(b"\n");
         }
-        Ran::Cancelled => Err(ctx.interrupt(Interrupt::Engine(EngineError::Cancelled {
-            script: ctx.path.to_string(),
-            index,
-        }))),
     }
+    ctx.finish(ran, index, input, context)
 }
 
 fn expects_map(v: Value<'_>) -> anyhow::Result<Map<String, Json>> {
@@ -1086,16 +1114,10 @@ fn run_shell(
         timeout,
         group_note: ctx.group_note.cloned(),
     };
-    match ctx
+    let ran = ctx
         .runner
-        .run_shell(&step, &mut |chunk| ctx.observer.output(chunk), ctx.cancel)
-    {
-        Ran::Done(result) => ctx.record(input.clone(), context, result),
-        Ran::Cancelled => Err(ctx.interrupt(Interrupt::Engine(EngineError::Cancelled {
-            script: ctx.path.to_string(),
-            index,
-        }))),
-    }
+        .run_shell(&step, &mut |chunk| ctx.observer.output(chunk), ctx.cancel);
+    ctx.finish(ran, index, input, context)
 }
 
 /// Finds where function step `f` hit a limit: it is pure, so it runs again alone, in a
@@ -1111,19 +1133,12 @@ fn locate_in_function(
     };
     let last = LastStatement::default();
     Module::with_temp_heap(|module| {
-        let hook = |span: starlark::codemap::FileSpanRef, _: bool, _: &mut Evaluator| {
-            *last.0.borrow_mut() = Some(span.to_file_span());
-        };
         let printer = LogPrinter;
         let mut eval = Evaluator::new(&module);
         eval.set_print_handler(&printer);
         if apply_limits(&mut eval, limits).is_ok() {
-            note_statements(&mut eval, &hook);
-            let heap = module.heap();
-            let named: Vec<(&str, Value)> = kwargs
-                .iter()
-                .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
-                .collect();
+            last.watch(&mut eval);
+            let named = keyword_values(module.heap(), kwargs);
             let _ = eval.eval_function(f.to_value(), &[], &named);
         }
     });
@@ -1141,11 +1156,7 @@ fn call_function<'v>(
     let StepInput::Function { kwargs, .. } = input else {
         unreachable!("called for function steps only");
     };
-    let heap = eval.heap();
-    let named: Vec<(&str, Value<'v>)> = kwargs
-        .iter()
-        .map(|(k, v)| (k.as_str(), alloc_json(heap, v)))
-        .collect();
+    let named = keyword_values(eval.heap(), kwargs);
     *ctx.capture.borrow_mut() = Some(String::new());
     let started = std::time::Instant::now();
     let returned = eval.eval_function(f, &[], &named).map_err(|e| {

@@ -342,6 +342,17 @@ impl Player {
     fn next(&self) -> Option<Entry> {
         self.queue.lock().ok().and_then(|mut q| q.pop_front())
     }
+
+    /// Notes that the replay asked for something the recording does not have, and fails
+    /// the step with it.
+    fn refuse(&self, detail: String) -> Ran {
+        self.differ(detail.clone());
+        Ran::Done(StepResult {
+            success: false,
+            error: Some(format!("vcr: {detail}")),
+            ..StepResult::default()
+        })
+    }
 }
 
 impl StepRunner for Player {
@@ -352,14 +363,6 @@ impl StepRunner for Player {
         _cancel: &CancelToken,
     ) -> Ran {
         let asked = shown_dir(&step.working_dir, &self.cwd);
-        let refuse = |player: &Player, detail: String| {
-            player.differ(detail.clone());
-            Ran::Done(StepResult {
-                success: false,
-                error: Some(format!("vcr: {detail}")),
-                ..StepResult::default()
-            })
-        };
         match self.next() {
             Some(Entry::Shell {
                 command,
@@ -372,14 +375,11 @@ impl StepRunner for Player {
                 output,
             }) => {
                 if command != step.command || working_dir != asked || env != step.env {
-                    return refuse(
-                        self,
-                        format!(
-                            "the replay ran shell step `{}` in `{asked}` (env {:?}), but the \
+                    return self.refuse(format!(
+                        "the replay ran shell step `{}` in `{asked}` (env {:?}), but the \
                              recording has `{command}` in `{working_dir}` (env {env:?})",
-                            step.command, step.env
-                        ),
-                    );
+                        step.command, step.env
+                    ));
                 }
                 if cancelled {
                     return Ran::Cancelled;
@@ -395,36 +395,22 @@ impl StepRunner for Player {
                     ..StepResult::default()
                 })
             }
-            Some(other) => refuse(
-                self,
-                format!(
-                    "the replay ran shell step `{}`, but the recording has {} next",
-                    step.command,
-                    describe(&other)
-                ),
-            ),
-            None => refuse(
-                self,
-                format!(
-                    "the replay ran shell step `{}`, but the recording has no more steps for \
+            Some(other) => self.refuse(format!(
+                "the replay ran shell step `{}`, but the recording has {} next",
+                step.command,
+                describe(&other)
+            )),
+            None => self.refuse(format!(
+                "the replay ran shell step `{}`, but the recording has no more steps for \
                      this call",
-                    step.command
-                ),
-            ),
+                step.command
+            )),
         }
     }
 
     fn call_tool(&self, call: &ToolCall, _cancel: &CancelToken) -> Ran {
         let asked = input_text(Some(&call.arguments));
         let name = format!("{}/{}", call.server, call.tool);
-        let refuse = |player: &Player, detail: String| {
-            player.differ(detail.clone());
-            Ran::Done(StepResult {
-                success: false,
-                error: Some(format!("vcr: {detail}")),
-                ..StepResult::default()
-            })
-        };
         match self.next() {
             Some(Entry::Tool {
                 server,
@@ -438,8 +424,7 @@ impl StepRunner for Player {
                 output,
             }) => {
                 if server != call.server || tool != call.tool || arguments != asked {
-                    return refuse(
-                        self,
+                    return self.refuse(
                         format!(
                             "the replay called tool `{name}` with `{asked}`, but the recording has `{server}/{tool}` with `{arguments}`"
                         ),
@@ -457,15 +442,13 @@ impl StepRunner for Player {
                     ..StepResult::default()
                 })
             }
-            Some(other) => refuse(
-                self,
+            Some(other) => self.refuse(
                 format!(
                     "the replay called tool `{name}`, but the recording has {} next",
                     describe(&other)
                 ),
             ),
-            None => refuse(
-                self,
+            None => self.refuse(
                 format!(
                     "the replay called tool `{name}`, but the recording has no more effects for this call"
                 ),
