@@ -187,7 +187,7 @@ impl Executor {
         let (journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
-        match super::group_note::kill_leftover(self.store.dir(), id) {
+        match journal.group_note().kill_leftover() {
             Leftover::Killed(group) => {
                 tracing::info!(
                     "run {id}: killed process group {group}, left running by a step when mekara stopped"

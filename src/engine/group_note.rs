@@ -33,13 +33,14 @@ use rustix::time::{ClockId, clock_gettime};
 #[derive(Debug, Clone)]
 pub struct GroupNote {
     file: Arc<File>,
+    path: Arc<PathBuf>,
 }
 
 /// Fixed width, so every note overwrites the last one whole: `pgid lo hi` padded.
 const WIDTH: usize = 64;
 
 /// The note file of run `id` in the runs folder `dir`.
-pub fn path(dir: &Path, id: &str) -> PathBuf {
+fn path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.group"))
 }
 
@@ -52,15 +53,22 @@ pub fn boot_clock_ns() -> u64 {
 impl GroupNote {
     /// Opens (creating it empty) the note of run `id` in `dir`.
     pub fn open(dir: &Path, id: &str) -> std::io::Result<GroupNote> {
+        let path = path(dir, id);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(path(dir, id))?;
+            .open(&path)?;
         Ok(GroupNote {
             file: Arc::new(file),
+            path: Arc::new(path),
         })
+    }
+
+    /// Deletes the note: the run has ended, so no step of it can be running.
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(self.path.as_ref());
     }
 
     /// Notes that group `pgid` runs now; its leader was spawned between the boot-clock
@@ -82,6 +90,32 @@ impl GroupNote {
     pub fn clear(&self) {
         self.note(0, 0, 0);
     }
+
+    /// Kills the process group noted, if it is still the one noted, and clears the note.
+    /// Call it only while holding the run (its journal lock): then whoever wrote the note
+    /// is gone.
+    pub fn kill_leftover(&self) -> Leftover {
+        let mut line = [0u8; WIDTH];
+        let read = self.file.read_at(&mut line, 0).unwrap_or(0);
+        let text = String::from_utf8_lossy(&line[..read]);
+        let found =
+            parse(&text).map_or(
+                Leftover::None,
+                |(pgid, after, before)| match leader_start_ns(pgid) {
+                    Some(started) if !started_within(started, after, before) => {
+                        Leftover::Reused(pgid)
+                    }
+                    _ => match Pid::from_raw(pgid) {
+                        Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
+                            Leftover::Killed(pgid)
+                        }
+                        _ => Leftover::None,
+                    },
+                },
+            );
+        self.clear();
+        found
+    }
 }
 
 /// What a resume found of the step a killed mekara left running.
@@ -94,34 +128,6 @@ pub enum Leftover {
     /// A process now holds the noted pid but started at another time: the number was
     /// reused, so nothing was killed.
     Reused(i32),
-}
-
-/// Kills the process group noted for run `id` in `dir`, if it is still the one noted, and
-/// clears the note. Call it only while holding the run (its journal lock).
-pub fn kill_leftover(dir: &Path, id: &str) -> Leftover {
-    let path = path(dir, id);
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Leftover::None;
-    };
-    let found = parse(&text).map_or(
-        Leftover::None,
-        |(pgid, after, before)| match leader_start_ns(pgid) {
-            Some(started) if !started_within(started, after, before) => Leftover::Reused(pgid),
-            _ => match Pid::from_raw(pgid) {
-                Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
-                    Leftover::Killed(pgid)
-                }
-                _ => Leftover::None,
-            },
-        },
-    );
-    if let Ok(note) = OpenOptions::new().write(true).open(&path) {
-        GroupNote {
-            file: Arc::new(note),
-        }
-        .clear();
-    }
-    found
 }
 
 fn parse(text: &str) -> Option<(i32, u64, u64)> {

@@ -379,8 +379,7 @@ impl Journal {
     /// matters while a step can still be running.
     pub fn close(mut self) -> Result<(), JournalError> {
         self.sync()?;
-        let note = super::group_note::path(self.path.parent().unwrap_or(Path::new(".")), &self.id);
-        let _ = std::fs::remove_file(note);
+        self.group.remove();
         Ok(())
     }
 
