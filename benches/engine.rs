@@ -10,11 +10,17 @@
 //!    journaled step);
 //! 3. the peak RSS of those runs.
 //!
-//! Every figure is a median of [`RUNS`] runs (peak RSS: the largest), taken interleaved so
-//! that a slow moment of the machine does not land on one figure only. The step overhead is
-//! a small difference of large numbers, so it is the median of per-round differences, shown
-//! with the estimate from the fastest runs and the range over rounds: on a busy machine the
-//! spread says how far to trust it.
+//! Every figure is a median of runs taken interleaved, so that a slow moment of the machine
+//! does not land on one figure only.
+//!
+//! The step overhead is a small difference of large numbers: on this kind of virtual machine
+//! the cost of spawning `bash -c true` itself drifts by a fifth from one second to the next.
+//! So it gets many more rounds ([`STEP_ROUNDS`]) than the other figures, each round pairs a
+//! mekara run with the direct spawns and a 0-step run taken right beside it (in alternating
+//! order, so that a steady drift cancels), and the figure is the median of the per-round
+//! differences, printed with its standard error. mekara's output goes to `/dev/null`, as the
+//! direct spawns' does not reach anyone either: a reader of the output would add its own
+//! work to one side only. The writes themselves are counted.
 //!
 //! A plain `main`, not criterion: each sample is a whole process, and the figures only make
 //! sense side by side.
@@ -29,8 +35,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+use rustix::time::{ClockId, clock_gettime};
+
 /// Samples per figure.
 const RUNS: usize = 15;
+/// Rounds of the step-overhead figure (see the module comment).
+const STEP_ROUNDS: usize = 60;
 /// Steps of the shell-step script.
 const SHELL_STEPS: u32 = 200;
 /// Steps of the function-step script.
@@ -55,47 +66,39 @@ fn main() {
     bench.check_shell(&bench.path, "bash");
     bench.check_shell(&sh_only_path, "sh");
 
-    eprintln!("measuring ({RUNS} runs of each figure)...");
+    eprintln!("measuring the step overhead ({STEP_ROUNDS} rounds)...");
     let mut samples = Samples::default();
+    let shells = [(&bench.path, bash.as_path()), (&sh_only_path, sh.as_path())];
     // One unmeasured round first: page cache, the binary's first start.
-    for round in 0..=RUNS {
-        let keep = round > 0;
-        let take = |into: &mut Vec<Duration>, d: Duration| {
-            if keep {
-                into.push(d);
+    for round in 0..=STEP_ROUNDS {
+        for (into, (path, shell)) in samples.shells.iter_mut().zip(shells) {
+            let empty = || bench.run_quiet(path, &["run", "empty"]);
+            let direct = || spawn_directly(shell, &bench.root, path, &bench.home);
+            // Alternating order: a steady drift raises the first and the last in turn.
+            let (e, d, steps) = if round % 2 == 0 {
+                let (e, d) = (empty(), direct());
+                (e, d, bench.run_quiet(path, &["run", "shell200"]))
+            } else {
+                let steps = bench.run_quiet(path, &["run", "shell200"]);
+                let d = direct();
+                (empty(), d, steps)
+            };
+            if round > 0 {
+                into.empty.push(e);
+                into.steps.push(steps);
+                into.direct.push(d);
             }
-        };
-        take(
-            &mut samples.empty_bash,
-            bench.run_ok(&bench.path, &["run", "empty"], ""),
-        );
-        take(
-            &mut samples.steps_bash,
-            bench.run_ok(&bench.path, &["run", "shell200"], ""),
-        );
-        take(
-            &mut samples.direct_bash,
-            spawn_directly(&bash, &bench.path, &bench.home),
-        );
-        take(
-            &mut samples.empty_sh,
-            bench.run_ok(&sh_only_path, &["run", "empty"], ""),
-        );
-        take(
-            &mut samples.steps_sh,
-            bench.run_ok(&sh_only_path, &["run", "shell200"], ""),
-        );
-        take(
-            &mut samples.direct_sh,
-            spawn_directly(&sh, &sh_only_path, &bench.home),
-        );
-        take(
-            &mut samples.full_run,
-            bench.run_ok(&bench.path, &["run", "fn1000"], "\n"),
-        );
+        }
+    }
+    eprintln!("measuring the function-step script ({RUNS} runs)...");
+    for round in 0..=RUNS {
+        let full = bench.run_ok(&bench.path, &["run", "fn1000"], "\n");
         let (interrupted, resumed) = bench.interrupt_and_resume();
-        take(&mut samples.interrupted, interrupted);
-        take(&mut samples.resume, resumed);
+        if round > 0 {
+            samples.full_run.push(full);
+            samples.interrupted.push(interrupted);
+            samples.resume.push(resumed);
+        }
     }
     let rss = bench.peak_rss();
 
@@ -154,7 +157,11 @@ impl Bench {
             _dir: dir,
             root,
             home,
-            binary: PathBuf::from(env!("CARGO_BIN_EXE_mekara")),
+            // `MEKARA_BENCH_BINARY` measures another build (say, of an older commit).
+            binary: std::env::var_os("MEKARA_BENCH_BINARY").map_or_else(
+                || PathBuf::from(env!("CARGO_BIN_EXE_mekara")),
+                PathBuf::from,
+            ),
             path: std::env::var_os("PATH").unwrap_or_default(),
         }
     }
@@ -211,6 +218,45 @@ impl Bench {
             args.join(" ")
         );
         elapsed
+    }
+
+    /// Runs mekara with its output to `/dev/null` and checks that it succeeded. Returns its
+    /// wall time and the CPU time of mekara itself (its main thread, from
+    /// `/proc/PID/schedstat` once it has exited and before it is reaped; the steps' shells
+    /// are not in it).
+    fn run_quiet(&self, path: &OsString, args: &[&str]) -> Timed {
+        let started = Instant::now();
+        let mut child = self
+            .command(path, args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mekara");
+        let pid = Pid::from_child(&child);
+        waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        )
+        .expect("wait for mekara to exit");
+        let wall = started.elapsed();
+        let schedstat = std::fs::read_to_string(format!("/proc/{}/schedstat", child.id()))
+            .expect("read /proc/PID/schedstat");
+        let cpu_ns: u64 = schedstat
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse().ok())
+            .unwrap_or_else(|| panic!("no run time in /proc/PID/schedstat: {schedstat}"));
+        let status = child.wait().expect("reap mekara");
+        assert!(
+            status.success(),
+            "`mekara {}` failed: {status}",
+            args.join(" ")
+        );
+        Timed {
+            wall,
+            cpu: Duration::from_nanos(cpu_ns),
+        }
     }
 
     /// Runs `fn1000` with stdin closed, so it stops at the llm step (exit 1, the run saved),
@@ -339,13 +385,17 @@ fn hermetic(cmd: &mut Command, path: &OsString, home: &Path) {
         .env("LANG", "C.UTF-8");
 }
 
-/// Spawns `SHELL -c true` [`SHELL_STEPS`] times, as mekara would (stdin from `/dev/null`,
-/// output piped, same environment), waiting for each; returns the total wall time.
-fn spawn_directly(shell: &Path, path: &OsString, home: &Path) -> Duration {
+/// Spawns `SHELL -c true` [`SHELL_STEPS`] times, as mekara would (in the project folder,
+/// stdin from `/dev/null`, output piped, same environment), waiting for each. Returns the
+/// wall time and the CPU time of this thread (the spawning, piping and waiting; not the
+/// shells').
+fn spawn_directly(shell: &Path, folder: &Path, path: &OsString, home: &Path) -> Timed {
     let started = Instant::now();
+    let cpu_before = thread_cpu();
     for _ in 0..SHELL_STEPS {
         let mut cmd = Command::new(shell);
         cmd.args(["-c", "true"])
+            .current_dir(folder)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -353,7 +403,26 @@ fn spawn_directly(shell: &Path, path: &OsString, home: &Path) -> Duration {
         let out = cmd.output().expect("spawn the shell");
         assert!(out.status.success(), "`{} -c true` failed", shell.display());
     }
-    started.elapsed()
+    Timed {
+        wall: started.elapsed(),
+        cpu: thread_cpu() - cpu_before,
+    }
+}
+
+/// The CPU time this thread has used.
+fn thread_cpu() -> Duration {
+    let t = clock_gettime(ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// A sample's wall time and the CPU time of the process measured (not of its children).
+#[derive(Clone, Copy)]
+struct Timed {
+    wall: Duration,
+    cpu: Duration,
 }
 
 /// Runs `cmd` with `stdin` piped in; returns its wall time, exit code and stdout.
@@ -395,15 +464,22 @@ fn write_file(path: &Path, text: &str) {
 
 #[derive(Default)]
 struct Samples {
-    empty_bash: Vec<Duration>,
-    steps_bash: Vec<Duration>,
-    direct_bash: Vec<Duration>,
-    empty_sh: Vec<Duration>,
-    steps_sh: Vec<Duration>,
-    direct_sh: Vec<Duration>,
+    /// bash, then sh.
+    shells: [ShellSamples; 2],
     full_run: Vec<Duration>,
     interrupted: Vec<Duration>,
     resume: Vec<Duration>,
+}
+
+/// One shell's samples, one entry per round.
+#[derive(Default)]
+struct ShellSamples {
+    /// `mekara run` of a script without steps.
+    empty: Vec<Timed>,
+    /// `mekara run shell200`, whole process.
+    steps: Vec<Timed>,
+    /// [`SHELL_STEPS`] direct spawns.
+    direct: Vec<Timed>,
 }
 
 struct Rss {
@@ -412,8 +488,23 @@ struct Rss {
     resume_kib: u64,
 }
 
-fn min_ms(samples: &[Duration]) -> f64 {
-    samples.iter().copied().map(ms).fold(f64::MAX, f64::min)
+/// mekara's own CPU time per step in each round: the run's minus the 0-step run's.
+fn per_round_cpu(with_steps: &[Timed], empty: &[Timed], steps: f64) -> Vec<f64> {
+    with_steps
+        .iter()
+        .zip(empty)
+        .map(|(s, e)| (ms(s.cpu) - ms(e.cpu)) / steps)
+        .collect()
+}
+
+/// How far the median of `values` may be off: 1.2533 σ/√n, with σ estimated from the
+/// interquartile range (IQR / 1.349), which one wild round does not inflate.
+fn standard_error_of_median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let quartile = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    let sigma = (quartile(0.75) - quartile(0.25)) / 1.349;
+    1.2533 * sigma / (values.len() as f64).sqrt()
 }
 
 fn median_ms(samples: &[Duration]) -> f64 {
@@ -433,7 +524,7 @@ fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {
     println!();
     println!("mekara engine benchmark: {}", bench.binary.display());
     println!(
-        "medians of {RUNS} runs each (peak RSS: largest of {RUNS}); wall times include process start"
+        "medians of {STEP_ROUNDS} rounds (figure 1) and of {RUNS} runs (figure 2; peak RSS: largest of {RUNS}); wall times include process start"
     );
     println!();
     println!(
@@ -443,34 +534,39 @@ fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {
     println!("  {}", "-".repeat(98));
 
     println!("1. auto step overhead: {SHELL_STEPS} x auto(\"true\"), journal included");
-    for (name, shell, empty, with_steps, direct) in [
-        ("bash", bash, &s.empty_bash, &s.steps_bash, &s.direct_bash),
-        ("sh", sh, &s.empty_sh, &s.steps_sh, &s.direct_sh),
-    ] {
-        // Paired per round: a slow moment of the machine shifts all three samples of a round.
-        let per_round: Vec<f64> = (0..with_steps.len())
-            .map(|i| ms(with_steps[i]) - ms(empty[i]) - ms(direct[i]))
-            .map(|total| total / steps)
-            .collect();
-        let direct_ms = median_ms(direct) / steps;
-        let mekara_ms = (median_ms(with_steps) - median_ms(empty)) / steps;
-        let overhead = median(&per_round);
-        let (low, high) = per_round
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    for (name, shell, samples) in [("bash", bash, &s.shells[0]), ("sh", sh, &s.shells[1])] {
+        let ShellSamples {
+            empty,
+            steps: with_steps,
+            direct,
+        } = samples;
+        let wall = |samples: &[Timed]| samples.iter().map(|t| t.wall).collect::<Vec<_>>();
+        let (empty_wall, steps_wall, direct_wall) = (wall(empty), wall(with_steps), wall(direct));
         println!("   {name}: {}", shown(shell));
+        // Paired per round: a slow moment of the machine shifts all three samples of a round.
+        let per_round = |of: fn(&Timed) -> Duration| -> Vec<f64> {
+            (0..with_steps.len())
+                .map(|i| ms(of(&with_steps[i])) - ms(of(&empty[i])) - ms(of(&direct[i])))
+                .map(|total| total / steps)
+                .collect()
+        };
+        let wall_rounds = per_round(|t| t.wall);
+        let overhead = median(&wall_rounds);
         row(
             &format!("   direct `{name} -c true` (Command, piped)"),
-            format!("{direct_ms:.3} ms/step"),
+            format!("{:.3} ms/step", median_ms(&direct_wall) / steps),
             "",
             "",
         );
         row(
             &format!(
                 "   mekara run, minus a 0-step run ({:.1} ms)",
-                median_ms(empty)
+                median_ms(&empty_wall)
             ),
-            format!("{mekara_ms:.3} ms/step"),
+            format!(
+                "{:.3} ms/step",
+                (median_ms(&steps_wall) - median_ms(&empty_wall)) / steps
+            ),
             "",
             "",
         );
@@ -480,18 +576,34 @@ fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {
             &format!("<= {TARGET_STEP_OVERHEAD_MS} ms/step"),
             &verdict(overhead, TARGET_STEP_OVERHEAD_MS, "ms/step", 3),
         );
-        let fastest = (min_ms(with_steps) - min_ms(empty) - min_ms(direct)) / steps;
         row(
-            "   overhead from the fastest run of each",
-            format!("{fastest:.3} ms/step"),
+            "   standard error of that median",
+            format!("{:.3} ms/step", standard_error_of_median(&wall_rounds)),
             "",
             "",
         );
+        let (low, high) = wall_rounds
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
         row(
-            "   overhead, lowest .. highest round",
+            "   lowest .. highest round",
             format!("{low:.3} .. {high:.3}"),
             "",
             "",
+        );
+        // The work mekara adds, without the machine's scheduling: mekara's own CPU time per
+        // step above the CPU time the direct spawner spends per spawn.
+        let cpu_rounds = per_round(|t| t.cpu);
+        row(
+            "   CPU: mekara's own, above the direct spawner's",
+            format!("{:.3} ms/step", median(&cpu_rounds)),
+            "",
+            &format!(
+                "(+/- {:.3}; mekara {:.3}, direct {:.3})",
+                standard_error_of_median(&cpu_rounds),
+                median(&per_round_cpu(with_steps, empty, steps)),
+                median(&direct.iter().map(|t| ms(t.cpu) / steps).collect::<Vec<_>>()),
+            ),
         );
     }
 

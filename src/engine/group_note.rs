@@ -10,8 +10,14 @@
 //! thread that may be retired between steps.
 //!
 //! So the runner notes each step's group in `<run>.group` (one `pwrite` on a file kept open
-//! for the run) and clears the note when the step ends. Whoever takes the run up again
-//! holds its journal lock, so the writer is gone; it reads the note and kills that group.
+//! for the run). Whoever takes the run up again holds its journal lock, so the writer is
+//! gone; it reads the note and kills that group, unless the step had ended.
+//!
+//! A step's end is told by the journal, not by clearing the note (which would cost a second
+//! write for every step): the note keeps the journal's length when the step started, and
+//! the step's result is the next thing appended. A journal longer than the note says means
+//! the step ended and its group was killed then. A cancelled step records nothing, so the
+//! runner clears the note for it.
 //!
 //! Killing a group by number is only safe while the number still means our group. The note
 //! keeps the boot-clock window in which the group's leader was started: a live process with
@@ -25,6 +31,7 @@ use std::io::Write as _;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 use rustix::time::{ClockId, clock_gettime};
@@ -34,9 +41,11 @@ use rustix::time::{ClockId, clock_gettime};
 pub struct GroupNote {
     file: Arc<File>,
     path: Arc<PathBuf>,
+    /// The length of the run's journal, kept up to date by the journal.
+    journal_len: Arc<AtomicU64>,
 }
 
-/// Fixed width, so every note overwrites the last one whole: `pgid lo hi` padded.
+/// Fixed width, so every note overwrites the last one whole: `pgid lo hi journal_len` padded.
 const WIDTH: usize = 64;
 
 /// The note file of run `id` in the runs folder `dir`.
@@ -63,7 +72,13 @@ impl GroupNote {
         Ok(GroupNote {
             file: Arc::new(file),
             path: Arc::new(path),
+            journal_len: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Tells the note how long the run's journal is now (the journal calls this).
+    pub fn set_journal_len(&self, len: u64) {
+        self.journal_len.store(len, Ordering::Relaxed);
     }
 
     /// Deletes the note: the run has ended, so no step of it can be running.
@@ -74,11 +89,15 @@ impl GroupNote {
     /// Notes that group `pgid` runs now; its leader was spawned between the boot-clock
     /// times `spawned_after` and `spawned_before` (nanoseconds).
     pub fn note(&self, pgid: i32, spawned_after: u64, spawned_before: u64) {
-        // Written on the stack: this runs twice for every step.
+        // Written on the stack: this runs for every step.
         let mut line = [b' '; WIDTH];
         line[WIDTH - 1] = b'\n';
         let mut cursor = std::io::Cursor::new(&mut line[..WIDTH - 1]);
-        let _ = write!(cursor, "{pgid} {spawned_after} {spawned_before}");
+        let journal_len = self.journal_len.load(Ordering::Relaxed);
+        let _ = write!(
+            cursor,
+            "{pgid} {spawned_after} {spawned_before} {journal_len}"
+        );
         // A note that cannot be written only loses the clean-up after a crash; the step
         // itself must not fail for it.
         if let Err(e) = self.file.write_all_at(&line, 0) {
@@ -91,17 +110,25 @@ impl GroupNote {
         self.note(0, 0, 0);
     }
 
-    /// Kills the process group noted, if it is still the one noted, and clears the note.
-    /// Call it only while holding the run (its journal lock): then whoever wrote the note
-    /// is gone.
+    /// Kills the process group noted, if its step had not ended and the group is still the
+    /// one noted, and clears the note. Call it only while holding the run (its journal
+    /// lock), after telling the note the journal's length: then whoever wrote the note is
+    /// gone, and the journal says whether the step ended.
     pub fn kill_leftover(&self) -> Leftover {
         let mut line = [0u8; WIDTH];
         let read = self.file.read_at(&mut line, 0).unwrap_or(0);
         let text = String::from_utf8_lossy(&line[..read]);
-        let found =
-            parse(&text).map_or(
+        let journal_len = self.journal_len.load(Ordering::Relaxed);
+        let found = parse(&text)
+            .filter(|note| note.journal_len >= journal_len)
+            .map_or(
                 Leftover::None,
-                |(pgid, after, before)| match leader_start_ns(pgid) {
+                |Noted {
+                     pgid,
+                     after,
+                     before,
+                     ..
+                 }| match leader_start_ns(pgid) {
                     Some(started) if !started_within(started, after, before) => {
                         Leftover::Reused(pgid)
                     }
@@ -130,12 +157,33 @@ pub enum Leftover {
     Reused(i32),
 }
 
-fn parse(text: &str) -> Option<(i32, u64, u64)> {
+/// What a note says.
+#[derive(Debug, PartialEq, Eq)]
+struct Noted {
+    pgid: i32,
+    after: u64,
+    before: u64,
+    /// The journal's length when the step started.
+    journal_len: u64,
+}
+
+fn parse(text: &str) -> Option<Noted> {
     let mut fields = text.split_whitespace();
     let pgid: i32 = fields.next()?.parse().ok()?;
     let after = fields.next()?.parse().ok()?;
     let before = fields.next()?.parse().ok()?;
-    (pgid > 1).then_some((pgid, after, before))
+    // Notes written before the journal's length was kept were cleared when their step
+    // ended, so one without it is of a step still in flight.
+    let journal_len = match fields.next() {
+        Some(field) => field.parse().ok()?,
+        None => u64::MAX,
+    };
+    (pgid > 1).then_some(Noted {
+        pgid,
+        after,
+        before,
+        journal_len,
+    })
 }
 
 /// `/proc` counts start times in clock ticks (usually 10 ms), so the window is widened by
@@ -164,10 +212,19 @@ mod tests {
     fn a_note_round_trips_and_clears() {
         let dir = tempfile::tempdir().expect("tempdir");
         let note = GroupNote::open(dir.path(), "r1").expect("open");
+        note.set_journal_len(345);
         note.note(12345, 10, 20);
         let text = std::fs::read_to_string(path(dir.path(), "r1")).expect("read");
         assert_eq!(text.len(), WIDTH);
-        assert_eq!(parse(&text), Some((12345, 10, 20)));
+        assert_eq!(
+            parse(&text),
+            Some(Noted {
+                pgid: 12345,
+                after: 10,
+                before: 20,
+                journal_len: 345
+            })
+        );
         note.clear();
         let text = std::fs::read_to_string(path(dir.path(), "r1")).expect("read");
         assert_eq!(parse(&text), None);
@@ -175,9 +232,53 @@ mod tests {
 
     #[test]
     fn malformed_notes_are_ignored() {
-        for text in ["", "x y z", "12", "1 2 3", "-5 1 2", "99999999999 1 2"] {
+        for text in [
+            "",
+            "x y z",
+            "12",
+            "1 2 3",
+            "-5 1 2",
+            "99999999999 1 2",
+            "123 1 2 x",
+        ] {
             assert_eq!(parse(text), None, "{text:?}");
         }
+        // The form without the journal's length counts as a step in flight.
+        assert_eq!(parse("123 1 2").map(|n| n.journal_len), Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_group_is_killed_only_while_the_journal_says_its_step_had_not_ended() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let note = GroupNote::open(dir.path(), "r1").expect("open");
+        let after = boot_clock_ns();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pgid = i32::try_from(child.id()).expect("pid fits");
+        note.set_journal_len(100);
+        note.note(pgid, after, boot_clock_ns());
+
+        // The step's result was journaled after the note: its group is not touched.
+        note.set_journal_len(180);
+        assert_eq!(note.kill_leftover(), Leftover::None);
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "sleep was killed"
+        );
+
+        // Nothing was journaled after the note: the step was in flight, so it is killed.
+        note.set_journal_len(100);
+        note.note(pgid, after, boot_clock_ns());
+        assert_eq!(note.kill_leftover(), Leftover::Killed(pgid));
+        let status = child.wait().expect("wait");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
     }
 
     #[test]

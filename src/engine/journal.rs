@@ -286,6 +286,8 @@ pub struct Journal {
     id: String,
     path: PathBuf,
     file: File,
+    /// Bytes written so far; the group note keeps it with each step's group.
+    len: u64,
     group: GroupNote,
 }
 
@@ -307,6 +309,7 @@ impl Journal {
             id: id.to_string(),
             path: path.clone(),
             file,
+            len: 0,
             group,
         };
         journal.lock()?;
@@ -333,10 +336,11 @@ impl Journal {
             .open(&path)
             .map_err(io)?;
         let group = GroupNote::open(dir, id).map_err(io)?;
-        let journal = Journal {
+        let mut journal = Journal {
             id: id.to_string(),
             path: path.clone(),
             file,
+            len: 0,
             group,
         };
         journal.lock()?;
@@ -344,6 +348,8 @@ impl Journal {
         if let Some(torn) = &contents.torn {
             journal.file.set_len(torn.offset).map_err(io)?;
         }
+        journal.len = journal.file.metadata().map_err(io)?.len();
+        journal.group.set_journal_len(journal.len);
         Ok((journal, contents))
     }
 
@@ -395,7 +401,10 @@ impl Journal {
             .map_err(|source| JournalError::Io {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        self.len += line.len() as u64;
+        self.group.set_journal_len(self.len);
+        Ok(())
     }
 
     /// Makes everything appended so far durable.

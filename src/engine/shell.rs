@@ -293,11 +293,14 @@ impl StepRunner for ShellRunner {
         }
         // The group was killed when the exit was noticed; reaping now frees its id.
         let status = child.wait();
-        if let Some(note) = &step.group_note {
-            note.clear();
-        }
         let duration_ms = Some(millis(started.elapsed()));
         if matches!(stopped, Some(Stop::Cancelled)) {
+            // Nothing of a cancelled step is journaled, so the journal cannot tell that it
+            // ended: the note is cleared instead. (A step that ran to an end is told by its
+            // result in the journal; see `group_note`.)
+            if let Some(note) = &step.group_note {
+                note.clear();
+            }
             return Ran::Cancelled;
         }
         let exit_code = status
