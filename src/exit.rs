@@ -14,6 +14,9 @@ pub enum Exit {
     Usage,
     /// Interrupted by Ctrl-C; the run can be resumed.
     Interrupted,
+    /// Whoever read the output went away (`mekara runs | head`); a run stopped this way
+    /// can be resumed. 141 is how a shell reports a process ended by `SIGPIPE`.
+    OutputClosed,
 }
 
 impl Exit {
@@ -24,6 +27,7 @@ impl Exit {
             Exit::Failure => 1,
             Exit::Usage => 2,
             Exit::Interrupted => 130,
+            Exit::OutputClosed => 141,
         }
     }
 }

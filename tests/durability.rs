@@ -23,6 +23,18 @@ fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
 
+/// Each step that appends to `NAME.count` in `root` ran exactly once; `context` is shown
+/// when one did not.
+fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
+    for counter in counters {
+        assert_eq!(
+            lines(&root.join(format!("{counter}.count"))),
+            1,
+            "{counter}.count\n{context}"
+        );
+    }
+}
+
 fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
@@ -121,14 +133,7 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
     drop(stdin);
     let resumed = common::Run::from_output(resuming.wait_with_output().expect("resume ends"));
     resumed.expect_code(0);
-    for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(
-            lines(&root.join(format!("{counter}.count"))),
-            1,
-            "{counter}.count\n{}",
-            resumed.stdout
-        );
-    }
+    each_ran_once(&root, &["a", "b", "c", "d", "e"], &resumed.stdout);
     assert!(
         resumed.stdout.contains("▶ steps[3] $ echo $$ > step.pid"),
         "{}",
@@ -171,13 +176,7 @@ fn sigkill_while_waiting_for_the_person_loses_nothing() {
         "{}",
         resumed.stdout
     );
-    for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(
-            lines(&root.join(format!("{counter}.count"))),
-            1,
-            "{counter}.count"
-        );
-    }
+    each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
     assert_eq!(
         std::fs::read_to_string(root.join("e.count")).expect("e"),
         "again\n"
@@ -308,13 +307,7 @@ fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
     std::fs::remove_file(root.join("started")).expect("rm");
     std::fs::write(root.join("go"), "").expect("go");
     project.run(&["run", "--resume", &id], "x\n").expect_code(0);
-    for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(
-            lines(&root.join(format!("{counter}.count"))),
-            1,
-            "{counter}.count"
-        );
-    }
+    each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
 }
 
 /// Regression: Ctrl-C at a prompt used to be taken for a running step, so mekara went on
@@ -354,11 +347,71 @@ fn ctrl_c_at_a_prompt_leaves_at_once_and_the_run_resumes() {
     assert_eq!(status.code(), Some(130));
     let id = project.run_ids().remove(0);
     project.run(&["run", "--resume", &id], "w\n").expect_code(0);
-    for counter in ["a", "b", "c", "d", "e"] {
-        assert_eq!(
-            lines(&root.join(format!("{counter}.count"))),
-            1,
-            "{counter}.count"
+    each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
+}
+
+/// `mekara run ... | head`: when whoever reads the output goes away, the step whose output
+/// can no longer be shown is stopped (not left to run unseen), mekara ends quietly with 141
+/// (no panic), says on stderr how to resume, and the run resumes where it stopped.
+#[test]
+fn closing_the_output_stops_the_run_quietly_and_it_resumes() {
+    let project = Project::new();
+    project.script(
+        "chatty",
+        "Print a lot, then note that it ran.",
+        Some(
+            r#"
+def execute(request):
+    auto("echo 1 >> a.count")
+    auto("echo $$ > step.pid; i=0; while [ ! -e go ]; do i=$((i+1)); echo line $i; sleep 0.01; done; echo 1 >> b.count")
+    auto("echo 1 >> c.count")
+"#,
+        ),
+    );
+    let root = project.root();
+    let mut child = project.spawn(&["run", "chatty"]);
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.contains("line 3") {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).expect("read") > 0,
+            "mekara ended before printing the step's output"
         );
     }
+    let step_pid = pid_in(&root.join("step.pid"));
+    // The reader goes away, as `head` does once it has its lines.
+    drop(stdout);
+    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
+    out.expect_code(141);
+    let id = project.run_ids().remove(0);
+    assert!(
+        out.stderr.contains(&format!(
+            "the output was closed, so step chatty[1] was stopped; resume with `mekara run --resume {id}`"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    assert!(wait_until_dead(&step_pid), "the step outlived mekara");
+    assert_eq!(lines(&root.join("c.count")), 0, "the run went on");
+
+    std::fs::write(root.join("go"), "").expect("go");
+    project.run(&["run", "--resume", &id], "").expect_code(0);
+    each_ran_once(&root, &["a", "b", "c"], "");
+}
+
+/// A listing piped into a reader that stops early ends quietly too.
+#[test]
+fn a_listing_into_a_closed_pipe_ends_quietly() {
+    let project = Project::new();
+    for i in 0..400 {
+        project.script(&format!("s{i:03}"), "Say hello.", None);
+    }
+    let mut child = project.spawn(&["scripts"]);
+    // Closed before mekara writes: its first write fails.
+    drop(child.stdout.take());
+    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
+    out.expect_code(141);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }

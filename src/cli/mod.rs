@@ -77,6 +77,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     init_logging(cli.log_file.as_deref());
+    end_quietly_when_output_closes();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Scripts(args) => scripts::run(args),
@@ -97,6 +98,27 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             exit_for(&e).into()
         }
     }
+}
+
+/// Output piped into a reader that stopped early (`mekara runs | head -3`) ends mekara
+/// quietly with [`Exit::OutputClosed`], as it ends other Unix tools, instead of with a
+/// panic and its backtrace. Rust ignores `SIGPIPE`, so such a write fails with
+/// `BrokenPipe`, and `println!` panics on that; this catches exactly that panic. It is
+/// safe for a run: steps are journaled before they are printed, and `mekara run` itself
+/// stops a step whose output cannot be shown (see `cli::run`).
+fn end_quietly_when_output_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map_or("", String::as_str);
+        // `EPIPE` is 32 on Linux and macOS.
+        if message.starts_with("failed printing to stdout") && message.contains("(os error 32)") {
+            std::process::exit(Exit::OutputClosed.code().into());
+        }
+        default(info);
+    }));
 }
 
 /// A command line that asks for something impossible (the checks clap cannot make).

@@ -14,7 +14,9 @@ use serde_json::{Map, Value as Json};
 
 use crate::engine::journal::Outcome;
 use crate::engine::step::{StepInput, StepRecord};
-use crate::engine::{EngineError, Executor, FrameEvent, Observer, Pending, Settings, ShellRunner};
+use crate::engine::{
+    CancelToken, EngineError, Executor, FrameEvent, Observer, Pending, Settings, ShellRunner,
+};
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
@@ -63,6 +65,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
             }
             println!("resuming run {id}");
             interrupt.watch(&executor, Some(id.clone()));
+            terminal.watch(&executor);
             let first = executor.advance(&terminal);
             (executor, first)
         }
@@ -75,6 +78,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 .as_ref()
                 .map_or_else(|| cwd.clone(), |d| cwd.join(d));
             interrupt.watch(&executor, None);
+            terminal.watch(&executor);
             let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
             (executor, first)
         }
@@ -86,6 +90,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let mut input = std::io::stdin().lock();
     loop {
         let next = match pending {
+            Err(EngineError::Cancelled { script, index }) if terminal.output_closed.get() => {
+                let id = executor.run_id().unwrap_or_default();
+                eprintln!(
+                    "mekara: the output was closed, so step {script}[{index}] was stopped; resume with `mekara run --resume {id}`"
+                );
+                return Ok(Exit::OutputClosed);
+            }
             Err(EngineError::Cancelled { script, index }) => {
                 let id = executor.run_id().unwrap_or_default().to_string();
                 println!(
@@ -221,6 +232,16 @@ struct Terminal {
     at_line_start: Cell<bool>,
     steps_run: Cell<usize>,
     started: RefCell<Option<Instant>>,
+    /// Stops the running step when its output cannot be shown.
+    cancel: RefCell<Option<CancelToken>>,
+    /// Whether stdout was closed by its reader.
+    output_closed: Cell<bool>,
+}
+
+impl Terminal {
+    fn watch(&self, executor: &Executor) {
+        *self.cancel.borrow_mut() = Some(executor.cancel_token());
+    }
 }
 
 const BAR: &str = "  │ ";
@@ -239,14 +260,23 @@ impl Observer for Terminal {
     fn output(&self, chunk: &[u8]) {
         let text = String::from_utf8_lossy(chunk);
         let mut out = std::io::stdout().lock();
+        let mut written = Ok(());
         for piece in text.split_inclusive('\n') {
             if self.at_line_start.get() {
-                let _ = out.write_all(BAR.as_bytes());
+                written = written.and_then(|()| out.write_all(BAR.as_bytes()));
             }
-            let _ = out.write_all(piece.as_bytes());
+            written = written.and_then(|()| out.write_all(piece.as_bytes()));
             self.at_line_start.set(piece.ends_with('\n'));
         }
-        let _ = out.flush();
+        // A step whose output nobody reads any more (`mekara run ... | head`) is stopped,
+        // like one interrupted by Ctrl-C, instead of running on unseen.
+        if let Err(e) = written.and_then(|()| out.flush())
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+            && !self.output_closed.replace(true)
+            && let Some(cancel) = self.cancel.borrow().as_ref()
+        {
+            cancel.cancel();
+        }
     }
 
     fn step_finished(&self, frame: &str, record: &StepRecord) {
