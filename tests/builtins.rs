@@ -640,6 +640,31 @@ fn script_without_execute_is_reported_by_check_and_run() {
 }
 
 #[test]
+fn arguments_of_the_wrong_type_are_named_with_their_type() {
+    for (call, message) in [
+        (
+            "auto(42)",
+            "`auto` takes a shell command (a string) or a function of the script, got a value of type `int`",
+        ),
+        (
+            "auto(\"true\", env = [\"A=1\"])",
+            "`env` must be a dict of strings, got a value of type `list`",
+        ),
+    ] {
+        let project = project_with(
+            "bad",
+            "Do it.\n",
+            &format!("def execute(request):\n    {call}\n"),
+        );
+        let run = project.run(&["run", "bad"], "\n");
+        run.expect_code(1);
+        let failed = what_failed(&run.stdout);
+        assert!(failed.contains(message), "{call}:\n{failed}");
+        assert!(!failed.contains("<builtin>"), "{call}:\n{failed}");
+    }
+}
+
+#[test]
 fn runtime_error_in_execute_falls_back_with_its_location() {
     let project = project_with(
         "rt",

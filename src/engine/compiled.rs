@@ -80,9 +80,16 @@ impl CodeError {
 }
 
 /// `starlark::Error` does not implement `std::error::Error`; it is rendered by hand,
-/// keeping its location and snippet.
+/// keeping its location and snippet. The traceback's outermost frame is mekara calling the
+/// script's function (`File <builtin>, in <module>`), which says nothing to the script's
+/// author, so it is left out.
 fn render(e: &starlark::Error) -> String {
-    format!("{e}").trim_end().to_string()
+    let text = format!("{e}");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| line.trim() != "File <builtin>, in <module>")
+        .collect();
+    kept.join("\n").trim_end().to_string()
 }
 
 /// starlark 0.14 reports an error at the very end of a file that ends with a newline (such
@@ -744,7 +751,7 @@ fn seconds(value: Value<'_>) -> anyhow::Result<Duration> {
 fn string_map(value: Value<'_>, what: &str) -> anyhow::Result<BTreeMap<String, String>> {
     let dict = DictRef::from_value(value).ok_or_else(|| {
         anyhow::anyhow!(
-            "`{what}` must be a dict of strings, got a `{}`",
+            "`{what}` must be a dict of strings, got a value of type `{}`",
             value.get_type()
         )
     })?;
@@ -832,7 +839,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         }
         if step.get_type() != "function" {
             anyhow::bail!(
-                "`auto` takes a shell command (a string) or a function of the script, got a `{}`",
+                "`auto` takes a shell command (a string) or a function of the script, got a value of type `{}`",
                 step.get_type()
             );
         }
