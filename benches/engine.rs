@@ -49,7 +49,7 @@ use rustix::time::{ClockId, clock_gettime};
 const RUNS: usize = 15;
 /// Rounds of the step-overhead figure (see the module comment); `MEKARA_BENCH_ROUNDS`
 /// sets another number (the standard error shrinks with its square root).
-const STEP_ROUNDS: usize = 60;
+const STEP_ROUNDS: usize = 100;
 /// Steps of the shell-step script.
 const SHELL_STEPS: u32 = 200;
 /// Steps of the function-step script.
