@@ -378,6 +378,86 @@ fn missing_working_dir_fails_with_a_message_naming_it() {
     assert_eq!(error_of(&only_step(&project)), error);
 }
 
+/// The lines of a running mekara's stdout, read on a thread as they come.
+struct LiveLines {
+    seen: mpsc::Receiver<String>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl LiveLines {
+    fn read(child: &mut Child) -> LiveLines {
+        let stdout = child.stdout.take().expect("stdout");
+        let (lines, seen) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveLines { seen, reader }
+    }
+
+    /// The lines up to the first that `wanted` accepts. When none comes within [`BOUND`],
+    /// the step is let end (`go` is written) and mekara killed before failing, so no shell
+    /// loop is left behind.
+    fn until(&self, wanted: impl Fn(&str) -> bool, go: &Path, child: &mut Child) -> Vec<String> {
+        let deadline = Instant::now() + BOUND;
+        let mut shown: Vec<String> = Vec::new();
+        while !shown.last().is_some_and(|l| wanted(l)) {
+            match self
+                .seen
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) => shown.push(line),
+                Err(_) => {
+                    std::fs::write(go, "").expect("write go");
+                    let _ = child.kill();
+                    panic!("the line looked for did not come within {BOUND:?}; saw {shown:?}");
+                }
+            }
+        }
+        shown
+    }
+
+    /// The lines after those [`LiveLines::until`] returned, once mekara has ended.
+    fn rest(self) -> Vec<String> {
+        self.reader.join().expect("stdout reader");
+        self.seen.try_iter().collect()
+    }
+}
+
+/// A step's closing line waits to leave with the next step's header (one write), but never
+/// longer: while the second step runs, the first one's `✓` line is on screen.
+#[test]
+fn a_finished_step_is_shown_before_the_next_one_runs() {
+    let project = Project::new();
+    project.script(
+        "two",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    auto(\"true\")\n",
+            "    auto(\"while [ ! -e go ]; do sleep 0.05; done\")\n",
+        )),
+    );
+    let go = project.root().join("go");
+    let mut child = project.spawn(&["run", "two"]);
+    let live = LiveLines::read(&mut child);
+    let shown = live.until(|l| l.starts_with("▶ two[1]"), &go, &mut child);
+    // The second step is still waiting for `go`, and the first one's end is already shown,
+    // before the second one's header.
+    let finished = shown.iter().position(|l| l.starts_with("✓ two[0]"));
+    let second = shown.iter().position(|l| l.starts_with("▶ two[1]"));
+    assert!(finished.is_some() && finished < second, "{shown:?}");
+    std::fs::write(&go, "").expect("write go");
+    let run = wait_bounded(child, "");
+    let rest = live.rest();
+    run.expect_code(0);
+    assert!(rest.iter().any(|l| l.starts_with("✓ two[1]")), "{rest:?}");
+}
+
 #[test]
 fn output_streams_live_while_the_step_runs() {
     let project = Project::new();
@@ -391,39 +471,17 @@ fn output_streams_live_while_the_step_runs() {
     );
     let go = project.root().join("go");
     let mut child = project.spawn(&["run", "live"]);
-    let stdout = child.stdout.take().expect("stdout");
-    let (lines, seen) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + BOUND;
-    let mut before_go = Vec::new();
+    let live = LiveLines::read(&mut child);
     // Step output is printed under the step, behind a bar; the step's own line (`▶ ...`)
     // names both words too, so only the bar lines count.
-    while !before_go.iter().any(|l: &String| l == "  │ first") {
-        match seen.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => before_go.push(line),
-            Err(_) => {
-                // Let the step end before failing, so no shell loop is left behind.
-                std::fs::write(&go, "").expect("write go");
-                let _ = child.kill();
-                panic!("`first` did not appear within {BOUND:?}; saw {before_go:?}");
-            }
-        }
-    }
+    let before_go = live.until(|l| l == "  │ first", &go, &mut child);
     assert!(
         !before_go.iter().any(|l| l == "  │ second"),
         "{before_go:?}"
     );
     std::fs::write(&go, "").expect("write go");
     let run = wait_bounded(child, "");
-    reader.join().expect("stdout reader");
-    let after_go: Vec<String> = seen.try_iter().collect();
+    let after_go = live.rest();
     run.expect_code(0);
     assert!(after_go.iter().any(|l| l == "  │ second"), "{after_go:?}");
     assert_eq!(output_of(&only_step(&project)), "first\nsecond\n");

@@ -52,7 +52,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     let terminal = Terminal::default();
     let started = Instant::now();
-    let interrupt = Interrupt::install(terminal.step_running.clone());
+    let interrupt = Interrupt::install(terminal.step_running.clone(), terminal.pending.clone());
 
     let (mut executor, first) = match &args.resume {
         Some(id) => {
@@ -89,6 +89,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let mut pending = first;
     let mut input = std::io::stdin().lock();
     loop {
+        // Whatever the engine printed last (a step's closing line, a frame ending) goes out
+        // before mekara reports, asks or leaves.
+        terminal.flush();
         let next = match pending {
             Err(EngineError::Cancelled { script, index }) if terminal.output_closed.get() => {
                 let id = executor.run_id().unwrap_or_default();
@@ -225,8 +228,16 @@ fn ask_outputs(
 }
 
 /// Prints steps as they run, their output indented under them.
+///
+/// A step's closing line is not written at once: it waits in `pending` for the next thing
+/// printed, so that it and the next step's header leave in one write (with a step that
+/// takes a millisecond, the second write showed in the per-step cost). Anything that shows
+/// a step running, or waits, flushes first: a step's header, its output, the run loop, and
+/// Ctrl-C.
 #[derive(Default)]
 struct Terminal {
+    /// Lines not written yet.
+    pending: Arc<Mutex<String>>,
     /// Whether a step is running now, which decides what Ctrl-C does.
     step_running: Arc<AtomicBool>,
     at_line_start: Cell<bool>,
@@ -242,6 +253,41 @@ impl Terminal {
     fn watch(&self, executor: &Executor) {
         *self.cancel.borrow_mut() = Some(executor.cancel_token());
     }
+
+    /// Adds a line to what is written at the next [`Terminal::flush`].
+    fn line(&self, line: std::fmt::Arguments<'_>) {
+        if let Ok(mut pending) = self.pending.lock() {
+            let _ = std::fmt::Write::write_fmt(&mut *pending, line);
+            pending.push('\n');
+        }
+    }
+
+    /// Writes the pending lines in one write.
+    fn flush(&self) {
+        let written = match self.pending.lock() {
+            Ok(mut pending) if !pending.is_empty() => {
+                let mut out = std::io::stdout().lock();
+                let written = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
+                pending.clear();
+                written
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = written {
+            self.write_failed(&e);
+        }
+    }
+
+    /// A step whose output nobody reads any more (`mekara run ... | head`) is stopped, like
+    /// one interrupted by Ctrl-C, instead of running on unseen.
+    fn write_failed(&self, e: &std::io::Error) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe
+            && !self.output_closed.replace(true)
+            && let Some(cancel) = self.cancel.borrow().as_ref()
+        {
+            cancel.cancel();
+        }
+    }
 }
 
 const BAR: &str = "  │ ";
@@ -249,15 +295,17 @@ const BAR: &str = "  │ ";
 impl Observer for Terminal {
     fn step_started(&self, frame: &str, index: usize, input: &StepInput, context: Option<&str>) {
         if let Some(context) = context {
-            println!("# {context}");
+            self.line(format_args!("# {context}"));
         }
-        println!("▶ {frame}[{index}] {}", input.summary());
+        self.line(format_args!("▶ {frame}[{index}] {}", input.summary()));
+        self.flush();
         self.at_line_start.set(true);
         *self.started.borrow_mut() = Some(Instant::now());
         self.step_running.store(true, Ordering::SeqCst);
     }
 
     fn output(&self, chunk: &[u8]) {
+        self.flush();
         let text = String::from_utf8_lossy(chunk);
         let mut out = std::io::stdout().lock();
         let mut written = Ok(());
@@ -268,36 +316,31 @@ impl Observer for Terminal {
             written = written.and_then(|()| out.write_all(piece.as_bytes()));
             self.at_line_start.set(piece.ends_with('\n'));
         }
-        // A step whose output nobody reads any more (`mekara run ... | head`) is stopped,
-        // like one interrupted by Ctrl-C, instead of running on unseen.
-        if let Err(e) = written.and_then(|()| out.flush())
-            && e.kind() == std::io::ErrorKind::BrokenPipe
-            && !self.output_closed.replace(true)
-            && let Some(cancel) = self.cancel.borrow().as_ref()
-        {
-            cancel.cancel();
+        if let Err(e) = written.and_then(|()| out.flush()) {
+            self.write_failed(&e);
         }
     }
 
     fn step_finished(&self, frame: &str, record: &StepRecord) {
         self.step_running.store(false, Ordering::SeqCst);
         if !self.at_line_start.get() {
-            println!();
+            self.line(format_args!(""));
             self.at_line_start.set(true);
         }
         self.steps_run.set(self.steps_run.get() + 1);
         let ms = record.result.duration_ms.unwrap_or(0);
         match &record.result.error {
-            None => println!("✓ {frame}[{}] ({ms} ms)", record.index),
-            Some(error) => println!("✗ {frame}[{}] {error}", record.index),
+            None => self.line(format_args!("✓ {frame}[{}] ({ms} ms)", record.index)),
+            Some(error) => self.line(format_args!("✗ {frame}[{}] {error}", record.index)),
         }
     }
 
     fn frame_event(&self, event: FrameEvent<'_>) {
         match event {
-            FrameEvent::Pushed { path } => println!("→ {path}"),
+            FrameEvent::Pushed { path } => self.line(format_args!("→ {path}")),
             FrameEvent::Ended { path, success } => {
-                println!("{} {path} ended", if success { "←" } else { "✗" });
+                let mark = if success { "←" } else { "✗" };
+                self.line(format_args!("{mark} {path} ended"));
             }
         }
     }
@@ -309,13 +352,16 @@ impl Observer for Terminal {
 struct Interrupt {
     running: Arc<AtomicBool>,
     state: Arc<Mutex<(Option<crate::engine::CancelToken>, Option<String>)>>,
+    /// The terminal's lines not written yet, written before leaving.
+    pending: Arc<Mutex<String>>,
 }
 
 impl Interrupt {
-    fn install(running: Arc<AtomicBool>) -> Interrupt {
+    fn install(running: Arc<AtomicBool>, pending: Arc<Mutex<String>>) -> Interrupt {
         let interrupt = Interrupt {
             running,
             state: Arc::new(Mutex::new((None, None))),
+            pending,
         };
         let handler = interrupt.clone();
         let installed = ctrlc::set_handler(move || {
@@ -328,6 +374,10 @@ impl Interrupt {
             {
                 cancel.cancel();
                 return;
+            }
+            if let Ok(pending) = handler.pending.lock() {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
             }
             match run {
                 Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),

@@ -162,6 +162,11 @@ impl StepRunner for ShellRunner {
         on_output: &mut dyn FnMut(&[u8]),
         cancel: &CancelToken,
     ) -> Ran {
+        // A stop asked for before the step began (say, its header could not be shown)
+        // starts nothing.
+        if cancel.is_cancelled() {
+            return Ran::Cancelled;
+        }
         let started = Instant::now();
         // The folder is only looked at when the spawn fails, so a step does not pay for a
         // `stat` it nearly never needs.
