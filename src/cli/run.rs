@@ -264,16 +264,7 @@ impl Terminal {
 
     /// Writes the pending lines in one write.
     fn flush(&self) {
-        let written = match self.pending.lock() {
-            Ok(mut pending) if !pending.is_empty() => {
-                let mut out = std::io::stdout().lock();
-                let written = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
-                pending.clear();
-                written
-            }
-            _ => Ok(()),
-        };
-        if let Err(e) = written {
+        if let Err(e) = write_pending(&self.pending) {
             self.write_failed(&e);
         }
     }
@@ -288,6 +279,20 @@ impl Terminal {
             cancel.cancel();
         }
     }
+}
+
+/// Writes `pending` to stdout in one write, and empties it.
+fn write_pending(pending: &Mutex<String>) -> std::io::Result<()> {
+    let Ok(mut pending) = pending.lock() else {
+        return Ok(());
+    };
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    let written = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
+    pending.clear();
+    written
 }
 
 const BAR: &str = "  │ ";
@@ -375,10 +380,7 @@ impl Interrupt {
                 cancel.cancel();
                 return;
             }
-            if let Ok(pending) = handler.pending.lock() {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
-            }
+            let _ = write_pending(&handler.pending);
             match run {
                 Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),
                 None => eprintln!("\ninterrupted"),

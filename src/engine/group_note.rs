@@ -41,7 +41,7 @@ use rustix::time::{ClockId, clock_gettime};
 pub struct GroupNote {
     file: Arc<File>,
     path: Arc<PathBuf>,
-    /// The length of the run's journal, kept up to date by the journal.
+    /// The length of the run's journal, kept up to date by the journal (0 for a new one).
     journal_len: Arc<AtomicU64>,
 }
 
@@ -76,9 +76,14 @@ impl GroupNote {
         })
     }
 
-    /// Tells the note how long the run's journal is now (the journal calls this).
+    /// Tells the note how long the run's journal is (the journal calls this when it opens).
     pub fn set_journal_len(&self, len: u64) {
         self.journal_len.store(len, Ordering::Relaxed);
+    }
+
+    /// Tells the note that `bytes` were appended to the run's journal.
+    pub fn journal_grew(&self, bytes: u64) {
+        self.journal_len.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Deletes the note: the run has ended, so no step of it can be running.

@@ -286,8 +286,7 @@ pub struct Journal {
     id: String,
     path: PathBuf,
     file: File,
-    /// Bytes written so far; the group note keeps it with each step's group.
-    len: u64,
+    /// Also keeps the journal's length, which it notes with each step's group.
     group: GroupNote,
 }
 
@@ -309,7 +308,6 @@ impl Journal {
             id: id.to_string(),
             path: path.clone(),
             file,
-            len: 0,
             group,
         };
         journal.lock()?;
@@ -336,11 +334,10 @@ impl Journal {
             .open(&path)
             .map_err(io)?;
         let group = GroupNote::open(dir, id).map_err(io)?;
-        let mut journal = Journal {
+        let journal = Journal {
             id: id.to_string(),
             path: path.clone(),
             file,
-            len: 0,
             group,
         };
         journal.lock()?;
@@ -348,8 +345,8 @@ impl Journal {
         if let Some(torn) = &contents.torn {
             journal.file.set_len(torn.offset).map_err(io)?;
         }
-        journal.len = journal.file.metadata().map_err(io)?.len();
-        journal.group.set_journal_len(journal.len);
+        let len = journal.file.metadata().map_err(io)?.len();
+        journal.group.set_journal_len(len);
         Ok((journal, contents))
     }
 
@@ -402,8 +399,7 @@ impl Journal {
                 path: self.path.clone(),
                 source,
             })?;
-        self.len += line.len() as u64;
-        self.group.set_journal_len(self.len);
+        self.group.journal_grew(line.len() as u64);
         Ok(())
     }
 
