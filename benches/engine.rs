@@ -42,8 +42,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{UsageWho, getrusage};
+use nix::time::{ClockId, clock_gettime};
 use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
-use rustix::time::{ClockId, clock_gettime};
 
 /// Samples per figure.
 const RUNS: usize = 15;
@@ -443,10 +443,10 @@ fn children_cpu() -> Duration {
 
 /// The CPU time this thread has used.
 fn thread_cpu() -> Duration {
-    let t = clock_gettime(ClockId::ThreadCPUTime);
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("the thread's CPU clock");
     Duration::new(
-        u64::try_from(t.tv_sec).unwrap_or(0),
-        u32::try_from(t.tv_nsec).unwrap_or(0),
+        u64::try_from(t.tv_sec()).unwrap_or(0),
+        u32::try_from(t.tv_nsec()).unwrap_or(0),
     )
 }
 

@@ -486,3 +486,40 @@ fn output_streams_live_while_the_step_runs() {
     assert!(after_go.iter().any(|l| l == "  │ second"), "{after_go:?}");
     assert_eq!(output_of(&only_step(&project)), "first\nsecond\n");
 }
+
+/// mekara reads clocks through libc, so it runs under valgrind (which gives a process no
+/// vDSO of its own; reading the vDSO by hand, as rustix does, crashed there). Run and
+/// resume both, since a resume reads the process table's clock too.
+#[test]
+fn a_run_and_its_resume_work_under_valgrind() {
+    let project = Project::new();
+    project.script(
+        "under_valgrind",
+        NL,
+        Some("def execute(request):\n    print(auto(\"echo from-the-shell\").output)\n    llm(\"then this\")\n"),
+    );
+    let under_valgrind = |args: &[&str], stdin: &str| {
+        let mekara = project.command(args);
+        let mut cmd = std::process::Command::new("valgrind");
+        cmd.args(["--tool=none", "--quiet"])
+            .arg(mekara.get_program())
+            .args(mekara.get_args())
+            .current_dir(project.root())
+            .env_clear();
+        for (key, value) in mekara.get_envs() {
+            if let Some(value) = value {
+                cmd.env(key, value);
+            }
+        }
+        common::run_with_stdin(cmd, stdin)
+    };
+    let first = under_valgrind(&["run", "under_valgrind"], "");
+    assert!(
+        first.stdout.contains("from-the-shell"),
+        "the shell step ran under valgrind: {}\n{}",
+        first.stdout,
+        first.stderr
+    );
+    let id = project.run_ids().pop().expect("a run was started");
+    under_valgrind(&["run", "--resume", &id], "\n").expect_code(0);
+}

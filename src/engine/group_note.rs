@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use nix::time::{ClockId, clock_gettime};
 use rustix::process::{Pid, Signal, kill_process_group};
-use rustix::time::{ClockId, clock_gettime};
 
 /// The note of one run: where its running step's process group is written down.
 #[derive(Debug, Clone)]
@@ -55,8 +55,10 @@ fn path(dir: &Path, id: &str) -> PathBuf {
 
 /// Nanoseconds on the boot clock, which `/proc/<pid>/stat` start times are counted on.
 pub fn boot_clock_ns() -> u64 {
-    let t = clock_gettime(ClockId::Boottime);
-    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+    let Ok(t) = clock_gettime(ClockId::CLOCK_BOOTTIME) else {
+        return 0;
+    };
+    u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec()).unwrap_or(0)
 }
 
 impl GroupNote {
@@ -194,8 +196,16 @@ fn parse(text: &str) -> Option<Noted> {
 /// `/proc` counts start times in clock ticks (usually 10 ms), so the window is widened by
 /// a tick on each side.
 fn started_within(started_ns: u64, after: u64, before: u64) -> bool {
-    let tick = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
+    let tick = 1_000_000_000 / clock_ticks_per_second();
     started_ns + tick >= after && started_ns <= before + tick
+}
+
+/// The unit of `/proc` times, per second (100 on Linux).
+fn clock_ticks_per_second() -> u64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+        Ok(Some(ticks)) if ticks > 0 => ticks.unsigned_abs(),
+        _ => 100,
+    }
 }
 
 /// When process `pid` started, on the boot clock; `None` if there is no such process.
@@ -205,8 +215,7 @@ fn leader_start_ns(pid: i32) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
     // Field 22 of the file is the 20th after the name (state is field 3).
     let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
-    let per_second = rustix::param::clock_ticks_per_second().max(1);
-    Some(ticks * (1_000_000_000 / per_second))
+    Some(ticks * (1_000_000_000 / clock_ticks_per_second()))
 }
 
 #[cfg(test)]
