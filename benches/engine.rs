@@ -8,7 +8,11 @@
 //! 2. the wall time of a 1000-step script of function steps that ends at an llm step, run
 //!    through, and resumed after being interrupted there (the resume re-evaluates every
 //!    journaled step);
-//! 3. the peak RSS of those runs.
+//! 3. the peak RSS of those runs;
+//! 4. the instructions mekara itself executes per shell step, counted by callgrind (when
+//!    valgrind is installed): the same count on every run of the same binary, whatever the
+//!    rest of the machine does, so it shows a change in mekara's own per-step work that the
+//!    wall-time figures are too noisy to show.
 //!
 //! Every figure is a median of runs taken interleaved, so that a slow moment of the machine
 //! does not land on one figure only.
@@ -114,8 +118,10 @@ fn main() {
         }
     }
     let rss = bench.peak_rss();
+    eprintln!("counting instructions per step under callgrind...");
+    let instructions = bench.instructions_per_step();
 
-    print_report(&bench, &bash, &sh, &samples, &rss);
+    print_report(&bench, &bash, &sh, &samples, &rss, instructions.as_ref());
 }
 
 /// The temporary project, its home folder, and the binary under test.
@@ -151,6 +157,14 @@ impl Bench {
             &format!("Run `true` {SHELL_STEPS} times.\n"),
             &format!(
                 "def execute(request):\n    for i in range({SHELL_STEPS}):\n        auto(\"true\")\n"
+            ),
+        );
+        script(
+            "shell400",
+            &format!("Run `true` {} times.\n", 2 * SHELL_STEPS),
+            &format!(
+                "def execute(request):\n    for i in range({}):\n        auto(\"true\")\n",
+                2 * SHELL_STEPS
             ),
         );
         script(
@@ -288,6 +302,36 @@ impl Bench {
         let id = resume_id(&stdout);
         let resumed = self.run_ok(&self.path, &["run", "--resume", &id], "\n");
         (interrupted, resumed)
+    }
+
+    /// Instructions of mekara's own (user space, its shells not counted) per shell step:
+    /// a run of `2 x SHELL_STEPS` steps less one of `SHELL_STEPS`, so start-up cancels.
+    /// `Err` says why there is no count (no valgrind on `PATH`).
+    fn instructions_per_step(&self) -> Result<f64, String> {
+        let valgrind = find_in_path(&self.path, "valgrind")
+            .ok_or_else(|| "no valgrind on PATH".to_string())?;
+        let count = |script: &str| -> u64 {
+            let mut cmd = Command::new(&valgrind);
+            cmd.args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+                .arg(&self.binary)
+                .args(["run", script])
+                .current_dir(&self.root);
+            hermetic(&mut cmd, &self.path, &self.home);
+            let (_, code, output) = timed(cmd, "");
+            assert_eq!(
+                code,
+                Some(0),
+                "`mekara run {script}` under callgrind:\n{output}"
+            );
+            // `==PID== Collected : N`, on stderr.
+            output
+                .lines()
+                .find_map(|l| l.split("Collected :").nth(1))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no instruction count from callgrind:\n{output}"))
+        };
+        let (one, two) = (count("shell200"), count("shell400"));
+        Ok((two.saturating_sub(one)) as f64 / f64::from(SHELL_STEPS))
     }
 
     /// Peak RSS of the full run and of a resume of `fn1000`, in KiB: the largest of [`RUNS`].
@@ -536,7 +580,14 @@ fn median_ms(samples: &[Duration]) -> f64 {
     median(&samples.iter().copied().map(ms).collect::<Vec<_>>())
 }
 
-fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {
+fn print_report(
+    bench: &Bench,
+    bash: &Path,
+    sh: &Path,
+    s: &Samples,
+    rss: &Rss,
+    instructions: Result<&f64, &String>,
+) {
     let shown = |p: &Path| match std::fs::canonicalize(p) {
         Ok(real) if real != p => format!("{} -> {}", p.display(), real.display()),
         _ => p.display().to_string(),
@@ -692,5 +743,16 @@ fn print_report(bench: &Bench, bash: &Path, sh: &Path, s: &Samples, rss: &Rss) {
             &verdict(mb, TARGET_RSS_MB, "MB", 1),
         );
     }
+
+    println!("4. mekara's own instructions per auto(\"true\") step (callgrind, user space)");
+    row(
+        "   (400-step run - 200-step run) / 200",
+        match instructions {
+            Ok(n) => format!("{:.1} k", n / 1000.0),
+            Err(why) => format!("n/a: {why}"),
+        },
+        "",
+        "",
+    );
     println!();
 }
