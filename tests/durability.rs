@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -346,8 +346,52 @@ fn ctrl_c_at_a_prompt_leaves_at_once_and_the_run_resumes() {
     };
     assert_eq!(status.code(), Some(130));
     let id = project.run_ids().remove(0);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    assert!(
+        stderr.contains(&format!(
+            "interrupted; resume with `mekara run --resume {id}`"
+        )),
+        "{stderr}"
+    );
     project.run(&["run", "--resume", &id], "w\n").expect_code(0);
     each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
+}
+
+/// Spawns `mekara run NAME`, reads its output up to a line holding `needle`, and then
+/// stops reading, as `head` does once it has its lines.
+fn run_and_stop_reading_at(project: &Project, name: &str, needle: &str) -> std::process::Child {
+    let mut child = project.spawn(&["run", name]);
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.contains(needle) {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).expect("read") > 0,
+            "mekara ended before printing `{needle}`"
+        );
+    }
+    child
+}
+
+/// Waits for a `mekara run` whose reader went away: it ends with 141, without a panic,
+/// saying on stderr `hint` (given the run's id). Returns the id.
+fn ended_quietly(
+    project: &Project,
+    child: std::process::Child,
+    hint: impl Fn(&str) -> String,
+) -> String {
+    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
+    out.expect_code(141);
+    let id = project.run_ids().remove(0);
+    assert!(out.stderr.contains(&hint(&id)), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    id
 }
 
 /// `mekara run ... | head`: when whoever reads the output goes away, the step whose output
@@ -369,36 +413,50 @@ def execute(request):
         ),
     );
     let root = project.root();
-    let mut child = project.spawn(&["run", "chatty"]);
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    while !line.contains("line 3") {
-        line.clear();
-        assert!(
-            stdout.read_line(&mut line).expect("read") > 0,
-            "mekara ended before printing the step's output"
-        );
-    }
+    let child = run_and_stop_reading_at(&project, "chatty", "line 3");
     let step_pid = pid_in(&root.join("step.pid"));
-    // The reader goes away, as `head` does once it has its lines.
-    drop(stdout);
-    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
-    out.expect_code(141);
-    let id = project.run_ids().remove(0);
-    assert!(
-        out.stderr.contains(&format!(
+    let id = ended_quietly(&project, child, |id| {
+        format!(
             "the output was closed, so step chatty[1] was stopped; resume with `mekara run --resume {id}`"
-        )),
-        "{}",
-        out.stderr
-    );
-    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        )
+    });
     assert!(wait_until_dead(&step_pid), "the step outlived mekara");
     assert_eq!(lines(&root.join("c.count")), 0, "the run went on");
 
     std::fs::write(root.join("go"), "").expect("go");
     project.run(&["run", "--resume", &id], "").expect_code(0);
     each_ran_once(&root, &["a", "b", "c"], "");
+}
+
+/// Closed while the run is between steps (nothing runs, so nothing is stopped), at the
+/// prompt of an llm step, the run ends quietly too and says how to resume.
+#[test]
+fn closing_the_output_before_a_prompt_says_how_to_resume() {
+    let project = Project::new();
+    project.script(
+        "asks",
+        "Count, ask, count again.",
+        Some(
+            r#"
+def execute(request):
+    auto("echo 1 >> a.count; while [ ! -e go ]; do sleep 0.01; done")
+    llm("say when")
+    auto("echo 1 >> b.count")
+"#,
+        ),
+    );
+    let root = project.root();
+    // The reader goes away while the step runs (it prints nothing); the next thing mekara
+    // prints is the step's closing line and the llm step's prompt.
+    let child = run_and_stop_reading_at(&project, "asks", "asks[0]");
+    std::fs::write(root.join("go"), "").expect("go");
+    let id = ended_quietly(&project, child, |id| {
+        format!(
+            "the output was closed; the run is saved: resume it with `mekara run --resume {id}`"
+        )
+    });
+    project.run(&["run", "--resume", &id], "\n").expect_code(0);
+    each_ran_once(&root, &["a", "b"], "");
 }
 
 /// A listing piped into a reader that stops early ends quietly too.

@@ -115,10 +115,30 @@ fn end_quietly_when_output_closes() {
             .map_or("", String::as_str);
         // `EPIPE` is 32 on Linux and macOS.
         if message.starts_with("failed printing to stdout") && message.contains("(os error 32)") {
+            if let Some(id) = run_in_progress() {
+                eprintln!(
+                    "mekara: the output was closed; the run is saved: resume it with `mekara run --resume {id}`"
+                );
+            }
             std::process::exit(Exit::OutputClosed.code().into());
         }
         default(info);
     }));
+}
+
+/// The run `mekara run` is playing, once it has an id. The ways out that give mekara no
+/// chance to return through its run loop (Ctrl-C at a prompt, a closed output) read it, to
+/// say how to resume.
+static RUN_IN_PROGRESS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn set_run_in_progress(id: &str) {
+    if let Ok(mut run) = RUN_IN_PROGRESS.lock() {
+        *run = Some(id.to_string());
+    }
+}
+
+fn run_in_progress() -> Option<String> {
+    RUN_IN_PROGRESS.lock().ok()?.clone()
 }
 
 /// A command line that asks for something impossible (the checks clap cannot make).

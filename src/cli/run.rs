@@ -52,7 +52,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     let terminal = Terminal::default();
     let started = Instant::now();
-    let interrupt = Interrupt::install(terminal.step_running.clone(), terminal.pending.clone());
+    handle_ctrl_c(&terminal);
 
     let (mut executor, first) = match &args.resume {
         Some(id) => {
@@ -64,7 +64,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 );
             }
             println!("resuming run {id}");
-            interrupt.watch(&executor, Some(id.clone()));
+            super::set_run_in_progress(id);
             terminal.watch(&executor);
             let first = executor.advance(&terminal);
             (executor, first)
@@ -77,14 +77,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 .working_dir
                 .as_ref()
                 .map_or_else(|| cwd.clone(), |d| cwd.join(d));
-            interrupt.watch(&executor, None);
             terminal.watch(&executor);
             let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
             (executor, first)
         }
     };
     if let Some(id) = executor.run_id() {
-        interrupt.set_run(id);
+        super::set_run_in_progress(id);
     }
     let mut pending = first;
     let mut input = std::io::stdin().lock();
@@ -243,15 +242,17 @@ struct Terminal {
     at_line_start: Cell<bool>,
     steps_run: Cell<usize>,
     started: RefCell<Option<Instant>>,
-    /// Stops the running step when its output cannot be shown.
-    cancel: RefCell<Option<CancelToken>>,
+    /// Stops the running step (when its output cannot be shown, or on Ctrl-C).
+    cancel: Arc<Mutex<Option<CancelToken>>>,
     /// Whether stdout was closed by its reader.
     output_closed: Cell<bool>,
 }
 
 impl Terminal {
     fn watch(&self, executor: &Executor) {
-        *self.cancel.borrow_mut() = Some(executor.cancel_token());
+        if let Ok(mut cancel) = self.cancel.lock() {
+            *cancel = Some(executor.cancel_token());
+        }
     }
 
     /// Adds a line to what is written at the next [`Terminal::flush`].
@@ -274,7 +275,8 @@ impl Terminal {
     fn write_failed(&self, e: &std::io::Error) {
         if e.kind() == std::io::ErrorKind::BrokenPipe
             && !self.output_closed.replace(true)
-            && let Some(cancel) = self.cancel.borrow().as_ref()
+            && let Ok(cancel) = self.cancel.lock()
+            && let Some(cancel) = cancel.as_ref()
         {
             cancel.cancel();
         }
@@ -353,55 +355,26 @@ impl Observer for Terminal {
 
 /// Ctrl-C: stops a running step (the run stays resumable), or, while the person is
 /// typing, leaves at once: the journal is synced whenever mekara waits for input.
-#[derive(Clone)]
-struct Interrupt {
-    running: Arc<AtomicBool>,
-    state: Arc<Mutex<(Option<crate::engine::CancelToken>, Option<String>)>>,
-    /// The terminal's lines not written yet, written before leaving.
-    pending: Arc<Mutex<String>>,
-}
-
-impl Interrupt {
-    fn install(running: Arc<AtomicBool>, pending: Arc<Mutex<String>>) -> Interrupt {
-        let interrupt = Interrupt {
-            running,
-            state: Arc::new(Mutex::new((None, None))),
-            pending,
-        };
-        let handler = interrupt.clone();
-        let installed = ctrlc::set_handler(move || {
-            let Ok(state) = handler.state.lock() else {
-                std::process::exit(Exit::Interrupted.code().into());
-            };
-            let (cancel, run) = &*state;
-            if handler.running.load(Ordering::SeqCst)
-                && let Some(cancel) = cancel
-            {
-                cancel.cancel();
-                return;
-            }
-            let _ = write_pending(&handler.pending);
-            match run {
-                Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),
-                None => eprintln!("\ninterrupted"),
-            }
-            std::process::exit(Exit::Interrupted.code().into());
-        });
-        if let Err(e) = installed {
-            tracing::warn!("cannot handle Ctrl-C: {e}");
+fn handle_ctrl_c(terminal: &Terminal) {
+    let running = terminal.step_running.clone();
+    let cancel = terminal.cancel.clone();
+    let pending = terminal.pending.clone();
+    let installed = ctrlc::set_handler(move || {
+        if running.load(Ordering::SeqCst)
+            && let Ok(cancel) = cancel.lock()
+            && let Some(cancel) = cancel.as_ref()
+        {
+            cancel.cancel();
+            return;
         }
-        interrupt
-    }
-
-    fn watch(&self, executor: &Executor, run: Option<String>) {
-        if let Ok(mut state) = self.state.lock() {
-            *state = (Some(executor.cancel_token()), run);
+        let _ = write_pending(&pending);
+        match super::run_in_progress() {
+            Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),
+            None => eprintln!("\ninterrupted"),
         }
-    }
-
-    fn set_run(&self, id: &str) {
-        if let Ok(mut state) = self.state.lock() {
-            state.1 = Some(id.to_string());
-        }
+        std::process::exit(Exit::Interrupted.code().into());
+    });
+    if let Err(e) = installed {
+        tracing::warn!("cannot handle Ctrl-C: {e}");
     }
 }
