@@ -53,7 +53,7 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 const RUNS: usize = 15;
 /// Rounds of the step-overhead figure (see the module comment); `MEKARA_BENCH_ROUNDS`
 /// sets another number (the standard error shrinks with its square root).
-const STEP_ROUNDS: usize = 100;
+const STEP_ROUNDS: usize = 200;
 /// Steps of the shell-step script.
 const SHELL_STEPS: u32 = 200;
 /// Steps of the function-step script.
