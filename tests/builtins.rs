@@ -322,6 +322,31 @@ def execute(request):
     );
 }
 
+/// Answers may end in `\r\n`, and the last one may lack its line end.
+#[test]
+fn piped_answers_may_end_in_crlf_or_in_nothing() {
+    let project = project_with(
+        "ask",
+        "Ask.\n",
+        r#"
+def show(outputs):
+    print(json.encode(outputs))
+
+def execute(request):
+    a = llm("Three things.", expects = ["one", "two", "three"])
+    auto(show, {"outputs": a.outputs})
+"#,
+    );
+    let run = project.run(&["run", "ask"], "red\r\ngreen\nblue");
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("{\"one\":\"red\",\"two\":\"green\",\"three\":\"blue\"}"),
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
 fn llm_without_expects_reads_one_enter_line() {
     let project = project_with(

@@ -47,6 +47,15 @@ fn wait_for(path: &Path) {
     }
 }
 
+/// Sends SIGINT to `child`, as Ctrl-C in its terminal would.
+fn press_ctrl_c(child: &std::process::Child) {
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+}
+
 fn pid_in(file: &Path) -> String {
     std::fs::read_to_string(file)
         .expect("pid file")
@@ -281,11 +290,7 @@ fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
         .trim()
         .to_string();
     // A terminal's Ctrl-C reaches mekara's process group; the step has a group of its own.
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+    press_ctrl_c(&child);
     let out = common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(130);
     let id = project.run_ids().remove(0);
@@ -327,11 +332,7 @@ fn ctrl_c_at_a_prompt_leaves_at_once_and_the_run_resumes() {
         line.clear();
         stdout.read_line(&mut line).expect("read");
     }
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+    press_ctrl_c(&child);
     // stdin stays open: only the interrupt can end the process.
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
@@ -361,6 +362,50 @@ fn ctrl_c_at_a_prompt_leaves_at_once_and_the_run_resumes() {
     );
     project.run(&["run", "--resume", &id], "w\n").expect_code(0);
     each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
+}
+
+/// Ctrl-C while the script is evaluating between steps (no step runs, no prompt waits):
+/// the next step does not start, mekara ends with 130, and the run resumes from there. A
+/// second Ctrl-C, should the first not have been acted on yet, leaves at once.
+#[test]
+fn ctrl_c_between_steps_ends_the_run_and_it_resumes() {
+    let project = Project::new();
+    project.script(
+        "busy",
+        "Count, think for a while, count again.",
+        Some(
+            r#"
+def execute(request):
+    auto("echo 1 >> a.count")
+    n = 0
+    for i in range(45000000):
+        n = i * 2
+    auto("echo 1 >> b.count")
+"#,
+        ),
+    );
+    let root = project.root();
+    let mut child = project.spawn(&["run", "busy"]);
+    wait_for(&root.join("a.count"));
+    press_ctrl_c(&child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut pressed_again = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "mekara went on after Ctrl-C");
+        if !pressed_again && Instant::now() + Duration::from_secs(9) > deadline {
+            pressed_again = true;
+            press_ctrl_c(&child);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(lines(&root.join("b.count")), 0, "the next step ran");
+    let id = project.run_ids().remove(0);
+    project.run(&["run", "--resume", &id], "").expect_code(0);
+    each_ran_once(&root, &["a", "b"], "");
 }
 
 /// Spawns `mekara run NAME`, reads its output up to a line holding `needle`, and then

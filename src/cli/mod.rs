@@ -126,9 +126,8 @@ fn end_quietly_when_output_closes() {
     }));
 }
 
-/// The run `mekara run` is playing, once it has an id. The ways out that give mekara no
-/// chance to return through its run loop (Ctrl-C at a prompt, a closed output) read it, to
-/// say how to resume.
+/// The run `mekara run` is playing, once it has an id: the panic hook, which gives mekara
+/// no chance to return through its run loop, reads it to say how to resume.
 static RUN_IN_PROGRESS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 fn set_run_in_progress(id: &str) {

@@ -3,10 +3,9 @@
 //! With stdin not a terminal, answers are read line by line, so tests and CI can drive it.
 
 use std::cell::{Cell, RefCell};
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -52,8 +51,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     let terminal = Terminal::default();
     let started = Instant::now();
-    handle_ctrl_c(&terminal);
 
+    let ctrl_c;
     let (mut executor, first) = match &args.resume {
         Some(id) => {
             let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
@@ -66,6 +65,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
             println!("resuming run {id}");
             super::set_run_in_progress(id);
             terminal.watch(&executor);
+            ctrl_c = CtrlC::install(&executor);
             let first = executor.advance(&terminal);
             (executor, first)
         }
@@ -78,6 +78,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 .as_ref()
                 .map_or_else(|| cwd.clone(), |d| cwd.join(d));
             terminal.watch(&executor);
+            ctrl_c = CtrlC::install(&executor);
             let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
             (executor, first)
         }
@@ -86,7 +87,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
         super::set_run_in_progress(id);
     }
     let mut pending = first;
-    let mut input = std::io::stdin().lock();
+    let mut input = Answers::new(ctrl_c);
     loop {
         // Whatever the engine printed last (a step's closing line, a frame ending) goes out
         // before mekara reports, asks or leaves.
@@ -134,23 +135,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 expects,
             }) => {
                 println!("\n── llm step {path} ──\n{}", prompt.trim_end());
-                let Some(outputs) = ask_outputs(&mut input, expects.as_ref())? else {
-                    return Ok(closed(&executor));
-                };
-                executor.continue_llm(outputs, &terminal)
+                match ask_outputs(&mut input, expects.as_ref())? {
+                    Asked::Answered(outputs) => executor.continue_llm(outputs, &terminal),
+                    unanswered => return Ok(left_at_prompt(&executor, &unanswered)),
+                }
             }
             Ok(Pending::Nl { path, instructions }) => {
                 println!(
                     "\n── NL script {path}: do all of this by hand ──\n{}",
                     instructions.trim_end()
                 );
-                if !ask_done(
+                match ask_done(
                     &mut input,
                     "Press Enter when you have done all of the above.",
                 )? {
-                    return Ok(closed(&executor));
+                    Asked::Answered(()) => executor.finish_nl(&terminal),
+                    unanswered => return Ok(left_at_prompt(&executor, &unanswered)),
                 }
-                executor.finish_nl(&terminal)
             }
             Ok(Pending::Fallback {
                 path,
@@ -162,68 +163,167 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                     error.trim_end(),
                     instructions.trim_end()
                 );
-                if !ask_done(
+                match ask_done(
                     &mut input,
                     "Press Enter when you have finished the script by hand.",
                 )? {
-                    return Ok(closed(&executor));
+                    Asked::Answered(()) => executor.finish_nl(&terminal),
+                    unanswered => return Ok(left_at_prompt(&executor, &unanswered)),
                 }
-                executor.finish_nl(&terminal)
             }
         };
         pending = next;
     }
 }
 
-fn closed(executor: &Executor) -> Exit {
-    let id = executor.run_id().unwrap_or_default();
-    println!(
-        "\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`"
-    );
-    Exit::Failure
+/// How a question to the person ended.
+enum Asked<T> {
+    Answered(T),
+    /// stdin ended first.
+    Closed,
+    /// Ctrl-C was pressed.
+    Interrupted,
 }
 
-/// Reads one line; `None` at end of input.
-/// Reads one line; `None` at end of input. Piped answers are echoed, so the transcript
-/// reads as it would have on a terminal.
-fn read_line(input: &mut impl BufRead) -> anyhow::Result<Option<String>> {
-    std::io::stdout().flush()?;
-    let mut line = String::new();
-    if input.read_line(&mut line)? == 0 {
-        return Ok(None);
+impl<T> Asked<T> {
+    fn map<U>(self, answered: impl FnOnce(T) -> U) -> Asked<U> {
+        match self {
+            Asked::Answered(answer) => Asked::Answered(answered(answer)),
+            Asked::Closed => Asked::Closed,
+            Asked::Interrupted => Asked::Interrupted,
+        }
     }
-    let line = line.trim_end_matches(['\n', '\r']).to_string();
-    if !std::io::stdin().is_terminal() {
+}
+
+/// Leaves the run at a prompt nobody answered. The run was synced before mekara asked, so it
+/// resumes from this prompt.
+fn left_at_prompt<T>(executor: &Executor, how: &Asked<T>) -> Exit {
+    let id = executor.run_id().unwrap_or_default();
+    match how {
+        Asked::Interrupted => {
+            eprintln!("\ninterrupted; resume with `mekara run --resume {id}`");
+            Exit::Interrupted
+        }
+        _ => {
+            println!(
+                "\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`"
+            );
+            Exit::Failure
+        }
+    }
+}
+
+/// The person's answers, read from stdin a line at a time while watching for Ctrl-C.
+///
+/// stdin is read with `poll` and `read` on the descriptor, not through `std::io::Stdin`:
+/// std retries a read that a signal interrupted, so a prompt could not notice Ctrl-C, and
+/// its buffer would hide from `poll` the answers already read.
+struct Answers {
+    ctrl_c: Option<CtrlC>,
+    /// Read, not yet taken.
+    buffered: Vec<u8>,
+    ended: bool,
+}
+
+impl Answers {
+    fn new(ctrl_c: Option<CtrlC>) -> Answers {
+        Answers {
+            ctrl_c,
+            buffered: Vec::new(),
+            ended: false,
+        }
+    }
+
+    /// The next line, without its line ending.
+    fn line(&mut self) -> std::io::Result<Asked<String>> {
+        use rustix::event::{PollFd, PollFlags, poll};
+        use rustix::io::Errno;
+        loop {
+            if let Some(end) = self.buffered.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buffered.drain(..=end).collect();
+                return Ok(Asked::Answered(text_of(&line)));
+            }
+            if self.ended {
+                return Ok(if self.buffered.is_empty() {
+                    Asked::Closed
+                } else {
+                    Asked::Answered(text_of(&std::mem::take(&mut self.buffered)))
+                });
+            }
+            let stdin = std::io::stdin();
+            let mut fds = vec![PollFd::new(&stdin, PollFlags::IN)];
+            if let Some(ctrl_c) = &self.ctrl_c {
+                fds.push(PollFd::new(&ctrl_c.pressed, PollFlags::IN));
+            }
+            match poll(&mut fds, None) {
+                Ok(_) => {}
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            if fds.get(1).is_some_and(|fd| !fd.revents().is_empty()) {
+                return Ok(Asked::Interrupted);
+            }
+            if fds[0].revents().is_empty() {
+                continue;
+            }
+            drop(fds);
+            let mut chunk = [0u8; 4096];
+            match rustix::io::read(&stdin, &mut chunk) {
+                Ok(0) => self.ended = true,
+                Ok(n) => self.buffered.extend_from_slice(&chunk[..n]),
+                Err(Errno::INTR | Errno::AGAIN) => {}
+                // No stdin at all reads as an empty one, as std has it.
+                Err(Errno::BADF) => self.ended = true,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+fn text_of(line: &[u8]) -> String {
+    String::from_utf8_lossy(line)
+        .trim_end_matches(['\n', '\r'])
+        .to_string()
+}
+
+/// Reads one line. Piped answers are echoed, so the transcript reads as it would have on a
+/// terminal.
+fn read_line(input: &mut Answers) -> anyhow::Result<Asked<String>> {
+    std::io::stdout().flush()?;
+    let line = input.line()?;
+    if let Asked::Answered(line) = &line
+        && !std::io::stdin().is_terminal()
+    {
         println!("{line}");
     }
-    Ok(Some(line))
+    Ok(line)
 }
 
-fn ask_done(input: &mut impl BufRead, prompt: &str) -> anyhow::Result<bool> {
+fn ask_done(input: &mut Answers, prompt: &str) -> anyhow::Result<Asked<()>> {
     print!("{prompt} ");
-    Ok(read_line(input)?.is_some())
+    Ok(read_line(input)?.map(|_| ()))
 }
 
-/// Asks for each expected output in turn; `None` when input ends first.
+/// Asks for each expected output in turn.
 fn ask_outputs(
-    input: &mut impl BufRead,
+    input: &mut Answers,
     expects: Option<&Map<String, Json>>,
-) -> anyhow::Result<Option<Map<String, Json>>> {
+) -> anyhow::Result<Asked<Map<String, Json>>> {
     let mut outputs = Map::new();
     let Some(expects) = expects.filter(|e| !e.is_empty()) else {
-        return Ok(ask_done(input, "Press Enter when done.")?.then_some(outputs));
+        return Ok(ask_done(input, "Press Enter when done.")?.map(|()| outputs));
     };
     for (name, description) in expects {
         match description.as_str().filter(|d| !d.is_empty()) {
             Some(d) => print!("{name} ({}): ", d.trim_end()),
             None => print!("{name}: "),
         }
-        let Some(answer) = read_line(input)? else {
-            return Ok(None);
+        match read_line(input)? {
+            Asked::Answered(answer) => outputs.insert(name.clone(), Json::String(answer)),
+            unanswered => return Ok(unanswered.map(|_| Map::new())),
         };
-        outputs.insert(name.clone(), Json::String(answer));
     }
-    Ok(Some(outputs))
+    Ok(Asked::Answered(outputs))
 }
 
 /// Prints steps as they run, their output indented under them.
@@ -231,41 +331,47 @@ fn ask_outputs(
 /// A step's closing line is not written at once: it waits in `pending` for the next thing
 /// printed, so that it and the next step's header leave in one write (with a step that
 /// takes a millisecond, the second write showed in the per-step cost). Anything that shows
-/// a step running, or waits, flushes first: a step's header, its output, the run loop, and
-/// Ctrl-C.
+/// a step running, or waits, flushes first: a step's header, its output, and the run loop.
 #[derive(Default)]
 struct Terminal {
     /// Lines not written yet.
-    pending: Arc<Mutex<String>>,
-    /// Whether a step is running now, which decides what Ctrl-C does.
-    step_running: Arc<AtomicBool>,
+    pending: RefCell<String>,
     at_line_start: Cell<bool>,
     steps_run: Cell<usize>,
     started: RefCell<Option<Instant>>,
-    /// Stops the running step (when its output cannot be shown, or on Ctrl-C).
-    cancel: Arc<Mutex<Option<CancelToken>>>,
+    /// Stops the running step when its output cannot be shown.
+    cancel: RefCell<Option<CancelToken>>,
     /// Whether stdout was closed by its reader.
     output_closed: Cell<bool>,
 }
 
 impl Terminal {
     fn watch(&self, executor: &Executor) {
-        if let Ok(mut cancel) = self.cancel.lock() {
-            *cancel = Some(executor.cancel_token());
-        }
+        *self.cancel.borrow_mut() = Some(executor.cancel_token());
     }
 
     /// Adds a line to what is written at the next [`Terminal::flush`].
     fn line(&self, line: std::fmt::Arguments<'_>) {
-        if let Ok(mut pending) = self.pending.lock() {
-            let _ = std::fmt::Write::write_fmt(&mut *pending, line);
-            pending.push('\n');
+        let mut pending = self.pending.borrow_mut();
+        let _ = std::fmt::Write::write_fmt(&mut *pending, line);
+        pending.push('\n');
+    }
+
+    /// Writes the pending lines to stdout in one write, and empties them.
+    fn write_pending(&self) -> std::io::Result<()> {
+        let mut pending = self.pending.borrow_mut();
+        if pending.is_empty() {
+            return Ok(());
         }
+        let mut out = std::io::stdout().lock();
+        let written = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
+        pending.clear();
+        written
     }
 
     /// Writes the pending lines in one write.
     fn flush(&self) {
-        if let Err(e) = write_pending(&self.pending) {
+        if let Err(e) = self.write_pending() {
             self.write_failed(&e);
         }
     }
@@ -275,26 +381,11 @@ impl Terminal {
     fn write_failed(&self, e: &std::io::Error) {
         if e.kind() == std::io::ErrorKind::BrokenPipe
             && !self.output_closed.replace(true)
-            && let Ok(cancel) = self.cancel.lock()
-            && let Some(cancel) = cancel.as_ref()
+            && let Some(cancel) = self.cancel.borrow().as_ref()
         {
             cancel.cancel();
         }
     }
-}
-
-/// Writes `pending` to stdout in one write, and empties it.
-fn write_pending(pending: &Mutex<String>) -> std::io::Result<()> {
-    let Ok(mut pending) = pending.lock() else {
-        return Ok(());
-    };
-    if pending.is_empty() {
-        return Ok(());
-    }
-    let mut out = std::io::stdout().lock();
-    let written = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
-    pending.clear();
-    written
 }
 
 const BAR: &str = "  │ ";
@@ -308,7 +399,6 @@ impl Observer for Terminal {
         self.flush();
         self.at_line_start.set(true);
         *self.started.borrow_mut() = Some(Instant::now());
-        self.step_running.store(true, Ordering::SeqCst);
     }
 
     fn output(&self, chunk: &[u8]) {
@@ -329,7 +419,6 @@ impl Observer for Terminal {
     }
 
     fn step_finished(&self, frame: &str, record: &StepRecord) {
-        self.step_running.store(false, Ordering::SeqCst);
         if !self.at_line_start.get() {
             self.line(format_args!(""));
             self.at_line_start.set(true);
@@ -353,28 +442,41 @@ impl Observer for Terminal {
     }
 }
 
-/// Ctrl-C: stops a running step (the run stays resumable), or, while the person is
-/// typing, leaves at once: the journal is synced whenever mekara waits for input.
-fn handle_ctrl_c(terminal: &Terminal) {
-    let running = terminal.step_running.clone();
-    let cancel = terminal.cancel.clone();
-    let pending = terminal.pending.clone();
-    let installed = ctrlc::set_handler(move || {
-        if running.load(Ordering::SeqCst)
-            && let Ok(cancel) = cancel.lock()
-            && let Some(cancel) = cancel.as_ref()
-        {
-            cancel.cancel();
-            return;
-        }
-        let _ = write_pending(&pending);
-        match super::run_in_progress() {
-            Some(id) => eprintln!("\ninterrupted; resume with `mekara run --resume {id}`"),
-            None => eprintln!("\ninterrupted"),
-        }
-        std::process::exit(Exit::Interrupted.code().into());
-    });
-    if let Err(e) = installed {
-        tracing::warn!("cannot handle Ctrl-C: {e}");
+/// Ctrl-C, handled without a thread of its own: a sleeping thread in mekara was enough to
+/// make the kernel start more of the steps' shells on the other CPU, where they start cold
+/// (see `docs/design.md`).
+///
+/// The signal sets the executor's cancel flag, which stops a running step (its `poll` wakes
+/// on the signal), or the next one before it starts; and it writes a byte to `pressed`,
+/// which wakes a prompt, so that Ctrl-C while the person is typing leaves at once (the
+/// journal is synced whenever mekara waits for input). A second Ctrl-C before the first was
+/// acted on (say, during a long evaluation between steps) leaves at once, exit code 130.
+struct CtrlC {
+    /// Readable once Ctrl-C was pressed.
+    pressed: UnixStream,
+}
+
+impl CtrlC {
+    /// `None` (and a warning) when the handler cannot be installed: Ctrl-C then ends mekara
+    /// the default way, and the run still resumes.
+    fn install(executor: &Executor) -> Option<CtrlC> {
+        let installed = (|| -> std::io::Result<CtrlC> {
+            use signal_hook::consts::SIGINT;
+            let (pressed, wake) = UnixStream::pair()?;
+            pressed.set_nonblocking(true)?;
+            let flag = executor.cancel_token().flag();
+            // The order matters: the shutdown checks the flag before this press sets it.
+            signal_hook::flag::register_conditional_shutdown(
+                SIGINT,
+                Exit::Interrupted.code().into(),
+                flag.clone(),
+            )?;
+            signal_hook::flag::register(SIGINT, flag)?;
+            signal_hook::low_level::pipe::register(SIGINT, wake)?;
+            Ok(CtrlC { pressed })
+        })();
+        installed
+            .map_err(|e| tracing::warn!("cannot handle Ctrl-C: {e}"))
+            .ok()
     }
 }

@@ -37,7 +37,8 @@ pub struct ShellStep {
     pub group_note: Option<GroupNote>,
 }
 
-/// Set from another thread (Ctrl-C, an MCP cancellation) to stop the running step.
+/// Set from another thread or a signal handler (Ctrl-C, an MCP cancellation) to stop the
+/// running step.
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken(Arc<AtomicBool>);
 
@@ -55,6 +56,11 @@ impl CancelToken {
     /// Clears the request, once it has been acted on.
     pub fn reset(&self) {
         self.0.store(false, Ordering::SeqCst);
+    }
+
+    /// The flag behind the token, for a signal handler to set.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
     }
 }
 
