@@ -56,6 +56,33 @@ fn press_ctrl_c(child: &std::process::Child) {
     assert!(sent.success());
 }
 
+/// Waits up to 10 s for `child` to end after Ctrl-C was pressed, and returns how it ended;
+/// fails with `hung` (and the time) if it does not. With `press_again`, Ctrl-C is pressed a
+/// second time if mekara still runs a second after the first.
+fn ended_after_ctrl_c(
+    child: &mut std::process::Child,
+    press_again: bool,
+    hung: &str,
+) -> std::process::ExitStatus {
+    let pressed = Instant::now();
+    let mut pressed_again = !press_again;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(
+            pressed.elapsed() < Duration::from_secs(10),
+            "{hung} for {:?} after Ctrl-C",
+            pressed.elapsed()
+        );
+        if !pressed_again && pressed.elapsed() > Duration::from_secs(1) {
+            pressed_again = true;
+            press_ctrl_c(child);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn pid_in(file: &Path) -> String {
     std::fs::read_to_string(file)
         .expect("pid file")
@@ -334,17 +361,7 @@ fn ctrl_c_at_a_prompt_leaves_at_once_and_the_run_resumes() {
     }
     press_ctrl_c(&child);
     // stdin stays open: only the interrupt can end the process.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "mekara kept waiting for input after Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = ended_after_ctrl_c(&mut child, false, "mekara kept waiting for input");
     assert_eq!(status.code(), Some(130));
     let id = project.run_ids().remove(0);
     let mut stderr = String::new();
@@ -388,19 +405,7 @@ def execute(request):
     let mut child = project.spawn(&["run", "busy"]);
     wait_for(&root.join("a.count"));
     press_ctrl_c(&child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut pressed_again = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "mekara went on after Ctrl-C");
-        if !pressed_again && Instant::now() + Duration::from_secs(9) > deadline {
-            pressed_again = true;
-            press_ctrl_c(&child);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = ended_after_ctrl_c(&mut child, true, "mekara went on");
     assert_eq!(status.code(), Some(130));
     assert_eq!(lines(&root.join("b.count")), 0, "the next step ran");
     let id = project.run_ids().remove(0);

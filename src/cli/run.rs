@@ -358,20 +358,15 @@ impl Terminal {
     }
 
     /// Writes the pending lines to stdout in one write, and empties them.
-    fn write_pending(&self) -> std::io::Result<()> {
+    fn flush(&self) {
         let mut pending = self.pending.borrow_mut();
         if pending.is_empty() {
-            return Ok(());
+            return;
         }
         let mut out = std::io::stdout().lock();
         let written = out.write_all(pending.as_bytes()).and_then(|()| out.flush());
         pending.clear();
-        written
-    }
-
-    /// Writes the pending lines in one write.
-    fn flush(&self) {
-        if let Err(e) = self.write_pending() {
+        if let Err(e) = written {
             self.write_failed(&e);
         }
     }
