@@ -3,8 +3,6 @@
 //! `TcpStream` for `--http`. After every bad message the server must answer the next good
 //! one, and its stdout must carry nothing but protocol.
 
-mod common;
-
 use std::collections::VecDeque;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -14,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::Project;
+use crate::common::Project;
 use serde_json::{Value as Json, json};
 
 /// How long to wait for a message before declaring the server stuck. A guard against a
@@ -686,6 +684,64 @@ fn prompts_get_with_a_non_string_arguments_argument_is_invalid_params() {
 // ---------------------------------------------------------------------------------------
 // stdout carries only protocol
 // ---------------------------------------------------------------------------------------
+
+/// Regression: the only check that a call without a progress token gets no notifications
+/// used rmcp's client, which gives every request a token, and called `status`, which runs no
+/// step; it could not fail.
+#[test]
+fn progress_goes_only_to_a_call_that_asked_for_it() {
+    let project = Project::new();
+    project.script(
+        "count",
+        "---\ndescription: Count\n---\n1. Count.\n",
+        Some(
+            "def execute(request):\n    auto(\"echo one; sleep 0.3; echo two\")\n    llm(\"say done\")\n    auto(\"echo three; sleep 0.3; echo four\")\n",
+        ),
+    );
+    let mut session = Session::in_project(&project);
+    let progress_of = |messages: &[Json], step: &str| -> Vec<Json> {
+        messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .filter(|m| {
+                m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(step))
+            })
+            .cloned()
+            .collect()
+    };
+    session.pending.clear();
+    session.request(
+        "tools/call",
+        Some(json!({
+            "name": "start",
+            "arguments": {"name": "count"},
+            "_meta": {"progressToken": "asked"}
+        })),
+    );
+    let asked: Vec<Json> = session.pending.drain(..).collect();
+    let reported = progress_of(&asked, "count[0]");
+    assert!(
+        !reported.is_empty(),
+        "a call with a token hears of its step: {asked:?}"
+    );
+    assert!(
+        reported
+            .iter()
+            .all(|m| m["params"]["progressToken"] == "asked"),
+        "{reported:?}"
+    );
+    let done = session.call("continue_compiled_script", json!({"outputs": {}}));
+    assert!(result_text(&done).contains("- ✓ `count[2]`"), "{done}");
+    session.ping();
+    let unasked: Vec<Json> = session.pending.drain(..).collect();
+    assert_eq!(
+        progress_of(&unasked, "count[2]"),
+        Vec::<Json>::new(),
+        "a call without a token hears nothing of its step"
+    );
+}
 
 /// A project whose script `noisy` writes a lot to its own stdout and stderr, reads its
 /// stdin, leaves a process behind that writes later, and prints from a function step.

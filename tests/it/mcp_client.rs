@@ -9,13 +9,11 @@
 //! servers these tests skip with a message, unless `MEKARA_REQUIRE_CLIENTS` is set (as CI
 //! does), in which case they fail.
 
-mod common;
-
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use common::{Project, everything, redact, servers};
+use crate::common::{Project, everything, redact, servers};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -462,12 +460,12 @@ fn run_with_env(
     args: &[&str],
     stdin: &str,
     env: &[(&str, &str)],
-) -> common::Run {
+) -> crate::common::Run {
     let mut cmd = project.command(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    common::run_with_stdin(cmd, stdin)
+    crate::common::run_with_stdin(cmd, stdin)
 }
 
 #[test]

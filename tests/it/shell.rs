@@ -2,15 +2,13 @@
 //! step records and streams, exit codes and failures, timeouts, the process group that is
 //! killed when a step ends, and the folder, environment and stdin a command gets.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{Project, Run};
+use crate::common::{Project, Run};
 use serde_json::Value as Json;
 
 /// How long any wait in these tests may last before the test fails instead of hanging.
@@ -511,7 +509,7 @@ fn a_run_and_its_resume_work_under_valgrind() {
                 cmd.env(key, value);
             }
         }
-        common::run_with_stdin(cmd, stdin)
+        crate::common::run_with_stdin(cmd, stdin)
     };
     let first = under_valgrind(&["run", "under_valgrind"], "");
     assert!(

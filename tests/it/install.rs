@@ -2,11 +2,9 @@
 //! run changes nothing, that everything else in the files survives (key order included), and
 //! that uninstall takes out exactly what install put in.
 
-mod common;
-
 use std::path::Path;
 
-use common::{Project, Run};
+use crate::common::{Project, Run};
 use serde_json::Value as Json;
 
 /// `PATH` with the `mekara` under test on it, as after a real installation.
@@ -282,7 +280,7 @@ fn a_command_clashing_with_a_different_nl_script_is_refused() {
 fn user_scope_writes_the_home_files_and_keeps_claude_json() {
     let project = Project::new();
     let claude_json = r#"{"numStartups": 3, "projects": {"/x": {"hasTrustDialogAccepted": true}}}"#;
-    common::write_file(&project.home().join(".claude.json"), claude_json);
+    crate::common::write_file(&project.home().join(".claude.json"), claude_json);
     let run = mekara(&project, &["install", "--user"]);
     run.expect_code(0);
     insta::assert_snapshot!("install_user", run.stdout);

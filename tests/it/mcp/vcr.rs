@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::client::Client;
+use super::client::Client;
 use crate::common::Project;
 
 fn cassettes() -> PathBuf {

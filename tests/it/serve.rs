@@ -3,20 +3,14 @@
 //! client over stdio, and by hand for malformed JSON-RPC. Schemas, replies and start-up
 //! errors are pinned by snapshots.
 
-// Shared with the `mekara mcp` tests, which use more of it.
-#[allow(dead_code)]
-#[path = "mcp/client.rs"]
-mod client;
-mod common;
-
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use client::{Client, Reply, params};
-use common::{Project, Run};
+use crate::common::{Project, Run};
+use crate::mcp::client::{Client, Reply, params};
 use serde_json::{Value as Json, json};
 
 /// The example modules kept in the repository.
@@ -249,13 +243,15 @@ async fn llm_steps_and_script_calls_are_refused_in_served_tools() {
 
 #[tokio::test]
 async fn served_functions_call_tools_of_other_mcp_servers_under_the_policy() {
-    let Some(dir) = common::servers() else { return };
+    let Some(dir) = crate::common::servers() else {
+        return;
+    };
     let project = Project::new();
     project.write(
         ".mcp.json",
         &format!(
             r#"{{"mcpServers": {{"everything": {{"command": "node", "args": ["{}", "stdio"]}}}}}}"#,
-            common::everything(&dir)
+            crate::common::everything(&dir)
         ),
     );
     project.write(

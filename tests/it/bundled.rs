@@ -1,8 +1,6 @@
 //! `mekara run` driven through piped stdin, end to end, on every bundled script.
 
-mod common;
-
-use common::Project;
+use crate::common::Project;
 
 #[test]
 fn random_plays_to_the_end() {

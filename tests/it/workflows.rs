@@ -1,12 +1,10 @@
 //! The bundled workflow scripts (`/compile`, `/systematize`) and `mekara scripts eject`.
 
-mod common;
-
 use std::path::Path;
 
-use common::{Project, Run, run_with_stdin};
+use crate::common::{Project, Run, run_with_stdin};
 
-const SCRIPT_API: &str = include_str!("../docs/script-api.md");
+const SCRIPT_API: &str = include_str!("../../docs/script-api.md");
 
 /// `mekara ARGS` with the binary under test on `PATH`, as `/compile`'s shell steps call it.
 fn mekara(project: &Project, args: &[&str], stdin: &str) -> Run {
@@ -20,7 +18,7 @@ fn mekara(project: &Project, args: &[&str], stdin: &str) -> Run {
 
 #[test]
 fn the_readme_script_api_section_is_docs_script_api_md() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let start = readme
         .find("<!-- script-api:")
         .and_then(|at| readme[at..].find('\n').map(|nl| at + nl + 1))
@@ -118,7 +116,7 @@ fn eject_copies_a_bundled_script_and_the_copy_wins() {
     let nl = project.root().join(".mekara/scripts/nl/test/random.md");
     assert_eq!(
         std::fs::read_to_string(&nl).expect("copied"),
-        include_str!("../scripts/nl/test/random.md")
+        include_str!("../../scripts/nl/test/random.md")
     );
     let show = mekara(&project, &["scripts", "show", "test:random"], "");
     assert!(show.stdout.contains("(project)"), "{}", show.stdout);

@@ -1,8 +1,6 @@
 //! `mekara hook ...` run as Claude Code runs it: the real binary, the hook's JSON on stdin.
 
-mod common;
-
-use common::{Project, Run, run_with_stdin};
+use crate::common::{Project, Run, run_with_stdin};
 use serde_json::{Value as Json, json};
 
 /// A project with a compiled script `deploy` and an NL-only script `notes`.

@@ -1,9 +1,7 @@
 //! The execution stack (DESIGN §4): automatic and manual nesting, NL children, failures
 //! that halt the caller, the recursion limit, and the root frame popped at the end.
 
-mod common;
-
-use common::Project;
+use crate::common::Project;
 use mekara::engine::journal::{self, Event, Outcome};
 use mekara::engine::{EngineError, Pending, Quiet};
 use serde_json::{Map, Value as Json};

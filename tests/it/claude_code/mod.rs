@@ -7,8 +7,6 @@
 //! `target/test-clients/claude-code/`. Without it the tests are skipped, unless
 //! `MEKARA_REQUIRE_CLIENTS` is set (as in CI), where a missing binary is a failure.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod standin;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
-use common::Project;
+use crate::common::Project;
 use standin::{StandIn, text, tool_use};
 
 /// The installed `claude`, or `None` (the test is skipped) when it is not installed.
@@ -65,7 +63,7 @@ fn installed_project() -> (Project, PathBuf) {
         .output()
         .expect("run mekara install");
     assert!(out.status.success(), "mekara install failed: {out:?}");
-    common::write_file(
+    crate::common::write_file(
         &project.home().join(".claude.json"),
         &json!({
             "projects": { root.display().to_string(): { "hasTrustDialogAccepted": true } }

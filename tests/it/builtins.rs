@@ -3,9 +3,7 @@
 //! the real binary (`mekara run`, `mekara check`) on compiled project scripts, and, where
 //! the terminal cannot make the call, through the library's `Executor`.
 
-mod common;
-
-use common::{Project, redact};
+use crate::common::{Project, redact};
 use mekara::engine::{EngineError, Pending, Quiet, Waiting};
 use serde_json::{Map, Value as Json};
 
@@ -543,7 +541,7 @@ def execute(request):
         .env("MEKARA_LOG", "mekara::print=info")
         .output()
         .expect("run mekara");
-    let run = common::Run::from_output(out);
+    let run = crate::common::Run::from_output(out);
     run.expect_code(0);
     assert!(run.stdout.contains("  │ a step\n"), "{}", run.stdout);
     assert!(

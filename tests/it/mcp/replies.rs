@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::client::{Client, scrub};
+use super::client::{Client, scrub};
 use crate::common::Project;
 
 const SHAPES_NL: &str = "---\ndescription: Every kind of step\n---\n# Shapes\n\n1. Say hello.\n2. Double a number.\n3. Name a colour.\n4. Run the helper script.\n5. Run the notes script.\n6. Count to 150.\n7. Say goodbye.\n";

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use crate::client::Client;
+use super::client::Client;
 use crate::common::{Project, run_with_stdin};
 
 /// Every `mcp__mekara__<name>` in `text`, as `<name>`.
@@ -90,7 +90,7 @@ async fn eject_script_copies_a_bundled_script_and_refuses_to_overwrite() {
         .err();
     insta::assert_snapshot!(
         "eject_script_refused",
-        crate::client::scrub(&project, &refused)
+        super::client::scrub(&project, &refused)
     );
     assert_eq!(std::fs::read_to_string(&nl).expect("read"), "Mine.\n");
 

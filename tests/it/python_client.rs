@@ -6,12 +6,10 @@
 //! `target/test-clients/py`. Without it the test is skipped, unless `MEKARA_REQUIRE_CLIENTS` is
 //! set (as in CI), where a missing virtualenv is a failure.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Project, Run};
+use crate::common::{Project, Run};
 
 #[test]
 fn python_sdk_client_drives_the_server_over_stdio_and_http() {

@@ -51,14 +51,12 @@
 //! - `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`: mekara never asks the
 //!   client for elicitation.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 
-use common::Project;
+use crate::common::Project;
 
 /// The installed suite, `None` when missing (and allowed to be).
 fn suite() -> Option<PathBuf> {

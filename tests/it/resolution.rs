@@ -4,11 +4,9 @@
 //! Each case builds real folders in a temp dir: `<tmp>/project` (with `.mekara/`), `<tmp>/home`
 //! (passed as `HOME`), and the bundled scripts compiled into the binary.
 
-mod common;
-
 use std::path::Path;
 
-use common::{Project, Run, write_file};
+use crate::common::{Project, Run, write_file};
 
 /// Creates `paths` (relative to the temp dir): `.md` files are NL scripts whose description
 /// names their path, `.star` files are compiled scripts, and a path ending in `/` is a folder.
@@ -37,7 +35,7 @@ fn build(project: &Project, paths: &[&str]) {
 fn mekara_in(project: &Project, cwd: &str, args: &[&str]) -> Run {
     let dir = project.dir.path().join(cwd);
     std::fs::create_dir_all(&dir).expect("mkdir cwd");
-    common::run_with_stdin(project.command_in(&dir, args), "")
+    crate::common::run_with_stdin(project.command_in(&dir, args), "")
 }
 
 /// `text` with the temp dir (as given and as canonicalized) replaced by `[TMP]`.

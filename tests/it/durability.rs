@@ -1,13 +1,11 @@
 //! Durability: a run survives the death of mekara. Killed with SIGKILL in the middle of a
 //! multi-step script and resumed, every auto step that had finished ran exactly once.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::Project;
+use crate::common::Project;
 
 const SCRIPT: &str = r#"
 def execute(request):
@@ -167,7 +165,8 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
     let mut stdin = resuming.stdin.take().expect("stdin");
     stdin.write_all(b"hello\n").expect("answer");
     drop(stdin);
-    let resumed = common::Run::from_output(resuming.wait_with_output().expect("resume ends"));
+    let resumed =
+        crate::common::Run::from_output(resuming.wait_with_output().expect("resume ends"));
     resumed.expect_code(0);
     each_ran_once(&root, &["a", "b", "c", "d", "e"], &resumed.stdout);
     assert!(
@@ -318,7 +317,7 @@ fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
         .to_string();
     // A terminal's Ctrl-C reaches mekara's process group; the step has a group of its own.
     press_ctrl_c(&child);
-    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
+    let out = crate::common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(130);
     let id = project.run_ids().remove(0);
     assert!(
@@ -436,7 +435,7 @@ fn ended_quietly(
     child: std::process::Child,
     hint: impl Fn(&str) -> String,
 ) -> String {
-    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
+    let out = crate::common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(141);
     let id = project.run_ids().remove(0);
     assert!(out.stderr.contains(&hint(&id)), "{}", out.stderr);
@@ -519,7 +518,7 @@ fn a_listing_into_a_closed_pipe_ends_quietly() {
     let mut child = project.spawn(&["scripts"]);
     // Closed before mekara writes: its first write fails.
     drop(child.stdout.take());
-    let out = common::Run::from_output(child.wait_with_output().expect("wait"));
+    let out = crate::common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(141);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }

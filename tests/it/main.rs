@@ -1,0 +1,24 @@
+//! mekara's integration tests: one binary with a module per area (as uv's `tests/it`), so a
+//! library edit relinks one test binary. Every test spawns the real `mekara` binary in a
+//! temporary project ([`common`]) and talks to it the way its users do: the terminal, the
+//! hooks Claude Code runs, and MCP clients (`rmcp`, the official Python SDK, the conformance
+//! suite, the real Claude Code).
+
+mod common;
+
+mod builtins;
+mod bundled;
+mod claude_code;
+mod conformance;
+mod durability;
+mod hooks;
+mod install;
+mod mcp;
+mod mcp_client;
+mod mcp_protocol;
+mod python_client;
+mod resolution;
+mod serve;
+mod shell;
+mod stack;
+mod workflows;
