@@ -3,7 +3,7 @@
 //! the real binary (`mekara run`, `mekara check`) on compiled project scripts, and, where
 //! the terminal cannot make the call, through the library's `Executor`.
 
-use crate::common::{Project, redact};
+use crate::common::Project;
 use mekara::engine::{EngineError, Pending, Quiet, Waiting};
 use serde_json::{Map, Value as Json};
 
@@ -12,15 +12,6 @@ fn project_with(name: &str, nl: &str, star: &str) -> Project {
     let project = Project::new();
     project.script(name, nl, Some(star));
     project
-}
-
-/// `text` with the temporary folder written as `[TMP]`, and run ids and durations redacted.
-fn scrub(project: &Project, text: &str) -> String {
-    let mut text = text.to_string();
-    if let Ok(real) = project.dir.path().canonicalize() {
-        text = text.replace(&real.display().to_string(), "[TMP]");
-    }
-    redact(&text.replace(&project.dir.path().display().to_string(), "[TMP]"))
 }
 
 /// The "What failed" part of a fallback in `mekara run`'s transcript.
@@ -604,7 +595,7 @@ fn step_builtins_at_module_top_level_are_refused_by_check() {
     );
     let one = project.run(&["check", "top-auto"], "");
     one.expect_code(1);
-    insta::assert_snapshot!("check_top_level_auto", scrub(&project, &one.stdout));
+    insta::assert_snapshot!("check_top_level_auto", project.scrub(&one.stdout));
 }
 
 #[test]
@@ -616,7 +607,7 @@ fn check_reports_a_syntax_error_with_its_location() {
     );
     let run = project.run(&["check", "syn"], "");
     run.expect_code(1);
-    insta::assert_snapshot!("check_syntax_error", scrub(&project, &run.stdout));
+    insta::assert_snapshot!("check_syntax_error", project.scrub(&run.stdout));
 }
 
 #[test]
@@ -625,10 +616,7 @@ fn check_reports_an_unclosed_bracket_at_the_end_of_the_file() {
     let project = project_with("syn", "Broken.\n", "def execute(request):\n    x = [1,\n");
     let run = project.run(&["check", "syn"], "");
     run.expect_code(1);
-    insta::assert_snapshot!(
-        "check_unclosed_at_end_of_file",
-        scrub(&project, &run.stdout)
-    );
+    insta::assert_snapshot!("check_unclosed_at_end_of_file", project.scrub(&run.stdout));
 }
 
 #[test]
@@ -640,7 +628,7 @@ fn check_reports_an_undefined_name_with_its_location() {
     );
     let run = project.run(&["check", "undef"], "");
     run.expect_code(1);
-    insta::assert_snapshot!("check_undefined_name", scrub(&project, &run.stdout));
+    insta::assert_snapshot!("check_undefined_name", project.scrub(&run.stdout));
 }
 
 #[test]
@@ -652,7 +640,7 @@ fn script_without_execute_is_reported_by_check_and_run() {
     );
     let check = project.run(&["check", "noexec"], "");
     check.expect_code(1);
-    insta::assert_snapshot!("check_no_execute", scrub(&project, &check.stdout));
+    insta::assert_snapshot!("check_no_execute", project.scrub(&check.stdout));
     let run = project.run(&["run", "noexec"], "\n");
     run.expect_code(1);
     assert!(
@@ -697,10 +685,7 @@ fn runtime_error_in_execute_falls_back_with_its_location() {
     let run = project.run(&["run", "rt"], "\n");
     run.expect_code(1);
     assert!(!run.stdout.contains("unreachable"), "{}", run.stdout);
-    insta::assert_snapshot!(
-        "run_runtime_error",
-        scrub(&project, what_failed(&run.stdout))
-    );
+    insta::assert_snapshot!("run_runtime_error", project.scrub(what_failed(&run.stdout)));
 }
 
 // ── limits ──────────────────────────────────────────────────────────────────────────────
@@ -725,7 +710,7 @@ fn runaway_loop_error_names_the_script_location() {
     let project = project_with("loop", "Loop forever.\n", RUNAWAY);
     let run = project.run(&["run", "loop"], "\n");
     run.expect_code(1);
-    insta::assert_snapshot!("runaway_loop", scrub(&project, what_failed(&run.stdout)));
+    insta::assert_snapshot!("runaway_loop", project.scrub(what_failed(&run.stdout)));
 }
 
 #[test]
@@ -936,5 +921,5 @@ fn resume_after_the_script_changed_reports_the_divergent_step() {
         journal,
         "a refused resume leaves the journal as it was"
     );
-    insta::assert_snapshot!("resume_diverged", scrub(&project, &resumed.stderr));
+    insta::assert_snapshot!("resume_diverged", project.scrub(&resumed.stderr));
 }

@@ -1,4 +1,7 @@
-//! Shared test harness: a temporary project, a hermetic environment, and the real binary.
+//! The shared test context: a temporary project ([`Project`]) with a hermetic environment
+//! (its own HOME, no colour, fixed width), the real binary, the one [`Project::scrub`] that
+//! makes output comparable (paths, run ids, times, versions), and [`mekara_snapshot!`],
+//! which pins a command's exit code, stdout and stderr together.
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -110,6 +113,42 @@ impl Project {
         )
     }
 
+    /// `text` with what changes between runs and machines written as placeholders: the
+    /// project as `[PROJECT]`, the home folder as `[HOME]`, the rest of the temporary folder
+    /// as `[TMP]`, the repository as `[REPO]` (each as given and canonicalized), mekara's
+    /// version as `[VERSION]`, and run ids and durations as [`redact`] writes them.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
+        // Inner folders first: the project and home are inside the temporary folder.
+        for (path, name) in [
+            (self.root(), "[PROJECT]"),
+            (self.home(), "[HOME]"),
+            (self.dir.path().to_path_buf(), "[TMP]"),
+            (repo, "[REPO]"),
+        ] {
+            if let Ok(real) = path.canonicalize() {
+                text = text.replace(&real.display().to_string(), name);
+            }
+            text = text.replace(&path.display().to_string(), name);
+        }
+        let version = env!("CARGO_PKG_VERSION");
+        text = text.replace(&format!("mekara {version}"), "mekara [VERSION]");
+        redact(&text)
+    }
+
+    /// What a user saw of `run`: its exit code, stdout and stderr, scrubbed.
+    pub fn transcript(&self, run: &Run) -> String {
+        let code = run
+            .code
+            .map_or_else(|| "killed by a signal".to_string(), |c| c.to_string());
+        format!(
+            "exit code: {code}\n----- stdout -----\n{}----- stderr -----\n{}",
+            self.scrub(&run.stdout),
+            self.scrub(&run.stderr)
+        )
+    }
+
     /// The journal text of run `id`.
     pub fn journal(&self, id: &str) -> String {
         std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl")))
@@ -151,6 +190,56 @@ impl Run {
         );
         self
     }
+}
+
+/// What [`mekara_snapshot!`] can pin: a finished [`Run`], or a [`Command`] to run with
+/// nothing on stdin.
+pub trait IntoRun {
+    fn into_run(self) -> Run;
+}
+
+impl IntoRun for Run {
+    fn into_run(self) -> Run {
+        self
+    }
+}
+
+impl IntoRun for Command {
+    fn into_run(self) -> Run {
+        run_with_stdin(self, "")
+    }
+}
+
+impl IntoRun for &mut Command {
+    fn into_run(self) -> Run {
+        let out = self.stdin(Stdio::null()).output().expect("run mekara");
+        Run::from_output(out)
+    }
+}
+
+/// Pins what a user saw of a `mekara` command (in the style of uv's `uv_snapshot!`): its
+/// exit code, stdout and stderr together, scrubbed by [`Project::scrub`]. Takes the project
+/// and a [`Command`] (run with nothing on stdin) or a finished [`Run`]; returns the `Run`.
+///
+/// `mekara_snapshot!(project, project.command(&["scripts"]), @"...")` pins inline;
+/// without `@"..."` the snapshot is a file named after the test, or `name` when given first.
+
+macro_rules! mekara_snapshot {
+    ($project:expr, $what:expr, @$snapshot:literal) => {{
+        let run = $crate::common::IntoRun::into_run($what);
+        ::insta::assert_snapshot!($project.transcript(&run), @$snapshot);
+        run
+    }};
+    ($name:literal, $project:expr, $what:expr) => {{
+        let run = $crate::common::IntoRun::into_run($what);
+        ::insta::assert_snapshot!($name, $project.transcript(&run));
+        run
+    }};
+    ($project:expr, $what:expr) => {{
+        let run = $crate::common::IntoRun::into_run($what);
+        ::insta::assert_snapshot!($project.transcript(&run));
+        run
+    }};
 }
 
 pub fn run_with_stdin(mut cmd: Command, stdin: &str) -> Run {
@@ -219,28 +308,31 @@ fn is_run_id(s: &str) -> bool {
         && c[16..].iter().all(|x| x.is_ascii_hexdigit())
 }
 
-/// The npm MCP servers installed by `tests/mcp-servers/install.sh` (the folder holding
-/// `server-everything` and `server-filesystem`), or `None` after saying why they are
-/// missing. With `MEKARA_REQUIRE_CLIENTS` set (as in CI), missing servers fail the test.
-pub fn servers() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target/test-clients/mcp-servers/node_modules/@modelcontextprotocol");
-    let installed = dir.join("server-everything/dist/index.js").is_file()
-        && dir.join("server-filesystem/dist/index.js").is_file();
-    if installed {
-        return Some(dir);
-    }
-    let hint = "run `bash tests/mcp-servers/install.sh`";
+/// An outside client or server that tests drive mekara with or against, installed under
+/// `target/test-clients/` by `install`. The tests that use one are ignored unless the
+/// `clients` feature is on (`cargo test --features clients`, as `.ci/run` does); with it
+/// on, a missing install fails the test, saying what to run.
+pub fn outside_client(relative: &str, what: &str, install: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-clients")
+        .join(relative);
     assert!(
-        std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
-        "MEKARA_REQUIRE_CLIENTS is set but the MCP test servers are not installed at {}; {hint}",
-        dir.display()
+        path.exists(),
+        "{what} is not installed at {}; run `bash {install}` (`bash .ci/run` installs every client)",
+        path.display()
     );
-    eprintln!(
-        "skipped: the MCP test servers are not installed at {}; {hint}",
-        dir.display()
-    );
-    None
+    path
+}
+
+/// The npm MCP servers installed by `tests/mcp-servers/install.sh`: the folder holding
+/// `server-everything` and `server-filesystem`.
+pub fn servers() -> PathBuf {
+    let install = "tests/mcp-servers/install.sh";
+    let dir = "mcp-servers/node_modules/@modelcontextprotocol";
+    for server in ["server-everything", "server-filesystem"] {
+        outside_client(&format!("{dir}/{server}/dist/index.js"), server, install);
+    }
+    outside_client(dir, "the MCP test servers", install)
 }
 
 /// The entry point of `server-everything` under `servers()`.

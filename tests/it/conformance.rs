@@ -4,8 +4,8 @@
 //!
 //! Setup: `bash tests/conformance/install.sh` installs the suite, pinned by
 //! `tests/conformance/package.json` and `package-lock.json`, into
-//! `target/test-clients/conformance/`. Without it these tests are skipped with a message,
-//! unless `MEKARA_REQUIRE_CLIENTS` is set (as CI does), in which case they fail. The suite
+//! `target/test-clients/conformance/`. These tests are ignored unless the `clients` feature
+//! is on (as in CI); with it on, a missing suite fails them. The suite
 //! needs Node; on Node 20 it is run with `--import tests/conformance/node20-globsync.mjs`,
 //! which supplies the `fs.globSync` it imports (Node 22+ has it built in).
 //!
@@ -58,26 +58,13 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use crate::common::Project;
 
-/// The installed suite, `None` when missing (and allowed to be).
-fn suite() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let entry = root.join(
-        "target/test-clients/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js",
-    );
-    if entry.is_file() {
-        return Some(entry);
-    }
-    let hint = "install it with `bash tests/conformance/install.sh`";
-    assert!(
-        std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
-        "MEKARA_REQUIRE_CLIENTS is set but the MCP conformance suite is not installed at {}; {hint}",
-        entry.display()
-    );
-    eprintln!(
-        "skipped: the MCP conformance suite is not installed at {}; {hint}",
-        entry.display()
-    );
-    None
+/// The installed suite's entry point.
+fn suite() -> PathBuf {
+    crate::common::outside_client(
+        "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js",
+        "the MCP conformance suite",
+        "tests/conformance/install.sh",
+    )
 }
 
 /// A running `mekara mcp --http 127.0.0.1:0` (or another command that prints a `listening
@@ -152,7 +139,7 @@ fn serve_scenario(name: &str) {
 /// Runs one server scenario against a fresh server started with `mekara ARGS` in a fresh
 /// project, and asserts that it passes.
 fn scenario_against(name: &str, args: &[&str]) {
-    let Some(suite) = suite() else { return };
+    let suite = suite();
     let project = Project::new();
     // For `prompts-get-simple`, which gets the prompt of this name.
     project.script(
@@ -238,61 +225,109 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn server_initialize() {
     scenario("server-initialize");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn ping() {
     scenario("ping");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn tools_list() {
     scenario("tools-list");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn prompts_list() {
     scenario("prompts-list");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn prompts_get_simple() {
     scenario("prompts-get-simple");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn server_sse_multiple_streams() {
     scenario("server-sse-multiple-streams");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn dns_rebinding_protection() {
     scenario("dns-rebinding-protection");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn serve_server_initialize() {
     serve_scenario("server-initialize");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn serve_ping() {
     serve_scenario("ping");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn serve_tools_list() {
     serve_scenario("tools-list");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn serve_server_sse_multiple_streams() {
     serve_scenario("server-sse-multiple-streams");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
+)]
 #[test]
 fn serve_dns_rebinding_protection() {
     serve_scenario("dns-rebinding-protection");

@@ -23,15 +23,10 @@ fn mekara(project: &Project, args: &[&str]) -> Run {
         .expect("run mekara");
     let run = Run::from_output(out);
     Run {
-        stdout: scrub(project, &run.stdout),
-        stderr: scrub(project, &run.stderr),
+        stdout: project.scrub(&run.stdout),
+        stderr: project.scrub(&run.stderr),
         ..run
     }
-}
-
-fn scrub(project: &Project, text: &str) -> String {
-    text.replace(&project.root().display().to_string(), "[PROJECT]")
-        .replace(&project.home().display().to_string(), "[HOME]")
 }
 
 fn read(project: &Project, path: &str) -> String {

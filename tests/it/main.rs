@@ -4,6 +4,7 @@
 //! hooks Claude Code runs, and MCP clients (`rmcp`, the official Python SDK, the conformance
 //! suite, the real Claude Code).
 
+#[macro_use]
 mod common;
 
 mod builtins;

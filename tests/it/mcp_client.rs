@@ -5,15 +5,15 @@
 //! not do on demand: hang, die mid-call, change their tool list, refuse credentials.
 //!
 //! Everything goes through the real binary: `mekara tools list|call|init`, and `mekara run`
-//! on compiled and NL scripts with `mcp()` steps and `[use-mcp:...]` tags. Without the npm
-//! servers these tests skip with a message, unless `MEKARA_REQUIRE_CLIENTS` is set (as CI
-//! does), in which case they fail.
+//! on compiled and NL scripts with `mcp()` steps and `[use-mcp:...]` tags. The tests that need
+//! the npm servers are ignored unless the `clients` feature is on (as in CI); with it on,
+//! missing servers fail them.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{Project, everything, redact, servers};
+use crate::common::{Project, everything, servers};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -55,21 +55,6 @@ fn project(dir: &Path, extra: &str) -> Project {
         &format!("{{\"mcpServers\": {{\n  {servers}\n}}}}\n"),
     );
     project
-}
-
-/// `text` with the temporary folder and the repository written as placeholders.
-fn scrub(project: &Project, text: &str) -> String {
-    let mut text = text.to_string();
-    for (path, name) in [
-        (project.dir.path().to_path_buf(), "[TMP]"),
-        (repo(), "[REPO]"),
-    ] {
-        if let Ok(real) = path.canonicalize() {
-            text = text.replace(&real.display().to_string(), name);
-        }
-        text = text.replace(&path.display().to_string(), name);
-    }
-    redact(&text)
 }
 
 /// A child process killed when the test ends.
@@ -120,18 +105,26 @@ fn http_everything(dir: &Path) -> (Guard, String) {
 
 // ── list and call ───────────────────────────────────────────────────────────────────────
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn stdio_list_marks_what_policy_allows() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     let run = project.run(&["tools", "list", "fs"], "");
     run.expect_code(0);
-    insta::assert_snapshot!(scrub(&project, &run.stdout));
+    insta::assert_snapshot!(project.scrub(&run.stdout));
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn stdio_call_reads_a_file_and_prints_json() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     let path = project.root().join("data/hello.txt");
     let run = project.run(
@@ -173,9 +166,13 @@ fn stdio_call_reads_a_file_and_prints_json() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn http_list_and_call() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let (_server, url) = http_everything(&dir);
     let project = project(
         &dir,
@@ -199,9 +196,13 @@ fn http_list_and_call() {
     assert!(run.stdout.contains("42"), "{}", run.stdout);
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn all_servers_are_listed_and_a_failed_start_is_reported_with_its_reason() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(
         &dir,
         r#""broken": {"command": "node", "args": ["-e", "console.error('missing API key'); process.exit(3)"]},
@@ -209,7 +210,7 @@ fn all_servers_are_listed_and_a_failed_start_is_reported_with_its_reason() {
     );
     let run = project.run(&["tools", "list"], "");
     run.expect_code(1);
-    let out = scrub(&project, &run.stdout);
+    let out = project.scrub(&run.stdout);
     assert!(
         out.contains(
             "broken: error: server `broken` failed to start: the MCP handshake failed: connection closed: initialize response; its stderr ends with:\nmissing API key\n"
@@ -226,9 +227,13 @@ fn all_servers_are_listed_and_a_failed_start_is_reported_with_its_reason() {
 
 // ── policy ──────────────────────────────────────────────────────────────────────────────
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn a_writing_tool_is_refused_by_default_and_runs_once_allowed() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     let target = project.root().join("data/new.txt");
     let args = [
@@ -259,9 +264,13 @@ fn a_writing_tool_is_refused_by_default_and_runs_once_allowed() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn allow_deny_and_enabled_name_the_setting() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     project.write(
         ".mekara/config.toml",
@@ -300,9 +309,13 @@ fn allow_deny_and_enabled_name_the_setting() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn arguments_are_checked_against_the_schema_before_the_call() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     let missing = project.run(
         &["tools", "call", "everything", "get-sum", "--arg", "a=1"],
@@ -324,9 +337,13 @@ fn arguments_are_checked_against_the_schema_before_the_call() {
     insta::assert_snapshot!(format!("{}{}", missing.stderr, wrong.stderr));
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn malformed_configuration_is_a_clear_error_naming_the_file() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     project.write(".mekara/config.toml", "[servers.fs]\nreadonly = \"no\"\n");
     let bad_toml = project.run(&["tools", "list"], "");
@@ -343,20 +360,21 @@ fn malformed_configuration_is_a_clear_error_naming_the_file() {
     bad_json.expect_code(1);
     project.write(".mcp.json", "{\"mcpServers\": {\"x\": {\"type\": \"sse\", \"url\": \"http://h\"}, \"y\": {\"args\": []}}}");
     let bad_server = project.run(&["tools", "list"], "");
-    insta::assert_snapshot!(scrub(
-        &project,
-        &format!(
-            "{}{}{}{}",
-            bad_toml.stderr, unknown_key.stderr, bad_json.stderr, bad_server.stdout
-        )
-    ));
+    insta::assert_snapshot!(project.scrub(&format!(
+        "{}{}{}{}",
+        bad_toml.stderr, unknown_key.stderr, bad_json.stderr, bad_server.stdout
+    )));
 }
 
 // ── timeouts and retries ────────────────────────────────────────────────────────────────
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn a_hanging_server_times_out() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(
         &dir,
         &format!(
@@ -376,9 +394,13 @@ fn a_hanging_server_times_out() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn a_server_that_dies_mid_call_is_retried() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let state = tempfile::tempdir().expect("tempdir");
     let marker = state.path().join("died");
     let project = project(
@@ -408,9 +430,13 @@ fn a_server_that_dies_mid_call_is_retried() {
 
 // ── environment: expansion and redaction ────────────────────────────────────────────────
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn env_values_are_expanded_and_never_shown() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(
         &dir,
         &format!(
@@ -468,9 +494,13 @@ fn run_with_env(
     crate::common::run_with_stdin(cmd, stdin)
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn http_401_and_403_name_the_header_and_variable_not_the_value() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let mut out = String::new();
     for status in ["401", "403"] {
         let mut child = Command::new("node")
@@ -514,20 +544,28 @@ def execute(request):
         s.content, f.content.strip(), bad.success, bad.error))
 "#;
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn compiled_script_with_mcp_steps_and_a_nested_json_tag() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     project.script("tagged", "Add, read and echo.\n", Some(TAGGED));
     let file = project.root().join("data/hello.txt");
     let run = project.run(&["run", "tagged", &file.display().to_string()], "\n");
     run.expect_code(0);
-    insta::assert_snapshot!(scrub(&project, &run.stdout));
+    insta::assert_snapshot!(project.scrub(&run.stdout));
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn a_run_with_mcp_steps_resumes_from_its_journal_with_the_servers_gone() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     project.script("tagged", "Add, read and echo.\n", Some(TAGGED));
     let file = project.root().join("data/hello.txt");
@@ -561,9 +599,13 @@ fn a_run_with_mcp_steps_resumes_from_its_journal_with_the_servers_gone() {
     assert!(!resumed.stdout.contains("/gone"), "{}", resumed.stdout);
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn nl_script_tags_are_expanded_once_and_failures_shown_in_place() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     project.script(
         "nl-tags",
@@ -573,7 +615,7 @@ fn nl_script_tags_are_expanded_once_and_failures_shown_in_place() {
     let data = project.root().join("data");
     let run = project.run(&["run", "nl-tags", &data.display().to_string()], "\n");
     run.expect_code(0);
-    insta::assert_snapshot!(scrub(&project, &run.stdout));
+    insta::assert_snapshot!(project.scrub(&run.stdout));
     let id = project.run_ids().pop().expect("a run");
     let journal = project.journal(&id);
     assert_eq!(
@@ -583,9 +625,13 @@ fn nl_script_tags_are_expanded_once_and_failures_shown_in_place() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn the_tool_list_is_refreshed_on_list_changed() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(
         &dir,
         &format!(
@@ -619,9 +665,13 @@ def execute(request):
 
 // ── init ────────────────────────────────────────────────────────────────────────────────
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn init_writes_a_commented_policy_for_the_servers_found() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     let run = project.run(&["tools", "init"], "");
     run.expect_code(0);
@@ -639,9 +689,13 @@ fn init_writes_a_commented_policy_for_the_servers_found() {
 
 /// Drives `mekara mcp` (recording a cassette) through a compiled script with mcp steps and a
 /// tag, then replays the cassette with every server gone.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
 #[test]
 fn mcp_steps_inside_mekara_mcp_are_recorded_and_replay_without_the_servers() {
-    let Some(dir) = servers() else { return };
+    let dir = servers();
     let project = project(&dir, "");
     project.script("tagged", "Add, read and echo.\n", Some(TAGGED));
     let file = project.root().join("data/hello.txt");

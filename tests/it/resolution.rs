@@ -4,7 +4,6 @@
 //! Each case builds real folders in a temp dir: `<tmp>/project` (with `.mekara/`), `<tmp>/home`
 //! (passed as `HOME`), and the bundled scripts compiled into the binary.
 
-use std::path::Path;
 
 use crate::common::{Project, Run, write_file};
 
@@ -38,21 +37,9 @@ fn mekara_in(project: &Project, cwd: &str, args: &[&str]) -> Run {
     crate::common::run_with_stdin(project.command_in(&dir, args), "")
 }
 
-/// `text` with the temp dir (as given and as canonicalized) replaced by `[TMP]`.
-fn tmp_redacted(project: &Project, text: &str) -> String {
-    let raw = project.dir.path();
-    let canonical = raw.canonicalize().expect("canonicalize");
-    text.replace(&path_str(&canonical), "[TMP]")
-        .replace(&path_str(raw), "[TMP]")
-}
-
-fn path_str(path: &Path) -> String {
-    path.to_str().expect("utf-8 temp path").to_string()
-}
-
 /// The three lines of `mekara scripts show`: the name line, the NL origin, the compiled origin.
 fn show_lines(project: &Project, run: &Run) -> (String, String, String) {
-    let out = tmp_redacted(project, &run.stdout);
+    let out = project.scrub(&run.stdout);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
     let nl = lines[1]
@@ -137,7 +124,7 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "test:random",
             shown: "test:random",
-            nl: "[TMP]/project/.mekara/scripts/nl/test/random.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/test/random.md (project)",
             compiled: "none",
         },
         Case {
@@ -146,7 +133,7 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "test:random",
             shown: "test:random",
-            nl: "[TMP]/home/.mekara/scripts/nl/test/random.md (user)",
+            nl: "[HOME]/.mekara/scripts/nl/test/random.md (user)",
             compiled: "none",
         },
         Case {
@@ -158,7 +145,7 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "test:random",
             shown: "test:random",
-            nl: "[TMP]/project/.mekara/scripts/nl/test/random.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/test/random.md (project)",
             compiled: "none",
         },
         Case {
@@ -172,8 +159,8 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "test:random",
             shown: "test:random",
-            nl: "[TMP]/project/.mekara/scripts/nl/test/random.md (project)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/test/random.star (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/test/random.md (project)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/test/random.star (project)",
         },
         Case {
             what: "user NL and user compiled are paired",
@@ -184,8 +171,8 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
-            compiled: "[TMP]/home/.mekara/scripts/compiled/mine.star (user)",
+            nl: "[HOME]/.mekara/scripts/nl/mine.md (user)",
+            compiled: "[HOME]/.mekara/scripts/compiled/mine.star (user)",
         },
         Case {
             what: "user NL is paired with a project compiled file (a higher level)",
@@ -196,8 +183,8 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/mine.star (project)",
+            nl: "[HOME]/.mekara/scripts/nl/mine.md (user)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/mine.star (project)",
         },
         Case {
             what: "user NL with compiled files at user and project takes the higher level's",
@@ -209,8 +196,8 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/mine.star (project)",
+            nl: "[HOME]/.mekara/scripts/nl/mine.md (user)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/mine.star (project)",
         },
         Case {
             what: "project NL is never paired with a user compiled file (a lower level)",
@@ -221,7 +208,7 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             cwd: "project",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/project/.mekara/scripts/nl/mine.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/mine.md (project)",
             compiled: "none",
         },
         Case {
@@ -231,7 +218,7 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             name: "test:imagine-object",
             shown: "test:imagine-object",
             nl: "bundled:nl/test/imagine-object.md (bundled)",
-            compiled: "[TMP]/home/.mekara/scripts/compiled/test/imagine-object.star (user)",
+            compiled: "[HOME]/.mekara/scripts/compiled/test/imagine-object.star (user)",
         },
         Case {
             what: "bundled NL is paired with a project compiled file (a higher level)",
@@ -240,7 +227,7 @@ fn precedence_and_pairing_of_nl_and_compiled_files() {
             name: "test:imagine-object",
             shown: "test:imagine-object",
             nl: "bundled:nl/test/imagine-object.md (bundled)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/test/imagine-object.star (project)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/test/imagine-object.star (project)",
         },
         Case {
             what: "a bundled NL-only script stays NL-only",
@@ -263,7 +250,7 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "foo-bar",
             shown: "foo_bar",
-            nl: "[TMP]/project/.mekara/scripts/nl/foo_bar.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/foo_bar.md (project)",
             compiled: "none",
         },
         Case {
@@ -275,8 +262,8 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "foo-bar",
             shown: "foo-bar",
-            nl: "[TMP]/project/.mekara/scripts/nl/foo-bar.md (project)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/foo_bar.star (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/foo-bar.md (project)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/foo_bar.star (project)",
         },
         Case {
             what: "the name as written wins over the underscored form at the same level",
@@ -287,7 +274,7 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "foo-bar",
             shown: "foo-bar",
-            nl: "[TMP]/project/.mekara/scripts/nl/foo-bar.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/foo-bar.md (project)",
             compiled: "none",
         },
         Case {
@@ -299,7 +286,7 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "foo-bar",
             shown: "foo_bar",
-            nl: "[TMP]/project/.mekara/scripts/nl/foo_bar.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/foo_bar.md (project)",
             compiled: "none",
         },
         Case {
@@ -308,7 +295,7 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "a-b:c-d",
             shown: "a_b:c_d",
-            nl: "[TMP]/home/.mekara/scripts/nl/a_b/c_d.md (user)",
+            nl: "[HOME]/.mekara/scripts/nl/a_b/c_d.md (user)",
             compiled: "none",
         },
         Case {
@@ -320,8 +307,8 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "a:b",
             shown: "a:b",
-            nl: "[TMP]/project/.mekara/scripts/nl/a/b.md (project)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/a/b.star (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/a/b.md (project)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/a/b.star (project)",
         },
         Case {
             what: "`a/b` is shown with `:` too",
@@ -329,7 +316,7 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "a/b",
             shown: "a:b",
-            nl: "[TMP]/project/.mekara/scripts/nl/a/b.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/a/b.md (project)",
             compiled: "none",
         },
         Case {
@@ -338,7 +325,7 @@ fn dashes_underscores_colons_and_slashes() {
             cwd: "project",
             name: "x:y/z",
             shown: "x:y:z",
-            nl: "[TMP]/home/.mekara/scripts/nl/x/y/z.md (user)",
+            nl: "[HOME]/.mekara/scripts/nl/x/y/z.md (user)",
             compiled: "none",
         },
         Case {
@@ -362,7 +349,7 @@ fn the_project_root_is_the_nearest_marked_ancestor_but_never_home() {
             cwd: "project/src/deep",
             name: "where",
             shown: "where",
-            nl: "[TMP]/project/.mekara/scripts/nl/where.md (project)",
+            nl: "[PROJECT]/.mekara/scripts/nl/where.md (project)",
             compiled: "none",
         },
         Case {
@@ -375,7 +362,7 @@ fn the_project_root_is_the_nearest_marked_ancestor_but_never_home() {
             cwd: "project/inner/sub",
             name: "here",
             shown: "here",
-            nl: "[TMP]/project/inner/.agents/skills/here/SKILL.md (project)",
+            nl: "[PROJECT]/inner/.agents/skills/here/SKILL.md (project)",
             compiled: "none",
         },
         Case {
@@ -388,7 +375,7 @@ fn the_project_root_is_the_nearest_marked_ancestor_but_never_home() {
             cwd: "home/code/app",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            nl: "[HOME]/.mekara/scripts/nl/mine.md (user)",
             compiled: "none",
         },
         Case {
@@ -397,7 +384,7 @@ fn the_project_root_is_the_nearest_marked_ancestor_but_never_home() {
             cwd: "home",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/home/.mekara/scripts/nl/mine.md (user)",
+            nl: "[HOME]/.mekara/scripts/nl/mine.md (user)",
             compiled: "none",
         },
         Case {
@@ -410,7 +397,7 @@ fn the_project_root_is_the_nearest_marked_ancestor_but_never_home() {
             cwd: "home/code/app/src",
             name: "mine",
             shown: "mine",
-            nl: "[TMP]/home/code/app/.mekara/scripts/nl/mine.md (project)",
+            nl: "[HOME]/code/app/.mekara/scripts/nl/mine.md (project)",
             compiled: "none",
         },
     ]);
@@ -453,8 +440,8 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "deploy",
             shown: "deploy",
-            nl: "[TMP]/project/.agents/skills/deploy/SKILL.md (project)",
-            compiled: "[TMP]/project/.agents/skills/deploy/mekara.star (project)",
+            nl: "[PROJECT]/.agents/skills/deploy/SKILL.md (project)",
+            compiled: "[PROJECT]/.agents/skills/deploy/mekara.star (project)",
         },
         Case {
             what: "a nested skill is named with `:`",
@@ -465,8 +452,8 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "team:deploy",
             shown: "team:deploy",
-            nl: "[TMP]/project/.agents/skills/team/deploy/SKILL.md (project)",
-            compiled: "[TMP]/project/.agents/skills/team/deploy/mekara.star (project)",
+            nl: "[PROJECT]/.agents/skills/team/deploy/SKILL.md (project)",
+            compiled: "[PROJECT]/.agents/skills/team/deploy/mekara.star (project)",
         },
         Case {
             what: "a user skill, NL only",
@@ -474,7 +461,7 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "notes",
             shown: "notes",
-            nl: "[TMP]/home/.agents/skills/notes/SKILL.md (user)",
+            nl: "[HOME]/.agents/skills/notes/SKILL.md (user)",
             compiled: "none",
         },
         Case {
@@ -486,7 +473,7 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "notes",
             shown: "notes",
-            nl: "[TMP]/project/.agents/skills/notes/SKILL.md (project)",
+            nl: "[PROJECT]/.agents/skills/notes/SKILL.md (project)",
             compiled: "none",
         },
         Case {
@@ -498,8 +485,8 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "notes",
             shown: "notes",
-            nl: "[TMP]/project/.agents/skills/notes/SKILL.md (project)",
-            compiled: "[TMP]/project/.mekara/scripts/compiled/notes.star (project)",
+            nl: "[PROJECT]/.agents/skills/notes/SKILL.md (project)",
+            compiled: "[PROJECT]/.mekara/scripts/compiled/notes.star (project)",
         },
         Case {
             what: "a project skill shadowing a bundled script is not paired with the bundled compiled file",
@@ -507,7 +494,7 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "test:random",
             shown: "test:random",
-            nl: "[TMP]/project/.agents/skills/test/random/SKILL.md (project)",
+            nl: "[PROJECT]/.agents/skills/test/random/SKILL.md (project)",
             compiled: "none",
         },
         Case {
@@ -519,8 +506,8 @@ fn agent_skills_layout() {
             cwd: "project",
             name: "notes",
             shown: "notes",
-            nl: "[TMP]/home/.agents/skills/notes/SKILL.md (user)",
-            compiled: "[TMP]/project/.agents/skills/notes/mekara.star (project)",
+            nl: "[HOME]/.agents/skills/notes/SKILL.md (user)",
+            compiled: "[PROJECT]/.agents/skills/notes/mekara.star (project)",
         },
     ]);
 }
@@ -538,7 +525,7 @@ fn a_skill_shows_the_description_from_its_front_matter() {
     );
     let run = project.run(&["scripts", "show", "team/deploy"], "");
     run.expect_code(0);
-    insta::assert_snapshot!("show_nested_skill", tmp_redacted(&project, &run.stdout));
+    insta::assert_snapshot!("show_nested_skill", project.scrub(&run.stdout));
 }
 
 #[test]
@@ -768,7 +755,7 @@ fn scripts_lists_every_level_once_at_the_winning_level() {
         .map(|(a, b, c)| ((*a).to_string(), (*b).to_string(), (*c).to_string()))
         .collect();
     assert_eq!(rows, want, "{}", run.stdout);
-    insta::assert_snapshot!("scripts_listing", tmp_redacted(&project, &run.stdout));
+    insta::assert_snapshot!("scripts_listing", project.scrub(&run.stdout));
 }
 
 #[test]

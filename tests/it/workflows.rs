@@ -132,11 +132,7 @@ fn eject_copies_a_bundled_script_and_the_copy_wins() {
     .expect("rm");
     let refused = mekara(&project, &["scripts", "eject", "test/random"], "");
     refused.expect_code(2);
-    insta::assert_snapshot!(
-        refused
-            .stderr
-            .replace(&project.root().display().to_string(), "[PROJECT]")
-    );
+    insta::assert_snapshot!(project.scrub(&refused.stderr));
     assert_eq!(std::fs::read_to_string(&nl).expect("kept"), "Mine.\n");
     assert!(
         !project

@@ -4,8 +4,8 @@
 //! on those requests (what the model was really shown) and on mekara's journal.
 //!
 //! Claude Code is installed by `tests/claude/install.sh` into
-//! `target/test-clients/claude-code/`. Without it the tests are skipped, unless
-//! `MEKARA_REQUIRE_CLIENTS` is set (as in CI), where a missing binary is a failure.
+//! `target/test-clients/claude-code/`. The tests are ignored unless the `clients` feature is on
+//! (as in CI); with it on, a missing binary is a failure.
 
 mod standin;
 
@@ -18,24 +18,13 @@ use serde_json::{Value as Json, json};
 use crate::common::Project;
 use standin::{StandIn, text, tool_use};
 
-/// The installed `claude`, or `None` (the test is skipped) when it is not installed.
-fn claude() -> Option<PathBuf> {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target/test-clients/claude-code/node_modules/.bin/claude");
-    if bin.exists() {
-        return Some(bin);
-    }
-    assert!(
-        std::env::var_os("MEKARA_REQUIRE_CLIENTS").is_none(),
-        "MEKARA_REQUIRE_CLIENTS is set but Claude Code is missing at {}; run tests/claude/install.sh",
-        bin.display()
-    );
-    eprintln!(
-        "skipped: no Claude Code at {}; run tests/claude/install.sh \
-         (set MEKARA_REQUIRE_CLIENTS to make this a failure)",
-        bin.display()
-    );
-    None
+/// The installed `claude`.
+fn claude() -> PathBuf {
+    crate::common::outside_client(
+        "claude-code/node_modules/.bin/claude",
+        "Claude Code",
+        "tests/claude/install.sh",
+    )
 }
 
 /// `PATH` with the `mekara` under test first: Claude Code runs `mekara mcp` and the hooks by
@@ -156,9 +145,13 @@ fn journal_events(project: &Project) -> Vec<Json> {
         .collect()
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
 #[test]
 fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_without_a_prompt() {
-    let Some(claude) = claude() else { return };
+    let claude = claude();
     let (project, _) = installed_project();
     let session = claude_p(
         &claude,
@@ -203,11 +196,15 @@ fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_wi
     assert_eq!(events[2]["input"]["command"], "shuf -i 1-100 -n 1");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
 #[test]
 fn without_the_installed_permissions_the_same_call_is_refused() {
     // The control for the test above: it is install's `permissions.allow` that lets the
     // call through in `-p` mode, where nobody can answer a prompt.
-    let Some(claude) = claude() else { return };
+    let claude = claude();
     let (project, _) = installed_project();
     let settings = project.root().join(".claude/settings.json");
     let mut value: Json =
@@ -232,9 +229,13 @@ fn without_the_installed_permissions_the_same_call_is_refused() {
     assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
 #[test]
 fn a_scripted_sequence_of_calls_completes_test_nested() {
-    let Some(claude) = claude() else { return };
+    let claude = claude();
     let (project, _) = installed_project();
     let calls = [
         (
@@ -303,9 +304,13 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
     assert_eq!(guess["result"]["outputs"]["guess"], "50");
 }
 
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
 #[test]
 fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
-    let Some(claude) = claude() else { return };
+    let claude = claude();
     let (project, _) = installed_project();
     // Claude Code checks that a skill exists before any hook sees the call: the script must
     // be one of the project's commands, which install links to the NL scripts.

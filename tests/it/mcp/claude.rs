@@ -88,10 +88,7 @@ async fn eject_script_copies_a_bundled_script_and_refuses_to_overwrite() {
         .call("eject_script", json!({"name": "test:random"}))
         .await
         .err();
-    insta::assert_snapshot!(
-        "eject_script_refused",
-        super::client::scrub(&project, &refused)
-    );
+    insta::assert_snapshot!("eject_script_refused", project.scrub(&refused));
     assert_eq!(std::fs::read_to_string(&nl).expect("read"), "Mine.\n");
 
     client

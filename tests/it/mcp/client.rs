@@ -148,13 +148,6 @@ pub fn params(tool: &str, arguments: Json) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_string()).with_arguments(map)
 }
 
-/// Replaces what changes between runs, so replies can be pinned: run ids, and the
-/// project's path.
-pub fn scrub(project: &Project, text: &str) -> String {
-    let root = project.root().display().to_string();
-    crate::common::redact(&text.replace(&root, "[PROJECT]"))
-}
-
 /// The run id a reply names (the first).
 pub fn run_id(text: &str) -> String {
     text.split('`')

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::client::{Client, scrub};
+use super::client::Client;
 use crate::common::Project;
 
 const SHAPES_NL: &str = "---\ndescription: Every kind of step\n---\n# Shapes\n\n1. Say hello.\n2. Double a number.\n3. Name a colour.\n4. Run the helper script.\n5. Run the notes script.\n6. Count to 150.\n7. Say goodbye.\n";
@@ -49,7 +49,7 @@ async fn reply_shapes() {
     let project = shapes_project();
     let client = Client::start(&project, &[]).await;
     let snap = |name: &str, text: &str| {
-        insta::assert_snapshot!(name.to_string(), scrub(&project, text));
+        insta::assert_snapshot!(name.to_string(), project.scrub(text));
     };
 
     let nothing = client
