@@ -230,7 +230,7 @@ macro_rules! mekara_snapshot {
         ::insta::assert_snapshot!($project.transcript(&run), @$snapshot);
         run
     }};
-    ($name:literal, $project:expr, $what:expr) => {{
+    ($name:expr, $project:expr, $what:expr) => {{
         let run = $crate::common::IntoRun::into_run($what);
         ::insta::assert_snapshot!($name, $project.transcript(&run));
         run
@@ -278,6 +278,7 @@ pub fn redact(text: &str) -> String {
             }
         }
         line = redacted;
+        line = redact_times(&line);
         if let Some(pos) = line.find(" ms)")
             && let Some(open) = line[..pos].rfind('(')
         {
@@ -294,6 +295,32 @@ pub fn redact(text: &str) -> String {
         }
         out.push_str(&line);
         out.push('\n');
+    }
+    out
+}
+
+/// `line` with every UTC time mekara prints (`2026-11-22T22:46:47Z`) written as `[TIME]`.
+fn redact_times(line: &str) -> String {
+    let shape = "dddd-dd-ddTdd:dd:ddZ";
+    let fits = |s: &[u8]| {
+        s.len() >= shape.len()
+            && shape.bytes().zip(s).all(|(want, &got)| match want {
+                b'd' => got.is_ascii_digit(),
+                want => want == got,
+            })
+    };
+    let bytes = line.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if fits(&bytes[i..]) {
+            out.push_str("[TIME]");
+            i += shape.len();
+        } else {
+            let c = line[i..].chars().next().expect("i is on a char boundary");
+            out.push(c);
+            i += c.len_utf8();
+        }
     }
     out
 }

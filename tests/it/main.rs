@@ -22,4 +22,5 @@ mod resolution;
 mod serve;
 mod shell;
 mod stack;
+mod transcripts;
 mod workflows;

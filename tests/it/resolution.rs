@@ -4,7 +4,6 @@
 //! Each case builds real folders in a temp dir: `<tmp>/project` (with `.mekara/`), `<tmp>/home`
 //! (passed as `HOME`), and the bundled scripts compiled into the binary.
 
-
 use crate::common::{Project, Run, write_file};
 
 /// Creates `paths` (relative to the temp dir): `.md` files are NL scripts whose description

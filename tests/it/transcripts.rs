@@ -1,0 +1,191 @@
+//! What a user reads in the terminal, pinned whole with [`mekara_snapshot!`] (exit code,
+//! stdout and stderr): `mekara run` transcripts of a passing run, a failing run with its
+//! fallback and an interrupted run; `mekara runs` and `mekara runs show` of them; `mekara
+//! scripts`; `mekara check`; and the `--help` of every command, found by walking the help
+//! itself so a new command is pinned the day it appears.
+
+use crate::common::{Project, Run};
+
+const GREET_NL: &str =
+    "---\ndescription: Greet someone\n---\n1. Say hello.\n2. Ask for a name.\n3. Greet them.\n";
+
+/// Shell output on both streams, an llm step, and a function step that prints.
+const GREET: &str = r#"def execute(request):
+    auto("echo hello from the shell; echo and from stderr >&2", context = "Say hello")
+    name = llm("Ask the user for their name.", expects = {"name": "their name"})
+    auto(shout, {"text": name.outputs["name"]}, context = "Greet them")
+
+def shout(text):
+    print("HELLO, " + text.upper())
+"#;
+
+const DEPLOY_NL: &str = "---\ndescription: Build and deploy\n---\n1. Build.\n2. Deploy.\n";
+
+/// A step that fails, so the run falls back to the NL instructions.
+const DEPLOY: &str = r#"def execute(request):
+    auto("echo building", context = "Build")
+    auto("echo no route to host >&2; exit 3", context = "Deploy")
+"#;
+
+/// A project with the `greet` and `deploy` scripts.
+fn project() -> Project {
+    let project = Project::new();
+    project.script("greet", GREET_NL, Some(GREET));
+    project.script("deploy", DEPLOY_NL, Some(DEPLOY));
+    project
+}
+
+#[test]
+fn run_that_passes() {
+    let project = project();
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "greet", "for", "Ada"], "Ada\n")
+    );
+}
+
+#[test]
+fn run_that_fails_and_falls_back() {
+    let project = project();
+    mekara_snapshot!(project, project.run(&["run", "deploy"], "\n"));
+}
+
+#[test]
+fn run_interrupted_at_a_prompt_and_resumed() {
+    let project = project();
+    mekara_snapshot!(
+        "run_interrupted_at_a_prompt",
+        project,
+        project.run(&["run", "greet"], "")
+    );
+    let [id] = project.run_ids().try_into().expect("one run");
+    mekara_snapshot!(
+        "run_resumed",
+        project,
+        project.run(&["run", "--resume", &id], "Grace\n")
+    );
+}
+
+#[test]
+fn runs_and_runs_show() {
+    let project = project();
+    project.run(&["run", "greet"], "Ada\n").expect_code(0);
+    project.run(&["run", "deploy"], "\n");
+    project.run(&["run", "greet"], "");
+    // Runs started in the same second list in the order of their random suffix: sort the
+    // listing by script and state so the snapshot does not depend on it.
+    let listing = project.run(&["runs"], "");
+    let mut lines: Vec<&str> = listing.stdout.lines().collect();
+    lines[1..].sort_by_key(|line| line.split_whitespace().skip(1).collect::<Vec<_>>());
+    let sorted = Run {
+        stdout: lines.iter().map(|l| format!("{l}\n")).collect(),
+        ..listing
+    };
+    mekara_snapshot!("runs", project, sorted);
+    for id in project.run_ids() {
+        let journal = project.journal(&id);
+        let script = if journal.contains("\"greet\"") {
+            "greet"
+        } else {
+            "deploy"
+        };
+        let state = project.run(&["runs"], "").stdout;
+        let state = state
+            .lines()
+            .find(|l| l.starts_with(&id))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .map(|state| state.trim_end_matches(","))
+            .expect("the run is listed")
+            .to_string();
+        let name = format!("runs_show_{script}_{state}");
+        mekara_snapshot!(name, project, project.run(&["runs", "show", &id], ""));
+    }
+}
+
+#[test]
+fn runs_show_of_an_unknown_run() {
+    let project = project();
+    mekara_snapshot!(
+        project,
+        project.run(&["runs", "show", "20260101-000000-0000"], "")
+    );
+}
+
+#[test]
+fn scripts_listing() {
+    let project = project();
+    mekara_snapshot!(project, project.command(&["scripts"]));
+}
+
+#[test]
+fn check_passing() {
+    let project = project();
+    mekara_snapshot!(project, project.command(&["check"]));
+}
+
+#[test]
+fn check_with_errors() {
+    let project = project();
+    project.script(
+        "broken",
+        "---\ndescription: Broken\n---\n1. Do it.\n",
+        Some("def execute(request):\n    llm(\n"),
+    );
+    project.script(
+        "undefined",
+        "---\ndescription: Undefined\n---\n1. Do it.\n",
+        Some("def execute(request):\n    auto(helper, {})\n"),
+    );
+    mekara_snapshot!(project, project.command(&["check"]));
+}
+
+/// The subcommands a `--help` text lists under `Commands:` (without `help`).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_help() {
+    let project = Project::new();
+    let mut queue = vec![Vec::<String>::new()];
+    let mut pinned = Vec::new();
+    while let Some(path) = queue.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let name = if path.is_empty() {
+            "help_mekara".to_string()
+        } else {
+            format!("help_{}", path.join("_"))
+        };
+        let run = mekara_snapshot!(name, project, project.command(&args));
+        assert_eq!(run.code, Some(0), "{args:?}");
+        for sub in subcommands(&run.stdout) {
+            let mut next = path.clone();
+            next.push(sub);
+            queue.push(next);
+        }
+        pinned.push(path.join(" "));
+    }
+    // The walk must have found the commands; an empty walk would pin nothing.
+    for command in [
+        "run",
+        "runs show",
+        "scripts eject",
+        "tools call",
+        "vcr replay",
+        "hook",
+    ] {
+        assert!(
+            pinned.iter().any(|p| p == command),
+            "{command} not reached: {pinned:?}"
+        );
+    }
+}
