@@ -44,7 +44,7 @@ pub use config::Secrets;
 pub use error::ClientError;
 pub use policy::Policy;
 
-use crate::engine::shell::{Ran, ShellStep};
+use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
 use config::{ServerConfig, Transport};

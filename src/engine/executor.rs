@@ -17,10 +17,10 @@ use super::journal::{
     Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
 };
 use super::observer::{FrameEvent, Observer};
+use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
-use super::shell::{CancelToken, StepRunner};
 use super::step::{StepInput, StepRecord, StepResult};
-use super::tool::{NL_TAG_CONTEXT, ToolCall};
+use super::tool::NL_TAG_CONTEXT;
 use crate::script::{Resolver, Script};
 
 /// Knobs of a run.
@@ -435,11 +435,13 @@ impl Executor {
             .unwrap_or_default();
         let mut seen = 0;
         super::tool::expand(text, |server, tool, arguments| {
-            let input = StepInput::Mcp {
+            let call = ToolCall {
                 server: server.to_string(),
                 tool: tool.to_string(),
                 arguments,
+                timeout: None,
             };
+            let input = call.input();
             let known = recorded.get(seen).filter(|r| r.input == input);
             seen += 1;
             if let Some(record) = known {
@@ -448,18 +450,9 @@ impl Executor {
             let path = self.label();
             let index = self.stack.last().map_or(0, |f| f.steps.len());
             observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT));
-            let call = ToolCall {
-                server: server.to_string(),
-                tool: tool.to_string(),
-                arguments: match &input {
-                    StepInput::Mcp { arguments, .. } => arguments.clone(),
-                    _ => Map::new(),
-                },
-                timeout: None,
-            };
             let result = match self.runner.call_tool(&call, &self.cancel) {
-                super::shell::Ran::Done(result) => result,
-                super::shell::Ran::Cancelled => {
+                Ran::Done(result) => result,
+                Ran::Cancelled => {
                     self.cancel.reset();
                     return Err(EngineError::Cancelled {
                         script: path,

@@ -234,32 +234,31 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
     while offset < bytes.len() {
         line_no += 1;
         let rest = &bytes[offset..];
-        let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
-            Some(end) => (&rest[..end], true),
-            None => (rest, false),
-        };
-        let parsed = serde_json::from_slice::<Json>(line)
-            .map_err(|e| e.to_string())
-            .and_then(Event::from_json);
-        let is_last = offset + line.len() + usize::from(complete) >= bytes.len();
-        match parsed {
-            Ok(event) if complete => events.push(event),
-            result if is_last => {
-                if let Err(reason) = result {
-                    tracing::warn!(
-                        "journal `{}`: torn last record ignored: {reason}",
-                        path.display()
-                    );
-                }
-                return Ok(Contents {
-                    events,
-                    torn: Some(TornTail {
-                        offset: offset as u64,
-                        len: rest.len() as u64,
-                    }),
-                });
+        let torn = |events, reason: Option<String>| {
+            if let Some(reason) = reason {
+                tracing::warn!(
+                    "journal `{}`: torn last record ignored: {reason}",
+                    path.display()
+                );
             }
-            Ok(_) => unreachable!("only the last line can lack its newline"),
+            Contents {
+                events,
+                torn: Some(TornTail {
+                    offset: offset as u64,
+                    len: rest.len() as u64,
+                }),
+            }
+        };
+        // Only the last line can lack its newline: the writer died while writing it, so it
+        // is torn even when it parses.
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            return Ok(torn(events, event_of(rest).err()));
+        };
+        match event_of(&rest[..end]) {
+            Ok(event) => events.push(event),
+            Err(reason) if offset + end + 1 >= bytes.len() => {
+                return Ok(torn(events, Some(reason)));
+            }
             Err(reason) => {
                 return Err(JournalError::Corrupt {
                     path: path.to_path_buf(),
@@ -268,7 +267,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
                 });
             }
         }
-        offset += line.len() + 1;
+        offset += end + 1;
     }
     if !matches!(events.first(), Some(Event::Run(_))) && !events.is_empty() {
         return Err(JournalError::Corrupt {
@@ -278,6 +277,13 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
         });
     }
     Ok(Contents { events, torn: None })
+}
+
+/// The event one line of a journal holds.
+fn event_of(line: &[u8]) -> Result<Event, String> {
+    serde_json::from_slice::<Json>(line)
+        .map_err(|e| e.to_string())
+        .and_then(Event::from_json)
 }
 
 /// An open, locked journal that events are appended to.

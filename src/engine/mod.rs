@@ -1,8 +1,9 @@
 //! The engine: runs scripts as a stack of frames over an append-only journal.
 //!
-//! It owns evaluation ([`compiled`]), effects ([`shell`]), durability ([`journal`],
-//! [`runs`]) and the stack ([`executor`]). It knows nothing of terminals or MCP: callers
-//! drive it through [`Executor`] and hear about steps through an [`Observer`].
+//! It owns evaluation ([`compiled`]), effects (the [`runner`] seam and the real [`shell`]),
+//! durability ([`journal`], [`runs`]) and the stack ([`executor`]). It knows nothing of
+//! terminals or MCP: callers drive it through [`Executor`] and hear about steps through an
+//! [`Observer`].
 
 pub mod compiled;
 pub mod error;
@@ -10,6 +11,7 @@ pub mod executor;
 pub mod group_note;
 pub mod journal;
 pub mod observer;
+pub mod runner;
 pub mod runs;
 pub mod shell;
 pub mod step;
@@ -18,5 +20,5 @@ pub mod tool;
 pub use error::{EngineError, Waiting};
 pub use executor::{Executor, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
-pub use shell::{CancelToken, ShellRunner, StepRunner};
-pub use tool::ToolCall;
+pub use runner::{CancelToken, StepRunner, ToolCall};
+pub use shell::ShellRunner;

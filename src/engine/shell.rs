@@ -1,4 +1,4 @@
-//! Shell steps: the [`StepRunner`] trait and the runner that really spawns processes.
+//! Shell steps: the [`StepRunner`] that really spawns processes.
 //!
 //! A command runs as `bash -c` (or `sh -c` where there is no bash) in its own process
 //! group, with stdin from `/dev/null` and stdout and stderr sharing one pipe, so the output
@@ -7,98 +7,18 @@
 //! without a thread per step. When the command ends, is timed out or is cancelled, the whole
 //! group is killed: a step leaves nothing running behind it.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open};
 
-use super::group_note::{GroupNote, boot_clock_ns};
+use super::group_note::boot_clock_ns;
+use super::runner::{CancelToken, Ran, ShellStep, StepRunner};
 use super::step::StepResult;
-
-/// A shell command to run.
-#[derive(Debug, Clone)]
-pub struct ShellStep {
-    /// The command line.
-    pub command: String,
-    /// Absolute folder to run in.
-    pub working_dir: PathBuf,
-    /// Extra environment variables.
-    pub env: BTreeMap<String, String>,
-    /// How long it may run before its process group is killed.
-    pub timeout: Duration,
-    /// Where to note the step's process group while it runs, so that a resume after
-    /// mekara was killed can kill it.
-    pub group_note: Option<GroupNote>,
-}
-
-/// Set from another thread or a signal handler (Ctrl-C, an MCP cancellation) to stop the
-/// running step.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// Asks the running step to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether a stop was asked for.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// Clears the request, once it has been acted on.
-    pub fn reset(&self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
-
-    /// The flag behind the token, for a signal handler to set.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        self.0.clone()
-    }
-}
-
-/// The result of running a step, unless it was cancelled.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
-pub enum Ran {
-    /// The step ran to an end (success, failure or timeout).
-    Done(StepResult),
-    /// The step was stopped by its [`CancelToken`]; nothing of it should be recorded.
-    Cancelled,
-}
-
-/// Runs the effects of auto steps. The engine holds one and never knows which: the real
-/// [`ShellRunner`], or a recording that answers from a cassette.
-///
-/// Everything a run does that is not a pure function of its journal goes through here:
-/// shell commands, and the ids of new runs.
-pub trait StepRunner: Send {
-    /// Runs `step`, passing output to `on_output` as it arrives.
-    fn run_shell(
-        &self,
-        step: &ShellStep,
-        on_output: &mut dyn FnMut(&[u8]),
-        cancel: &CancelToken,
-    ) -> Ran;
-
-    /// Calls a tool on another MCP server (`mcp()` steps and prompt tags). A runner without
-    /// an MCP client fails the step.
-    fn call_tool(&self, call: &super::tool::ToolCall, _cancel: &CancelToken) -> Ran {
-        Ran::Done(super::tool::no_client(call))
-    }
-
-    /// The id for a new run; `attempt` counts the ids already taken.
-    fn new_run_id(&self, attempt: u32) -> String {
-        super::runs::new_id(attempt)
-    }
-}
 
 /// The most output kept of one step (head and tail); the rest is counted and dropped.
 const MAX_KEPT: usize = 8 * 1024 * 1024;

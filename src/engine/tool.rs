@@ -1,41 +1,14 @@
-//! Tool calls on other MCP servers, as the engine sees them: what to call, and the prompt
-//! tags (`[use-mcp:server/tool:{json}]`) that stand for a call inside a text.
+//! Prompt tags (`[use-mcp:server/tool:{json}]`): the tool calls on other MCP servers that
+//! stand inside a text.
 //!
-//! The engine only describes a call and journals its result; making it is an effect of the
-//! [`StepRunner`](super::StepRunner) (`crate::client` holds the real MCP client). So the
-//! engine knows nothing of MCP transports, and a journal or a cassette answers calls with
-//! the server gone.
-
-use std::time::Duration;
+//! The engine only describes a call ([`ToolCall`](super::ToolCall)) and journals its
+//! result; making it is an effect of the [`StepRunner`](super::StepRunner) (`crate::client`
+//! holds the real MCP client). So the engine knows nothing of MCP transports, and a journal
+//! or a cassette answers calls with the server gone.
 
 use serde_json::{Map, Value as Json};
 
 use super::step::StepResult;
-
-/// One call of a tool on a server declared in `.mcp.json`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    /// The server's name.
-    pub server: String,
-    /// The tool's name.
-    pub tool: String,
-    /// Its arguments.
-    pub arguments: Map<String, Json>,
-    /// How long the call may take; `None` takes the server's configured timeout.
-    pub timeout: Option<Duration>,
-}
-
-/// The result when the runner has no MCP client (a runner that only runs shell steps).
-pub fn no_client(call: &ToolCall) -> StepResult {
-    StepResult {
-        success: false,
-        error: Some(format!(
-            "cannot call `{}/{}`: this runner has no MCP client",
-            call.server, call.tool
-        )),
-        ..StepResult::default()
-    }
-}
 
 /// The `context` of steps made for prompt tags in llm prompts.
 pub const PROMPT_TAG_CONTEXT: &str = "[use-mcp] tag in an llm prompt";

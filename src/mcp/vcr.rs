@@ -23,7 +23,7 @@ use serde_json::{Map, Value as Json};
 
 use super::session::{Reply, Session, shown_dir};
 use super::tools::Tool;
-use crate::engine::shell::{Ran, ShellStep};
+use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, StepRunner, ToolCall};
 

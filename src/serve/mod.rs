@@ -25,7 +25,7 @@ pub use server::ToolServer;
 
 use crate::client::{Client, ClientRunner};
 use crate::engine::compiled::Limits;
-use crate::engine::shell::{Ran, ShellStep};
+use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
 
 /// Why the tools cannot be served.

@@ -1,0 +1,353 @@
+//! The step builtins of compiled scripts (`auto`, `llm`, `mcp`, `call_script`), the global
+//! environment they live in ([`globals`]) and the Starlark dialect ([`dialect`]).
+//!
+//! A builtin checks its arguments, says what the step asks for, and leaves the journal to
+//! the [`StepContext`]: it takes the recorded result when there is one, else runs the effect
+//! now or suspends the evaluation.
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value as Json};
+use starlark::environment::{Globals, GlobalsBuilder, LibraryExtension};
+use starlark::eval::Evaluator;
+use starlark::starlark_module;
+use starlark::syntax::{Dialect, DialectTypes};
+use starlark::values::Value;
+
+use super::Suspension;
+use super::context::{Interrupt, StepContext, step_context};
+use super::diagnostics::{is_limit, locate_in_function, render};
+use super::values::{
+    alloc_json, error_value, expects_map, function_name, json_of, keyword_values, result_struct,
+    seconds, string_map,
+};
+use crate::engine::runner::{Ran, ShellStep, ToolCall};
+use crate::engine::step::{StepInput, StepResult};
+use crate::engine::tool;
+
+/// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
+/// arguments, type annotations and f-strings; no `load` (scripts are single files).
+pub fn dialect() -> Dialect {
+    Dialect {
+        enable_f_strings: true,
+        enable_keyword_only_arguments: true,
+        enable_types: DialectTypes::Enable,
+        ..Dialect::Standard
+    }
+}
+
+/// The global environment: the standard library, `json`, `struct`, `print` and the step
+/// builtins.
+pub fn globals() -> &'static Globals {
+    static GLOBALS: OnceLock<Globals> = OnceLock::new();
+    GLOBALS.get_or_init(|| {
+        GlobalsBuilder::extended_by(&[
+            LibraryExtension::StructType,
+            LibraryExtension::RecordType,
+            LibraryExtension::EnumType,
+            LibraryExtension::Map,
+            LibraryExtension::Filter,
+            LibraryExtension::Partial,
+            LibraryExtension::Print,
+            LibraryExtension::Json,
+            LibraryExtension::Typing,
+            LibraryExtension::SetType,
+        ])
+        .with(step_builtins)
+        .build()
+    })
+}
+
+#[starlark_module]
+fn step_builtins(builder: &mut GlobalsBuilder) {
+    /// Runs an auto step: a shell command, or a function of the script with keyword
+    /// arguments. Returns `.success`, `.output`, `.error` and `.exit_code` (shell) or
+    /// `.value` (function).
+    // The parameters are the user-facing script API, one Rust argument each.
+    #[allow(clippy::too_many_arguments)]
+    fn auto<'v>(
+        #[starlark(require = pos)] step: Value<'v>,
+        #[starlark(require = pos)] kwargs: Option<Value<'v>>,
+        #[starlark(require = named)] context: Option<&str>,
+        #[starlark(require = named)] working_dir: Option<&str>,
+        #[starlark(require = named)] timeout: Option<Value<'v>>,
+        #[starlark(require = named)] env: Option<Value<'v>>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "auto")?;
+        let heap = eval.heap();
+        let context = context.map(str::to_string);
+        if let Some(command) = step.unpack_str() {
+            if kwargs.is_some() {
+                anyhow::bail!(
+                    "`auto` takes keyword arguments only for a function step; pass `env = {{...}}` to set variables of a command"
+                );
+            }
+            let shell = ShellStep {
+                command: command.to_string(),
+                working_dir: working_dir.map_or_else(
+                    || ctx.working_dir.to_path_buf(),
+                    |d| ctx.working_dir.join(d),
+                ),
+                env: env
+                    .map(|e| string_map(e, "env"))
+                    .transpose()?
+                    .unwrap_or_default(),
+                timeout: timeout
+                    .map(seconds)
+                    .transpose()?
+                    .unwrap_or(ctx.default_timeout),
+                group_note: ctx.group_note.cloned(),
+            };
+            let input = shell.input();
+            let index = ctx.cursor.get();
+            let result = ctx.replay_or_run(&input, context, || {
+                ctx.runner
+                    .run_shell(&shell, &mut |chunk| ctx.observer.output(chunk), ctx.cancel)
+            })?;
+            ctx.check_failure(index, &input, &result, allow_failure)?;
+            let exit_code = result
+                .exit_code
+                .map_or_else(Value::new_none, |c| heap.alloc(c));
+            return Ok(result_struct(
+                heap,
+                vec![
+                    ("success", Value::new_bool(result.success)),
+                    ("exit_code", exit_code),
+                    ("output", heap.alloc(result.output.as_str())),
+                    ("error", error_value(heap, &result)),
+                ],
+            ));
+        }
+        if step.get_type() != "function" {
+            anyhow::bail!(
+                "`auto` takes a shell command (a string) or a function of the script, got a value of type `{}`",
+                step.get_type()
+            );
+        }
+        if working_dir.is_some() || timeout.is_some() || env.is_some() {
+            anyhow::bail!(
+                "`working_dir`, `timeout` and `env` apply to shell commands, not to function steps"
+            );
+        }
+        let kwargs_json = match kwargs {
+            None => Map::new(),
+            Some(k) if k.is_none() => Map::new(),
+            Some(k) => match json_of(k, "the keyword arguments of a function step")? {
+                Json::Object(map) => map,
+                other => anyhow::bail!(
+                    "the keyword arguments of a function step must be a dict, got `{other}`"
+                ),
+            },
+        };
+        let input = StepInput::Function {
+            function: function_name(step),
+            kwargs: kwargs_json.clone(),
+        };
+        let index = ctx.cursor.get();
+        let result = ctx.replay_or_run(&input, context, || {
+            Ran::Done(call_function(ctx, eval, step, &kwargs_json))
+        })?;
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let value = result
+            .value
+            .as_ref()
+            .map_or_else(Value::new_none, |v| alloc_json(heap, v));
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("value", value),
+                ("output", heap.alloc(result.output.as_str())),
+                ("error", error_value(heap, &result)),
+            ],
+        ))
+    }
+
+    /// Hands a step to the agent: suspends the script until the agent gives the outputs
+    /// named in `expects` (a dict of name to description, or a list of names). Returns
+    /// `.outputs`, a dict.
+    fn llm<'v>(
+        #[starlark(require = pos)] prompt: &str,
+        #[starlark(require = named)] expects: Option<Value<'v>>,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "llm")?;
+        // Tags become journaled mcp steps before the llm step, so re-deriving the pending
+        // step answers them from the journal instead of calling again, and the journal
+        // holds what the agent saw.
+        let prompt = tool::expand(prompt, |server, tool, arguments| {
+            let call = ToolCall {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                arguments,
+                timeout: None,
+            };
+            ctx.replay_or_run(
+                &call.input(),
+                Some(tool::PROMPT_TAG_CONTEXT.to_string()),
+                || call_tool(ctx, &call),
+            )
+        })?;
+        let expects = match expects {
+            None => None,
+            Some(v) if v.is_none() => None,
+            Some(v) => Some(expects_map(v)?),
+        };
+        let suspension = Suspension::Llm { prompt, expects };
+        let Some(result) = ctx.replay(&suspension.input())? else {
+            return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
+        };
+        let heap = eval.heap();
+        let outputs = Json::Object(result.outputs.unwrap_or_default());
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(true)),
+                ("outputs", alloc_json(heap, &outputs)),
+            ],
+        ))
+    }
+
+    /// Calls `tool` of MCP server `server` (declared in `.mcp.json`) with `arguments` (a
+    /// dict), under the policy of `.mekara/config.toml`. Returns `.success`, `.content`
+    /// (the text), `.structured` (the structured content, or `None`), `.is_error` (the
+    /// tool said it failed) and `.error`. A failed call stops the script unless
+    /// `allow_failure`.
+    fn mcp<'v>(
+        #[starlark(require = pos)] server: &str,
+        #[starlark(require = pos)] tool: &str,
+        arguments: Option<Value<'v>>,
+        #[starlark(require = named)] context: Option<&str>,
+        #[starlark(require = named)] timeout: Option<Value<'v>>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "mcp")?;
+        let arguments = match arguments {
+            None => Map::new(),
+            Some(a) if a.is_none() => Map::new(),
+            Some(a) => match json_of(a, "the arguments of an mcp step")? {
+                Json::Object(map) => map,
+                other => {
+                    anyhow::bail!("the arguments of an mcp step must be a dict, got `{other}`")
+                }
+            },
+        };
+        let call = ToolCall {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+            timeout: timeout.map(seconds).transpose()?,
+        };
+        let input = call.input();
+        let index = ctx.cursor.get();
+        let result = ctx.replay_or_run(&input, context.map(str::to_string), || {
+            call_tool(ctx, &call)
+        })?;
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let heap = eval.heap();
+        let structured = result
+            .structured
+            .as_ref()
+            .map_or_else(Value::new_none, |v| alloc_json(heap, v));
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("content", heap.alloc(result.output.as_str())),
+                ("structured", structured),
+                ("is_error", Value::new_bool(result.is_error)),
+                ("error", error_value(heap, &result)),
+            ],
+        ))
+    }
+
+    /// Runs another script (compiled or NL) as a nested frame and waits for it. Returns
+    /// `.success` and `.error`. A failed script stops this one unless `allow_failure`.
+    fn call_script<'v>(
+        #[starlark(require = pos)] name: &str,
+        #[starlark(default = "")] request: &str,
+        #[starlark(require = named)] working_dir: Option<&str>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "call_script")?;
+        let suspension = Suspension::Call {
+            script: name.to_string(),
+            request: request.to_string(),
+            working_dir: working_dir.map_or_else(
+                || ctx.working_dir.to_path_buf(),
+                |d| ctx.working_dir.join(d),
+            ),
+        };
+        let input = suspension.input();
+        let index = ctx.cursor.get();
+        let Some(result) = ctx.replay(&input)? else {
+            return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
+        };
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let heap = eval.heap();
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("error", error_value(heap, &result)),
+            ],
+        ))
+    }
+}
+
+/// Calls a tool of another MCP server now. Its text is shown as the step's output, as a
+/// shell step's would be.
+fn call_tool(ctx: &StepContext<'_>, call: &ToolCall) -> Ran {
+    let ran = ctx.runner.call_tool(call, ctx.cancel);
+    if let Ran::Done(result) = &ran
+        && !result.output.is_empty()
+    {
+        ctx.observer.output(result.output.as_bytes());
+        if !result.output.ends_with('\n') {
+            ctx.observer.output(b"\n");
+        }
+    }
+    ran
+}
+
+/// Calls a script function as a step: its `print`s are the output, its return value (as
+/// JSON) the value, an error the failure.
+fn call_function<'v>(
+    ctx: &StepContext<'_>,
+    eval: &mut Evaluator<'v, '_, '_>,
+    f: Value<'v>,
+    kwargs: &Map<String, Json>,
+) -> StepResult {
+    let named = keyword_values(eval.heap(), kwargs);
+    *ctx.capture.borrow_mut() = Some(String::new());
+    let started = std::time::Instant::now();
+    let returned = eval.eval_function(f, &[], &named).map_err(|e| {
+        if is_limit(&e) {
+            locate_in_function(f, kwargs, ctx.limits, e)
+        } else {
+            e
+        }
+    });
+    let output = ctx.capture.borrow_mut().take().unwrap_or_default();
+    let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    let (value, error) = match returned {
+        Ok(v) if v.is_none() => (None, None),
+        Ok(v) => match json_of(v, "the value a function step returns") {
+            Ok(json) => (Some(json), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        Err(e) => (None, Some(render(&e))),
+    };
+    StepResult {
+        success: error.is_none(),
+        output,
+        value,
+        error,
+        duration_ms,
+        ..StepResult::default()
+    }
+}

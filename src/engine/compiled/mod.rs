@@ -1,0 +1,410 @@
+//! Compiled scripts: loading a `.star` file, and evaluating `execute(request)` over the
+//! journal of a frame (DESIGN §3).
+//!
+//! Evaluation always starts from the top. Each step builtin takes the next journal entry
+//! when there is one (checking that it asks for the recorded input), and past the end of
+//! the journal it either runs now and appends its result (auto steps) or suspends the
+//! evaluation (llm steps, script calls). Suspending is an error that unwinds the
+//! interpreter: Starlark cannot catch errors, so nothing in the script can swallow it.
+//!
+//! One file per concern: `builtins` (the step builtins and the global environment),
+//! `context` (what the builtins reach while a function runs: the journal, the runner, where
+//! `print` goes), `values` (Starlark to JSON and back) and `diagnostics` (errors in script
+//! code, with their location). This file holds the entry points the executor and
+//! `mekara serve` use: [`Program`], [`evaluate`] and [`call_directly`].
+
+mod builtins;
+mod context;
+mod diagnostics;
+mod values;
+
+use std::cell::{Cell, RefCell};
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+use starlark::environment::{FrozenModule, Module};
+use starlark::eval::Evaluator;
+use starlark::syntax::AstModule;
+use starlark::values::OwnedFrozenValue;
+
+pub use builtins::{dialect, globals};
+pub use context::JournalWriter;
+pub use diagnostics::CodeError;
+
+use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
+use diagnostics::{LastStatement, at_end_of_file, is_limit, render};
+use values::{json_of, keyword_values};
+
+use super::error::EngineError;
+use super::group_note::GroupNote;
+use super::observer::Observer;
+use super::runner::{CancelToken, StepRunner};
+use super::step::{StepInput, StepRecord};
+
+/// Bounds on one evaluation, so a runaway script fails with its location instead of
+/// hanging or eating the machine.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Interpreter ticks (roughly, bytecode instructions) per evaluation.
+    pub max_ticks: u64,
+    /// Bytes of Starlark heap.
+    pub max_heap_bytes: usize,
+    /// Depth of Starlark calls.
+    pub max_call_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_ticks: 50_000_000,
+            max_heap_bytes: 256 * 1024 * 1024,
+            max_call_depth: 200,
+        }
+    }
+}
+
+/// A `.star` file that parsed and whose top level ran.
+pub struct Program {
+    module: FrozenModule,
+    origin: String,
+}
+
+impl Program {
+    /// Parses `source` and runs its top level, which may only define things: step builtins
+    /// refuse to run there. `origin` names the file in error locations.
+    pub fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
+        let ast = AstModule::parse(origin, source.to_string(), &dialect())
+            .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
+        let module = freeze_module(origin, ast, limits)?;
+        match module.get_option("execute") {
+            Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program {
+                module,
+                origin: origin.to_string(),
+            }),
+            Ok(Some(f)) => Err(CodeError::new(format!(
+                "error: `execute` must be a function, but it is a `{}`\n --> {origin}\nhint: define `def execute(request):`",
+                f.value().get_type()
+            ))),
+            _ => Err(CodeError::new(format!(
+                "error: the script defines no `execute` function\n --> {origin}\nhint: define `def execute(request):`; mekara calls it with the script's arguments"
+            ))),
+        }
+    }
+
+    /// The file this program came from.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+}
+
+/// Runs a parsed module's top level (where step builtins refuse to run) and freezes it.
+pub fn freeze_module(
+    origin: &str,
+    ast: AstModule,
+    limits: &Limits,
+) -> Result<FrozenModule, CodeError> {
+    Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
+        {
+            let printer = LogPrinter;
+            let mut eval = Evaluator::new(&module);
+            eval.set_print_handler(&printer);
+            apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+            eval.eval_module(ast, globals())
+                .map_err(|e| CodeError::new(render(&e)))?;
+        }
+        module
+            .freeze()
+            .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+    })
+}
+
+/// Puts `limits` on `eval`.
+fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(), String> {
+    eval.set_max_tick_count(limits.max_ticks)
+        .and_then(|()| eval.set_max_heap_size(limits.max_heap_bytes))
+        .and_then(|()| eval.set_max_callstack_size(limits.max_call_depth))
+        .map_err(|e| format!("cannot set evaluation limits: {e}"))
+}
+
+/// Where a suspended evaluation stopped: what the frame needs before it can go on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Suspension {
+    /// The agent must do an llm step.
+    Llm {
+        /// The instruction.
+        prompt: String,
+        /// The outputs it must give, with their descriptions.
+        expects: Option<Map<String, Json>>,
+    },
+    /// Another script must run as a nested frame.
+    Call {
+        /// Its name as written.
+        script: String,
+        /// Its arguments.
+        request: String,
+        /// The folder it runs in.
+        working_dir: std::path::PathBuf,
+    },
+}
+
+impl Suspension {
+    /// What the journal records for this step once it is answered.
+    pub fn input(&self) -> StepInput {
+        match self {
+            Suspension::Llm { prompt, expects } => StepInput::Llm {
+                prompt: prompt.clone(),
+                expects: expects.clone(),
+            },
+            Suspension::Call {
+                script,
+                request,
+                working_dir,
+            } => StepInput::Call {
+                script: script.clone(),
+                request: request.clone(),
+                working_dir: working_dir.clone(),
+            },
+        }
+    }
+}
+
+/// How an evaluation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evaluation {
+    /// The frame waits for the agent or a nested script.
+    Suspended(Suspension),
+    /// `execute` returned.
+    Completed,
+    /// A step failed without `allow_failure`, or the script raised an error.
+    Failed(String),
+}
+
+/// Everything an evaluation needs from the executor.
+pub struct FrameRun<'a> {
+    /// The frame's stack path, for messages and the observer.
+    pub path: &'a str,
+    /// The script's arguments, passed to `execute`.
+    pub request: &'a str,
+    /// The folder relative paths are taken from.
+    pub working_dir: &'a Path,
+    /// The frame's journal: replayed, then appended to.
+    pub steps: &'a mut Vec<StepRecord>,
+    /// Writes a new record to the run's journal, before the script sees it.
+    pub journal: &'a mut JournalWriter<'a>,
+    /// Runs shell steps.
+    pub runner: &'a dyn StepRunner,
+    /// Where shell steps note their process group while they run, if anywhere.
+    pub group_note: Option<&'a GroupNote>,
+    /// Hears about new steps.
+    pub observer: &'a dyn Observer,
+    /// Stops a running step.
+    pub cancel: &'a CancelToken,
+    /// Timeout of shell steps that do not set one.
+    pub default_timeout: Duration,
+    /// Evaluation bounds.
+    pub limits: &'a Limits,
+}
+
+/// Evaluates `program` over the frame's journal until it completes, fails or suspends.
+pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
+    let FrameRun {
+        path,
+        request,
+        working_dir,
+        steps,
+        journal,
+        runner,
+        group_note,
+        observer,
+        cancel,
+        default_timeout,
+        limits,
+    } = run;
+    let ctx = StepContext {
+        path,
+        working_dir,
+        steps: RefCell::new(std::mem::take(steps)),
+        cursor: Cell::new(0),
+        journal: RefCell::new(journal),
+        runner,
+        group_note,
+        observer,
+        cancel,
+        default_timeout,
+        limits,
+        interrupt: RefCell::new(None),
+        capture: RefCell::new(None),
+    };
+    let execute = program
+        .module
+        .get("execute")
+        .map_err(|e| EngineError::Diverged {
+            script: path.to_string(),
+            index: 0,
+            detail: format!("the script lost its `execute` function: {e}"),
+        })?;
+    let result = call_with_steps(&ctx, &execute, &Arguments::Request(request));
+    let cursor = ctx.cursor.get();
+    let interrupt = ctx.interrupt.take();
+    *steps = ctx.steps.into_inner();
+    match (result, interrupt) {
+        (_, Some(Interrupt::Engine(e))) => Err(e),
+        (_, Some(Interrupt::Suspend(s))) => Ok(Evaluation::Suspended(s)),
+        (_, Some(Interrupt::StepFailed(message))) => Ok(Evaluation::Failed(message)),
+        (Err(message), None) => Ok(Evaluation::Failed(message)),
+        (Ok(_), None) if cursor < steps.len() => Err(EngineError::Diverged {
+            script: path.to_string(),
+            index: cursor,
+            detail: format!(
+                "the script now ends after {cursor} steps, but the journal has {}",
+                steps.len()
+            ),
+        }),
+        (Ok(_), None) => Ok(Evaluation::Completed),
+    }
+}
+
+/// What a function is called with by [`call_with_steps`].
+enum Arguments<'a> {
+    /// `execute(request)`; what it returns is not used.
+    Request(&'a str),
+    /// A served function's keyword arguments; what it returns is the result, as JSON.
+    Keywords(&'a Map<String, Json>),
+}
+
+/// Calls `callee` in a fresh module whose step builtins reach `ctx`, and renders a failure
+/// with its location.
+///
+/// starlark raises its tick and heap limits without a location. Evaluation is
+/// deterministic over the steps recorded in `ctx` (which by then hold every step that ran),
+/// so on such an error the call is made a second time with a statement hook: it replays
+/// those steps and stops at the same place, and the last statement is the location. The
+/// hook slows evaluation, so only that second pass pays for it.
+fn call_with_steps(
+    ctx: &StepContext<'_>,
+    callee: &OwnedFrozenValue,
+    args: &Arguments<'_>,
+) -> Result<Json, String> {
+    let call_once = |last: Option<&LastStatement>| {
+        Module::with_temp_heap(|module| {
+            let printer = StepPrinter { ctx };
+            let mut eval = Evaluator::new(&module);
+            eval.extra = Some(ctx);
+            eval.set_print_handler(&printer);
+            apply_limits(&mut eval, ctx.limits)?;
+            if let Some(last) = last {
+                last.watch(&mut eval);
+            }
+            let heap = module.heap();
+            let callee = heap.access_owned_frozen_value(callee);
+            let returned = match args {
+                Arguments::Request(request) => eval
+                    .eval_function(callee, &[heap.alloc(*request)], &[])
+                    .map(|_| Ok(Json::Null)),
+                Arguments::Keywords(kwargs) => {
+                    let named = keyword_values(heap, kwargs);
+                    eval.eval_function(callee, &[], &named).map(|v| {
+                        if v.is_none() {
+                            Ok(Json::Null)
+                        } else {
+                            json_of(v, "the value a tool returns").map_err(|e| e.to_string())
+                        }
+                    })
+                }
+            };
+            Ok::<_, String>(returned)
+        })
+    };
+    match call_once(None)? {
+        Ok(value) => value,
+        Err(e) if is_limit(&e) && ctx.interrupt.borrow().is_none() => {
+            ctx.cursor.set(0);
+            let last = LastStatement::default();
+            let _ = call_once(Some(&last));
+            *ctx.interrupt.borrow_mut() = None;
+            Err(render(&last.locate(e)))
+        }
+        Err(e) => Err(render(&e)),
+    }
+}
+
+/// A call of one function of a module outside any run: how `mekara serve` calls a tool.
+/// The call gets a fresh step context over a journal that lives only as long as the call,
+/// so the ordinary step builtins work in it: auto steps run, `llm()` and `call_script()`
+/// suspend (and the caller decides what a suspension means for it).
+pub struct DirectCall<'a> {
+    /// The loaded module.
+    pub module: &'a FrozenModule,
+    /// The function's name in the module.
+    pub function: &'a str,
+    /// Its keyword arguments, as JSON.
+    pub kwargs: &'a Map<String, Json>,
+    /// The folder relative paths of shell steps are taken from.
+    pub working_dir: &'a Path,
+    /// Runs shell steps.
+    pub runner: &'a dyn StepRunner,
+    /// Stops a running step.
+    pub cancel: &'a CancelToken,
+    /// Timeout of shell steps that do not set one.
+    pub default_timeout: Duration,
+    /// Evaluation bounds.
+    pub limits: &'a Limits,
+}
+
+/// How a [`DirectCall`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    /// The function returned this value (`None` as `null`).
+    Returned(Json),
+    /// A step asked for the agent or another script.
+    Suspended(Suspension),
+    /// A step failed without `allow_failure`, or the function raised an error (with its
+    /// traceback).
+    Failed(String),
+}
+
+/// Calls `call.function` with `call.kwargs` in a fresh step context (see [`DirectCall`]).
+pub fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError> {
+    let DirectCall {
+        module,
+        function,
+        kwargs,
+        working_dir,
+        runner,
+        cancel,
+        default_timeout,
+        limits,
+    } = call;
+    let Ok(callee) = module.get(function) else {
+        return Ok(Called::Failed(format!(
+            "the module defines no function `{function}`"
+        )));
+    };
+    // Nothing outlives the call, so the journal is a vector that is dropped with it.
+    let mut forget = |_: &StepRecord| Ok(());
+    let journal: &mut JournalWriter<'_> = &mut forget;
+    let ctx = StepContext {
+        path: function,
+        working_dir,
+        steps: RefCell::new(Vec::new()),
+        cursor: Cell::new(0),
+        journal: RefCell::new(journal),
+        runner,
+        group_note: None,
+        observer: &super::observer::Quiet,
+        cancel,
+        default_timeout,
+        limits,
+        interrupt: RefCell::new(None),
+        capture: RefCell::new(None),
+    };
+    let result = call_with_steps(&ctx, &callee, &Arguments::Keywords(kwargs));
+    match (result, ctx.interrupt.take()) {
+        (_, Some(Interrupt::Engine(e))) => Err(e),
+        (_, Some(Interrupt::Suspend(s))) => Ok(Called::Suspended(s)),
+        (_, Some(Interrupt::StepFailed(message))) => Ok(Called::Failed(message)),
+        (Err(message), None) => Ok(Called::Failed(message)),
+        (Ok(value), None) => Ok(Called::Returned(value)),
+    }
+}

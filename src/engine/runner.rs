@@ -1,0 +1,145 @@
+//! The seam between the engine and its effects: the [`StepRunner`] trait, what it is asked
+//! to run ([`ShellStep`], [`ToolCall`]), what it gives back ([`Ran`]) and how a running
+//! step is stopped ([`CancelToken`]).
+//!
+//! The engine decides which steps run and journals what came of them; a runner only runs
+//! them. [`ShellRunner`](super::ShellRunner) spawns real processes, `crate::client` adds the
+//! MCP client, and a cassette answers from a recording: the engine never knows which it has.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+use super::group_note::GroupNote;
+use super::step::{StepInput, StepResult};
+
+/// Runs the effects of auto steps. The engine holds one and never knows which: the real
+/// [`ShellRunner`](super::ShellRunner), or a recording that answers from a cassette.
+///
+/// Everything a run does that is not a pure function of its journal goes through here:
+/// shell commands, and the ids of new runs.
+pub trait StepRunner: Send {
+    /// Runs `step`, passing output to `on_output` as it arrives.
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran;
+
+    /// Calls a tool on another MCP server (`mcp()` steps and prompt tags). A runner without
+    /// an MCP client fails the step.
+    fn call_tool(&self, call: &ToolCall, _cancel: &CancelToken) -> Ran {
+        Ran::Done(no_client(call))
+    }
+
+    /// The id for a new run; `attempt` counts the ids already taken.
+    fn new_run_id(&self, attempt: u32) -> String {
+        super::runs::new_id(attempt)
+    }
+}
+
+/// The result of running a step, unless it was cancelled.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Ran {
+    /// The step ran to an end (success, failure or timeout).
+    Done(StepResult),
+    /// The step was stopped by its [`CancelToken`]; nothing of it should be recorded.
+    Cancelled,
+}
+
+/// A shell command to run.
+#[derive(Debug, Clone)]
+pub struct ShellStep {
+    /// The command line.
+    pub command: String,
+    /// Absolute folder to run in.
+    pub working_dir: PathBuf,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// How long it may run before its process group is killed.
+    pub timeout: Duration,
+    /// Where to note the step's process group while it runs, so that a resume after
+    /// mekara was killed can kill it.
+    pub group_note: Option<GroupNote>,
+}
+
+impl ShellStep {
+    /// What the journal records of this step: the command, the folder and the environment
+    /// (see [`StepInput`] for why the timeout is not part of it).
+    pub fn input(&self) -> StepInput {
+        StepInput::Shell {
+            command: self.command.clone(),
+            working_dir: self.working_dir.clone(),
+            env: self.env.clone(),
+        }
+    }
+}
+
+/// One call of a tool on a server declared in `.mcp.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The server's name.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Json>,
+    /// How long the call may take; `None` takes the server's configured timeout.
+    pub timeout: Option<Duration>,
+}
+
+impl ToolCall {
+    /// What the journal records of this call: the server, the tool and the arguments.
+    pub fn input(&self) -> StepInput {
+        StepInput::Mcp {
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+            arguments: self.arguments.clone(),
+        }
+    }
+}
+
+/// Set from another thread or a signal handler (Ctrl-C, an MCP cancellation) to stop the
+/// running step.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// Asks the running step to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Clears the request, once it has been acted on.
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+
+    /// The flag behind the token, for a signal handler to set.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+}
+
+/// The result when the runner has no MCP client (a runner that only runs shell steps).
+fn no_client(call: &ToolCall) -> StepResult {
+    StepResult {
+        success: false,
+        error: Some(format!(
+            "cannot call `{}/{}`: this runner has no MCP client",
+            call.server, call.tool
+        )),
+        ..StepResult::default()
+    }
+}
