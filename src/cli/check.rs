@@ -1,5 +1,6 @@
 //! `mekara check`: load compiled scripts and report their errors without running them.
 
+use super::output::outln;
 use clap::Args;
 
 use crate::engine::compiled::{Limits, Program};
@@ -28,25 +29,25 @@ pub fn run(args: CheckArgs) -> anyhow::Result<Exit> {
         let script = match resolver.resolve(name) {
             Ok(script) => script,
             Err(e) => {
-                println!("error: {e}");
+                outln!("error: {e}")?;
                 failed += 1;
                 continue;
             }
         };
         let Some(compiled) = &script.compiled else {
-            println!("{}: NL only, nothing to check", script.name);
+            outln!("{}: NL only, nothing to check", script.name)?;
             continue;
         };
         match Program::load(&compiled.origin, &compiled.text, &Limits::default()) {
-            Ok(_) => println!("{}: ok ({})", script.name, compiled.origin),
+            Ok(_) => outln!("{}: ok ({})", script.name, compiled.origin)?,
             Err(e) => {
-                println!("{}: {}\n{}\n", script.name, compiled.origin, e.message);
+                outln!("{}: {}\n{}\n", script.name, compiled.origin, e.message)?;
                 failed += 1;
             }
         }
     }
     if failed > 0 {
-        println!("{failed} of {} scripts have errors", names.len());
+        outln!("{failed} of {} scripts have errors", names.len())?;
         Ok(Exit::Failure)
     } else {
         Ok(Exit::Success)

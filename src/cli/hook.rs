@@ -1,6 +1,7 @@
 //! `mekara hook NAME`: the Claude Code hooks. Whatever happens, exit 0: a hook must never
 //! break a session. Stdout carries only the answer Claude Code reads.
 
+use super::output::outln;
 use std::io::Read;
 
 use clap::{Args, ValueEnum};
@@ -43,7 +44,7 @@ pub fn run(args: HookArgs) -> anyhow::Result<Exit> {
         }
     };
     match hooks::run(hook, &stdin, &cwd) {
-        Ok(Some(answer)) => println!("{answer}"),
+        Ok(Some(answer)) => outln!("{answer}")?,
         Ok(None) => {}
         Err(e) => tracing::warn!("hook {}: {e}", hook.name()),
     }

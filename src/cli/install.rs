@@ -1,5 +1,6 @@
 //! `mekara install` and `mekara uninstall`.
 
+use super::output::out;
 use clap::{Args, ValueEnum};
 
 use crate::exit::Exit;
@@ -57,12 +58,12 @@ pub fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
     if !args.dry_run {
         install::apply(&plan)?;
     }
-    print!(
+    out!(
         "{}",
         Report {
             plan: &plan,
             dry_run: args.dry_run
         }
-    );
+    )?;
     Ok(Exit::Success)
 }

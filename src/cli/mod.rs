@@ -6,6 +6,7 @@ mod check;
 mod hook;
 mod install;
 mod mcp;
+mod output;
 mod run;
 mod runs;
 mod scripts;
@@ -22,7 +23,8 @@ use clap::{Parser, Subcommand};
 use crate::engine::EngineError;
 use crate::exit::Exit;
 use crate::paths::Locations;
-use crate::script::Resolver;
+use crate::script::eject::EjectError;
+use crate::script::{Resolver, ScriptError};
 
 /// Workflows as code for coding agents.
 #[derive(Debug, Parser)]
@@ -77,7 +79,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     init_logging(cli.log_file.as_deref());
-    end_quietly_when_output_closes();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Scripts(args) => scripts::run(args),
@@ -93,51 +94,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     match result {
         Ok(exit) => exit.into(),
+        // `mekara runs | head`: the reader has what it wanted; nothing to say.
+        Err(e) if output::closed(&e) => Exit::OutputClosed.into(),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let hint = hint(&e).map(|h| format!("; {h}")).unwrap_or_default();
+            eprintln!("error: {e:#}{hint}");
             exit_for(&e).into()
         }
     }
-}
-
-/// Output piped into a reader that stopped early (`mekara runs | head -3`) ends mekara
-/// quietly with [`Exit::OutputClosed`], as it ends other Unix tools, instead of with a
-/// panic and its backtrace. Rust ignores `SIGPIPE`, so such a write fails with
-/// `BrokenPipe`, and `println!` panics on that; this catches exactly that panic. It is
-/// safe for a run: steps are journaled before they are printed, and `mekara run` itself
-/// stops a step whose output cannot be shown (see `cli::run`).
-fn end_quietly_when_output_closes() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map_or("", String::as_str);
-        // `EPIPE` is 32 on Linux and macOS.
-        if message.starts_with("failed printing to stdout") && message.contains("(os error 32)") {
-            if let Some(id) = run_in_progress() {
-                eprintln!(
-                    "mekara: the output was closed; the run is saved: resume it with `mekara run --resume {id}`"
-                );
-            }
-            std::process::exit(Exit::OutputClosed.code().into());
-        }
-        default(info);
-    }));
-}
-
-/// The run `mekara run` is playing, once it has an id: the panic hook, which gives mekara
-/// no chance to return through its run loop, reads it to say how to resume.
-static RUN_IN_PROGRESS: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-fn set_run_in_progress(id: &str) {
-    if let Ok(mut run) = RUN_IN_PROGRESS.lock() {
-        *run = Some(id.to_string());
-    }
-}
-
-fn run_in_progress() -> Option<String> {
-    RUN_IN_PROGRESS.lock().ok()?.clone()
 }
 
 /// A command line that asks for something impossible (the checks clap cannot make).
@@ -150,28 +114,54 @@ fn usage<T>(message: impl Into<String>) -> anyhow::Result<T> {
     Err(UsageError(message.into()).into())
 }
 
-/// Usage errors (a wrong name, a missing run) exit 2; everything else that failed exits 1.
+/// The exit code of a command that failed with `e`: the first error in its chain that
+/// knows its own ([`EngineError::exit_code`] and its kin); anything else failed (exit 1).
 fn exit_for(e: &anyhow::Error) -> Exit {
-    if e.downcast_ref::<UsageError>().is_some() {
-        return Exit::Usage;
-    }
-    match e.downcast_ref::<EngineError>() {
-        Some(
-            EngineError::Script(_)
-            | EngineError::RunNotFound { .. }
-            | EngineError::RunFinished { .. }
-            | EngineError::BadWorkingDir { .. }
-            | EngineError::NoRunsDir,
-        ) => Exit::Usage,
-        _ if e.downcast_ref::<crate::script::ScriptError>().is_some() => Exit::Usage,
-        _ if e
-            .downcast_ref::<crate::script::eject::EjectError>()
-            .is_some() =>
-        {
-            Exit::Usage
+    e.chain()
+        .find_map(|cause| {
+            if cause.is::<UsageError>() {
+                Some(Exit::Usage)
+            } else if let Some(e) = cause.downcast_ref::<EngineError>() {
+                Some(e.exit_code())
+            } else if let Some(e) = cause.downcast_ref::<ScriptError>() {
+                Some(e.exit_code())
+            } else {
+                cause
+                    .downcast_ref::<EjectError>()
+                    .map(EjectError::exit_code)
+            }
+        })
+        .unwrap_or(Exit::Failure)
+}
+
+/// What to do next, for the errors whose next step is a command: the engine and the
+/// resolver state the fact, and each adapter (this one, and `mcp`) names its own way on.
+fn hint(e: &anyhow::Error) -> Option<&'static str> {
+    e.chain().find_map(|cause| {
+        let script = cause.downcast_ref::<ScriptError>().or_else(|| {
+            match cause.downcast_ref::<EngineError>() {
+                Some(EngineError::Script(e)) => Some(e),
+                _ => None,
+            }
+        });
+        if let Some(ScriptError::NotFound { suggestions, .. }) = script {
+            return suggestions
+                .is_empty()
+                .then_some("`mekara scripts` lists the scripts there are");
         }
-        _ => Exit::Failure,
-    }
+        match cause.downcast_ref::<EngineError>() {
+            Some(EngineError::RunNotFound { .. }) => {
+                return Some("`mekara runs` lists the runs there are");
+            }
+            _ => {}
+        }
+        match cause.downcast_ref::<EjectError>() {
+            Some(EjectError::Exists { .. }) => {
+                Some("overwrite it with `--force`, or edit it in place")
+            }
+            _ => None,
+        }
+    })
 }
 
 /// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.

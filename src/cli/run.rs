@@ -2,6 +2,7 @@
 //! streamed live; the person does the llm steps and NL scripts, typing each expected output.
 //! With stdin not a terminal, answers are read line by line, so tests and CI can drive it.
 
+use super::output::{out, outln};
 use std::cell::{Cell, RefCell};
 use std::io::{IsTerminal, Write};
 use std::os::unix::net::UnixStream;
@@ -56,14 +57,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (mut executor, first) = match &args.resume {
         Some(id) => {
             let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
-            if let Some(torn) = torn {
-                println!(
-                    "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped and that step runs again",
-                    torn.len, torn.offset
-                );
+            let said = torn
+                .map_or(Ok(()), |torn| {
+                    outln!(
+                        "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped and that step runs again",
+                        torn.len, torn.offset
+                    )
+                })
+                .and_then(|()| outln!("resuming run {id}"));
+            if let Err(e) = said {
+                return left_with_output_closed(&executor, Err(e.into()));
             }
-            println!("resuming run {id}");
-            super::set_run_in_progress(id);
             terminal.watch(&executor);
             ctrl_c = CtrlC::install(&executor);
             let first = executor.advance(&terminal);
@@ -83,11 +87,45 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
             (executor, first)
         }
     };
-    if let Some(id) = executor.run_id() {
-        super::set_run_in_progress(id);
+    let played = play(
+        &mut executor,
+        first,
+        &terminal,
+        Answers::new(ctrl_c),
+        started,
+    );
+    left_with_output_closed(&executor, played)
+}
+
+/// `played`, unless it failed because stdout was closed: then mekara says on stderr how to
+/// resume (the run is saved: steps are journaled before they are shown) and ends quietly.
+fn left_with_output_closed(
+    executor: &Executor,
+    played: anyhow::Result<Exit>,
+) -> anyhow::Result<Exit> {
+    match played {
+        Err(e) if super::output::closed(&e) => {
+            if let Some(id) = executor.run_id() {
+                eprintln!(
+                    "mekara: the output was closed; the run is saved: resume it with `mekara run --resume {id}`"
+                );
+            }
+            Ok(Exit::OutputClosed)
+        }
+        played => played,
     }
+}
+
+/// Plays the run from `first` on: reports each pending step, asks the person for what the
+/// engine waits for, and goes on until the run ends or is left.
+fn play(
+    executor: &mut Executor,
+    first: Result<Pending, EngineError>,
+    terminal: &Terminal,
+    mut input: Answers,
+    started: Instant,
+) -> anyhow::Result<Exit> {
     let mut pending = first;
-    let mut input = Answers::new(ctrl_c);
     loop {
         // Whatever the engine printed last (a step's closing line, a frame ending) goes out
         // before mekara reports, asks or leaves.
@@ -102,9 +140,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
             }
             Err(EngineError::Cancelled { script, index }) => {
                 let id = executor.run_id().unwrap_or_default().to_string();
-                println!(
+                outln!(
                     "\ninterrupted: step {script}[{index}] was stopped; resume with `mekara run --resume {id}`"
-                );
+                )?;
                 return Ok(Exit::Interrupted);
             }
             Err(e) => return Err(e.into()),
@@ -118,11 +156,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                     (Outcome::Completed, false) => "completed",
                     _ => "finished",
                 };
-                println!(
+                outln!(
                     "\n── run {run} {how}: {} steps ran here in {:.1} s ──",
                     terminal.steps_run.get(),
                     started.elapsed().as_secs_f64()
-                );
+                )?;
                 return Ok(if fell_back {
                     Exit::Failure
                 } else {
@@ -134,23 +172,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 prompt,
                 expects,
             }) => {
-                println!("\n── llm step {path} ──\n{}", prompt.trim_end());
+                outln!("\n── llm step {path} ──\n{}", prompt.trim_end())?;
                 match ask_outputs(&mut input, expects.as_ref())? {
-                    Asked::Answered(outputs) => executor.continue_llm(outputs, &terminal),
-                    unanswered => return Ok(left_at_prompt(&executor, &unanswered)),
+                    Asked::Answered(outputs) => executor.continue_llm(outputs, terminal),
+                    unanswered => return left_at_prompt(executor, &unanswered),
                 }
             }
             Ok(Pending::Nl { path, instructions }) => {
-                println!(
+                outln!(
                     "\n── NL script {path}: do all of this by hand ──\n{}",
                     instructions.trim_end()
-                );
+                )?;
                 match ask_done(
                     &mut input,
                     "Press Enter when you have done all of the above.",
                 )? {
-                    Asked::Answered(()) => executor.finish_nl(&terminal),
-                    unanswered => return Ok(left_at_prompt(&executor, &unanswered)),
+                    Asked::Answered(()) => executor.finish_nl(terminal),
+                    unanswered => return left_at_prompt(executor, &unanswered),
                 }
             }
             Ok(Pending::Fallback {
@@ -158,17 +196,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
                 error,
                 instructions,
             }) => {
-                println!(
+                outln!(
                     "\n── {path} failed; finish it by hand ──\nWhat failed:\n{}\n\nThe script's instructions (the steps above already ran):\n{}",
                     error.trim_end(),
                     instructions.trim_end()
-                );
+                )?;
                 match ask_done(
                     &mut input,
                     "Press Enter when you have finished the script by hand.",
                 )? {
-                    Asked::Answered(()) => executor.finish_nl(&terminal),
-                    unanswered => return Ok(left_at_prompt(&executor, &unanswered)),
+                    Asked::Answered(()) => executor.finish_nl(terminal),
+                    unanswered => return left_at_prompt(executor, &unanswered),
                 }
             }
         };
@@ -197,18 +235,18 @@ impl<T> Asked<T> {
 
 /// Leaves the run at a prompt nobody answered. The run was synced before mekara asked, so it
 /// resumes from this prompt.
-fn left_at_prompt<T>(executor: &Executor, how: &Asked<T>) -> Exit {
+fn left_at_prompt<T>(executor: &Executor, how: &Asked<T>) -> anyhow::Result<Exit> {
     let id = executor.run_id().unwrap_or_default();
     match how {
         Asked::Interrupted => {
             eprintln!("\ninterrupted; resume with `mekara run --resume {id}`");
-            Exit::Interrupted
+            Ok(Exit::Interrupted)
         }
         _ => {
-            println!(
+            outln!(
                 "\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`"
-            );
-            Exit::Failure
+            )?;
+            Ok(Exit::Failure)
         }
     }
 }
@@ -294,13 +332,13 @@ fn read_line(input: &mut Answers) -> anyhow::Result<Asked<String>> {
     if let Asked::Answered(line) = &line
         && !std::io::stdin().is_terminal()
     {
-        println!("{line}");
+        outln!("{line}")?;
     }
     Ok(line)
 }
 
 fn ask_done(input: &mut Answers, prompt: &str) -> anyhow::Result<Asked<()>> {
-    print!("{prompt} ");
+    out!("{prompt} ")?;
     Ok(read_line(input)?.map(|_| ()))
 }
 
@@ -315,8 +353,8 @@ fn ask_outputs(
     };
     for (name, description) in expects {
         match description.as_str().filter(|d| !d.is_empty()) {
-            Some(d) => print!("{name} ({}): ", d.trim_end()),
-            None => print!("{name}: "),
+            Some(d) => out!("{name} ({}): ", d.trim_end())?,
+            None => out!("{name}: ")?,
         }
         match read_line(input)? {
             Asked::Answered(answer) => outputs.insert(name.clone(), Json::String(answer)),

@@ -1,5 +1,6 @@
 //! `mekara runs`: the runs of this project, and one run's journal, readably.
 
+use super::output::{out, outln};
 use clap::{Args, Subcommand};
 
 use super::format_time;
@@ -29,25 +30,28 @@ pub fn run(args: RunsArgs) -> anyhow::Result<Exit> {
         None => {
             let runs = store.list();
             if runs.is_empty() {
-                println!("no runs yet in {}", store.dir().display());
+                outln!("no runs yet in {}", store.dir().display())?;
                 return Ok(Exit::Success);
             }
-            println!(
+            outln!(
                 "{:20}  {:24}  {:24}  {:20}  STEPS",
-                "ID", "SCRIPT", "STATE", "STARTED"
-            );
+                "ID",
+                "SCRIPT",
+                "STATE",
+                "STARTED"
+            )?;
             for r in runs {
                 let script = r.script.replace('/', ":");
                 match r.problem {
-                    Some(problem) => println!("{:20}  unreadable: {problem}", r.id),
-                    None => println!(
+                    Some(problem) => outln!("{:20}  unreadable: {problem}", r.id)?,
+                    None => outln!(
                         "{:20}  {:24}  {:24}  {:20}  {}",
                         r.id,
                         script,
                         r.state.to_string(),
                         format_time(r.started_at),
                         r.steps
-                    ),
+                    )?,
                 }
             }
         }
@@ -63,7 +67,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     torn.len, torn.offset
                 ));
             }
-            print!("{out}");
+            out!("{out}")?;
         }
     }
     Ok(Exit::Success)

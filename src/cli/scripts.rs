@@ -1,5 +1,6 @@
 //! `mekara scripts`: what scripts there are, and where one resolves from.
 
+use super::output::outln;
 use clap::{Args, Subcommand};
 
 use crate::exit::Exit;
@@ -38,28 +39,30 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
                 .max()
                 .unwrap_or(4)
                 .max(4);
-            println!(
+            outln!(
                 "{:width$}  {:8}  {:8}  DESCRIPTION",
-                "NAME", "LEVEL", "KIND"
-            );
+                "NAME",
+                "LEVEL",
+                "KIND"
+            )?;
             for e in entries {
                 let kind = if e.compiled { "compiled" } else { "nl" };
-                println!(
+                outln!(
                     "{:width$}  {:8}  {:8}  {}",
                     e.name.to_string(),
                     e.level.to_string(),
                     kind,
                     e.description
-                );
+                )?;
             }
         }
         Some(ScriptsCommand::Show { name }) => {
             let script = resolver.resolve(&name)?;
-            println!("{}: {}", script.name, script.description());
-            println!("  nl:       {} ({})", script.nl.origin, script.nl.level);
+            outln!("{}: {}", script.name, script.description())?;
+            outln!("  nl:       {} ({})", script.nl.origin, script.nl.level)?;
             match &script.compiled {
-                Some(c) => println!("  compiled: {} ({})", c.origin, c.level),
-                None => println!("  compiled: none (the agent follows the NL instructions)"),
+                Some(c) => outln!("  compiled: {} ({})", c.origin, c.level)?,
+                None => outln!("  compiled: none (the agent follows the NL instructions)")?,
             }
         }
         Some(ScriptsCommand::Eject { name, force }) => {
@@ -69,11 +72,11 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
                 None => std::env::current_dir()?,
             };
             let ejected = crate::script::eject::eject(&name, &root.join(".mekara"), force)?;
-            println!("ejected `{}` into the project:", ejected.name);
+            outln!("ejected `{}` into the project:", ejected.name)?;
             for file in &ejected.files {
-                println!("  {}", file.strip_prefix(&root).unwrap_or(file).display());
+                outln!("  {}", file.strip_prefix(&root).unwrap_or(file).display())?;
             }
-            println!("Change it there: the project's copy now wins over the bundled one.");
+            outln!("Change it there: the project's copy now wins over the bundled one.")?;
         }
     }
     Ok(Exit::Success)

@@ -1,6 +1,7 @@
 //! `mekara tools`: the tools of the MCP servers in `.mcp.json`, one call of one of them,
 //! and a starting policy file.
 
+use super::output::outln;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -96,25 +97,25 @@ fn list(client: &Client, only: Option<&str>) -> anyhow::Result<Exit> {
             .is_ok_and(|t| t.iter().any(|t| t.allowed.is_err()))
     });
     if listings.is_empty() {
-        println!(
+        outln!(
             "no MCP servers: declare them in `.mcp.json` (`{{\"mcpServers\": {{...}}}}`), as for Claude Code"
-        );
+        )?;
         return Ok(Exit::Success);
     }
     let mut exit = Exit::Success;
     for (i, listing) in listings.iter().enumerate() {
         if i > 0 {
-            println!();
+            outln!()?;
         }
         match &listing.tools {
-            Err(ClientError::Refused(why)) => println!("{}: not contacted: {why}", listing.name),
+            Err(ClientError::Refused(why)) => outln!("{}: not contacted: {why}", listing.name)?,
             Err(e) => {
                 exit = Exit::Failure;
-                println!("{}: error: {e}", listing.name);
+                outln!("{}: error: {e}", listing.name)?;
             }
             Ok(tools) => {
                 let allowed = tools.iter().filter(|t| t.allowed.is_ok()).count();
-                println!("{}: {} tools, {allowed} allowed", listing.name, tools.len());
+                outln!("{}: {} tools, {allowed} allowed", listing.name, tools.len())?;
                 let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
                 for t in tools {
                     let (mark, note) = match &t.allowed {
@@ -126,19 +127,19 @@ fn list(client: &Client, only: Option<&str>) -> anyhow::Result<Exit> {
                     } else {
                         "writes   "
                     };
-                    println!(
+                    outln!(
                         "  {mark} {:width$}  {kind}  {}{note}",
                         t.name,
                         shorten(&t.description, 60)
-                    );
+                    )?;
                 }
             }
         }
     }
     if refused {
-        println!(
+        outln!(
             "\n✗ marks tools scripts may not call; `mekara tools call SERVER TOOL` says which setting of `.mekara/config.toml` allows one"
-        );
+        )?;
     }
     Ok(exit)
 }
@@ -190,11 +191,11 @@ fn call(
     };
     match output {
         Output::Text => {
-            println!("{}", result.text.trim_end_matches('\n'));
+            outln!("{}", result.text.trim_end_matches('\n'))?;
             if let Some(structured) = &result.structured
                 && result.text.trim().is_empty()
             {
-                println!("{}", serde_json::to_string_pretty(structured)?);
+                outln!("{}", serde_json::to_string_pretty(structured)?)?;
             }
         }
         Output::Json => {
@@ -203,7 +204,7 @@ fn call(
                 "structured": result.structured,
                 "is_error": result.is_error,
             });
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            outln!("{}", serde_json::to_string_pretty(&value)?)?;
         }
     }
     if result.is_error {
@@ -230,11 +231,11 @@ fn init(root: &std::path::Path, force: bool) -> anyhow::Result<Exit> {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(&path, policy::example(&names))?;
-    println!(
+    outln!(
         "wrote `{}` for {} server{}",
         path.display(),
         names.len(),
         if names.len() == 1 { "" } else { "s" }
-    );
+    )?;
     Ok(Exit::Success)
 }

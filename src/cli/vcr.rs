@@ -1,5 +1,6 @@
 //! `mekara vcr replay`: replay a recorded MCP session against the real server code.
 
+use super::output::outln;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
@@ -42,12 +43,12 @@ pub fn run(args: VcrArgs) -> anyhow::Result<Exit> {
     plan.store = RunStore::new(runs.path());
     match vcr::replay(&cassette, &dir, |runner| plan.session(runner)) {
         Ok(done) => {
-            println!(
+            outln!(
                 "replayed {} calls and {} shell steps from {}: every reply matched",
                 done.calls,
                 done.steps,
                 cassette.display()
-            );
+            )?;
             Ok(Exit::Success)
         }
         Err(e @ vcr::VcrError::Mismatch { .. }) => {

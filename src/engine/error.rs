@@ -5,6 +5,7 @@
 //! or the run's files cannot be trusted.
 
 use super::journal::JournalError;
+use crate::exit::Exit;
 use crate::script::ScriptError;
 
 /// What the engine is waiting for, named in errors about wrong calls.
@@ -78,7 +79,7 @@ pub enum EngineError {
         limit: usize,
     },
     /// No run has this id.
-    #[error("run `{id}` not found; `mekara runs` lists the runs there are")]
+    #[error("run `{id}` not found")]
     RunNotFound {
         /// The id asked for.
         id: String,
@@ -100,6 +101,26 @@ pub enum EngineError {
         "no folder for runs: not inside a project (a folder with `.mekara/` or `.claude/`) and `HOME` is not set"
     )]
     NoRunsDir,
+}
+
+impl EngineError {
+    /// How a command that ends with this error exits: the caller asked for something that
+    /// is not there ([`Exit::Usage`]), or the run could not go on ([`Exit::Failure`]).
+    pub fn exit_code(&self) -> Exit {
+        match self {
+            EngineError::Script(e) => e.exit_code(),
+            EngineError::RunNotFound { .. }
+            | EngineError::RunFinished { .. }
+            | EngineError::BadWorkingDir { .. }
+            | EngineError::NoRunsDir => Exit::Usage,
+            EngineError::Journal(_)
+            | EngineError::Diverged { .. }
+            | EngineError::Cancelled { .. }
+            | EngineError::WrongCall { .. }
+            | EngineError::Outputs { .. }
+            | EngineError::TooDeep { .. } => Exit::Failure,
+        }
+    }
 }
 
 fn wrong_call(expected: Waiting, waiting: Waiting) -> String {

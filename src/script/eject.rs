@@ -1,6 +1,7 @@
 //! Ejecting: copying a bundled script into a project's `.mekara/scripts/` so it can be
 //! changed there. The project's copy then wins over the bundled one (DESIGN §2).
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 
 use super::bundled;
@@ -13,6 +14,13 @@ pub struct Ejected {
     pub name: ScriptName,
     /// The files written, NL file first.
     pub files: Vec<PathBuf>,
+}
+
+impl EjectError {
+    /// Every refusal to eject names something the caller can change: [`Exit::Usage`].
+    pub fn exit_code(&self) -> Exit {
+        Exit::Usage
+    }
 }
 
 /// Why a script could not be ejected. Nothing was written.
@@ -30,7 +38,7 @@ pub enum EjectError {
         bundled: Vec<String>,
     },
     /// A file it would write is there already.
-    #[error("`{}` already exists; overwrite it with `--force` (`force: true` over MCP), or edit it in place", .path.display())]
+    #[error("`{}` already exists", .path.display())]
     Exists {
         /// The file.
         path: PathBuf,

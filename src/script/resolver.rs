@@ -8,6 +8,7 @@
 //! from that level or a higher one, never a lower one, so a project's own NL script is never
 //! paired with a bundled compiled script written for different instructions.
 
+use crate::exit::Exit;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -91,7 +92,7 @@ pub enum ScriptError {
     #[error(transparent)]
     InvalidName(#[from] NameError),
     /// No level has the script.
-    #[error("script `{name}` not found; {}", suggestion_hint(.suggestions))]
+    #[error("script `{name}` not found{}", did_you_mean(.suggestions))]
     NotFound {
         /// The name as asked for.
         name: String,
@@ -108,12 +109,21 @@ pub enum ScriptError {
     },
 }
 
-fn suggestion_hint(suggestions: &[String]) -> String {
+impl ScriptError {
+    /// A script that cannot be had is a wrong name or path given: [`Exit::Usage`].
+    pub fn exit_code(&self) -> Exit {
+        Exit::Usage
+    }
+}
+
+/// `; did you mean …?` when there are names close to the one asked for. Where to list the
+/// scripts there are is the caller's to say: the CLI and MCP name different ways.
+fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {
-        [] => "`mekara scripts` lists the scripts there are".to_string(),
-        [one] => format!("did you mean `{one}`?"),
+        [] => String::new(),
+        [one] => format!("; did you mean `{one}`?"),
         many => format!(
-            "did you mean one of {}?",
+            "; did you mean one of {}?",
             many.iter()
                 .map(|s| format!("`{s}`"))
                 .collect::<Vec<_>>()
