@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::format_time;
+use crate::display::format_time;
 use crate::engine::journal::{Event, Origin};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
