@@ -7,7 +7,7 @@
 //! so and stops.
 //!
 //! 1. **Call overhead**: one warm `tools/call` of server-everything's `echo` through
-//!    `mekara::client::Client::call` (policy, cached tool list, schema check, the hop to the
+//!    `mekara::client::McpClient::call` (policy, cached tool list, schema check, the hop to the
 //!    client's own runtime and back, redaction) against the same call made with a bare rmcp
 //!    client on the bench thread's runtime, each to its own server-everything process. Calls
 //!    alternate between the two so a slow moment of the machine lands on both. Target: the
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mekara::client::Client;
+use mekara::client::McpClient;
 use mekara::engine::CancelToken;
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
@@ -128,7 +128,7 @@ fn listing_native(runtime: &tokio::runtime::Runtime, tools: &Path) {
 }
 
 fn call_overhead(runtime: &tokio::runtime::Runtime, root: &Path, everything: &Path) {
-    let client = Client::new(Some(root), None);
+    let client = McpClient::new(Some(root), None);
     let cancel = CancelToken::default();
     let mut args = Map::new();
     args.insert("message".into(), Json::String("hello".into()));
@@ -167,7 +167,7 @@ fn call_overhead(runtime: &tokio::runtime::Runtime, root: &Path, everything: &Pa
     let (m, b) = (median(&mekara_ms), median(&bare_ms));
     let overhead = m - b;
     println!("1. one warm tools/call (`echo`), median of {CALLS}:");
-    println!("   {:<34} {:>8.3} ms", "mekara client (Client::call)", m);
+    println!("   {:<34} {:>8.3} ms", "mekara client (McpClient::call)", m);
     println!("   {:<34} {:>8.3} ms", "bare rmcp client", b);
     println!(
         "   overhead {:.3} ms (target ≤ {TARGET_OVERHEAD_MS} ms): {}",

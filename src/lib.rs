@@ -7,12 +7,15 @@
 //! - [`engine`] runs them: the Starlark step builtins, the shell runner, the journal, and the
 //!   executor that holds the stack of frames;
 //! - [`mcp`] serves the engine to agents; [`serve`] serves Starlark functions as MCP tools;
+//!   both speak MCP through [`transport`] (stdio and Streamable HTTP);
 //! - [`cli`] is the command line: `mekara run`, `scripts`, `check`, `runs`, `mcp`, `serve`.
+//! - [`display`] holds the few formatting helpers the command line and the servers share.
 //!
 //! The engine knows nothing about terminals or MCP; those are adapters on top of it.
 
 pub mod cli;
 pub mod client;
+pub mod display;
 pub mod engine;
 pub mod exit;
 pub mod hooks;
@@ -21,5 +24,6 @@ pub mod mcp;
 pub mod paths;
 pub mod script;
 pub mod serve;
+pub mod transport;
 
 pub use cli::run;

@@ -8,7 +8,8 @@ use clap::Args;
 
 use crate::engine::Settings;
 use crate::exit::Exit;
-use crate::mcp::{self, HttpOptions, SessionPlan};
+use crate::mcp::{self, SessionPlan};
+use crate::transport::HttpOptions;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {

@@ -207,9 +207,3 @@ fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, Eng
         .map(crate::engine::runs::RunStore::new)
         .ok_or(EngineError::NoRunsDir)
 }
-
-/// `2026-11-22T03:05:12Z` from Unix milliseconds.
-pub fn format_time(ms: u64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
-    humantime::format_rfc3339_seconds(time).to_string()
-}

@@ -48,7 +48,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
         default_timeout: Duration::from_secs_f64(args.timeout),
         ..Settings::default()
     };
-    let client = crate::client::Client::for_locations(&locations);
+    let client = crate::client::McpClient::for_locations(&locations);
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     let terminal = Terminal::default();
     let started = Instant::now();

@@ -3,7 +3,7 @@
 use super::output::{out, outln};
 use clap::{Args, Subcommand};
 
-use super::format_time;
+use crate::display::format_time;
 use crate::engine::journal::{Event, Origin};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;

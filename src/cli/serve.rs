@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::display::quoted;
 use crate::engine::compiled::Limits;
 use crate::exit::Exit;
-use crate::mcp;
 use crate::paths::Locations;
 use crate::serve::{self, Config, EnvRunner, ToolServer, ToolSet};
+use crate::transport;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -61,7 +62,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     if !refused.is_empty() {
         eprintln!(
             "warning: not applying {}: served tools only get variables whose names start with `{}`",
-            serve::quoted(&refused),
+            quoted(&refused),
             serve::ENV_PREFIX
         );
     }
@@ -88,15 +89,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         if !unknown.is_empty() {
             eprintln!(
                 "warning: no tool is called {}; serving {}",
-                serve::quoted(&unknown),
-                serve::quoted(&tools.names())
+                quoted(&unknown),
+                quoted(tools.names())
             );
         }
     }
-    tracing::info!("serving {}", serve::quoted(&tools.names()));
+    tracing::info!("serving {}", quoted(tools.names()));
     let server = ToolServer::new(
         tools,
-        EnvRunner::new(env, crate::client::Client::for_locations(&locations)),
+        EnvRunner::new(env, crate::client::McpClient::for_locations(&locations)),
         cwd,
         Duration::from_secs_f64(args.timeout),
         limits,
@@ -105,23 +106,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     super::mcp::serve_until_done(http.is_some(), async move {
         match http {
             Some(options) => {
-                mcp::serve_http_with("mekara serve", options, move || server.clone()).await
+                transport::serve_http("mekara serve", options, move || server.clone()).await
             }
-            None => serve_stdio(server).await,
+            None => transport::serve_stdio(server).await,
         }
     })
-}
-
-/// Serves over stdin/stdout (mekara's own transport, which answers malformed lines) until
-/// the client goes away.
-async fn serve_stdio(server: ToolServer) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    use rmcp::ServiceExt as _;
-    let running = server
-        .serve(mcp::stdio::Stdio::new())
-        .await
-        .context("the MCP handshake on stdio failed")?;
-    let reason = running.waiting().await;
-    tracing::info!("stdio session ended: {reason:?}");
-    Ok(())
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value as Json};
 
-use crate::client::{Client, ClientError, config, policy};
+use crate::client::{ClientError, McpClient, config, policy};
 use crate::engine::CancelToken;
 use crate::exit::Exit;
 
@@ -63,7 +63,7 @@ pub fn run(args: ToolsArgs) -> anyhow::Result<Exit> {
         Some(root) => root.clone(),
         None => std::env::current_dir()?,
     };
-    let client = Client::new(Some(&root), locations.home.as_deref());
+    let client = McpClient::new(Some(&root), locations.home.as_deref());
     match args.command {
         ToolsCommand::List { server } => list(&client, server.as_deref()),
         ToolsCommand::Call {
@@ -86,7 +86,7 @@ fn usage_error(e: ClientError) -> anyhow::Result<Exit> {
     }
 }
 
-fn list(client: &Client, only: Option<&str>) -> anyhow::Result<Exit> {
+fn list(client: &McpClient, only: Option<&str>) -> anyhow::Result<Exit> {
     let listings = match client.list(only) {
         Ok(l) => l,
         Err(e) => return usage_error(e),
@@ -154,7 +154,7 @@ fn shorten(text: &str, max: usize) -> String {
 }
 
 fn call(
-    client: &Client,
+    client: &McpClient,
     server: &str,
     tool: &str,
     args: &[String],

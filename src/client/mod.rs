@@ -6,7 +6,7 @@
 //! - [`policy`]: allow, deny, read-only, timeouts, retries;
 //! - [`schema`]: arguments checked against a tool's input schema before the call;
 //! - [`http`]: the Streamable HTTP transport;
-//! - this file: [`Client`], the pool, and [`ClientRunner`], the engine's effect runner with
+//! - this file: [`McpClient`], the pool, and [`ClientRunner`], the engine's effect runner with
 //!   tool calls.
 //!
 //! The engine never sees rmcp: it asks its [`StepRunner`] to `call_tool`, and this module
@@ -129,12 +129,12 @@ struct Inner {
 
 /// The MCP client of one run or session: servers and policy are read on first use, each
 /// server is connected on its first call and the connection reused after.
-pub struct Client {
+pub struct McpClient {
     inner: Arc<Inner>,
     runtime: OnceLock<Result<tokio::runtime::Runtime, String>>,
 }
 
-impl Drop for Client {
+impl Drop for McpClient {
     fn drop(&mut self) {
         // Dropping a runtime blocks, which tokio forbids inside another runtime (where
         // `mekara mcp` may drop its session): let it wind down on its own.
@@ -144,11 +144,11 @@ impl Drop for Client {
     }
 }
 
-impl Client {
+impl McpClient {
     /// A client for the project at `root` (its `.mcp.json` and `.mekara/config.toml`; the
     /// folder stdio servers start in) and the user at `home` (`~/.claude.json`).
-    pub fn new(root: Option<&Path>, home: Option<&Path>) -> Client {
-        Client {
+    pub fn new(root: Option<&Path>, home: Option<&Path>) -> McpClient {
+        McpClient {
             inner: Arc::new(Inner {
                 root: root.map(Path::to_path_buf),
                 home: home.map(Path::to_path_buf),
@@ -160,8 +160,8 @@ impl Client {
     }
 
     /// The client of the project around `locations`.
-    pub fn for_locations(locations: &crate::paths::Locations) -> Client {
-        Client::new(locations.project_root.as_deref(), locations.home.as_deref())
+    pub fn for_locations(locations: &crate::paths::Locations) -> McpClient {
+        McpClient::new(locations.project_root.as_deref(), locations.home.as_deref())
     }
 
     /// The names of the declared servers, in order.
@@ -776,15 +776,15 @@ fn content_text(content: &[ContentBlock]) -> String {
 }
 
 /// The effect runner of runs that may call MCP tools: shell steps as [`ShellRunner`] runs
-/// them, tool calls through a [`Client`].
+/// them, tool calls through an [`McpClient`].
 pub struct ClientRunner {
     shell: ShellRunner,
-    client: Client,
+    client: McpClient,
 }
 
 impl ClientRunner {
     /// Runs shell steps with `shell` and tool calls with `client`.
-    pub fn new(shell: ShellRunner, client: Client) -> ClientRunner {
+    pub fn new(shell: ShellRunner, client: McpClient) -> ClientRunner {
         ClientRunner { shell, client }
     }
 }

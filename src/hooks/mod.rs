@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use crate::mcp::tools::Tool;
+use crate::mcp::tools::AgentTool;
 use crate::paths::Locations;
 use crate::script::Resolver;
 
@@ -20,7 +20,7 @@ use crate::script::Resolver;
 pub const SERVER_NAME: &str = "mekara";
 
 /// The name Claude Code gives one of mekara's tools.
-pub fn claude_tool_name(tool: Tool) -> String {
+pub fn claude_tool_name(tool: AgentTool) -> String {
     format!("mcp__{SERVER_NAME}__{}", tool.name())
 }
 
@@ -154,7 +154,7 @@ fn start_arguments(name: &str, args: &str) -> String {
 
 /// The UserPromptSubmit answer: context the model reads beside the expanded command.
 fn user_prompt_answer(name: &str, args: &str) -> String {
-    let start = claude_tool_name(Tool::Start);
+    let start = claude_tool_name(AgentTool::Start);
     let context = format!(
         "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
          hand: mekara runs its automatic steps itself. Call the `{start}` tool with exactly \
@@ -172,7 +172,7 @@ fn user_prompt_answer(name: &str, args: &str) -> String {
 
 /// The PreToolUse answer: deny the Skill call, naming the call to make instead.
 fn skill_answer(skill: &str, args: &str) -> String {
-    let start = claude_tool_name(Tool::Start);
+    let start = claude_tool_name(AgentTool::Start);
     let reason = format!(
         "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
          Call the `{start}` tool with exactly these arguments (JSON): {} and then do what its \

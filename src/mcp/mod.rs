@@ -2,36 +2,30 @@
 //!
 //! - [`tools`]: the tool definitions and argument checks;
 //! - [`session`]: one agent's session, the synchronous core every call goes through;
-//! - [`reply`]: the Markdown replies;
+//! - [`history`]: what happened during a call, collected for the reply;
+//! - [`reply`]: every word said to the agent: replies, refusals, the handler's messages;
 //! - [`server`]: the rmcp handler (progress, cancellation, prompts);
 //! - [`vcr`]: cassettes, recording and replay;
-//! - this file: the stdio and Streamable HTTP transports.
+//! - this file: [`SessionPlan`], and serving sessions over the transports of
+//!   [`crate::transport`].
 
+pub mod history;
 pub mod reply;
 pub mod server;
 pub mod session;
-pub mod stdio;
 pub mod tools;
 pub mod vcr;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use anyhow::Context as _;
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full};
-use hyper_util::rt::TokioIo;
-use rmcp::ServiceExt as _;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::engine::runs::RunStore;
 use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
 use crate::paths::Locations;
 use crate::script::Resolver;
+use crate::transport::{self, HttpOptions};
+pub use reply::Reply;
 pub use server::Server;
-pub use session::{Reply, Session};
+pub use session::Session;
 
 /// Where a session's scripts, runs and default folder come from.
 #[derive(Clone)]
@@ -65,7 +59,7 @@ impl SessionPlan {
     /// The real effect runner of a session: shell steps, and tool calls through an MCP
     /// client of its own (connections live as long as the session).
     pub fn runner(&self) -> Box<dyn StepRunner> {
-        let client = crate::client::Client::for_locations(&Locations::discover(&self.cwd));
+        let client = crate::client::McpClient::for_locations(&Locations::discover(&self.cwd));
         Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client))
     }
 
@@ -93,106 +87,16 @@ pub async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::
     };
     let server = Server::new(plan.session(runner), recorder);
     let stopper = server.clone();
-    let running = server
-        .serve(stdio::Stdio::new())
-        .await
-        .context("the MCP handshake on stdio failed")?;
-    let reason = running.waiting().await;
-    tracing::info!("stdio session ended: {reason:?}");
+    transport::serve_stdio(server).await?;
     stopper.stop();
     Ok(())
-}
-
-/// What `--http` serves.
-pub struct HttpOptions {
-    /// Where to listen.
-    pub addr: SocketAddr,
-    /// Host names accepted in the `Host` header besides the loopback ones.
-    pub allowed_hosts: Vec<String>,
 }
 
 /// Serves Streamable HTTP at `http://ADDR/mcp`, each MCP session with its own executor,
 /// until the process is stopped.
 pub async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Result<()> {
-    serve_http_with("mekara mcp", options, move || {
+    transport::serve_http("mekara mcp", options, move || {
         Server::new(plan.session(plan.runner()), None)
     })
     .await
-}
-
-/// Serves Streamable HTTP at `http://ADDR/mcp` with a handler made by `new_session` for each
-/// MCP session, until the process is stopped; `label` starts the `listening on` line on
-/// stderr. Only loopback names (and `options.allowed_hosts`) are accepted in `Host` and
-/// `Origin`, against DNS rebinding. Shared by `mekara mcp` and `mekara serve`.
-pub async fn serve_http_with<S>(
-    label: &str,
-    options: HttpOptions,
-    new_session: impl Fn() -> S + Send + Sync + 'static,
-) -> anyhow::Result<()>
-where
-    S: rmcp::ServerHandler,
-{
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
-        .with_context(|| format!("cannot listen on {}", options.addr))?;
-    let local = listener.local_addr()?;
-    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-    hosts.extend(options.allowed_hosts.iter().cloned());
-    let origins: Vec<String> = hosts
-        .iter()
-        .map(|h| {
-            if h.contains(':') && !h.starts_with('[') {
-                format!("http://[{h}]:*")
-            } else {
-                format!("http://{h}:*")
-            }
-        })
-        .collect();
-    let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins);
-    let service = StreamableHttpService::new(
-        move || Ok(new_session()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    eprintln!("{label}: listening on http://{local}/mcp");
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                continue;
-            }
-        };
-        tracing::debug!("connection from {peer}");
-        let service = service.clone();
-        tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |request| {
-                let mut service = service.clone();
-                async move {
-                    if request.uri().path() != "/mcp" {
-                        return Ok::<_, std::convert::Infallible>(not_found());
-                    }
-                    tower_service::Service::call(&mut service, request).await
-                }
-            });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler)
-                .await
-            {
-                tracing::debug!("connection from {peer} ended: {e}");
-            }
-        });
-    }
-}
-
-fn not_found()
--> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
-    let body = Full::new(Bytes::from_static(b"mekara serves MCP at /mcp only\n"))
-        .map_err(|never| match never {})
-        .boxed();
-    let mut response = hyper::Response::new(body);
-    *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-    response
 }

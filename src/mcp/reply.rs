@@ -1,17 +1,37 @@
-//! The Markdown an agent reads after each call: the steps executed since the last reply,
-//! then exactly one pending item with the exact next call to make.
+//! Every word `mekara mcp` says to the agent, in one place. The session and the handler
+//! decide *what* to say (which refusal, which pending item); this module decides how it
+//! reads:
 //!
-//! Every shape here is pinned by snapshot tests (`tests/mcp_replies.rs`); change them on
-//! purpose only.
+//! - the Markdown reply to a call that moved a run: the steps executed since the last reply,
+//!   then exactly one pending item with the exact next call to make;
+//! - the refusals, with their shared phrases ([`Unchanged`], [`START_A_SCRIPT`],
+//!   [`resume_call`]);
+//! - the replies of the tools that only read (`status`, `list_scripts`, `resume` without an
+//!   id) and of `eject_script`;
+//! - the handler's own words: its instructions, progress messages, and the errors of
+//!   `tools/call` and `prompts/get`.
+//!
+//! Not here: the tool catalogue (names, titles, descriptions, input schemas), which defines
+//! the tools and lives beside their argument checks in [`super::tools`].
+//!
+//! Every shape here is pinned by the MCP snapshot tests; change them on purpose only.
 
-use std::cell::RefCell;
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
+use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use crate::engine::journal::Outcome;
+use super::history::CallEvent;
+use super::tools::{self, AgentTool, ArgumentError};
+use crate::display::{format_time, quoted};
+use crate::engine::executor::Frame;
+use crate::engine::journal::{Outcome, TornTail};
+use crate::engine::runs::RunSummary;
 use crate::engine::step::{StepInput, StepRecord};
-use crate::engine::{FrameEvent, Observer, Pending};
+use crate::engine::{EngineError, Pending, Waiting};
+use crate::script::ScriptError;
+use crate::script::eject::{EjectError, Ejected};
+use crate::script::resolver::ScriptEntry;
 
 /// The most lines of one step's output a reply shows; the rest stays in the journal.
 const HEAD_LINES: usize = 40;
@@ -19,110 +39,118 @@ const TAIL_LINES: usize = 20;
 /// The most characters of one output line a reply shows.
 const MAX_LINE: usize = 400;
 
-/// What happened during one call, in order.
+/// What a tool call gives back: Markdown, and whether it is an error the agent must act on.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// A step ran.
-    Step {
-        /// `test:nested[0] > test:random[2]`.
-        path: String,
-        /// What it asked, what came of it.
-        record: Box<StepRecord>,
-    },
-    /// A script was pushed (by `call_script` or a nested `start`).
-    Called {
-        /// Its stack label.
-        path: String,
-    },
-    /// A script ended.
-    Returned {
-        /// Its stack label.
-        path: String,
-        /// Whether it succeeded.
-        success: bool,
-    },
+pub struct Reply {
+    /// The text the agent reads.
+    pub text: String,
+    /// Whether the call was refused or failed (`isError`).
+    pub is_error: bool,
 }
 
-/// Collects [`Event`]s, and passes each step's start and output lines to `progress`.
-pub struct History<'a> {
-    events: RefCell<Vec<Event>>,
-    progress: &'a dyn Fn(Progress<'_>),
-    line: RefCell<Vec<u8>>,
-}
-
-/// Something worth a progress notification.
-#[derive(Debug, Clone, Copy)]
-pub enum Progress<'a> {
-    /// A step started: `test:random[0] $ shuf -i 1-100 -n 1`.
-    Started(&'a str),
-    /// The running step wrote this line (the last complete one, or what it is writing now).
-    Line(&'a str),
-}
-
-impl<'a> History<'a> {
-    /// An empty history that reports progress to `progress`.
-    pub fn new(progress: &'a dyn Fn(Progress<'_>)) -> History<'a> {
-        History {
-            events: RefCell::new(Vec::new()),
-            progress,
-            line: RefCell::new(Vec::new()),
+impl Reply {
+    /// A reply the agent goes on from.
+    pub fn ok(text: String) -> Reply {
+        Reply {
+            text,
+            is_error: false,
         }
     }
 
-    /// The events so far.
-    pub fn into_events(self) -> Vec<Event> {
-        self.events.into_inner()
+    /// A refusal or failure (`isError`).
+    pub fn error(text: String) -> Reply {
+        Reply {
+            text,
+            is_error: true,
+        }
     }
 }
 
-impl Observer for History<'_> {
-    fn step_started(&self, frame: &str, index: usize, input: &StepInput, _context: Option<&str>) {
-        self.line.borrow_mut().clear();
-        (self.progress)(Progress::Started(&format!(
-            "{frame}[{index}] {}",
-            input.summary()
-        )));
-    }
+// ---------------------------------------------------------------------------------------
+// Shared phrases
 
-    fn output(&self, chunk: &[u8]) {
-        let mut line = self.line.borrow_mut();
-        let mut last_complete = None;
-        for piece in chunk.split_inclusive(|b| *b == b'\n') {
-            if line.ends_with(b"\n") {
-                line.clear();
-            }
-            line.extend_from_slice(piece);
-            if line.ends_with(b"\n") {
-                last_complete = Some(line.clone());
-            }
+/// How every refusal starts.
+const REFUSED: &str = "Refused: ";
+
+/// The way to begin, for an agent with nothing running.
+pub const START_A_SCRIPT: &str = "Call `start` to run a script (`list_scripts` lists them)";
+
+/// What a refused call left as it was: the last line of its refusal. The wordings differ on
+/// purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unchanged {
+    /// "Nothing changed in the run.": a call on the session's run, refused before it did
+    /// anything.
+    Run,
+    /// "Nothing changed.": `resume` of a run it could not take up. Two runs are in question
+    /// there, the session's own and the one named, and neither changed, so "the run" would
+    /// say too little.
+    Everything,
+    /// "Nothing was written.": `eject_script`, which writes files, not runs.
+    Files,
+}
+
+impl Unchanged {
+    fn line(self) -> &'static str {
+        match self {
+            Unchanged::Run => "Nothing changed in the run.",
+            Unchanged::Everything => "Nothing changed.",
+            Unchanged::Files => "Nothing was written.",
         }
-        let shown = last_complete.unwrap_or_else(|| line.clone());
-        let text = String::from_utf8_lossy(&shown);
-        let text = text.trim_end();
-        if !text.is_empty() {
-            (self.progress)(Progress::Line(text));
-        }
-    }
-
-    fn step_finished(&self, frame: &str, record: &StepRecord) {
-        self.events.borrow_mut().push(Event::Step {
-            path: format!("{frame}[{}]", record.index),
-            record: Box::new(record.clone()),
-        });
-    }
-
-    fn frame_event(&self, event: FrameEvent<'_>) {
-        self.events.borrow_mut().push(match event {
-            FrameEvent::Pushed { path } => Event::Called {
-                path: path.to_string(),
-            },
-            FrameEvent::Ended { path, success } => Event::Returned {
-                path: path.to_string(),
-                success,
-            },
-        });
     }
 }
+
+/// `Refused: <reason>` and, on its own line, what stayed as it was.
+fn refused(reason: &str, unchanged: Unchanged) -> String {
+    format!("{REFUSED}{reason}\n{}", unchanged.line())
+}
+
+/// `` `resume` with `{"run_id": "<run>"}` ``: the call that takes `run` up again.
+pub fn resume_call(run: &str) -> String {
+    format!("`resume` with `{{\"run_id\": \"{run}\"}}`")
+}
+
+/// `test:random[2]`: a step by its frame's stack label and its index.
+fn step_path(frame: &str, index: usize) -> String {
+    format!("{frame}[{index}]")
+}
+
+/// `1 step`, `3 steps`.
+fn step_count(n: usize) -> String {
+    if n == 1 {
+        "1 step".to_string()
+    } else {
+        format!("{n} steps")
+    }
+}
+
+/// A folder as the agent sees it: relative to the session's folder when inside it. Cassettes
+/// write folders the same way, so that they replay in any checkout.
+pub fn shown_dir(dir: &Path, cwd: &Path) -> String {
+    match dir.strip_prefix(cwd) {
+        Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
+        Ok(rest) => rest.display().to_string(),
+        Err(_) => dir.display().to_string(),
+    }
+}
+
+/// `text` ending in a full stop, unless it ends in other punctuation.
+fn sentence(text: &str) -> String {
+    let text = text.trim_end();
+    if text.ends_with(['.', '?', '!']) {
+        text.to_string()
+    } else {
+        format!("{text}.")
+    }
+}
+
+/// `"text"` with JSON escapes, so any arguments show unambiguously.
+fn quote(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// A call that moved a run: the steps executed, then the pending item
 
 /// Where a step's full output can be read, for the line that says some was cut.
 pub struct JournalRef<'a> {
@@ -131,17 +159,17 @@ pub struct JournalRef<'a> {
 }
 
 /// The "steps executed" part of a reply; empty when nothing ran.
-pub fn steps(events: &[Event], journal: Option<&JournalRef<'_>>) -> String {
+pub fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'_>>) -> String {
     if events.is_empty() {
         return String::new();
     }
     let mut out = String::from("## Steps executed\n\n");
     for event in events {
         match event {
-            Event::Called { path } => {
+            CallEvent::Called { path } => {
                 let _ = writeln!(out, "- → `{path}` started");
             }
-            Event::Returned { path, success } => {
+            CallEvent::Returned { path, success } => {
                 let _ = writeln!(
                     out,
                     "- {} `{path}` {}",
@@ -149,7 +177,9 @@ pub fn steps(events: &[Event], journal: Option<&JournalRef<'_>>) -> String {
                     if *success { "returned" } else { "failed" }
                 );
             }
-            Event::Step { path, record } => step(&mut out, path, record, journal),
+            CallEvent::Step { frame, record } => {
+                step(&mut out, &step_path(frame, record.index), record, journal);
+            }
         }
     }
     out.push('\n');
@@ -392,4 +422,350 @@ fn with_newline(text: &str) -> String {
     let mut text = text.trim_end().to_string();
     text.push('\n');
     text
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals
+
+/// The refusal of a call whose arguments do not fit its tool.
+pub fn argument_refusal(error: &ArgumentError) -> String {
+    refused(&sentence(&argument_error(error)), Unchanged::Run)
+}
+
+fn argument_error(error: &ArgumentError) -> String {
+    match error {
+        ArgumentError::Unknown { tool, argument } => {
+            let known = tool.argument_names();
+            let expected = if known.is_empty() {
+                "it takes no arguments".to_string()
+            } else {
+                format!("it takes {}", quoted(&known))
+            };
+            format!("`{}` has no argument `{argument}`: {expected}", tool.name())
+        }
+        ArgumentError::Missing { tool, argument } => {
+            format!("`{}` needs the argument `{argument}` (a string)", tool.name())
+        }
+        ArgumentError::NotString {
+            tool,
+            argument,
+            found,
+        } => format!(
+            "argument `{argument}` of `{}` must be a string, not {found}",
+            tool.name()
+        ),
+        ArgumentError::EmptyName => {
+            "argument `name` of `start` is empty: give a script's name (`list_scripts` lists them)"
+                .to_string()
+        }
+        ArgumentError::NoOutputs => {
+            "`continue_compiled_script` needs the argument `outputs` (an object; `{}` when no outputs are expected)"
+                .to_string()
+        }
+        ArgumentError::OutputsNotObject { found } => format!(
+            "argument `outputs` of `continue_compiled_script` must be an object of named outputs, not {found}"
+        ),
+        ArgumentError::ForceNotBoolean { found } => {
+            format!("argument `force` of `eject_script` must be a boolean, not {found}")
+        }
+    }
+}
+
+/// Says why `error` stopped a call of `tool`, and what to call instead. `last` is the
+/// pending item the agent was last shown; `run` the session's run.
+pub fn refusal(
+    tool: AgentTool,
+    error: &EngineError,
+    last: Option<&Pending>,
+    run: Option<&str>,
+) -> String {
+    let pending_path = match last {
+        Some(Pending::Llm { path, .. } | Pending::Nl { path, .. }) => format!(" `{path}`"),
+        Some(Pending::Fallback { path, .. }) => format!(" `{path}`"),
+        _ => String::new(),
+    };
+    match error {
+        EngineError::WrongCall { waiting, .. } => {
+            let instead = match waiting {
+                Waiting::LlmStep => format!(
+                    "An llm step{pending_path} is pending, not an NL script: do that one \
+                     step, then call `continue_compiled_script` with its outputs. \
+                     `finish_nl_script` is only for NL scripts and failed scripts finished \
+                     by hand."
+                ),
+                Waiting::NlScript => format!(
+                    "An NL script{pending_path} is pending, not an llm step: follow all of \
+                     its instructions, then call `finish_nl_script`."
+                ),
+                Waiting::Fallback => format!(
+                    "A failed script{pending_path} is waiting to be finished by hand: do \
+                     what is left of it, then call `finish_nl_script`."
+                ),
+                Waiting::Nothing => {
+                    format!("Nothing is pending: no script is running. {START_A_SCRIPT}.")
+                }
+            };
+            refused(
+                &format!("`{}` does not fit now. {instead}", tool.name()),
+                Unchanged::Run,
+            )
+        }
+        EngineError::Outputs { .. } => refused(
+            &format!(
+                "{error}. Call `continue_compiled_script` again with every expected output in \
+                 `outputs`."
+            ),
+            Unchanged::Run,
+        ),
+        EngineError::Script(ScriptError::NotFound { suggestions, .. })
+            if suggestions.is_empty() =>
+        {
+            refused(
+                &format!("{error}. Call `list_scripts` to see the scripts there are."),
+                Unchanged::Run,
+            )
+        }
+        EngineError::Script(_)
+        | EngineError::BadWorkingDir { .. }
+        | EngineError::TooDeep { .. } => refused(&sentence(&error.to_string()), Unchanged::Run),
+        EngineError::Cancelled { .. } => format!(
+            "Stopped: {error}. The step that was running left no record and runs again when \
+             the run is resumed: call {}.",
+            resume_call(run.unwrap_or_default())
+        ),
+        _ => format!("Error: {error}."),
+    }
+}
+
+/// The refusal of a call that arrived while another call of the session runs (`what`: the
+/// step it is running). It has no line on what is unchanged: the other call may change the
+/// run yet.
+pub fn busy(what: Option<&str>) -> String {
+    format!(
+        "{REFUSED}another call of this session is still running{}. Wait for its reply, then \
+         call again.",
+        what.map(|w| format!(" ({w})")).unwrap_or_default()
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The tools that only read, and `eject_script`
+
+/// `status`: the run's stack (outermost first, folders as seen from `cwd`) and the pending
+/// item. `last` is the pending item the agent was last shown; `interrupted`, why it cannot
+/// be trusted.
+pub fn status(
+    run: Option<&str>,
+    frames: &[Frame],
+    cwd: &Path,
+    last: Option<&Pending>,
+    interrupted: Option<&str>,
+) -> String {
+    let mut text = String::from("## Status\n\n");
+    let Some(run) = run else {
+        text.push_str("No script is running in this session.");
+        if let Some(Pending::Finished { run, .. }) = last {
+            let _ = write!(text, " The last run, `{run}`, has ended.");
+        }
+        let _ = writeln!(
+            text,
+            " {START_A_SCRIPT}, or `resume` to list runs that were interrupted."
+        );
+        return text;
+    };
+    let _ = writeln!(text, "Run `{run}`. The stack, outermost first:\n");
+    for (depth, frame) in frames.iter().enumerate() {
+        let kind = if frame.is_compiled() {
+            "compiled"
+        } else {
+            "NL"
+        };
+        let _ = write!(
+            text,
+            "{}. `{}` ({kind}, {} done, in `{}`)",
+            depth + 1,
+            frame.script.name,
+            step_count(frame.steps.len()),
+            shown_dir(&frame.working_dir, cwd)
+        );
+        if !frame.request.is_empty() {
+            let _ = write!(text, " with arguments {}", quote(&frame.request));
+        }
+        text.push('\n');
+    }
+    text.push('\n');
+    match (interrupted, last) {
+        (Some(why), _) => {
+            let _ = writeln!(
+                text,
+                "The last call was stopped: {why}. Call {} to go on.",
+                resume_call(run)
+            );
+        }
+        (None, Some(pending)) => {
+            text.push_str("Pending now (repeated from the last reply):\n\n");
+            text.push_str(&self::pending(pending, None));
+        }
+        (None, None) => {
+            let _ = writeln!(text, "Call {} to see what is pending.", resume_call(run));
+        }
+    }
+    text
+}
+
+/// `list_scripts`.
+pub fn scripts(entries: &[ScriptEntry]) -> String {
+    if entries.is_empty() {
+        return "No scripts found.\n".to_string();
+    }
+    let mut text = String::from(
+        "## Scripts\n\nStart one with `start` (`{\"name\": \"<name>\", \"arguments\": \
+         \"...\"}`). Compiled scripts run their auto steps themselves; NL scripts are \
+         followed by you.\n\n",
+    );
+    for entry in entries {
+        let kind = if entry.compiled { "compiled" } else { "NL" };
+        let _ = write!(text, "- `{}` ({kind}, {})", entry.name, entry.level);
+        if !entry.description.is_empty() {
+            let _ = write!(text, ": {}", entry.description);
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// `resume` without an id: the runs a restart interrupted, oldest first in `runs`.
+pub fn interrupted_runs(runs: &[RunSummary]) -> String {
+    if runs.is_empty() {
+        return "## Interrupted runs\n\nNone: no run is waiting to be resumed. Call `start` to \
+                run a script.\n"
+            .to_string();
+    }
+    let mut text = format!(
+        "## Interrupted runs\n\nNewest first. Call {} to take one up again; auto steps that \
+         finished do not run again.\n\n",
+        resume_call("<id>")
+    );
+    for run in runs.iter().rev() {
+        let _ = writeln!(
+            text,
+            "- `{}`: `{}`, {} done, started {}",
+            run.id,
+            run.script,
+            step_count(run.steps),
+            format_time(run.started_at)
+        );
+    }
+    text
+}
+
+/// The first lines of `resume(run_id)` when it took run `id` up, setting `previous` aside;
+/// `torn` is the record a crash left half-written.
+pub fn resumed(id: &str, previous: Option<&str>, torn: Option<&TornTail>) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "Resumed run `{id}`.");
+    if let Some(previous) = previous {
+        let _ = writeln!(
+            text,
+            "Run `{previous}` was set aside; it can be resumed later."
+        );
+    }
+    if let Some(torn) = torn {
+        let _ = writeln!(
+            text,
+            "The run's last record was torn ({} bytes at byte {}): mekara stopped mid-write; \
+             that step runs again.",
+            torn.len, torn.offset
+        );
+    }
+    text.push('\n');
+    text
+}
+
+/// The first lines of `resume(run_id)` for the session's own run.
+pub fn resumed_same(id: &str) -> String {
+    format!("Run `{id}` is this session's run; going on.\n\n")
+}
+
+/// The refusal of `resume(run_id)` when the run cannot be taken up.
+pub fn resume_refused(error: &EngineError) -> String {
+    let hint = match error {
+        EngineError::RunNotFound { .. } => {
+            " Call `resume` without arguments to list the interrupted runs."
+        }
+        _ => "",
+    };
+    refused(
+        &format!("{}{hint}", sentence(&error.to_string())),
+        Unchanged::Everything,
+    )
+}
+
+/// `eject_script`: the files written, relative to the project's `root`.
+pub fn ejected(ejected: &Ejected, root: &Path) -> String {
+    let mut text = format!(
+        "Copied the bundled script `{}` into the project:\n\n",
+        ejected.name
+    );
+    for file in &ejected.files {
+        let _ = writeln!(
+            text,
+            "- `{}`",
+            file.strip_prefix(root).unwrap_or(file).display()
+        );
+    }
+    text.push_str("\nChange it there: the project's copy now wins over the bundled one.\n");
+    text
+}
+
+/// The refusal of `eject_script`.
+pub fn eject_refused(error: &EjectError) -> String {
+    let hint = match error {
+        EjectError::Exists { .. } => "; overwrite it with `force: true`, or edit it in place",
+        _ => "",
+    };
+    refused(&format!("{error}{hint}."), Unchanged::Files)
+}
+
+// ---------------------------------------------------------------------------------------
+// The handler's own words
+
+/// The server's instructions, given at `initialize`.
+pub const INSTRUCTIONS: &str = "mekara runs workflow scripts. When the user asks for a script \
+     (`/name args`), call `start`; then do exactly the one pending item each reply names, and \
+     make the call it names (`continue_compiled_script` for an llm step, `finish_nl_script` \
+     only when a whole NL script is done).";
+
+/// A step starting, for progress notifications: `test:random[0] $ shuf -i 1-100 -n 1`.
+pub fn step_started(frame: &str, index: usize, input: &StepInput) -> String {
+    format!("{} {}", step_path(frame, index), input.summary())
+}
+
+/// A line the running step wrote, for progress notifications.
+pub fn progress_line(step: &str, line: &str) -> String {
+    format!("{step}: {line}")
+}
+
+/// The `tools/call` error for a tool mekara does not have.
+pub fn unknown_tool(name: &str) -> String {
+    format!(
+        "unknown tool `{name}`; mekara's tools are {}",
+        quoted(tools::ALL.map(AgentTool::name))
+    )
+}
+
+/// The description of every prompt's one argument.
+pub const PROMPT_ARGUMENT: &str = "Replaces `$ARGUMENTS` in the script's instructions.";
+
+/// The `prompts/get` error for a script that does not exist.
+pub fn prompt_not_found(name: &str) -> String {
+    format!("prompt `{name}` not found; `prompts/list` lists the prompts there are")
+}
+
+/// The `prompts/get` error for an `arguments` that is not a string.
+pub const PROMPT_ARGUMENT_NOT_STRING: &str = "prompt argument `arguments` must be a string";
+
+/// The `prompts/get` error for an argument other than `arguments`.
+pub fn prompt_unknown_argument(prompt: impl Display, argument: &str) -> String {
+    format!("prompt `{prompt}` has no argument `{argument}`: it takes `arguments`")
 }

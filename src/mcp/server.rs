@@ -1,6 +1,6 @@
-//! `Server`: the MCP face of one [`Session`]. It turns requests into [`ToolCall`]s, runs
-//! them on a blocking thread (auto steps block), forwards progress and cancellation, and
-//! serves NL scripts as prompts.
+//! `Server`: the MCP face of one [`Session`]. It turns requests into
+//! [`AgentCall`](super::tools::AgentCall)s, runs them on a blocking thread (auto steps
+//! block), forwards progress and cancellation, and serves NL scripts as prompts.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,30 +18,14 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
-use super::reply::Progress;
-use super::session::{Reply, Session};
-use super::tools::{self, Tool};
+use super::history::Progress;
+use super::reply::{self, Reply};
+use super::session::Session;
+use super::tools::{self, AgentTool};
 use super::vcr::Recorder;
 use crate::engine::CancelToken;
 use crate::script::Resolver;
-
-/// Methods of the protocol that rmcp would pass on as custom requests only when their
-/// params are malformed.
-const KNOWN_METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "completion/complete",
-    "logging/setLevel",
-];
+use crate::transport;
 
 /// How often progress notifications go out at most, per call.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
@@ -90,21 +74,13 @@ impl Server {
     /// cancellation stopping the running step.
     async fn run(
         &self,
-        tool: Tool,
+        tool: AgentTool,
         input: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Reply, McpError> {
         let session = self.session.clone();
         let running = self.running.clone();
-        let busy = |what: &Option<String>| {
-            Reply::error(format!(
-                "Refused: another call of this session is still running{}. Wait for its reply, \
-                 then call again.",
-                what.as_deref()
-                    .map(|w| format!(" ({w})"))
-                    .unwrap_or_default()
-            ))
-        };
+        let busy = |what: &Option<String>| Reply::error(reply::busy(what.as_deref()));
         let holder = self.holder.clone();
         let given_up = move || {
             holder
@@ -166,7 +142,7 @@ impl Server {
                     }
                     Progress::Line(line) => {
                         let step = step.lock().map(|s| s.clone()).unwrap_or_default();
-                        format!("{step}: {line}")
+                        reply::progress_line(&step, line)
                     }
                 };
                 let _ = progress_tx.send(Some(message));
@@ -192,7 +168,7 @@ impl Server {
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
-        result.map_err(|e| McpError::internal_error(format!("the call panicked: {e}"), None))
+        result.map_err(|e| transport::call_panicked(&e))
     }
 }
 
@@ -234,12 +210,7 @@ impl ServerHandler for Server {
             Implementation::new("mekara", env!("CARGO_PKG_VERSION"))
                 .with_title("mekara: workflows as code"),
         )
-        .with_instructions(
-            "mekara runs workflow scripts. When the user asks for a script (`/name args`), \
-                 call `start`; then do exactly the one pending item each reply names, and make \
-                 the call it names (`continue_compiled_script` for an llm step, \
-                 `finish_nl_script` only when a whole NL script is done).",
-        )
+        .with_instructions(reply::INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -253,7 +224,7 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        Tool::named(name).map(tool_definition)
+        AgentTool::named(name).map(tool_definition)
     }
 
     async fn call_tool(
@@ -261,17 +232,9 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(tool) = Tool::named(&request.name) else {
+        let Some(tool) = AgentTool::named(&request.name) else {
             return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{}`; mekara's tools are {}",
-                    request.name,
-                    tools::ALL
-                        .iter()
-                        .map(|t| format!("`{}`", t.name()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                reply::unknown_tool(&request.name),
                 None,
             ));
         };
@@ -290,7 +253,7 @@ impl ServerHandler for Server {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        Err(refuse_custom_request(&request))
+        Err(transport::refuse_custom_request(&request))
     }
 
     async fn list_prompts(
@@ -308,7 +271,7 @@ impl ServerHandler for Server {
                     Some(entry.description).filter(|d| !d.is_empty()),
                     Some(vec![
                         PromptArgument::new("arguments")
-                            .with_description("Replaces `$ARGUMENTS` in the script's instructions.")
+                            .with_description(reply::PROMPT_ARGUMENT)
                             .with_required(false),
                     ]),
                 )
@@ -328,9 +291,7 @@ impl ServerHandler for Server {
                 if suggestions.is_empty() =>
             {
                 return Err(McpError::invalid_params(
-                    format!(
-                        "prompt `{name}` not found; `prompts/list` lists the prompts there are"
-                    ),
+                    reply::prompt_not_found(&name),
                     None,
                 ));
             }
@@ -341,7 +302,7 @@ impl ServerHandler for Server {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(_) => {
                 return Err(McpError::invalid_params(
-                    "prompt argument `arguments` must be a string",
+                    reply::PROMPT_ARGUMENT_NOT_STRING,
                     None,
                 ));
             }
@@ -353,10 +314,7 @@ impl ServerHandler for Server {
             .find(|k| *k != "arguments")
         {
             return Err(McpError::invalid_params(
-                format!(
-                    "prompt `{}` has no argument `{unknown}`: it takes `arguments`",
-                    script.name
-                ),
+                reply::prompt_unknown_argument(&script.name, unknown),
                 None,
             ));
         }
@@ -372,42 +330,8 @@ impl ServerHandler for Server {
     }
 }
 
-/// The error for a request rmcp handed over as a custom request, which it does for any
-/// request it could not read, including a known method whose params do not fit: that one is
-/// `-32602 Invalid params`, saying what does not fit, not "method not found". Shared with
-/// `mekara serve`.
-pub fn refuse_custom_request(request: &CustomRequest) -> McpError {
-    let method = request.method.as_str();
-    if !KNOWN_METHODS.contains(&method) {
-        return McpError::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            format!("method `{method}` not found"),
-            None,
-        );
-    }
-    let Some(params) = request.params.clone() else {
-        return McpError::invalid_params(format!("`{method}` needs params"), None);
-    };
-    let reason = match method {
-        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
-            .err()
-            .map(|e| e.to_string()),
-        "prompts/get" => serde_json::from_value::<GetPromptRequestParams>(params)
-            .err()
-            .map(|e| e.to_string()),
-        _ => None,
-    };
-    McpError::invalid_params(
-        format!(
-            "invalid params for `{method}`: {}",
-            reason.unwrap_or_else(|| "they do not fit the method".to_string())
-        ),
-        None,
-    )
-}
-
 /// A tool as `tools/list` gives it.
-fn tool_definition(tool: Tool) -> rmcp::model::Tool {
+fn tool_definition(tool: AgentTool) -> rmcp::model::Tool {
     let annotations = if tool.read_only() {
         ToolAnnotations::with_title(tool.title())
             .read_only(true)

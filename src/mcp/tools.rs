@@ -1,11 +1,16 @@
-//! The tools mekara serves: their names, descriptions, input schemas and annotations, and
-//! the parsing of a call's arguments into a [`ToolCall`].
+//! The tools `mekara mcp` serves agents, as a catalogue: their names, titles, descriptions,
+//! input schemas and annotations (the agent reads these too, but they define the tools, so
+//! they stay here beside the argument checks), and the parsing of a call's arguments into an
+//! [`AgentCall`] or an [`ArgumentError`]. Everything said in reply to a call is
+//! [`super::reply`]'s.
 
 use serde_json::{Map, Value as Json, json};
 
+use crate::display::json_type;
+
 /// The tools, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
+pub enum AgentTool {
     /// `start`.
     Start,
     /// `continue_compiled_script`.
@@ -23,19 +28,19 @@ pub enum Tool {
 }
 
 /// Every tool, in the order `tools/list` gives them.
-pub const ALL: [Tool; 7] = [
-    Tool::Start,
-    Tool::Continue,
-    Tool::Finish,
-    Tool::Status,
-    Tool::ListScripts,
-    Tool::Resume,
-    Tool::Eject,
+pub const ALL: [AgentTool; 7] = [
+    AgentTool::Start,
+    AgentTool::Continue,
+    AgentTool::Finish,
+    AgentTool::Status,
+    AgentTool::ListScripts,
+    AgentTool::Resume,
+    AgentTool::Eject,
 ];
 
 /// A tool call with its arguments checked.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ToolCall {
+pub enum AgentCall {
     /// Push a script and run it until it needs the agent.
     Start {
         /// The script's name.
@@ -70,57 +75,57 @@ pub enum ToolCall {
     },
 }
 
-impl ToolCall {
+impl AgentCall {
     /// The tool this call is for.
-    pub fn tool(&self) -> Tool {
+    pub fn tool(&self) -> AgentTool {
         match self {
-            ToolCall::Start { .. } => Tool::Start,
-            ToolCall::Continue { .. } => Tool::Continue,
-            ToolCall::Finish => Tool::Finish,
-            ToolCall::Status => Tool::Status,
-            ToolCall::ListScripts => Tool::ListScripts,
-            ToolCall::Resume { .. } => Tool::Resume,
-            ToolCall::Eject { .. } => Tool::Eject,
+            AgentCall::Start { .. } => AgentTool::Start,
+            AgentCall::Continue { .. } => AgentTool::Continue,
+            AgentCall::Finish => AgentTool::Finish,
+            AgentCall::Status => AgentTool::Status,
+            AgentCall::ListScripts => AgentTool::ListScripts,
+            AgentCall::Resume { .. } => AgentTool::Resume,
+            AgentCall::Eject { .. } => AgentTool::Eject,
         }
     }
 }
 
-impl Tool {
+impl AgentTool {
     /// The tool named `name`, if there is one.
-    pub fn named(name: &str) -> Option<Tool> {
+    pub fn named(name: &str) -> Option<AgentTool> {
         ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// The name clients call it by (Claude Code: `mcp__mekara__<name>`).
     pub fn name(self) -> &'static str {
         match self {
-            Tool::Start => "start",
-            Tool::Continue => "continue_compiled_script",
-            Tool::Finish => "finish_nl_script",
-            Tool::Status => "status",
-            Tool::ListScripts => "list_scripts",
-            Tool::Resume => "resume",
-            Tool::Eject => "eject_script",
+            AgentTool::Start => "start",
+            AgentTool::Continue => "continue_compiled_script",
+            AgentTool::Finish => "finish_nl_script",
+            AgentTool::Status => "status",
+            AgentTool::ListScripts => "list_scripts",
+            AgentTool::Resume => "resume",
+            AgentTool::Eject => "eject_script",
         }
     }
 
     /// A short title for people.
     pub fn title(self) -> &'static str {
         match self {
-            Tool::Start => "Start a mekara script",
-            Tool::Continue => "Finish the pending llm step",
-            Tool::Finish => "Finish the pending NL script",
-            Tool::Status => "Show the run's stack",
-            Tool::ListScripts => "List mekara scripts",
-            Tool::Resume => "Resume an interrupted run",
-            Tool::Eject => "Copy a bundled script into the project",
+            AgentTool::Start => "Start a mekara script",
+            AgentTool::Continue => "Finish the pending llm step",
+            AgentTool::Finish => "Finish the pending NL script",
+            AgentTool::Status => "Show the run's stack",
+            AgentTool::ListScripts => "List mekara scripts",
+            AgentTool::Resume => "Resume an interrupted run",
+            AgentTool::Eject => "Copy a bundled script into the project",
         }
     }
 
     /// When an agent should call it, and what happens.
     pub fn description(self) -> &'static str {
         match self {
-            Tool::Start => {
+            AgentTool::Start => {
                 "Run a mekara script (a workflow). Call this when the user asks for a script \
                  by name, e.g. `/test:random` or `/deploy staging`: pass the name \
                  (`test:random` or `test/random`) and everything after it as `arguments`. \
@@ -129,34 +134,34 @@ impl Tool {
                  new script runs nested inside it, and the outer script's pending step comes \
                  back when it ends."
             }
-            Tool::Continue => {
+            AgentTool::Continue => {
                 "Give the outputs of the pending llm step of a compiled script, once you have \
                  done that one step. `outputs` must hold every expected output the last reply \
                  named (`{}` when none are expected). Not for NL scripts: those are finished \
                  with `finish_nl_script`."
             }
-            Tool::Finish => {
+            AgentTool::Finish => {
                 "Say that you have followed ALL of the pending NL script's instructions (or \
                  finished a failed compiled script by hand). Call it once, when the whole \
                  script is done, never after a single step. Not for llm steps of compiled \
                  scripts: those take `continue_compiled_script`."
             }
-            Tool::Status => {
+            AgentTool::Status => {
                 "Show this session's run: the stack of scripts and the pending item with the \
                  call to make next. Changes nothing; use it when unsure what mekara is waiting \
                  for."
             }
-            Tool::ListScripts => {
+            AgentTool::ListScripts => {
                 "List the scripts that can be started with `start`, with one-line \
                  descriptions. Changes nothing."
             }
-            Tool::Resume => {
+            AgentTool::Resume => {
                 "Take up a run that was interrupted (the server restarted, or a call was \
                  cancelled). Without `run_id`, lists the interrupted runs; with one, rebuilds \
                  its stack from the journal and shows its pending step again. Auto steps that \
                  finished never run twice."
             }
-            Tool::Eject => {
+            AgentTool::Eject => {
                 "Copy a bundled script (such as `compile`) into the project's \
                  `.mekara/scripts/`, where it can be changed; the project's copy then wins \
                  over the bundled one. Refuses to overwrite existing files unless `force` is \
@@ -168,7 +173,7 @@ impl Tool {
     /// The JSON Schema of its arguments.
     pub fn input_schema(self) -> Map<String, Json> {
         let schema = match self {
-            Tool::Start => json!({
+            AgentTool::Start => json!({
                 "type": "object",
                 "properties": {
                     "name": {
@@ -188,7 +193,7 @@ impl Tool {
                 "required": ["name"],
                 "additionalProperties": false
             }),
-            Tool::Continue => json!({
+            AgentTool::Continue => json!({
                 "type": "object",
                 "properties": {
                     "outputs": {
@@ -200,7 +205,7 @@ impl Tool {
                 "required": ["outputs"],
                 "additionalProperties": false
             }),
-            Tool::Resume => json!({
+            AgentTool::Resume => json!({
                 "type": "object",
                 "properties": {
                     "run_id": {
@@ -210,7 +215,7 @@ impl Tool {
                 },
                 "additionalProperties": false
             }),
-            Tool::Eject => json!({
+            AgentTool::Eject => json!({
                 "type": "object",
                 "properties": {
                     "name": {
@@ -226,7 +231,7 @@ impl Tool {
                 "required": ["name"],
                 "additionalProperties": false
             }),
-            Tool::Finish | Tool::Status | Tool::ListScripts => json!({
+            AgentTool::Finish | AgentTool::Status | AgentTool::ListScripts => json!({
                 "type": "object",
                 "properties": {},
                 "additionalProperties": false
@@ -240,101 +245,83 @@ impl Tool {
 
     /// Whether it only reads.
     pub fn read_only(self) -> bool {
-        matches!(self, Tool::Status | Tool::ListScripts)
+        matches!(self, AgentTool::Status | AgentTool::ListScripts)
+    }
+
+    /// The names of its arguments, in the schema's order.
+    pub fn argument_names(self) -> Vec<String> {
+        self.input_schema()
+            .get("properties")
+            .and_then(Json::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Checks `arguments` against the schema and builds the call. The error says which
     /// argument is wrong and what it should be.
-    pub fn parse(self, arguments: Option<&Map<String, Json>>) -> Result<ToolCall, String> {
+    pub fn parse(self, arguments: Option<&Map<String, Json>>) -> Result<AgentCall, ArgumentError> {
         let empty = Map::new();
         let args = arguments.unwrap_or(&empty);
-        let schema = self.input_schema();
-        let known: Vec<&String> = schema
-            .get("properties")
-            .and_then(Json::as_object)
-            .map(|p| p.keys().collect())
-            .unwrap_or_default();
+        let known = self.argument_names();
         if let Some(unknown) = args.keys().find(|k| !known.contains(k)) {
-            let expected = if known.is_empty() {
-                "it takes no arguments".to_string()
-            } else {
-                format!(
-                    "it takes {}",
-                    known
-                        .iter()
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            return Err(format!(
-                "`{}` has no argument `{unknown}`: {expected}",
-                self.name()
-            ));
+            return Err(ArgumentError::Unknown {
+                tool: self,
+                argument: unknown.clone(),
+            });
         }
-        let string = |key: &str, required: bool| -> Result<Option<String>, String> {
+        let string = |key: &'static str, required: bool| -> Result<Option<String>, ArgumentError> {
             match args.get(key) {
-                None | Some(Json::Null) if required => Err(format!(
-                    "`{}` needs the argument `{key}` (a string)",
-                    self.name()
-                )),
+                None | Some(Json::Null) if required => Err(ArgumentError::Missing {
+                    tool: self,
+                    argument: key,
+                }),
                 None | Some(Json::Null) => Ok(None),
                 Some(Json::String(s)) => Ok(Some(s.clone())),
-                Some(other) => Err(format!(
-                    "argument `{key}` of `{}` must be a string, not {}",
-                    self.name(),
-                    json_type(other)
-                )),
+                Some(other) => Err(ArgumentError::NotString {
+                    tool: self,
+                    argument: key,
+                    found: json_type(other),
+                }),
             }
         };
         Ok(match self {
-            Tool::Start => {
+            AgentTool::Start => {
                 let name = string("name", true)?.unwrap_or_default();
                 if name.trim().is_empty() {
-                    return Err(
-                        "argument `name` of `start` is empty: give a script's name (`list_scripts` lists them)"
-                            .to_string(),
-                    );
+                    return Err(ArgumentError::EmptyName);
                 }
-                ToolCall::Start {
+                AgentCall::Start {
                     name,
                     arguments: string("arguments", false)?.unwrap_or_default(),
                     working_dir: string("working_dir", false)?,
                 }
             }
-            Tool::Continue => match args.get("outputs") {
-                Some(Json::Object(outputs)) => ToolCall::Continue {
+            AgentTool::Continue => match args.get("outputs") {
+                Some(Json::Object(outputs)) => AgentCall::Continue {
                     outputs: outputs.clone(),
                 },
-                None | Some(Json::Null) => {
-                    return Err(
-                        "`continue_compiled_script` needs the argument `outputs` (an object; `{}` when no outputs are expected)"
-                            .to_string(),
-                    );
-                }
+                None | Some(Json::Null) => return Err(ArgumentError::NoOutputs),
                 Some(other) => {
-                    return Err(format!(
-                        "argument `outputs` of `continue_compiled_script` must be an object of named outputs, not {}",
-                        json_type(other)
-                    ));
+                    return Err(ArgumentError::OutputsNotObject {
+                        found: json_type(other),
+                    });
                 }
             },
-            Tool::Finish => ToolCall::Finish,
-            Tool::Status => ToolCall::Status,
-            Tool::ListScripts => ToolCall::ListScripts,
-            Tool::Resume => ToolCall::Resume {
+            AgentTool::Finish => AgentCall::Finish,
+            AgentTool::Status => AgentCall::Status,
+            AgentTool::ListScripts => AgentCall::ListScripts,
+            AgentTool::Resume => AgentCall::Resume {
                 run_id: string("run_id", false)?.filter(|id| !id.is_empty()),
             },
-            Tool::Eject => ToolCall::Eject {
+            AgentTool::Eject => AgentCall::Eject {
                 name: string("name", true)?.unwrap_or_default(),
                 force: match args.get("force") {
                     None | Some(Json::Null) => false,
                     Some(Json::Bool(b)) => *b,
                     Some(other) => {
-                        return Err(format!(
-                            "argument `force` of `eject_script` must be a boolean, not {}",
-                            json_type(other)
-                        ));
+                        return Err(ArgumentError::ForceNotBoolean {
+                            found: json_type(other),
+                        });
                     }
                 },
             },
@@ -342,14 +329,44 @@ impl Tool {
     }
 }
 
-/// `a string`, `an array`, … for error messages.
-pub(crate) fn json_type(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
-    }
+/// What is wrong with a call's arguments; [`super::reply::argument_refusal`] words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgumentError {
+    /// An argument the tool does not take.
+    Unknown {
+        /// The tool called.
+        tool: AgentTool,
+        /// The argument given.
+        argument: String,
+    },
+    /// A string argument the tool needs is missing.
+    Missing {
+        /// The tool called.
+        tool: AgentTool,
+        /// The argument.
+        argument: &'static str,
+    },
+    /// A string argument is something else.
+    NotString {
+        /// The tool called.
+        tool: AgentTool,
+        /// The argument.
+        argument: &'static str,
+        /// What it is instead (`an array`).
+        found: &'static str,
+    },
+    /// `start` got an empty `name`.
+    EmptyName,
+    /// `continue_compiled_script` got no `outputs`.
+    NoOutputs,
+    /// `outputs` is not an object.
+    OutputsNotObject {
+        /// What it is instead.
+        found: &'static str,
+    },
+    /// `force` of `eject_script` is not a boolean.
+    ForceNotBoolean {
+        /// What it is instead.
+        found: &'static str,
+    },
 }

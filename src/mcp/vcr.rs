@@ -21,8 +21,9 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use super::session::{Reply, Session, shown_dir};
-use super::tools::Tool;
+use super::reply::{Reply, shown_dir};
+use super::session::Session;
+use super::tools::AgentTool;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, StepRunner, ToolCall};
@@ -105,14 +106,15 @@ pub enum Entry {
     },
 }
 
+/// The `[cassette]` table.
 #[derive(Debug, Serialize, Deserialize)]
-struct Header {
+struct CassetteHeader {
     version: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Cassette {
-    cassette: Header,
+    cassette: CassetteHeader,
     #[serde(default)]
     event: Vec<Entry>,
 }
@@ -173,7 +175,7 @@ impl Recorder {
         };
         let mut file = File::create(path).map_err(io)?;
         let header = toml::to_string_pretty(&HeaderOnly {
-            cassette: Header { version: VERSION },
+            cassette: CassetteHeader { version: VERSION },
         })
         .map_err(|e| io(std::io::Error::other(e)))?;
         file.write_all(
@@ -234,7 +236,7 @@ impl Recorder {
 
 #[derive(Serialize)]
 struct HeaderOnly {
-    cassette: Header,
+    cassette: CassetteHeader,
 }
 
 fn input_text(input: Option<&Map<String, Json>>) -> String {
@@ -558,7 +560,7 @@ pub fn replay(
                 });
             }
         };
-        let Some(named) = Tool::named(&tool) else {
+        let Some(named) = AgentTool::named(&tool) else {
             return Err(mismatch_at(format!("mekara has no tool `{tool}`")));
         };
         if let Ok(mut q) = queue.lock() {

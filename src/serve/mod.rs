@@ -1,7 +1,7 @@
 //! `mekara serve`: the public functions of Starlark tool modules served as MCP tools, with
 //! JSON Schemas derived from their signatures (DESIGN §8).
 //!
-//! - [`module`]: finding and loading modules, turning functions into [`Tool`]s;
+//! - [`module`]: finding and loading modules, turning functions into [`ServedFunction`]s;
 //! - [`schema`]: the JSON shapes of parameters and results (schemas and argument checks);
 //! - [`server`]: the rmcp handler that lists and calls tools;
 //! - this file: the set of tools with its load-time rules, the config file, the environment
@@ -9,8 +9,8 @@
 //!
 //! A call runs the function through the engine's ordinary step builtins
 //! ([`crate::engine::compiled::call_directly`]) over a journal that lives only as long as the
-//! call; this subsystem adds no builtins of its own. The transports are `mekara mcp`'s
-//! ([`crate::mcp::stdio`], [`crate::mcp::serve_http_with`]).
+//! call; this subsystem adds no builtins of its own. The transports are shared with
+//! `mekara mcp` ([`crate::transport`]).
 
 pub mod module;
 pub mod schema;
@@ -20,10 +20,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use module::Tool;
+pub use module::ServedFunction;
 pub use server::ToolServer;
 
-use crate::client::{Client, ClientRunner};
+use crate::client::{ClientRunner, McpClient};
+use crate::display::quoted;
 use crate::engine::compiled::Limits;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
@@ -136,14 +137,14 @@ impl ServeError {
 
 /// The tools being served, in the order of their modules and definitions.
 pub struct ToolSet {
-    tools: Vec<Tool>,
+    tools: Vec<ServedFunction>,
 }
 
 impl ToolSet {
     /// Loads every module of `paths` (relative to `base`). Fails on the first module that
     /// does not load, and on two functions that give the same tool name.
     pub fn load(paths: &[String], base: &Path, limits: &Limits) -> Result<ToolSet, ServeError> {
-        let mut tools: Vec<Tool> = Vec::new();
+        let mut tools: Vec<ServedFunction> = Vec::new();
         for path in module::find_modules(paths, base)? {
             for tool in module::load(base, &path, limits)? {
                 if let Some(taken) = tools.iter().find(|t| t.name == tool.name) {
@@ -164,7 +165,8 @@ impl ToolSet {
     /// Keeps the tools named in `names` (by function name or tool name). Returns the names
     /// that match no tool; keeping nothing is an error.
     pub fn keep(&mut self, names: &[String]) -> Result<Vec<String>, ServeError> {
-        let matches = |tool: &Tool, name: &str| tool.name == name || tool.function == name;
+        let matches =
+            |tool: &ServedFunction, name: &str| tool.name == name || tool.function == name;
         let unknown: Vec<String> = names
             .iter()
             .filter(|n| !self.tools.iter().any(|t| matches(t, n)))
@@ -187,12 +189,12 @@ impl ToolSet {
     }
 
     /// The tools.
-    pub fn tools(&self) -> &[Tool] {
+    pub fn tools(&self) -> &[ServedFunction] {
         &self.tools
     }
 
     /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&Tool> {
+    pub fn get(&self, name: &str) -> Option<&ServedFunction> {
         self.tools.iter().find(|t| t.name == name)
     }
 
@@ -200,15 +202,6 @@ impl ToolSet {
     pub fn names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.name.clone()).collect()
     }
-}
-
-/// `` `a`, `b` ``.
-pub fn quoted(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `--config FILE`: which tools to serve and the environment of their shell steps.
@@ -261,7 +254,7 @@ pub struct EnvRunner {
 
 impl EnvRunner {
     /// Runs real processes with `env` added, and tool calls with `client`.
-    pub fn new(env: BTreeMap<String, String>, client: Client) -> EnvRunner {
+    pub fn new(env: BTreeMap<String, String>, client: McpClient) -> EnvRunner {
         EnvRunner {
             env,
             inner: Arc::new(ClientRunner::new(ShellRunner::new(), client)),

@@ -1,5 +1,5 @@
 //! Tool modules: finding `.star` files, loading them (a module may only define things), and
-//! turning their public functions into [`Tool`]s with schemas derived from the signatures.
+//! turning their public functions into [`ServedFunction`]s with schemas derived from the signatures.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,8 +23,8 @@ pub struct ToolModule {
     pub module: FrozenModule,
 }
 
-/// One served function.
-pub struct Tool {
+/// A public function of a tool module, served as an MCP tool.
+pub struct ServedFunction {
     /// The MCP tool name: the function's name in snake_case.
     pub name: String,
     /// The function's name in the module.
@@ -53,7 +53,7 @@ pub struct Param {
     pub description: Option<String>,
 }
 
-impl Tool {
+impl ServedFunction {
     /// The input schema: an object of the parameters, closed to others.
     pub fn input_schema(&self) -> Map<String, Json> {
         let mut properties = Map::new();
@@ -107,7 +107,7 @@ impl Tool {
                 "it takes no arguments".to_string()
             } else {
                 let names: Vec<String> = self.params.iter().map(|p| p.name.clone()).collect();
-                format!("it takes {}", super::quoted(&names))
+                format!("it takes {}", crate::display::quoted(&names))
             }
         };
         if let Some(unknown) = arguments
@@ -209,7 +209,7 @@ fn collect(path: &Path, into: &mut Vec<PathBuf>) -> Result<(), ServeError> {
 /// Loads the module at `path` (relative to `base`) and returns its tools: the functions
 /// named in `exports = [...]`, or else every top-level function whose name does not start
 /// with `_`.
-pub fn load(base: &Path, path: &Path, limits: &Limits) -> Result<Vec<Tool>, ServeError> {
+pub fn load(base: &Path, path: &Path, limits: &Limits) -> Result<Vec<ServedFunction>, ServeError> {
     let origin = path.display().to_string();
     let source = std::fs::read_to_string(base.join(path)).map_err(|e| ServeError::Read {
         path: path.to_path_buf(),
@@ -325,7 +325,11 @@ fn exports<'d>(
 }
 
 /// The tool of one function.
-fn tool(module: &Arc<ToolModule>, function: &str, origin: &str) -> Result<Tool, ServeError> {
+fn tool(
+    module: &Arc<ToolModule>,
+    function: &str,
+    origin: &str,
+) -> Result<ServedFunction, ServeError> {
     let value = module
         .module
         .get(function)
@@ -365,7 +369,7 @@ fn tool(module: &Arc<ToolModule>, function: &str, origin: &str) -> Result<Tool, 
         Ok(_) => None,
         Err(ty) => return Err(bad(format!("its return type `{ty}` has no JSON form"))),
     };
-    Ok(Tool {
+    Ok(ServedFunction {
         name: snake_case(function),
         function: function.to_string(),
         module: Arc::clone(module),

@@ -16,9 +16,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value as Json;
 
-use super::{EnvRunner, Tool, ToolSet, quoted};
+use super::{EnvRunner, ServedFunction, ToolSet};
+use crate::display::quoted;
 use crate::engine::CancelToken;
 use crate::engine::compiled::{self, Called, DirectCall, Limits, Suspension};
+use crate::transport;
 
 /// What every call shares.
 struct Shared {
@@ -98,7 +100,7 @@ impl ToolServer {
 /// A successful call: a dict is also `structuredContent` when the function declares it
 /// returns one; a string is the text itself; other values are their JSON; `None` is no
 /// content.
-fn returned(tool: &Tool, value: Json) -> CallToolResult {
+fn returned(tool: &ServedFunction, value: Json) -> CallToolResult {
     match value {
         Json::Object(_) if tool.output.is_some() => CallToolResult::structured(value),
         Json::Null => CallToolResult::success(Vec::new()),
@@ -112,7 +114,7 @@ fn error(text: String) -> CallToolResult {
 }
 
 /// A tool as `tools/list` gives it.
-fn definition(tool: &Tool) -> rmcp::model::Tool {
+fn definition(tool: &ServedFunction) -> rmcp::model::Tool {
     let definition = rmcp::model::Tool::new_with_raw(
         tool.name.clone(),
         tool.description.clone().map(Cow::Owned),
@@ -157,7 +159,7 @@ impl ServerHandler for ToolServer {
                 format!(
                     "unknown tool `{}`; the tools are {}",
                     request.name,
-                    quoted(&self.shared.tools.names())
+                    quoted(self.shared.tools.names())
                 ),
                 None,
             ));
@@ -181,7 +183,7 @@ impl ServerHandler for ToolServer {
         canceller.abort();
         result
             .map(Into::into)
-            .map_err(|e| McpError::internal_error(format!("the call panicked: {e}"), None))
+            .map_err(|e| transport::call_panicked(&e))
     }
 
     async fn on_custom_request(
@@ -189,6 +191,6 @@ impl ServerHandler for ToolServer {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        Err(crate::mcp::server::refuse_custom_request(&request))
+        Err(transport::refuse_custom_request(&request))
     }
 }

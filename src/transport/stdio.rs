@@ -8,14 +8,26 @@
 
 use std::sync::Arc;
 
-use rmcp::RoleServer;
+use anyhow::Context as _;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value as Json, json};
 use tokio::io::{
     AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader, Stdin, Stdout,
 };
 use tokio::sync::Mutex;
+
+/// Serves `handler` over stdin and stdout until the client goes away.
+pub async fn serve_stdio(handler: impl ServerHandler) -> anyhow::Result<()> {
+    let running = handler
+        .serve(Stdio::new())
+        .await
+        .context("the MCP handshake on stdio failed")?;
+    let reason = running.waiting().await;
+    tracing::info!("stdio session ended: {reason:?}");
+    Ok(())
+}
 
 /// The longest message read (as rmcp's own transport): longer lines are refused.
 const MAX_LINE: usize = 16 * 1024 * 1024;

@@ -1,0 +1,34 @@
+//! Small display helpers shared by the command line, the MCP servers and `mekara install`:
+//! times, kinds of JSON values, lists of names. They only format; what a message says is
+//! up to its caller, and nothing here depends on the command line or the servers.
+
+use std::fmt::Display;
+
+use serde_json::Value as Json;
+
+/// `2026-11-22T03:05:12Z` from Unix milliseconds.
+pub fn format_time(ms: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// `a string`, `an array`, … for error messages.
+pub fn json_type(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// `` `a`, `b` ``: names in backticks, joined by commas.
+pub fn quoted<T: Display>(names: impl IntoIterator<Item = T>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

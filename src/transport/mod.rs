@@ -1,0 +1,74 @@
+//! What `mekara mcp` ([`crate::mcp`]) and `mekara serve` ([`crate::serve`]) share below
+//! their rmcp handlers:
+//!
+//! - [`stdio`]: newline-delimited JSON-RPC on stdin and stdout, answering malformed lines;
+//! - [`http`]: Streamable HTTP at `/mcp`, with the loopback `Host` and `Origin` checks;
+//! - this file: the protocol errors both handlers give for requests they cannot take.
+//!
+//! It knows nothing of scripts, runs or served functions: a handler is any
+//! [`rmcp::ServerHandler`].
+
+pub mod http;
+pub mod stdio;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolRequestParams, CustomRequest, GetPromptRequestParams};
+
+pub use http::{HttpOptions, serve_http};
+pub use stdio::{Stdio, serve_stdio};
+
+/// Methods of the protocol that rmcp would pass on as custom requests only when their
+/// params are malformed.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+/// The error for a request rmcp handed over as a custom request, which it does for any
+/// request it could not read, including a known method whose params do not fit: that one is
+/// `-32602 Invalid params`, saying what does not fit, not "method not found".
+pub fn refuse_custom_request(request: &CustomRequest) -> McpError {
+    let method = request.method.as_str();
+    if !KNOWN_METHODS.contains(&method) {
+        return McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method `{method}` not found"),
+            None,
+        );
+    }
+    let Some(params) = request.params.clone() else {
+        return McpError::invalid_params(format!("`{method}` needs params"), None);
+    };
+    let reason = match method {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params)
+            .err()
+            .map(|e| e.to_string()),
+        "prompts/get" => serde_json::from_value::<GetPromptRequestParams>(params)
+            .err()
+            .map(|e| e.to_string()),
+        _ => None,
+    };
+    McpError::invalid_params(
+        format!(
+            "invalid params for `{method}`: {}",
+            reason.unwrap_or_else(|| "they do not fit the method".to_string())
+        ),
+        None,
+    )
+}
+
+/// The error for a tool call whose blocking thread panicked.
+pub fn call_panicked(error: &tokio::task::JoinError) -> McpError {
+    McpError::internal_error(format!("the call panicked: {error}"), None)
+}
