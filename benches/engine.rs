@@ -286,7 +286,10 @@ impl Bench {
             wall,
             cpu,
             // mekara and the shells it reaped, less mekara.
-            shells: (children_cpu() - children_before).saturating_sub(cpu),
+            shells: children_cpu()
+                .checked_sub(children_before)
+                .expect("children only gain CPU time")
+                .saturating_sub(cpu),
         }
     }
 
@@ -467,8 +470,12 @@ fn spawn_directly(shell: &Path, folder: &Path, path: &OsString, home: &Path) -> 
     }
     Timed {
         wall: started.elapsed(),
-        cpu: thread_cpu() - cpu_before,
-        shells: children_cpu() - children_before,
+        cpu: thread_cpu()
+            .checked_sub(cpu_before)
+            .expect("a thread only gains CPU time"),
+        shells: children_cpu()
+            .checked_sub(children_before)
+            .expect("children only gain CPU time"),
     }
 }
 
@@ -571,6 +578,8 @@ struct Rss {
 fn standard_error_of_median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
+    // An index into a short list of samples: in range and non-negative by construction.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let quartile = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
     let sigma = (quartile(0.75) - quartile(0.25)) / 1.349;
     1.2533 * sigma / (values.len() as f64).sqrt()

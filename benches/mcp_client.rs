@@ -7,7 +7,7 @@
 //! so and stops.
 //!
 //! 1. **Call overhead**: one warm `tools/call` of server-everything's `echo` through
-//!    `mekara::client::McpClient::call` (policy, cached tool list, schema check, the hop to the
+//!    `mekara::McpClient::call` (policy, cached tool list, schema check, the hop to the
 //!    client's own runtime and back, redaction) against the same call made with a bare rmcp
 //!    client on the bench thread's runtime, each to its own server-everything process. Calls
 //!    alternate between the two so a slow moment of the machine lands on both. Target: the
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mekara::client::McpClient;
+use mekara::McpClient;
 use mekara::engine::CancelToken;
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
@@ -197,6 +197,8 @@ async fn start_up(program: &Path, args: &[&Path]) -> Duration {
     took
 }
 
+// Short names for the figures of one round, read beside the table they fill.
+#[allow(clippy::many_single_char_names)]
 fn listing(
     runtime: &tokio::runtime::Runtime,
     root: &Path,

@@ -7,13 +7,13 @@ use std::fmt::Display;
 use serde_json::Value as Json;
 
 /// `2026-11-22T03:05:12Z` from Unix milliseconds.
-pub fn format_time(ms: u64) -> String {
+pub(crate) fn format_time(ms: u64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
 /// `a string`, `an array`, … for error messages.
-pub fn json_type(value: &Json) -> &'static str {
+pub(crate) fn json_type(value: &Json) -> &'static str {
     match value {
         Json::Null => "null",
         Json::Bool(_) => "a boolean",
@@ -25,7 +25,7 @@ pub fn json_type(value: &Json) -> &'static str {
 }
 
 /// `` `a`, `b` ``: names in backticks, joined by commas.
-pub fn quoted<T: Display>(names: impl IntoIterator<Item = T>) -> String {
+pub(crate) fn quoted<T: Display>(names: impl IntoIterator<Item = T>) -> String {
     names
         .into_iter()
         .map(|n| format!("`{n}`"))

@@ -13,17 +13,28 @@
 //!
 //! The engine knows nothing about terminals or MCP; those are adapters on top of it.
 
-pub mod cli;
-pub mod client;
-pub mod display;
+// Crate-private items say so (`pub(crate)`), so the compiler reports what nothing uses.
+// Set here, not in Cargo.toml: in the test and bench binaries nothing is reachable.
+#![warn(unreachable_pub)]
+// A dependency nothing uses fails the lint gate (tests and benches have their own).
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+
+// The engine is also a library: the integration tests drive `Executor` directly where the
+// terminal cannot make the call, and the benches call the MCP client. Everything else is
+// crate-private, so the compiler reports what nothing uses.
 pub mod engine;
-pub mod exit;
-pub mod hooks;
-pub mod install;
-pub mod mcp;
 pub mod paths;
 pub mod script;
-pub mod serve;
-pub mod transport;
+
+mod cli;
+mod client;
+mod display;
+mod exit;
+mod hooks;
+mod install;
+mod mcp;
+mod serve;
+mod transport;
 
 pub use cli::run;
+pub use client::McpClient;

@@ -7,12 +7,12 @@ use crate::engine::compiled::{Limits, Program};
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(super) struct CheckArgs {
     /// Scripts to check; all compiled scripts when none is given.
     names: Vec<String>,
 }
 
-pub fn run(args: CheckArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     let (_, resolver) = super::locate()?;
     let names: Vec<String> = if args.names.is_empty() {
         resolver

@@ -10,7 +10,7 @@ use crate::exit::Exit;
 use crate::hooks::{self, Hook};
 
 #[derive(Debug, Args)]
-pub struct HookArgs {
+pub(super) struct HookArgs {
     /// Which hook to run (Claude Code passes its event's JSON on stdin).
     hook: HookName,
 }
@@ -23,7 +23,7 @@ enum HookName {
     RerouteAgentCommands,
 }
 
-pub fn run(args: HookArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: HookArgs) -> anyhow::Result<Exit> {
     let hook = match args.hook {
         HookName::RerouteUserCommands => Hook::RerouteUserCommands,
         HookName::RerouteAgentCommands => Hook::RerouteAgentCommands,

@@ -4,12 +4,12 @@ use super::output::out;
 use clap::{Args, ValueEnum};
 
 use crate::exit::Exit;
-pub use crate::install::Direction;
+pub(super) use crate::install::Direction;
 use crate::install::{self, Client, Report, Scope};
 use crate::paths::Locations;
 
 #[derive(Debug, Args)]
-pub struct InstallArgs {
+pub(super) struct InstallArgs {
     /// For every project: `~/.mekara`, `~/.claude`, `~/.claude.json` instead of the project's
     /// `.mekara`, `.claude`, `.mcp.json`.
     #[arg(long)]
@@ -32,7 +32,7 @@ enum ClientArg {
     Codex,
 }
 
-pub fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
+pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
     let locations = Locations::discover(&cwd);

@@ -12,7 +12,7 @@ use crate::mcp::{self, SessionPlan};
 use crate::transport::HttpOptions;
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(super) struct McpArgs {
     #[command(flatten)]
     http: HttpArgs,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
@@ -23,7 +23,7 @@ pub struct McpArgs {
     cassette: Option<PathBuf>,
 }
 
-pub fn run(args: McpArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         return super::usage("`--timeout` must be a positive number of seconds");
     }

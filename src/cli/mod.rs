@@ -149,11 +149,8 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 .is_empty()
                 .then_some("`mekara scripts` lists the scripts there are");
         }
-        match cause.downcast_ref::<EngineError>() {
-            Some(EngineError::RunNotFound { .. }) => {
-                return Some("`mekara runs` lists the runs there are");
-            }
-            _ => {}
+        if let Some(EngineError::RunNotFound { .. }) = cause.downcast_ref::<EngineError>() {
+            return Some("`mekara runs` lists the runs there are");
         }
         match cause.downcast_ref::<EjectError>() {
             Some(EjectError::Exists { .. }) => {

@@ -20,7 +20,7 @@ use crate::engine::{
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     /// The script to run (`test/random` or `test:random`).
     #[arg(required_unless_present = "resume")]
     name: Option<String>,
@@ -38,7 +38,7 @@ pub struct RunArgs {
     timeout: f64,
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
@@ -54,38 +54,35 @@ pub fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let started = Instant::now();
 
     let ctrl_c;
-    let (mut executor, first) = match &args.resume {
-        Some(id) => {
-            let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
-            let said = torn
-                .map_or(Ok(()), |torn| {
-                    outln!(
-                        "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped and that step runs again",
-                        torn.len, torn.offset
-                    )
-                })
-                .and_then(|()| outln!("resuming run {id}"));
-            if let Err(e) = said {
-                return left_with_output_closed(&executor, Err(e.into()));
-            }
-            terminal.watch(&executor);
-            ctrl_c = CtrlC::install(&executor);
-            let first = executor.advance(&terminal);
-            (executor, first)
+    let (mut executor, first) = if let Some(id) = &args.resume {
+        let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+        let said = torn
+            .map_or(Ok(()), |torn| {
+                outln!(
+                    "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped and that step runs again",
+                    torn.len, torn.offset
+                )
+            })
+            .and_then(|()| outln!("resuming run {id}"));
+        if let Err(e) = said {
+            return left_with_output_closed(&executor, Err(e.into()));
         }
-        None => {
-            let mut executor = Executor::new(resolver, store, runner, settings);
-            let name = args.name.as_deref().unwrap_or_default();
-            let cwd = std::env::current_dir()?;
-            let working_dir = args
-                .working_dir
-                .as_ref()
-                .map_or_else(|| cwd.clone(), |d| cwd.join(d));
-            terminal.watch(&executor);
-            ctrl_c = CtrlC::install(&executor);
-            let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
-            (executor, first)
-        }
+        terminal.watch(&executor);
+        ctrl_c = CtrlC::install(&executor);
+        let first = executor.advance(&terminal);
+        (executor, first)
+    } else {
+        let mut executor = Executor::new(resolver, store, runner, settings);
+        let name = args.name.as_deref().unwrap_or_default();
+        let cwd = std::env::current_dir()?;
+        let working_dir = args
+            .working_dir
+            .as_ref()
+            .map_or_else(|| cwd.clone(), |d| cwd.join(d));
+        terminal.watch(&executor);
+        ctrl_c = CtrlC::install(&executor);
+        let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
+        (executor, first)
     };
     let played = play(
         &mut executor,
@@ -237,17 +234,14 @@ impl<T> Asked<T> {
 /// resumes from this prompt.
 fn left_at_prompt<T>(executor: &Executor, how: &Asked<T>) -> anyhow::Result<Exit> {
     let id = executor.run_id().unwrap_or_default();
-    match how {
-        Asked::Interrupted => {
-            eprintln!("\ninterrupted; resume with `mekara run --resume {id}`");
-            Ok(Exit::Interrupted)
-        }
-        _ => {
-            outln!(
-                "\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`"
-            )?;
-            Ok(Exit::Failure)
-        }
+    if let Asked::Interrupted = how {
+        eprintln!("\ninterrupted; resume with `mekara run --resume {id}`");
+        Ok(Exit::Interrupted)
+    } else {
+        outln!(
+            "\nstdin closed before the run finished; it is saved: resume it with `mekara run --resume {id}`"
+        )?;
+        Ok(Exit::Failure)
     }
 }
 

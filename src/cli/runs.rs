@@ -9,7 +9,7 @@ use crate::engine::step::StepRecord;
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
-pub struct RunsArgs {
+pub(super) struct RunsArgs {
     #[command(subcommand)]
     command: Option<RunsCommand>,
 }
@@ -23,7 +23,7 @@ enum RunsCommand {
     },
 }
 
-pub fn run(args: RunsArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
     let (locations, _) = super::locate()?;
     let store = super::run_store(&locations)?;
     match args.command {

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
-pub struct ScriptsArgs {
+pub(super) struct ScriptsArgs {
     #[command(subcommand)]
     command: Option<ScriptsCommand>,
 }
@@ -28,7 +28,7 @@ enum ScriptsCommand {
     },
 }
 
-pub fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     match args.command {
         None => {

@@ -15,7 +15,7 @@ use crate::serve::{self, Config, EnvRunner, ToolServer, ToolSet};
 use crate::transport;
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(super) struct ServeArgs {
     /// `.star` modules to serve: files, folders (searched recursively) or globs. Default:
     /// the project's `.mekara/tools/`.
     #[arg(value_name = "PATH")]
@@ -40,7 +40,7 @@ pub struct ServeArgs {
     max_ticks: u64,
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         return super::usage("`--timeout` must be a positive number of seconds");
     }

@@ -12,7 +12,7 @@ use crate::engine::CancelToken;
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
-pub struct ToolsArgs {
+pub(super) struct ToolsArgs {
     #[command(subcommand)]
     command: ToolsCommand,
 }
@@ -57,7 +57,7 @@ enum Output {
     Json,
 }
 
-pub fn run(args: ToolsArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: ToolsArgs) -> anyhow::Result<Exit> {
     let (locations, _) = super::locate()?;
     let root = match &locations.project_root {
         Some(root) => root.clone(),

@@ -11,7 +11,7 @@ use crate::exit::Exit;
 use crate::mcp::{SessionPlan, vcr};
 
 #[derive(Debug, Args)]
-pub struct VcrArgs {
+pub(super) struct VcrArgs {
     #[command(subcommand)]
     command: VcrCommand,
 }
@@ -31,7 +31,7 @@ enum VcrCommand {
     },
 }
 
-pub fn run(args: VcrArgs) -> anyhow::Result<Exit> {
+pub(super) fn run(args: VcrArgs) -> anyhow::Result<Exit> {
     let VcrCommand::Replay {
         cassette,
         working_dir,

@@ -15,7 +15,7 @@ use super::error::ClientError;
 
 /// How to reach a server, after expansion.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// A child process speaking MCP on stdin/stdout.
     Stdio {
         /// The program.
@@ -36,7 +36,7 @@ pub enum Transport {
 
 /// One configured HTTP header.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Header {
+pub(crate) struct Header {
     /// Its name.
     pub name: String,
     /// Its value, expanded.
@@ -48,7 +48,7 @@ pub struct Header {
 /// A server as declared, before its variables are expanded (expansion may fail for one
 /// server without spoiling the others).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerDecl {
+pub(crate) struct ServerDecl {
     /// Its name.
     pub name: String,
     /// The file that declares it.
@@ -59,7 +59,7 @@ pub struct ServerDecl {
 
 /// A server ready to connect to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// Its name.
     pub name: String,
     /// How to reach it.
@@ -118,7 +118,10 @@ impl Secrets {
 /// The servers declared for a project: `.mcp.json` first, then the user's servers from
 /// `~/.claude.json` (top-level `mcpServers`, and the `projects` entry of this project)
 /// for names the project does not declare.
-pub fn discover(root: Option<&Path>, home: Option<&Path>) -> Result<Vec<ServerDecl>, ClientError> {
+pub(crate) fn discover(
+    root: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<Vec<ServerDecl>, ClientError> {
     let mut servers: Vec<ServerDecl> = Vec::new();
     if let Some(root) = root {
         let file = root.join(".mcp.json");
@@ -196,7 +199,7 @@ fn add_servers(
 
 impl ServerDecl {
     /// Checks the declaration and expands its variables from `env`.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<(ServerConfig, Secrets), ClientError> {
@@ -299,7 +302,7 @@ impl ServerDecl {
 /// Expands `${VAR}` and `${VAR:-default}` in `text`; returns the text and the variables
 /// that were read from the environment. A variable that is not set and has no default is
 /// an error, as in Claude Code.
-pub fn expand(
+pub(crate) fn expand(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Secrets,

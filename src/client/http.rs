@@ -32,7 +32,7 @@ const JSON: &str = "application/json";
 
 /// Why a request failed below MCP.
 #[derive(Debug, thiserror::Error)]
-pub enum HttpError {
+pub(crate) enum HttpError {
     /// The connection or the exchange failed.
     #[error("{0}")]
     Hyper(#[from] hyper::Error),
@@ -51,18 +51,18 @@ pub enum HttpError {
 }
 
 /// The status of a 401 or 403 answer, when one came.
-pub type AuthFailure = Arc<Mutex<Option<StatusCode>>>;
+pub(crate) type AuthFailure = Arc<Mutex<Option<StatusCode>>>;
 
 /// A Streamable HTTP client with fixed extra headers.
 #[derive(Clone)]
-pub struct HyperClient {
+pub(crate) struct HyperClient {
     headers: Arc<Vec<(HeaderName, HeaderValue)>>,
     auth: AuthFailure,
 }
 
 impl HyperClient {
     /// A client that sends `headers` with every request and notes auth failures in `auth`.
-    pub fn new(headers: Vec<(HeaderName, HeaderValue)>, auth: AuthFailure) -> HyperClient {
+    pub(crate) fn new(headers: Vec<(HeaderName, HeaderValue)>, auth: AuthFailure) -> HyperClient {
         HyperClient {
             headers: Arc::new(headers),
             auth,

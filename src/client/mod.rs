@@ -19,11 +19,11 @@
 //! channel, checking the step's cancel token meanwhile; it never blocks inside the caller's
 //! runtime, and dropping the client shuts its runtime down in the background.
 
-pub mod config;
-pub mod error;
-pub mod http;
-pub mod policy;
-pub mod schema;
+pub(crate) mod config;
+pub(crate) mod error;
+pub(crate) mod http;
+pub(crate) mod policy;
+pub(crate) mod schema;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -40,9 +40,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Map, Value as Json};
 
-pub use config::Secrets;
-pub use error::ClientError;
-pub use policy::Policy;
+pub(crate) use config::Secrets;
+pub(crate) use error::ClientError;
+pub(crate) use policy::Policy;
 
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
@@ -777,14 +777,14 @@ fn content_text(content: &[ContentBlock]) -> String {
 
 /// The effect runner of runs that may call MCP tools: shell steps as [`ShellRunner`] runs
 /// them, tool calls through an [`McpClient`].
-pub struct ClientRunner {
+pub(crate) struct ClientRunner {
     shell: ShellRunner,
     client: McpClient,
 }
 
 impl ClientRunner {
     /// Runs shell steps with `shell` and tool calls with `client`.
-    pub fn new(shell: ShellRunner, client: McpClient) -> ClientRunner {
+    pub(crate) fn new(shell: ShellRunner, client: McpClient) -> ClientRunner {
         ClientRunner { shell, client }
     }
 }

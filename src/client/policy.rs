@@ -20,13 +20,13 @@ use serde::Deserialize;
 use super::error::ClientError;
 
 /// The file policy lives in, relative to the project root.
-pub const POLICY_FILE: &str = ".mekara/config.toml";
+pub(crate) const POLICY_FILE: &str = ".mekara/config.toml";
 
 /// Default time a call may take.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// Default retries of a call that failed in transport.
-pub const DEFAULT_RETRIES: u32 = 1;
+pub(crate) const DEFAULT_RETRIES: u32 = 1;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,7 +38,7 @@ struct File {
 /// One server's policy.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ServerPolicy {
+pub(crate) struct ServerPolicy {
     /// Whether the server may be contacted at all.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -82,18 +82,18 @@ impl Default for ServerPolicy {
 
 /// The policies of all servers.
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
+pub(crate) struct Policy {
     servers: BTreeMap<String, ServerPolicy>,
 }
 
 /// Why policy refuses a call: the whole message, and the setting that decided it (short,
 /// for listings).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal(pub String, pub String);
+pub(crate) struct Refusal(pub String, pub String);
 
 impl Policy {
     /// Reads `<root>/.mekara/config.toml`; no file means the defaults.
-    pub fn load(root: Option<&Path>) -> Result<Policy, ClientError> {
+    pub(crate) fn load(root: Option<&Path>) -> Result<Policy, ClientError> {
         let Some(root) = root else {
             return Ok(Policy::default());
         };
@@ -132,24 +132,24 @@ impl Policy {
     }
 
     /// The policy of `server` (the defaults when it has no section).
-    pub fn server(&self, server: &str) -> ServerPolicy {
+    pub(crate) fn server(&self, server: &str) -> ServerPolicy {
         self.servers.get(server).cloned().unwrap_or_default()
     }
 
     /// How long one call to `server` may take.
-    pub fn timeout(&self, server: &str) -> Duration {
+    pub(crate) fn timeout(&self, server: &str) -> Duration {
         self.server(server)
             .timeout
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
     }
 
     /// How often a call to `server` is retried after a transport failure.
-    pub fn retries(&self, server: &str) -> u32 {
+    pub(crate) fn retries(&self, server: &str) -> u32 {
         self.server(server).retries.unwrap_or(DEFAULT_RETRIES)
     }
 
     /// Whether `server` may be contacted; the refusal names the setting.
-    pub fn check_server(&self, server: &str) -> Result<(), Refusal> {
+    pub(crate) fn check_server(&self, server: &str) -> Result<(), Refusal> {
         if self.server(server).enabled {
             return Ok(());
         }
@@ -164,7 +164,12 @@ impl Policy {
 
     /// Whether `tool` of `server` (annotated read-only or not) may run; the refusal names
     /// the setting that would allow it.
-    pub fn check_tool(&self, server: &str, tool: &str, read_only: bool) -> Result<(), Refusal> {
+    pub(crate) fn check_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        read_only: bool,
+    ) -> Result<(), Refusal> {
         self.check_server(server)?;
         let policy = self.server(server);
         let file = self.shown_file();
@@ -203,7 +208,7 @@ impl Policy {
 }
 
 /// Glob match with `*` (any run of characters) and `?` (one character).
-pub fn glob(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
     let (mut pi, mut ni) = (0, 0);
@@ -227,7 +232,7 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 }
 
 /// The commented example `mekara tools init` writes for `servers`.
-pub fn example(servers: &[String]) -> String {
+pub(crate) fn example(servers: &[String]) -> String {
     let mut out = String::from(
         "# mekara's policy for the MCP servers of .mcp.json: which tools scripts may call\n\
          # through `mcp()` steps, `[use-mcp:...]` prompt tags and `mekara tools call`.\n\

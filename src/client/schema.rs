@@ -9,7 +9,10 @@
 use serde_json::{Map, Value as Json};
 
 /// Checks `arguments` against `schema`; the error names the first field that does not fit.
-pub fn validate(schema: &Map<String, Json>, arguments: &Map<String, Json>) -> Result<(), String> {
+pub(crate) fn validate(
+    schema: &Map<String, Json>,
+    arguments: &Map<String, Json>,
+) -> Result<(), String> {
     check(schema, &Json::Object(arguments.clone()), "")
 }
 

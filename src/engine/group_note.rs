@@ -54,7 +54,7 @@ fn path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// Nanoseconds on the boot clock, which `/proc/<pid>/stat` start times are counted on.
-pub fn boot_clock_ns() -> u64 {
+pub(crate) fn boot_clock_ns() -> u64 {
     let Ok(t) = clock_gettime(ClockId::CLOCK_BOOTTIME) else {
         return 0;
     };

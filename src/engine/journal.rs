@@ -431,7 +431,10 @@ mod tests {
 
     fn step_event() -> Event {
         let mut kwargs = serde_json::Map::new();
-        kwargs.insert("n".into(), serde_json::json!(12345678901234567890u64));
+        kwargs.insert(
+            "n".into(),
+            serde_json::json!(12_345_678_901_234_567_890_u64),
+        );
         kwargs.insert("f".into(), serde_json::json!(1.5));
         Event::Step(StepEvent {
             depth: 1,

@@ -5,17 +5,17 @@
 //! terminals or MCP: callers drive it through [`Executor`] and hear about steps through an
 //! [`Observer`].
 
-pub mod compiled;
-pub mod error;
-pub mod executor;
-pub mod group_note;
+pub(crate) mod compiled;
+pub(crate) mod error;
+pub(crate) mod executor;
+pub(crate) mod group_note;
 pub mod journal;
-pub mod observer;
-pub mod runner;
+pub(crate) mod observer;
+pub(crate) mod runner;
 pub mod runs;
-pub mod shell;
-pub mod step;
-pub mod tool;
+pub(crate) mod shell;
+pub(crate) mod step;
+pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};
 pub use executor::{Executor, Pending, Settings};

@@ -11,14 +11,14 @@ use serde_json::{Map, Value as Json};
 use super::step::StepResult;
 
 /// The `context` of steps made for prompt tags in llm prompts.
-pub const PROMPT_TAG_CONTEXT: &str = "[use-mcp] tag in an llm prompt";
+pub(crate) const PROMPT_TAG_CONTEXT: &str = "[use-mcp] tag in an llm prompt";
 
 /// The `context` of steps made for prompt tags in NL instructions.
-pub const NL_TAG_CONTEXT: &str = "[use-mcp] tag in NL instructions";
+pub(crate) const NL_TAG_CONTEXT: &str = "[use-mcp] tag in NL instructions";
 
 /// A piece of a text with prompt tags.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Piece<'t> {
+pub(crate) enum Piece<'t> {
     /// Plain text, kept as is.
     Text(&'t str),
     /// A tag that parsed: the call it stands for.
@@ -44,7 +44,7 @@ const OPEN: &str = "[use-mcp:";
 /// Splits `text` into plain text and tags. A tag is `[use-mcp:SERVER/TOOL]` or
 /// `[use-mcp:SERVER/TOOL:{json}]`; the JSON is read by a real JSON parser, so brackets and
 /// quotes inside it (`{"q": "a]b"}`, nested objects and arrays) are part of the arguments.
-pub fn parse(text: &str) -> Vec<Piece<'_>> {
+pub(crate) fn parse(text: &str) -> Vec<Piece<'_>> {
     let mut pieces = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find(OPEN) {
@@ -146,7 +146,7 @@ fn parse_tag(text: &str) -> (Piece<'_>, usize) {
 }
 
 /// How a tag's result reads in place of the tag: the tool's text, or the error.
-pub fn shown(server: &str, tool: &str, result: &StepResult) -> String {
+pub(crate) fn shown(server: &str, tool: &str, result: &StepResult) -> String {
     if result.success {
         return result.output.clone();
     }
@@ -158,13 +158,13 @@ pub fn shown(server: &str, tool: &str, result: &StepResult) -> String {
 }
 
 /// The text shown for a malformed tag.
-pub fn shown_malformed(text: &str, reason: &str) -> String {
+pub(crate) fn shown_malformed(text: &str, reason: &str) -> String {
     format!("[use-mcp error: {reason} (in `{text}`)]")
 }
 
 /// Replaces every tag of `text` by what `call` gives for it (in order). Text without tags
 /// is returned without calling anything.
-pub fn expand<E>(
+pub(crate) fn expand<E>(
     text: &str,
     mut call: impl FnMut(&str, &str, Map<String, Json>) -> Result<StepResult, E>,
 ) -> Result<String, E> {

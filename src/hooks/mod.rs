@@ -17,16 +17,16 @@ use crate::script::Resolver;
 
 /// The name mekara's server is registered under in Claude Code (`.mcp.json`), which makes
 /// its tools `mcp__mekara__<tool>`.
-pub const SERVER_NAME: &str = "mekara";
+pub(crate) const SERVER_NAME: &str = "mekara";
 
 /// The name Claude Code gives one of mekara's tools.
-pub fn claude_tool_name(tool: AgentTool) -> String {
+pub(crate) fn claude_tool_name(tool: AgentTool) -> String {
     format!("mcp__{SERVER_NAME}__{}", tool.name())
 }
 
 /// The hooks mekara provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
+pub(crate) enum Hook {
     /// UserPromptSubmit: a typed `/name args` for a compiled script.
     RerouteUserCommands,
     /// PreToolUse (matcher `Skill`): the agent reaching for a compiled script.
@@ -35,10 +35,10 @@ pub enum Hook {
 
 impl Hook {
     /// Every hook, in the order `mekara install` adds them.
-    pub const ALL: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
+    pub(crate) const ALL: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
 
     /// The subcommand name (`mekara hook <name>`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Hook::RerouteUserCommands => "reroute-user-commands",
             Hook::RerouteAgentCommands => "reroute-agent-commands",
@@ -46,7 +46,7 @@ impl Hook {
     }
 
     /// The Claude Code hook event it answers.
-    pub fn event(self) -> &'static str {
+    pub(crate) fn event(self) -> &'static str {
         match self {
             Hook::RerouteUserCommands => "UserPromptSubmit",
             Hook::RerouteAgentCommands => "PreToolUse",
@@ -54,7 +54,7 @@ impl Hook {
     }
 
     /// The tool matcher it is registered with, for tool events.
-    pub fn matcher(self) -> Option<&'static str> {
+    pub(crate) fn matcher(self) -> Option<&'static str> {
         match self {
             Hook::RerouteUserCommands => None,
             Hook::RerouteAgentCommands => Some("Skill"),
@@ -62,14 +62,14 @@ impl Hook {
     }
 
     /// The command line Claude Code runs.
-    pub fn command(self) -> String {
+    pub(crate) fn command(self) -> String {
         format!("mekara hook {}", self.name())
     }
 }
 
 /// Why a hook said nothing although it was given something: logged, never shown.
 #[derive(Debug, thiserror::Error)]
-pub enum HookInputError {
+pub(crate) enum HookInputError {
     /// Stdin was empty.
     #[error("the hook's input is empty; expected Claude Code's hook JSON on stdin")]
     Empty,
@@ -84,7 +84,7 @@ pub enum HookInputError {
 /// Runs `hook` on its stdin text, with `cwd` the folder Claude Code ran it in. Returns what
 /// to print on stdout (`None`: print nothing). `Err` means the input was malformed; the
 /// caller logs it and still prints nothing.
-pub fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>, HookInputError> {
+pub(crate) fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>, HookInputError> {
     if stdin.trim().is_empty() {
         return Err(HookInputError::Empty);
     }
@@ -127,7 +127,7 @@ fn str_field<'a>(input: &'a Json, field: &'static str) -> Result<&'a str, HookIn
 
 /// `/name args` → (`name`, `args`): the name runs to the first whitespace, the arguments are
 /// the rest (any number of lines), trimmed as Claude Code trims `<command-args>`.
-pub fn user_command(prompt: &str) -> Option<(&str, &str)> {
+pub(crate) fn user_command(prompt: &str) -> Option<(&str, &str)> {
     let rest = prompt.trim_start().strip_prefix('/')?;
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let (name, args) = rest.split_at(end);

@@ -17,7 +17,7 @@ use crate::mcp::tools;
 
 /// A configuration file that cannot be edited safely. Nothing was written.
 #[derive(Debug, thiserror::Error)]
-pub enum EditError {
+pub(crate) enum EditError {
     /// The file does not parse.
     #[error(
         "cannot parse `{}`: {reason}; fix it (or move it away), then run the command again",
@@ -55,7 +55,7 @@ pub enum EditError {
 }
 
 /// What editing one file came to.
-pub struct Edit {
+pub(super) struct Edit {
     /// The change to make, if any.
     pub change: Option<Change>,
     /// Entries left alone, in words.
@@ -225,17 +225,17 @@ fn server_entry(
 }
 
 /// The entry that registers `mekara mcp` with Claude Code.
-pub fn claude_server_entry() -> Json {
+pub(super) fn claude_server_entry() -> Json {
     json!({"type": "stdio", "command": "mekara", "args": ["mcp"]})
 }
 
 /// `.mcp.json` (or `~/.claude.json`): the `mekara` server.
-pub fn claude_server(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+pub(super) fn claude_server(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     server_entry(path, direction, "mcpServers", &claude_server_entry())
 }
 
 /// OpenCode's `opencode.json`: the `mekara` server.
-pub fn opencode(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+pub(super) fn opencode(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     let entry = json!({"type": "local", "command": ["mekara", "mcp"], "enabled": true});
     server_entry(path, direction, "mcp", &entry)
 }
@@ -264,7 +264,7 @@ fn is_hook_command(h: &Json, hook: Hook) -> bool {
 }
 
 /// `.claude/settings.json`: both hooks, and every mekara tool allowed.
-pub fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+pub(super) fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     let allowed: Vec<String> = tools::ALL
         .into_iter()
         .map(hooks::claude_tool_name)
@@ -363,7 +363,7 @@ fn describe(hook: Hook) -> String {
 }
 
 /// Codex's `config.toml`: `[mcp_servers.mekara]`.
-pub fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+pub(super) fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     use toml_edit::{DocumentMut, Item, Table, value};
     let existing = read_optional(path)?;
     let text = existing.clone().unwrap_or_default();

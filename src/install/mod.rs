@@ -16,11 +16,11 @@ mod edits;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use edits::EditError;
+pub(crate) use edits::EditError;
 
 /// Which configuration `--client` adds to Claude Code's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
+pub(crate) enum Client {
     /// Claude Code (always set up).
     Claude,
     /// OpenCode: `opencode.json`.
@@ -31,7 +31,7 @@ pub enum Client {
 
 /// Install or uninstall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// Add mekara.
     Install,
     /// Remove what install added.
@@ -40,7 +40,7 @@ pub enum Direction {
 
 /// Where to install: a project folder, or the user's home.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// `<root>/.mekara`, `<root>/.claude`, `<root>/.mcp.json`.
     Project(PathBuf),
     /// `~/.mekara`, `~/.claude`, `~/.claude.json`.
@@ -49,7 +49,7 @@ pub enum Scope {
 
 impl Scope {
     /// The folder everything is under.
-    pub fn base(&self) -> &Path {
+    pub(crate) fn base(&self) -> &Path {
         match self {
             Scope::Project(p) | Scope::User(p) => p,
         }
@@ -58,7 +58,7 @@ impl Scope {
 
 /// Why install could not go ahead. Nothing has been written when [`plan`] fails.
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub(crate) enum InstallError {
     /// A configuration file could not be parsed or has an unexpected shape.
     #[error(transparent)]
     Edit(#[from] EditError),
@@ -96,7 +96,7 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Insta
 
 /// One change to the file system.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Create a folder (and its parents).
     CreateDir,
     /// Create a symlink at the path, pointing at `target` (relative to the link's folder).
@@ -130,7 +130,7 @@ pub enum Action {
 
 /// A change, with what it does in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// The absolute path.
     pub path: PathBuf,
     /// What happens to it.
@@ -141,7 +141,7 @@ pub struct Change {
 
 /// Everything install or uninstall would do.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Install or uninstall.
     pub direction: Direction,
     /// Where.
@@ -156,7 +156,11 @@ pub struct Plan {
 
 /// Computes what install or uninstall would change for `clients` (Claude Code is always
 /// included) in `scope`. Reads files; writes nothing.
-pub fn plan(scope: Scope, clients: &[Client], direction: Direction) -> Result<Plan, InstallError> {
+pub(crate) fn plan(
+    scope: Scope,
+    clients: &[Client],
+    direction: Direction,
+) -> Result<Plan, InstallError> {
     let mut plan = Plan {
         direction,
         scope: scope.clone(),
@@ -380,7 +384,7 @@ fn on_path(name: &str) -> bool {
 }
 
 /// Makes the changes of `plan`, in order.
-pub fn apply(plan: &Plan) -> Result<(), InstallError> {
+pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
     for change in &plan.changes {
         let path = &change.path;
         match &change.action {
@@ -464,7 +468,7 @@ fn display(base: &Path, path: &Path) -> String {
 }
 
 /// The plan as the person reads it; `dry_run` words it as what would happen.
-pub struct Report<'a> {
+pub(crate) struct Report<'a> {
     /// The plan.
     pub plan: &'a Plan,
     /// Whether nothing was applied.

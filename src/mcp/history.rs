@@ -10,7 +10,7 @@ use crate::engine::{FrameEvent, Observer};
 
 /// What happened during one call, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallEvent {
+pub(crate) enum CallEvent {
     /// A step ran.
     Step {
         /// The stack label of its frame: `test:nested[0] > test:random`.
@@ -33,7 +33,7 @@ pub enum CallEvent {
 }
 
 /// Collects [`CallEvent`]s, and passes each step's start and output lines to `progress`.
-pub struct History<'a> {
+pub(crate) struct History<'a> {
     events: RefCell<Vec<CallEvent>>,
     progress: &'a dyn Fn(Progress<'_>),
     line: RefCell<Vec<u8>>,
@@ -41,7 +41,7 @@ pub struct History<'a> {
 
 /// Something worth a progress notification.
 #[derive(Debug, Clone, Copy)]
-pub enum Progress<'a> {
+pub(crate) enum Progress<'a> {
     /// A step started: `test:random[0] $ shuf -i 1-100 -n 1`.
     Started(&'a str),
     /// The running step wrote this line (the last complete one, or what it is writing now).
@@ -50,7 +50,7 @@ pub enum Progress<'a> {
 
 impl<'a> History<'a> {
     /// An empty history that reports progress to `progress`.
-    pub fn new(progress: &'a dyn Fn(Progress<'_>)) -> History<'a> {
+    pub(crate) fn new(progress: &'a dyn Fn(Progress<'_>)) -> History<'a> {
         History {
             events: RefCell::new(Vec::new()),
             progress,
@@ -59,7 +59,7 @@ impl<'a> History<'a> {
     }
 
     /// The events so far.
-    pub fn into_events(self) -> Vec<CallEvent> {
+    pub(crate) fn into_events(self) -> Vec<CallEvent> {
         self.events.into_inner()
     }
 }

@@ -9,12 +9,12 @@
 //! - this file: [`SessionPlan`], and serving sessions over the transports of
 //!   [`crate::transport`].
 
-pub mod history;
-pub mod reply;
-pub mod server;
-pub mod session;
-pub mod tools;
-pub mod vcr;
+pub(crate) mod history;
+pub(crate) mod reply;
+pub(crate) mod server;
+pub(crate) mod session;
+pub(crate) mod tools;
+pub(crate) mod vcr;
 
 use std::path::{Path, PathBuf};
 
@@ -23,13 +23,12 @@ use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
 use crate::paths::Locations;
 use crate::script::Resolver;
 use crate::transport::{self, HttpOptions};
-pub use reply::Reply;
-pub use server::Server;
-pub use session::Session;
+pub(crate) use server::Server;
+pub(crate) use session::Session;
 
 /// Where a session's scripts, runs and default folder come from.
 #[derive(Clone)]
-pub struct SessionPlan {
+pub(crate) struct SessionPlan {
     /// Finds scripts.
     pub resolver: Resolver,
     /// Keeps runs.
@@ -42,7 +41,7 @@ pub struct SessionPlan {
 
 impl SessionPlan {
     /// The plan for a server started in `cwd`.
-    pub fn discover(cwd: &Path, settings: Settings) -> Result<SessionPlan, EngineError> {
+    pub(crate) fn discover(cwd: &Path, settings: Settings) -> Result<SessionPlan, EngineError> {
         let locations = Locations::discover(cwd);
         let store = locations
             .runs_dir()
@@ -58,13 +57,13 @@ impl SessionPlan {
 
     /// The real effect runner of a session: shell steps, and tool calls through an MCP
     /// client of its own (connections live as long as the session).
-    pub fn runner(&self) -> Box<dyn StepRunner> {
+    pub(crate) fn runner(&self) -> Box<dyn StepRunner> {
         let client = crate::client::McpClient::for_locations(&Locations::discover(&self.cwd));
         Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client))
     }
 
     /// A new session that runs effects with `runner`.
-    pub fn session(&self, runner: Box<dyn StepRunner>) -> Session {
+    pub(crate) fn session(&self, runner: Box<dyn StepRunner>) -> Session {
         Session::new(
             self.resolver.clone(),
             self.store.clone(),
@@ -77,7 +76,7 @@ impl SessionPlan {
 
 /// Serves one session over stdin/stdout until the client goes away. With `cassette`, the
 /// session is recorded there.
-pub async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::Result<()> {
     let (runner, recorder) = match cassette {
         Some(path) => {
             let recorder = vcr::Recorder::create(path, &plan.cwd)?;
@@ -94,7 +93,7 @@ pub async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::
 
 /// Serves Streamable HTTP at `http://ADDR/mcp`, each MCP session with its own executor,
 /// until the process is stopped.
-pub async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Result<()> {
+pub(crate) async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Result<()> {
     transport::serve_http("mekara mcp", options, move || {
         Server::new(plan.session(plan.runner()), None)
     })

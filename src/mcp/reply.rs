@@ -41,7 +41,7 @@ const MAX_LINE: usize = 400;
 
 /// What a tool call gives back: Markdown, and whether it is an error the agent must act on.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// The text the agent reads.
     pub text: String,
     /// Whether the call was refused or failed (`isError`).
@@ -50,7 +50,7 @@ pub struct Reply {
 
 impl Reply {
     /// A reply the agent goes on from.
-    pub fn ok(text: String) -> Reply {
+    pub(crate) fn ok(text: String) -> Reply {
         Reply {
             text,
             is_error: false,
@@ -58,7 +58,7 @@ impl Reply {
     }
 
     /// A refusal or failure (`isError`).
-    pub fn error(text: String) -> Reply {
+    pub(crate) fn error(text: String) -> Reply {
         Reply {
             text,
             is_error: true,
@@ -73,12 +73,12 @@ impl Reply {
 const REFUSED: &str = "Refused: ";
 
 /// The way to begin, for an agent with nothing running.
-pub const START_A_SCRIPT: &str = "Call `start` to run a script (`list_scripts` lists them)";
+pub(crate) const START_A_SCRIPT: &str = "Call `start` to run a script (`list_scripts` lists them)";
 
 /// What a refused call left as it was: the last line of its refusal. The wordings differ on
 /// purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unchanged {
+pub(crate) enum Unchanged {
     /// "Nothing changed in the run.": a call on the session's run, refused before it did
     /// anything.
     Run,
@@ -106,7 +106,7 @@ fn refused(reason: &str, unchanged: Unchanged) -> String {
 }
 
 /// `` `resume` with `{"run_id": "<run>"}` ``: the call that takes `run` up again.
-pub fn resume_call(run: &str) -> String {
+pub(crate) fn resume_call(run: &str) -> String {
     format!("`resume` with `{{\"run_id\": \"{run}\"}}`")
 }
 
@@ -126,7 +126,7 @@ fn step_count(n: usize) -> String {
 
 /// A folder as the agent sees it: relative to the session's folder when inside it. Cassettes
 /// write folders the same way, so that they replay in any checkout.
-pub fn shown_dir(dir: &Path, cwd: &Path) -> String {
+pub(crate) fn shown_dir(dir: &Path, cwd: &Path) -> String {
     match dir.strip_prefix(cwd) {
         Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
         Ok(rest) => rest.display().to_string(),
@@ -153,13 +153,13 @@ fn quote(text: &str) -> String {
 // A call that moved a run: the steps executed, then the pending item
 
 /// Where a step's full output can be read, for the line that says some was cut.
-pub struct JournalRef<'a> {
+pub(crate) struct JournalRef<'a> {
     /// The run's id.
     pub run: &'a str,
 }
 
 /// The "steps executed" part of a reply; empty when nothing ran.
-pub fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'_>>) -> String {
+pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'_>>) -> String {
     if events.is_empty() {
         return String::new();
     }
@@ -315,7 +315,7 @@ fn first_line(text: &str) -> &str {
 
 /// The pending part of a reply. `nl_source` is the compiled script's NL text, given the
 /// first time its frame needs the agent.
-pub fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> String {
+pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> String {
     let mut out = String::new();
     match pending {
         Pending::Llm {
@@ -428,7 +428,7 @@ fn with_newline(text: &str) -> String {
 // Refusals
 
 /// The refusal of a call whose arguments do not fit its tool.
-pub fn argument_refusal(error: &ArgumentError) -> String {
+pub(crate) fn argument_refusal(error: &ArgumentError) -> String {
     refused(&sentence(&argument_error(error)), Unchanged::Run)
 }
 
@@ -473,7 +473,7 @@ fn argument_error(error: &ArgumentError) -> String {
 
 /// Says why `error` stopped a call of `tool`, and what to call instead. `last` is the
 /// pending item the agent was last shown; `run` the session's run.
-pub fn refusal(
+pub(crate) fn refusal(
     tool: AgentTool,
     error: &EngineError,
     last: Option<&Pending>,
@@ -540,7 +540,7 @@ pub fn refusal(
 /// The refusal of a call that arrived while another call of the session runs (`what`: the
 /// step it is running). It has no line on what is unchanged: the other call may change the
 /// run yet.
-pub fn busy(what: Option<&str>) -> String {
+pub(crate) fn busy(what: Option<&str>) -> String {
     format!(
         "{REFUSED}another call of this session is still running{}. Wait for its reply, then \
          call again.",
@@ -554,7 +554,7 @@ pub fn busy(what: Option<&str>) -> String {
 /// `status`: the run's stack (outermost first, folders as seen from `cwd`) and the pending
 /// item. `last` is the pending item the agent was last shown; `interrupted`, why it cannot
 /// be trusted.
-pub fn status(
+pub(crate) fn status(
     run: Option<&str>,
     frames: &[Frame],
     cwd: &Path,
@@ -614,7 +614,7 @@ pub fn status(
 }
 
 /// `list_scripts`.
-pub fn scripts(entries: &[ScriptEntry]) -> String {
+pub(crate) fn scripts(entries: &[ScriptEntry]) -> String {
     if entries.is_empty() {
         return "No scripts found.\n".to_string();
     }
@@ -635,7 +635,7 @@ pub fn scripts(entries: &[ScriptEntry]) -> String {
 }
 
 /// `resume` without an id: the runs a restart interrupted, oldest first in `runs`.
-pub fn interrupted_runs(runs: &[RunSummary]) -> String {
+pub(crate) fn interrupted_runs(runs: &[RunSummary]) -> String {
     if runs.is_empty() {
         return "## Interrupted runs\n\nNone: no run is waiting to be resumed. Call `start` to \
                 run a script.\n"
@@ -661,7 +661,7 @@ pub fn interrupted_runs(runs: &[RunSummary]) -> String {
 
 /// The first lines of `resume(run_id)` when it took run `id` up, setting `previous` aside;
 /// `torn` is the record a crash left half-written.
-pub fn resumed(id: &str, previous: Option<&str>, torn: Option<&TornTail>) -> String {
+pub(crate) fn resumed(id: &str, previous: Option<&str>, torn: Option<&TornTail>) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "Resumed run `{id}`.");
     if let Some(previous) = previous {
@@ -683,12 +683,12 @@ pub fn resumed(id: &str, previous: Option<&str>, torn: Option<&TornTail>) -> Str
 }
 
 /// The first lines of `resume(run_id)` for the session's own run.
-pub fn resumed_same(id: &str) -> String {
+pub(crate) fn resumed_same(id: &str) -> String {
     format!("Run `{id}` is this session's run; going on.\n\n")
 }
 
 /// The refusal of `resume(run_id)` when the run cannot be taken up.
-pub fn resume_refused(error: &EngineError) -> String {
+pub(crate) fn resume_refused(error: &EngineError) -> String {
     let hint = match error {
         EngineError::RunNotFound { .. } => {
             " Call `resume` without arguments to list the interrupted runs."
@@ -702,7 +702,7 @@ pub fn resume_refused(error: &EngineError) -> String {
 }
 
 /// `eject_script`: the files written, relative to the project's `root`.
-pub fn ejected(ejected: &Ejected, root: &Path) -> String {
+pub(crate) fn ejected(ejected: &Ejected, root: &Path) -> String {
     let mut text = format!(
         "Copied the bundled script `{}` into the project:\n\n",
         ejected.name
@@ -719,7 +719,7 @@ pub fn ejected(ejected: &Ejected, root: &Path) -> String {
 }
 
 /// The refusal of `eject_script`.
-pub fn eject_refused(error: &EjectError) -> String {
+pub(crate) fn eject_refused(error: &EjectError) -> String {
     let hint = match error {
         EjectError::Exists { .. } => "; overwrite it with `force: true`, or edit it in place",
         _ => "",
@@ -731,23 +731,23 @@ pub fn eject_refused(error: &EjectError) -> String {
 // The handler's own words
 
 /// The server's instructions, given at `initialize`.
-pub const INSTRUCTIONS: &str = "mekara runs workflow scripts. When the user asks for a script \
+pub(crate) const INSTRUCTIONS: &str = "mekara runs workflow scripts. When the user asks for a script \
      (`/name args`), call `start`; then do exactly the one pending item each reply names, and \
      make the call it names (`continue_compiled_script` for an llm step, `finish_nl_script` \
      only when a whole NL script is done).";
 
 /// A step starting, for progress notifications: `test:random[0] $ shuf -i 1-100 -n 1`.
-pub fn step_started(frame: &str, index: usize, input: &StepInput) -> String {
+pub(crate) fn step_started(frame: &str, index: usize, input: &StepInput) -> String {
     format!("{} {}", step_path(frame, index), input.summary())
 }
 
 /// A line the running step wrote, for progress notifications.
-pub fn progress_line(step: &str, line: &str) -> String {
+pub(crate) fn progress_line(step: &str, line: &str) -> String {
     format!("{step}: {line}")
 }
 
 /// The `tools/call` error for a tool mekara does not have.
-pub fn unknown_tool(name: &str) -> String {
+pub(crate) fn unknown_tool(name: &str) -> String {
     format!(
         "unknown tool `{name}`; mekara's tools are {}",
         quoted(tools::ALL.map(AgentTool::name))
@@ -755,17 +755,17 @@ pub fn unknown_tool(name: &str) -> String {
 }
 
 /// The description of every prompt's one argument.
-pub const PROMPT_ARGUMENT: &str = "Replaces `$ARGUMENTS` in the script's instructions.";
+pub(crate) const PROMPT_ARGUMENT: &str = "Replaces `$ARGUMENTS` in the script's instructions.";
 
 /// The `prompts/get` error for a script that does not exist.
-pub fn prompt_not_found(name: &str) -> String {
+pub(crate) fn prompt_not_found(name: &str) -> String {
     format!("prompt `{name}` not found; `prompts/list` lists the prompts there are")
 }
 
 /// The `prompts/get` error for an `arguments` that is not a string.
-pub const PROMPT_ARGUMENT_NOT_STRING: &str = "prompt argument `arguments` must be a string";
+pub(crate) const PROMPT_ARGUMENT_NOT_STRING: &str = "prompt argument `arguments` must be a string";
 
 /// The `prompts/get` error for an argument other than `arguments`.
-pub fn prompt_unknown_argument(prompt: impl Display, argument: &str) -> String {
+pub(crate) fn prompt_unknown_argument(prompt: impl Display, argument: &str) -> String {
     format!("prompt `{prompt}` has no argument `{argument}`: it takes `arguments`")
 }

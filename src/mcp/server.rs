@@ -32,7 +32,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// Serves one session. Cloned by the transport; clones share the session.
 #[derive(Clone)]
-pub struct Server {
+pub(crate) struct Server {
     session: Arc<Mutex<Session>>,
     resolver: Resolver,
     /// What the call in progress is doing, for calls that arrive meanwhile.
@@ -49,7 +49,7 @@ pub struct Server {
 
 impl Server {
     /// A server for `session`, recording to `recorder` when given.
-    pub fn new(session: Session, recorder: Option<Arc<Recorder>>) -> Server {
+    pub(crate) fn new(session: Session, recorder: Option<Arc<Recorder>>) -> Server {
         let resolver = session.resolver().clone();
         let cancel = session.cancel_token();
         Server {
@@ -63,7 +63,7 @@ impl Server {
     }
 
     /// Stops the step running now, if any: the server is going away.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if self.running.lock().is_ok_and(|r| r.is_some()) {
             self.cancel.cancel();
         }

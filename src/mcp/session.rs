@@ -15,7 +15,7 @@ use crate::engine::{EngineError, Executor, Pending, Settings, StepRunner};
 use crate::script::Resolver;
 
 /// An agent's session with mekara.
-pub struct Session {
+pub(crate) struct Session {
     executor: Executor,
     store: RunStore,
     cwd: PathBuf,
@@ -30,7 +30,7 @@ pub struct Session {
 
 impl Session {
     /// A session whose scripts run in `cwd` unless a call says otherwise.
-    pub fn new(
+    pub(crate) fn new(
         resolver: Resolver,
         store: RunStore,
         runner: Box<dyn StepRunner>,
@@ -48,18 +48,18 @@ impl Session {
     }
 
     /// The token that stops the running step of this session from another thread.
-    pub fn cancel_token(&self) -> crate::engine::CancelToken {
+    pub(crate) fn cancel_token(&self) -> crate::engine::CancelToken {
         self.executor.cancel_token()
     }
 
     /// The resolver scripts are found with.
-    pub fn resolver(&self) -> &Resolver {
+    pub(crate) fn resolver(&self) -> &Resolver {
         self.executor.resolver()
     }
 
     /// Runs one call of `tool` with its raw `input`, checking the arguments first.
     /// `progress` hears about steps as they run.
-    pub fn handle(
+    pub(crate) fn handle(
         &mut self,
         tool: AgentTool,
         input: Option<&Map<String, Json>>,
@@ -72,7 +72,7 @@ impl Session {
     }
 
     /// Runs one checked tool call.
-    pub fn call(&mut self, call: AgentCall, progress: &dyn Fn(Progress<'_>)) -> Reply {
+    pub(crate) fn call(&mut self, call: AgentCall, progress: &dyn Fn(Progress<'_>)) -> Reply {
         let history = History::new(progress);
         let outcome = match &call {
             AgentCall::Start {

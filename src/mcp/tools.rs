@@ -10,7 +10,7 @@ use crate::display::json_type;
 
 /// The tools, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentTool {
+pub(crate) enum AgentTool {
     /// `start`.
     Start,
     /// `continue_compiled_script`.
@@ -28,7 +28,7 @@ pub enum AgentTool {
 }
 
 /// Every tool, in the order `tools/list` gives them.
-pub const ALL: [AgentTool; 7] = [
+pub(crate) const ALL: [AgentTool; 7] = [
     AgentTool::Start,
     AgentTool::Continue,
     AgentTool::Finish,
@@ -40,7 +40,7 @@ pub const ALL: [AgentTool; 7] = [
 
 /// A tool call with its arguments checked.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AgentCall {
+pub(crate) enum AgentCall {
     /// Push a script and run it until it needs the agent.
     Start {
         /// The script's name.
@@ -77,7 +77,7 @@ pub enum AgentCall {
 
 impl AgentCall {
     /// The tool this call is for.
-    pub fn tool(&self) -> AgentTool {
+    pub(crate) fn tool(&self) -> AgentTool {
         match self {
             AgentCall::Start { .. } => AgentTool::Start,
             AgentCall::Continue { .. } => AgentTool::Continue,
@@ -92,12 +92,12 @@ impl AgentCall {
 
 impl AgentTool {
     /// The tool named `name`, if there is one.
-    pub fn named(name: &str) -> Option<AgentTool> {
+    pub(crate) fn named(name: &str) -> Option<AgentTool> {
         ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// The name clients call it by (Claude Code: `mcp__mekara__<name>`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             AgentTool::Start => "start",
             AgentTool::Continue => "continue_compiled_script",
@@ -110,7 +110,7 @@ impl AgentTool {
     }
 
     /// A short title for people.
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             AgentTool::Start => "Start a mekara script",
             AgentTool::Continue => "Finish the pending llm step",
@@ -123,7 +123,7 @@ impl AgentTool {
     }
 
     /// When an agent should call it, and what happens.
-    pub fn description(self) -> &'static str {
+    pub(crate) fn description(self) -> &'static str {
         match self {
             AgentTool::Start => {
                 "Run a mekara script (a workflow). Call this when the user asks for a script \
@@ -171,7 +171,7 @@ impl AgentTool {
     }
 
     /// The JSON Schema of its arguments.
-    pub fn input_schema(self) -> Map<String, Json> {
+    pub(crate) fn input_schema(self) -> Map<String, Json> {
         let schema = match self {
             AgentTool::Start => json!({
                 "type": "object",
@@ -244,12 +244,12 @@ impl AgentTool {
     }
 
     /// Whether it only reads.
-    pub fn read_only(self) -> bool {
+    pub(crate) fn read_only(self) -> bool {
         matches!(self, AgentTool::Status | AgentTool::ListScripts)
     }
 
     /// The names of its arguments, in the schema's order.
-    pub fn argument_names(self) -> Vec<String> {
+    pub(crate) fn argument_names(self) -> Vec<String> {
         self.input_schema()
             .get("properties")
             .and_then(Json::as_object)
@@ -259,7 +259,10 @@ impl AgentTool {
 
     /// Checks `arguments` against the schema and builds the call. The error says which
     /// argument is wrong and what it should be.
-    pub fn parse(self, arguments: Option<&Map<String, Json>>) -> Result<AgentCall, ArgumentError> {
+    pub(crate) fn parse(
+        self,
+        arguments: Option<&Map<String, Json>>,
+    ) -> Result<AgentCall, ArgumentError> {
         let empty = Map::new();
         let args = arguments.unwrap_or(&empty);
         let known = self.argument_names();
@@ -331,7 +334,7 @@ impl AgentTool {
 
 /// What is wrong with a call's arguments; [`super::reply::argument_refusal`] words it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgumentError {
+pub(crate) enum ArgumentError {
     /// An argument the tool does not take.
     Unknown {
         /// The tool called.

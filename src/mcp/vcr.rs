@@ -34,7 +34,7 @@ const VERSION: u32 = 1;
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Entry {
+pub(crate) enum Entry {
     /// The agent called a tool.
     Call {
         /// The tool's name.
@@ -126,7 +126,7 @@ struct OneEvent<'a> {
 
 /// Why a cassette could not be read, or a replay did not match it.
 #[derive(Debug, thiserror::Error)]
-pub enum VcrError {
+pub(crate) enum VcrError {
     /// The file could not be read or written.
     #[error("cassette `{}`: {source}", .path.display())]
     Io {
@@ -160,7 +160,7 @@ pub enum VcrError {
 }
 
 /// Writes a cassette as the session goes.
-pub struct Recorder {
+pub(crate) struct Recorder {
     file: Mutex<File>,
     path: PathBuf,
     cwd: PathBuf,
@@ -168,7 +168,7 @@ pub struct Recorder {
 
 impl Recorder {
     /// Starts a cassette at `path` (replacing what was there) for a session in `cwd`.
-    pub fn create(path: &Path, cwd: &Path) -> Result<Arc<Recorder>, VcrError> {
+    pub(crate) fn create(path: &Path, cwd: &Path) -> Result<Arc<Recorder>, VcrError> {
         let io = |source| VcrError::Io {
             path: path.to_path_buf(),
             source,
@@ -194,7 +194,7 @@ impl Recorder {
     }
 
     /// A runner that runs effects with `inner` for real and records them here.
-    pub fn runner(self: &Arc<Self>, inner: Box<dyn StepRunner>) -> Box<dyn StepRunner> {
+    pub(crate) fn runner(self: &Arc<Self>, inner: Box<dyn StepRunner>) -> Box<dyn StepRunner> {
         Box::new(Recording {
             inner,
             recorder: self.clone(),
@@ -202,7 +202,7 @@ impl Recorder {
     }
 
     /// Records a tool call.
-    pub fn call(&self, tool: &str, input: Option<&Map<String, Json>>) {
+    pub(crate) fn call(&self, tool: &str, input: Option<&Map<String, Json>>) {
         self.write(&Entry::Call {
             tool: tool.to_string(),
             input: input_text(input),
@@ -210,7 +210,7 @@ impl Recorder {
     }
 
     /// Records what a call gave back.
-    pub fn reply(&self, reply: &Reply) {
+    pub(crate) fn reply(&self, reply: &Reply) {
         self.write(&Entry::Reply {
             is_error: reply.is_error,
             text: reply.text.clone(),
@@ -304,7 +304,7 @@ impl StepRunner for Recording {
 }
 
 /// Reads a cassette.
-pub fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
+pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
     let text = std::fs::read_to_string(path).map_err(|source| VcrError::Io {
         path: path.to_path_buf(),
         source,
@@ -484,7 +484,7 @@ fn describe(entry: &Entry) -> String {
 
 /// What a replay went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Replayed {
+pub(crate) struct Replayed {
     /// Tool calls fed in.
     pub calls: usize,
     /// Shell steps and tool calls answered from the recording.
@@ -493,7 +493,7 @@ pub struct Replayed {
 
 /// Replays the cassette at `path` through a real [`Session`] built by `session` (given the
 /// runner to use), failing at the first difference.
-pub fn replay(
+pub(crate) fn replay(
     path: &Path,
     cwd: &Path,
     session: impl FnOnce(Box<dyn StepRunner>) -> Session,

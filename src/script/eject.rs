@@ -9,7 +9,7 @@ use super::name::{NameError, ScriptName};
 
 /// What an eject wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ejected {
+pub(crate) struct Ejected {
     /// The script's name, as bundled.
     pub name: ScriptName,
     /// The files written, NL file first.
@@ -18,14 +18,14 @@ pub struct Ejected {
 
 impl EjectError {
     /// Every refusal to eject names something the caller can change: [`Exit::Usage`].
-    pub fn exit_code(&self) -> Exit {
+    pub(crate) fn exit_code(&self) -> Exit {
         Exit::Usage
     }
 }
 
 /// Why a script could not be ejected. Nothing was written.
 #[derive(Debug, thiserror::Error)]
-pub enum EjectError {
+pub(crate) enum EjectError {
     /// The name itself is refused.
     #[error(transparent)]
     InvalidName(#[from] NameError),
@@ -62,7 +62,7 @@ fn list(names: &[String]) -> String {
 }
 
 /// The names of the bundled scripts, displayed with `:`.
-pub fn bundled_names() -> Vec<String> {
+pub(crate) fn bundled_names() -> Vec<String> {
     bundled::FILES
         .iter()
         .filter_map(|f| f.path.strip_prefix("nl/")?.strip_suffix(".md"))
@@ -73,7 +73,7 @@ pub fn bundled_names() -> Vec<String> {
 
 /// Copies the bundled script `raw` (its NL file, and its compiled file when it has one)
 /// into `mekara_dir` (`<project>/.mekara`). Existing files are refused unless `force`.
-pub fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected, EjectError> {
+pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected, EjectError> {
     let name = ScriptName::parse(raw)?;
     let found = std::iter::once(name.clone())
         .chain(name.underscored())

@@ -5,10 +5,10 @@
 //! files but never runs anything; running is the engine's job.
 
 pub mod bundled;
-pub mod eject;
-pub mod name;
-pub mod nl;
-pub mod resolver;
+pub(crate) mod eject;
+pub(crate) mod name;
+pub(crate) mod nl;
+pub(crate) mod resolver;
 
 pub use name::ScriptName;
 pub use resolver::{Level, Resolver, Script, ScriptEntry, ScriptError, ScriptFile};

@@ -1,12 +1,12 @@
 //! The text of an NL script: optional front matter, a Markdown body, and `$ARGUMENTS`.
 
 /// The placeholder that a script's arguments replace.
-pub const ARGUMENTS: &str = "$ARGUMENTS";
+pub(crate) const ARGUMENTS: &str = "$ARGUMENTS";
 
 /// An NL script split into its front matter (`---` fenced `key: value` lines, as Claude
 /// Code commands and Agent Skills write them) and its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NlText<'a> {
+pub(crate) struct NlText<'a> {
     /// `key: value` pairs of the front matter, in order; values have quotes removed.
     pub front_matter: Vec<(&'a str, &'a str)>,
     /// The Markdown after the front matter.
@@ -15,7 +15,7 @@ pub struct NlText<'a> {
 
 impl<'a> NlText<'a> {
     /// Splits `text`; text without a complete front matter block is all body.
-    pub fn parse(text: &'a str) -> NlText<'a> {
+    pub(crate) fn parse(text: &'a str) -> NlText<'a> {
         let whole = NlText {
             front_matter: Vec::new(),
             body: text,
@@ -51,7 +51,7 @@ impl<'a> NlText<'a> {
 
     /// The `description` of the front matter, else the first line of text in the body
     /// (headings lose their `#`).
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         if let Some((_, d)) = self.front_matter.iter().find(|(k, _)| *k == "description") {
             return (*d).to_string();
         }
@@ -66,7 +66,7 @@ impl<'a> NlText<'a> {
     /// The body with the first `$ARGUMENTS` replaced by `arguments`. A script without the
     /// placeholder gets the arguments appended on a line of their own, as Claude Code does,
     /// so they are never lost.
-    pub fn instructions(&self, arguments: &str) -> String {
+    pub(crate) fn instructions(&self, arguments: &str) -> String {
         if self.body.contains(ARGUMENTS) {
             self.body.replacen(ARGUMENTS, arguments, 1)
         } else if arguments.trim().is_empty() {

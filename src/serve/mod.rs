@@ -12,16 +12,16 @@
 //! call; this subsystem adds no builtins of its own. The transports are shared with
 //! `mekara mcp` ([`crate::transport`]).
 
-pub mod module;
-pub mod schema;
-pub mod server;
+pub(crate) mod module;
+pub(crate) mod schema;
+pub(crate) mod server;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use module::ServedFunction;
-pub use server::ToolServer;
+pub(crate) use module::ServedFunction;
+pub(crate) use server::ToolServer;
 
 use crate::client::{ClientRunner, McpClient};
 use crate::display::quoted;
@@ -31,7 +31,7 @@ use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
 
 /// Why the tools cannot be served.
 #[derive(Debug, thiserror::Error)]
-pub enum ServeError {
+pub(crate) enum ServeError {
     /// A path given does not exist.
     #[error("`{path}` does not exist; name `.star` files, folders of them, or globs")]
     NotFound {
@@ -124,7 +124,7 @@ pub enum ServeError {
 impl ServeError {
     /// A Starlark error, rendered with its location and snippet. The command line adds its
     /// own `error: `, so starlark's is dropped.
-    pub fn code(rendered: &str) -> ServeError {
+    pub(crate) fn code(rendered: &str) -> ServeError {
         let rendered = rendered.trim_end();
         ServeError::Code(
             rendered
@@ -136,14 +136,18 @@ impl ServeError {
 }
 
 /// The tools being served, in the order of their modules and definitions.
-pub struct ToolSet {
+pub(crate) struct ToolSet {
     tools: Vec<ServedFunction>,
 }
 
 impl ToolSet {
     /// Loads every module of `paths` (relative to `base`). Fails on the first module that
     /// does not load, and on two functions that give the same tool name.
-    pub fn load(paths: &[String], base: &Path, limits: &Limits) -> Result<ToolSet, ServeError> {
+    pub(crate) fn load(
+        paths: &[String],
+        base: &Path,
+        limits: &Limits,
+    ) -> Result<ToolSet, ServeError> {
         let mut tools: Vec<ServedFunction> = Vec::new();
         for path in module::find_modules(paths, base)? {
             for tool in module::load(base, &path, limits)? {
@@ -164,7 +168,7 @@ impl ToolSet {
 
     /// Keeps the tools named in `names` (by function name or tool name). Returns the names
     /// that match no tool; keeping nothing is an error.
-    pub fn keep(&mut self, names: &[String]) -> Result<Vec<String>, ServeError> {
+    pub(crate) fn keep(&mut self, names: &[String]) -> Result<Vec<String>, ServeError> {
         let matches =
             |tool: &ServedFunction, name: &str| tool.name == name || tool.function == name;
         let unknown: Vec<String> = names
@@ -189,17 +193,17 @@ impl ToolSet {
     }
 
     /// The tools.
-    pub fn tools(&self) -> &[ServedFunction] {
+    pub(crate) fn tools(&self) -> &[ServedFunction] {
         &self.tools
     }
 
     /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&ServedFunction> {
+    pub(crate) fn get(&self, name: &str) -> Option<&ServedFunction> {
         self.tools.iter().find(|t| t.name == name)
     }
 
     /// The tool names.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.tools.iter().map(|t| t.name.clone()).collect()
     }
 }
@@ -207,7 +211,7 @@ impl ToolSet {
 /// `--config FILE`: which tools to serve and the environment of their shell steps.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// Tool names to serve (as `--tools`).
     #[serde(default)]
     pub tools: Option<Vec<String>>,
@@ -218,7 +222,7 @@ pub struct Config {
 
 impl Config {
     /// Reads a TOML config file.
-    pub fn read(path: &Path) -> Result<Config, ServeError> {
+    pub(crate) fn read(path: &Path) -> Result<Config, ServeError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServeError::Config {
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -231,12 +235,12 @@ impl Config {
 }
 
 /// The prefix of the environment variables `--env` and the config may set.
-pub const ENV_PREFIX: &str = "MEKARA_";
+pub(crate) const ENV_PREFIX: &str = "MEKARA_";
 
 /// Splits variables into those applied (named `MEKARA_...`) and the names refused: a tool
 /// server's configuration must not be able to change `PATH`, `LD_PRELOAD` and the like of
 /// the commands its tools run.
-pub fn gate_env(vars: BTreeMap<String, String>) -> (BTreeMap<String, String>, Vec<String>) {
+pub(crate) fn gate_env(vars: BTreeMap<String, String>) -> (BTreeMap<String, String>, Vec<String>) {
     let (applied, refused): (BTreeMap<_, _>, BTreeMap<_, _>) = vars
         .into_iter()
         .partition(|(k, _)| k.starts_with(ENV_PREFIX));
@@ -247,14 +251,14 @@ pub fn gate_env(vars: BTreeMap<String, String>) -> (BTreeMap<String, String>, Ve
 /// own `env` wins); `mcp()` steps reach the servers of the project's `.mcp.json` under its
 /// policy, as in `mekara run`. One client (one connection per server) serves every session.
 #[derive(Clone)]
-pub struct EnvRunner {
+pub(crate) struct EnvRunner {
     env: BTreeMap<String, String>,
     inner: Arc<ClientRunner>,
 }
 
 impl EnvRunner {
     /// Runs real processes with `env` added, and tool calls with `client`.
-    pub fn new(env: BTreeMap<String, String>, client: McpClient) -> EnvRunner {
+    pub(crate) fn new(env: BTreeMap<String, String>, client: McpClient) -> EnvRunner {
         EnvRunner {
             env,
             inner: Arc::new(ClientRunner::new(ShellRunner::new(), client)),

@@ -16,7 +16,7 @@ use super::schema::{Shape, default_json};
 use crate::engine::compiled::{self, Limits};
 
 /// A loaded module.
-pub struct ToolModule {
+pub(crate) struct ToolModule {
     /// The file, as found.
     pub path: PathBuf,
     /// Its frozen globals.
@@ -24,7 +24,7 @@ pub struct ToolModule {
 }
 
 /// A public function of a tool module, served as an MCP tool.
-pub struct ServedFunction {
+pub(crate) struct ServedFunction {
     /// The MCP tool name: the function's name in snake_case.
     pub name: String,
     /// The function's name in the module.
@@ -40,7 +40,7 @@ pub struct ServedFunction {
 }
 
 /// A parameter of a served function.
-pub struct Param {
+pub(crate) struct Param {
     /// Its name (also the argument's name in `tools/call`).
     pub name: String,
     /// What it takes.
@@ -55,7 +55,7 @@ pub struct Param {
 
 impl ServedFunction {
     /// The input schema: an object of the parameters, closed to others.
-    pub fn input_schema(&self) -> Map<String, Json> {
+    pub(crate) fn input_schema(&self) -> Map<String, Json> {
         let mut properties = Map::new();
         for param in &self.params {
             let mut schema = match param.shape.schema() {
@@ -87,7 +87,7 @@ impl ServedFunction {
     }
 
     /// The output schema, for functions annotated to return a dict.
-    pub fn output_schema(&self) -> Option<Map<String, Json>> {
+    pub(crate) fn output_schema(&self) -> Option<Map<String, Json>> {
         match self.output.as_ref()?.schema() {
             Json::Object(o) => Some(o),
             _ => None,
@@ -96,7 +96,7 @@ impl ServedFunction {
 
     /// Checks a call's arguments against the parameters: unknown ones refused, required
     /// ones present, each of the right shape. Returns them as the function gets them.
-    pub fn check_arguments(
+    pub(crate) fn check_arguments(
         &self,
         arguments: Option<&Map<String, Json>>,
     ) -> Result<Map<String, Json>, String> {
@@ -150,7 +150,7 @@ impl ServedFunction {
 
 /// Finds the `.star` files of `paths` (files, folders searched recursively, or globs),
 /// relative to `base`, sorted within each path and without repeats.
-pub fn find_modules(paths: &[String], base: &Path) -> Result<Vec<PathBuf>, ServeError> {
+pub(crate) fn find_modules(paths: &[String], base: &Path) -> Result<Vec<PathBuf>, ServeError> {
     let mut found: Vec<PathBuf> = Vec::new();
     for written in paths {
         let path = base.join(written);
@@ -209,7 +209,11 @@ fn collect(path: &Path, into: &mut Vec<PathBuf>) -> Result<(), ServeError> {
 /// Loads the module at `path` (relative to `base`) and returns its tools: the functions
 /// named in `exports = [...]`, or else every top-level function whose name does not start
 /// with `_`.
-pub fn load(base: &Path, path: &Path, limits: &Limits) -> Result<Vec<ServedFunction>, ServeError> {
+pub(crate) fn load(
+    base: &Path,
+    path: &Path,
+    limits: &Limits,
+) -> Result<Vec<ServedFunction>, ServeError> {
     let origin = path.display().to_string();
     let source = std::fs::read_to_string(base.join(path)).map_err(|e| ServeError::Read {
         path: path.to_path_buf(),
@@ -409,7 +413,7 @@ fn text_of(docs: &DocString) -> String {
 }
 
 /// `fooBar`, `FooBar` and `foo_bar` all give `foo_bar`; `HTTPServer` gives `http_server`.
-pub fn snake_case(name: &str) -> String {
+pub(crate) fn snake_case(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::with_capacity(name.len() + 4);
     for (i, &c) in chars.iter().enumerate() {

@@ -10,7 +10,7 @@ use starlark::typing::{Ty, TyBasic};
 
 /// The JSON types a served function can take or return.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// No annotation: anything JSON.
     Any,
     /// `str`.
@@ -33,7 +33,7 @@ pub enum Shape {
 
 impl Shape {
     /// The shape of a Starlark type, or the name of the part that has no JSON form.
-    pub fn from_ty(ty: &Ty) -> Result<Shape, String> {
+    pub(crate) fn from_ty(ty: &Ty) -> Result<Shape, String> {
         let alternatives = ty.iter_union();
         if alternatives.is_empty() {
             return Err(ty.to_string());
@@ -80,7 +80,7 @@ impl Shape {
     }
 
     /// The shape of a default value, for parameters without an annotation.
-    pub fn of_value(value: &Json) -> Shape {
+    pub(crate) fn of_value(value: &Json) -> Shape {
         match value {
             Json::String(_) => Shape::Str,
             Json::Bool(_) => Shape::Bool,
@@ -95,12 +95,12 @@ impl Shape {
     }
 
     /// Whether values of this shape are JSON objects (so can be `structuredContent`).
-    pub fn is_object(&self) -> bool {
+    pub(crate) fn is_object(&self) -> bool {
         matches!(self, Shape::Dict(_))
     }
 
     /// The shape as JSON Schema (2020-12).
-    pub fn schema(&self) -> Json {
+    pub(crate) fn schema(&self) -> Json {
         match self {
             Shape::Any => json!({}),
             Shape::Str => json!({"type": "string"}),
@@ -136,7 +136,7 @@ impl Shape {
     /// Checks `value` against the shape, returning it as the function should get it
     /// (integers given for a `float` become floats). The error says what was expected at
     /// `at` (a path such as `names[2]`).
-    pub fn check(&self, value: &Json, at: &str) -> Result<Json, String> {
+    pub(crate) fn check(&self, value: &Json, at: &str) -> Result<Json, String> {
         let wrong = || {
             Err(format!(
                 "`{at}` must be {}, got `{}`",
@@ -223,7 +223,7 @@ fn shorten(value: &Json) -> String {
 
 /// A default value as `ParametersSpec` documents it (its Starlark repr), as JSON, when it
 /// is plain data.
-pub fn default_json(repr: &str) -> Option<Json> {
+pub(crate) fn default_json(repr: &str) -> Option<Json> {
     match repr {
         "None" => Some(Json::Null),
         "True" => Some(Json::Bool(true)),

@@ -33,13 +33,13 @@ struct Shared {
 
 /// Serves a [`ToolSet`]. Clones share it (one per HTTP session, all alike).
 #[derive(Clone)]
-pub struct ToolServer {
+pub(crate) struct ToolServer {
     shared: Arc<Shared>,
 }
 
 impl ToolServer {
     /// A server of `tools`, whose shell steps run in `working_dir` with `runner`.
-    pub fn new(
+    pub(crate) fn new(
         tools: ToolSet,
         runner: EnvRunner,
         working_dir: PathBuf,

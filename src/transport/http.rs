@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 /// What `--http` serves.
-pub struct HttpOptions {
+pub(crate) struct HttpOptions {
     /// Where to listen.
     pub addr: SocketAddr,
     /// Host names accepted in the `Host` header besides the loopback ones.
@@ -24,7 +24,7 @@ pub struct HttpOptions {
 /// MCP session, until the process is stopped; `label` starts the `listening on` line on
 /// stderr. Only loopback names (and `options.allowed_hosts`) are accepted in `Host` and
 /// `Origin`, against DNS rebinding.
-pub async fn serve_http<S>(
+pub(crate) async fn serve_http<S>(
     label: &str,
     options: HttpOptions,
     new_session: impl Fn() -> S + Send + Sync + 'static,

@@ -8,14 +8,14 @@
 //! It knows nothing of scripts, runs or served functions: a handler is any
 //! [`rmcp::ServerHandler`].
 
-pub mod http;
-pub mod stdio;
+pub(crate) mod http;
+pub(crate) mod stdio;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolRequestParams, CustomRequest, GetPromptRequestParams};
 
-pub use http::{HttpOptions, serve_http};
-pub use stdio::{Stdio, serve_stdio};
+pub(crate) use http::{HttpOptions, serve_http};
+pub(crate) use stdio::serve_stdio;
 
 /// Methods of the protocol that rmcp would pass on as custom requests only when their
 /// params are malformed.
@@ -38,7 +38,7 @@ const KNOWN_METHODS: &[&str] = &[
 /// The error for a request rmcp handed over as a custom request, which it does for any
 /// request it could not read, including a known method whose params do not fit: that one is
 /// `-32602 Invalid params`, saying what does not fit, not "method not found".
-pub fn refuse_custom_request(request: &CustomRequest) -> McpError {
+pub(crate) fn refuse_custom_request(request: &CustomRequest) -> McpError {
     let method = request.method.as_str();
     if !KNOWN_METHODS.contains(&method) {
         return McpError::new(
@@ -69,6 +69,6 @@ pub fn refuse_custom_request(request: &CustomRequest) -> McpError {
 }
 
 /// The error for a tool call whose blocking thread panicked.
-pub fn call_panicked(error: &tokio::task::JoinError) -> McpError {
+pub(crate) fn call_panicked(error: &tokio::task::JoinError) -> McpError {
     McpError::internal_error(format!("the call panicked: {error}"), None)
 }

@@ -19,7 +19,7 @@ use tokio::io::{
 use tokio::sync::Mutex;
 
 /// Serves `handler` over stdin and stdout until the client goes away.
-pub async fn serve_stdio(handler: impl ServerHandler) -> anyhow::Result<()> {
+pub(crate) async fn serve_stdio(handler: impl ServerHandler) -> anyhow::Result<()> {
     let running = handler
         .serve(Stdio::new())
         .await
@@ -33,7 +33,7 @@ pub async fn serve_stdio(handler: impl ServerHandler) -> anyhow::Result<()> {
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// stdin and stdout as an rmcp transport.
-pub struct Stdio {
+pub(crate) struct Stdio {
     input: BufReader<Stdin>,
     output: Arc<Mutex<Stdout>>,
     /// The line being read.
@@ -44,7 +44,7 @@ pub struct Stdio {
 
 impl Stdio {
     /// The process's stdin and stdout.
-    pub fn new() -> Stdio {
+    pub(crate) fn new() -> Stdio {
         Stdio {
             input: BufReader::new(tokio::io::stdin()),
             output: Arc::new(Mutex::new(tokio::io::stdout())),

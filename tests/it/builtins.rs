@@ -181,13 +181,13 @@ fn auto_function_kwargs_that_are_not_a_dict_are_refused() {
     let project = project_with(
         "kw",
         "Pass a list.\n",
-        r#"
+        r"
 def f(a):
     return a
 
 def execute(request):
     auto(f, [1, 2])
-"#,
+",
     );
     let run = project.run(&["run", "kw"], "\n");
     run.expect_code(1);

@@ -223,7 +223,6 @@ impl IntoRun for &mut Command {
 ///
 /// `mekara_snapshot!(project, project.command(&["scripts"]), @"...")` pins inline;
 /// without `@"..."` the snapshot is a file named after the test, or `name` when given first.
-
 macro_rules! mekara_snapshot {
     ($project:expr, $what:expr, @$snapshot:literal) => {{
         let run = $crate::common::IntoRun::into_run($what);
@@ -332,7 +331,7 @@ fn is_run_id(s: &str) -> bool {
         && c[8] == '-'
         && c[9..15].iter().all(char::is_ascii_digit)
         && c[15] == '-'
-        && c[16..].iter().all(|x| x.is_ascii_hexdigit())
+        && c[16..].iter().all(char::is_ascii_hexdigit)
 }
 
 /// An outside client or server that tests drive mekara with or against, installed under

@@ -17,7 +17,7 @@ use serde_json::{Value as Json, json};
 
 /// How long to wait for a message before declaring the server stuck. A guard against a
 /// hung test, not a timing assertion: a healthy server answers in milliseconds.
-const STUCK: Duration = Duration::from_secs(60);
+const STUCK: Duration = Duration::from_mins(1);
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-protocol-tests","version":"0"}}}"#;
 
@@ -540,7 +540,7 @@ fn wrong_argument_types_are_tool_errors_naming_the_argument() {
         ),
         (
             "resume",
-            json!({"run_id": 20261122}),
+            json!({"run_id": 20_261_122}),
             &["`run_id`", "string", "number"],
         ),
     ];
@@ -788,7 +788,14 @@ fn drive_noisy(project: &Project, cmd: Command) -> String {
     // The step's `cat` got no protocol bytes to eat: the server still answers.
     server.ping();
     let tools = server.tool_names();
-    assert_eq!(tools.len(), mekara::mcp::tools::ALL.len());
+    for tool in [
+        "start",
+        "continue_compiled_script",
+        "finish_nl_script",
+        "status",
+    ] {
+        assert!(tools.iter().any(|t| t == tool), "{tool} in {tools:?}");
+    }
     let done = server.call("continue_compiled_script", json!({"outputs": {}}));
     assert_eq!(done["isError"], false, "{done}");
     assert!(result_text(&done).contains("completed"), "{done}");

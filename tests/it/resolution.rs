@@ -4,6 +4,8 @@
 //! Each case builds real folders in a temp dir: `<tmp>/project` (with `.mekara/`), `<tmp>/home`
 //! (passed as `HOME`), and the bundled scripts compiled into the binary.
 
+use std::path::Path;
+
 use crate::common::{Project, Run, write_file};
 
 /// Creates `paths` (relative to the temp dir): `.md` files are NL scripts whose description
@@ -13,12 +15,12 @@ fn build(project: &Project, paths: &[&str]) {
     for path in paths {
         if let Some(dir) = path.strip_suffix('/') {
             std::fs::create_dir_all(tmp.join(dir)).expect("mkdir");
-        } else if path.ends_with(".md") {
+        } else if Path::new(path).extension().is_some_and(|e| e == "md") {
             write_file(
                 &tmp.join(path),
                 &format!("---\ndescription: from {path}\n---\n\nDo the thing.\n"),
             );
-        } else if path.ends_with(".star") {
+        } else if Path::new(path).extension().is_some_and(|e| e == "star") {
             write_file(
                 &tmp.join(path),
                 "def execute(request):\n    llm(\"Do the thing.\")\n",

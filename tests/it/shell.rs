@@ -279,7 +279,9 @@ fn large_output_is_recorded_completely() {
     project.run(&["run", "big"], "").expect_code(0);
     let step = only_step(&project);
     let output = output_of(&step);
-    let expected: String = (1..=200_000).map(|n| format!("{n}\n")).collect();
+    let expected: String = (1..=200_000)
+        .flat_map(|n| [n.to_string(), "\n".into()])
+        .collect();
     assert_eq!(output.lines().last(), Some("200000"));
     assert_eq!(output.len(), expected.len());
     assert!(
@@ -404,16 +406,15 @@ impl LiveLines {
         let deadline = Instant::now() + BOUND;
         let mut shown: Vec<String> = Vec::new();
         while !shown.last().is_some_and(|l| wanted(l)) {
-            match self
+            if let Ok(line) = self
                 .seen
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             {
-                Ok(line) => shown.push(line),
-                Err(_) => {
-                    std::fs::write(go, "").expect("write go");
-                    let _ = child.kill();
-                    panic!("the line looked for did not come within {BOUND:?}; saw {shown:?}");
-                }
+                shown.push(line);
+            } else {
+                std::fs::write(go, "").expect("write go");
+                let _ = child.kill();
+                panic!("the line looked for did not come within {BOUND:?}; saw {shown:?}");
             }
         }
         shown

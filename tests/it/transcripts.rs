@@ -78,7 +78,7 @@ fn runs_and_runs_show() {
     let mut lines: Vec<&str> = listing.stdout.lines().collect();
     lines[1..].sort_by_key(|line| line.split_whitespace().skip(1).collect::<Vec<_>>());
     let sorted = Run {
-        stdout: lines.iter().map(|l| format!("{l}\n")).collect(),
+        stdout: lines.iter().flat_map(|l| [l, "\n"]).collect(),
         ..listing
     };
     mekara_snapshot!("runs", project, sorted);
@@ -94,7 +94,7 @@ fn runs_and_runs_show() {
             .lines()
             .find(|l| l.starts_with(&id))
             .and_then(|l| l.split_whitespace().nth(2))
-            .map(|state| state.trim_end_matches(","))
+            .map(|state| state.trim_end_matches(','))
             .expect("the run is listed")
             .to_string();
         let name = format!("runs_show_{script}_{state}");

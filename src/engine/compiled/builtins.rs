@@ -27,7 +27,7 @@ use crate::engine::tool;
 
 /// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
 /// arguments, type annotations and f-strings; no `load` (scripts are single files).
-pub fn dialect() -> Dialect {
+pub(crate) fn dialect() -> Dialect {
     Dialect {
         enable_f_strings: true,
         enable_keyword_only_arguments: true,
@@ -38,7 +38,7 @@ pub fn dialect() -> Dialect {
 
 /// The global environment: the standard library, `json`, `struct`, `print` and the step
 /// builtins.
-pub fn globals() -> &'static Globals {
+pub(crate) fn globals() -> &'static Globals {
     static GLOBALS: OnceLock<Globals> = OnceLock::new();
     GLOBALS.get_or_init(|| {
         GlobalsBuilder::extended_by(&[

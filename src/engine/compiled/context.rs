@@ -22,7 +22,7 @@ use crate::engine::runner::{CancelToken, Ran, StepRunner};
 use crate::engine::step::{StepInput, StepRecord, StepResult};
 
 /// Appends a step to the run's journal.
-pub type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), JournalError> + 'a;
+pub(crate) type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), JournalError> + 'a;
 
 /// Why the interpreter was unwound by a builtin.
 pub(super) enum Interrupt {
@@ -39,7 +39,10 @@ mod context_type {
     //! else.
     #![allow(unsafe_code)]
 
-    use super::*;
+    use super::{
+        CancelToken, Cell, Duration, GroupNote, Interrupt, JournalWriter, Limits, Observer, Path,
+        ProvidesStaticType, RefCell, StepRecord, StepRunner,
+    };
 
     #[derive(ProvidesStaticType)]
     pub(in crate::engine::compiled) struct StepContext<'a> {
@@ -67,13 +70,12 @@ pub(super) struct StepPrinter<'c, 'a> {
 
 impl starlark::PrintHandler for StepPrinter<'_, '_> {
     fn println(&self, text: &str) -> starlark::Result<()> {
-        match self.ctx.capture.borrow_mut().as_mut() {
-            Some(buffer) => {
-                buffer.push_str(text);
-                buffer.push('\n');
-                self.ctx.observer.output(format!("{text}\n").as_bytes());
-            }
-            None => tracing::info!(target: "mekara::print", "{}: {text}", self.ctx.path),
+        if let Some(buffer) = self.ctx.capture.borrow_mut().as_mut() {
+            buffer.push_str(text);
+            buffer.push('\n');
+            self.ctx.observer.output(format!("{text}\n").as_bytes());
+        } else {
+            tracing::info!(target: "mekara::print", "{}: {text}", self.ctx.path);
         }
         Ok(())
     }

@@ -21,7 +21,7 @@ use super::{Limits, apply_limits};
 /// An error in a script's code, rendered with `file:line:col` and the source snippet.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
-pub struct CodeError {
+pub(crate) struct CodeError {
     /// The rendered error.
     pub message: String,
 }

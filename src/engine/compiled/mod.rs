@@ -28,9 +28,9 @@ use starlark::eval::Evaluator;
 use starlark::syntax::AstModule;
 use starlark::values::OwnedFrozenValue;
 
-pub use builtins::{dialect, globals};
-pub use context::JournalWriter;
-pub use diagnostics::CodeError;
+pub(crate) use builtins::{dialect, globals};
+pub(crate) use context::JournalWriter;
+pub(crate) use diagnostics::CodeError;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
 use diagnostics::{LastStatement, at_end_of_file, is_limit, render};
@@ -65,23 +65,19 @@ impl Default for Limits {
 }
 
 /// A `.star` file that parsed and whose top level ran.
-pub struct Program {
+pub(crate) struct Program {
     module: FrozenModule,
-    origin: String,
 }
 
 impl Program {
     /// Parses `source` and runs its top level, which may only define things: step builtins
     /// refuse to run there. `origin` names the file in error locations.
-    pub fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
+    pub(crate) fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
         let ast = AstModule::parse(origin, source.to_string(), &dialect())
             .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
         let module = freeze_module(origin, ast, limits)?;
         match module.get_option("execute") {
-            Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program {
-                module,
-                origin: origin.to_string(),
-            }),
+            Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program { module }),
             Ok(Some(f)) => Err(CodeError::new(format!(
                 "error: `execute` must be a function, but it is a `{}`\n --> {origin}\nhint: define `def execute(request):`",
                 f.value().get_type()
@@ -91,15 +87,10 @@ impl Program {
             ))),
         }
     }
-
-    /// The file this program came from.
-    pub fn origin(&self) -> &str {
-        &self.origin
-    }
 }
 
 /// Runs a parsed module's top level (where step builtins refuse to run) and freezes it.
-pub fn freeze_module(
+pub(crate) fn freeze_module(
     origin: &str,
     ast: AstModule,
     limits: &Limits,
@@ -129,7 +120,7 @@ fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(),
 
 /// Where a suspended evaluation stopped: what the frame needs before it can go on.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Suspension {
+pub(crate) enum Suspension {
     /// The agent must do an llm step.
     Llm {
         /// The instruction.
@@ -150,7 +141,7 @@ pub enum Suspension {
 
 impl Suspension {
     /// What the journal records for this step once it is answered.
-    pub fn input(&self) -> StepInput {
+    pub(crate) fn input(&self) -> StepInput {
         match self {
             Suspension::Llm { prompt, expects } => StepInput::Llm {
                 prompt: prompt.clone(),
@@ -171,7 +162,7 @@ impl Suspension {
 
 /// How an evaluation ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Evaluation {
+pub(crate) enum Evaluation {
     /// The frame waits for the agent or a nested script.
     Suspended(Suspension),
     /// `execute` returned.
@@ -181,7 +172,7 @@ pub enum Evaluation {
 }
 
 /// Everything an evaluation needs from the executor.
-pub struct FrameRun<'a> {
+pub(crate) struct FrameRun<'a> {
     /// The frame's stack path, for messages and the observer.
     pub path: &'a str,
     /// The script's arguments, passed to `execute`.
@@ -207,7 +198,7 @@ pub struct FrameRun<'a> {
 }
 
 /// Evaluates `program` over the frame's journal until it completes, fails or suspends.
-pub fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
+pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
     let FrameRun {
         path,
         request,
@@ -333,7 +324,7 @@ fn call_with_steps(
 /// The call gets a fresh step context over a journal that lives only as long as the call,
 /// so the ordinary step builtins work in it: auto steps run, `llm()` and `call_script()`
 /// suspend (and the caller decides what a suspension means for it).
-pub struct DirectCall<'a> {
+pub(crate) struct DirectCall<'a> {
     /// The loaded module.
     pub module: &'a FrozenModule,
     /// The function's name in the module.
@@ -354,7 +345,7 @@ pub struct DirectCall<'a> {
 
 /// How a [`DirectCall`] ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Called {
+pub(crate) enum Called {
     /// The function returned this value (`None` as `null`).
     Returned(Json),
     /// A step asked for the agent or another script.
@@ -365,7 +356,7 @@ pub enum Called {
 }
 
 /// Calls `call.function` with `call.kwargs` in a fresh step context (see [`DirectCall`]).
-pub fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError> {
+pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError> {
     let DirectCall {
         module,
         function,

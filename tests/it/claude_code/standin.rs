@@ -202,7 +202,7 @@ async fn answer(
         .into_body()
         .collect()
         .await
-        .map(|b| b.to_bytes())
+        .map(http_body_util::Collected::to_bytes)
         .unwrap_or_default();
     let body: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
     let recorded = Recorded {

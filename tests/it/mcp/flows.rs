@@ -395,7 +395,8 @@ async fn resume_after_the_server_is_killed() {
     assert!(first.contains("llm step `twice[1]`"), "{first}");
     // SIGKILL: no chance to clean up.
     rustix::process::kill_process(
-        rustix::process::Pid::from_raw(client.pid as i32).expect("pid"),
+        rustix::process::Pid::from_raw(i32::try_from(client.pid).expect("a pid fits an i32"))
+            .expect("pid"),
         rustix::process::Signal::KILL,
     )
     .expect("kill");
