@@ -270,16 +270,21 @@ fn waiting_script(project: &Project) {
     );
 }
 
-fn read_pid(project: &Project) -> u32 {
-    for _ in 0..100 {
+/// The pid the `wait` step writes once it runs.
+async fn step_pid(project: &Project) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
         if let Ok(text) = std::fs::read_to_string(project.root().join("pid"))
             && let Ok(pid) = text.trim().parse()
         {
             return pid;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never wrote its pid"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("the step never wrote its pid");
 }
 
 #[tokio::test]
@@ -290,10 +295,14 @@ async fn cancelling_a_call_kills_the_step_and_the_run_resumes() {
     let call = client
         .service
         .call_tool_once(super::client::params("start", json!({"name": "wait"})));
-    // Dropping the request future sends `notifications/cancelled`.
-    let cancelled = tokio::time::timeout(Duration::from_millis(1500), call).await;
-    assert!(cancelled.is_err(), "the call should still be running");
-    let pid = read_pid(&project);
+    // The call is driven until its step runs (it has written its pid), then dropped: dropping
+    // the request future sends `notifications/cancelled`.
+    let mut call = Box::pin(call);
+    let pid = tokio::select! {
+        reply = &mut call => panic!("the call ended before it could be cancelled: {reply:?}"),
+        pid = step_pid(&project) => pid,
+    };
+    drop(call);
     // Regression: a call made while the cancelled one still wound down was refused with
     // "wait for its reply", a reply that never comes. It now waits for the wind-down.
     let status = client.call("status", json!({})).await.ok();
