@@ -170,12 +170,11 @@ impl AgentTool {
         }
     }
 
-    /// The JSON Schema of its arguments.
+    /// The JSON Schema of its arguments: an object of exactly these properties.
     pub(crate) fn input_schema(self) -> Map<String, Json> {
-        let schema = match self {
-            AgentTool::Start => json!({
-                "type": "object",
-                "properties": {
+        match self {
+            AgentTool::Start => object_schema(
+                json!({
                     "name": {
                         "type": "string",
                         "description": "The script's name: `test:random` or `test/random`."
@@ -189,35 +188,30 @@ impl AgentTool {
                         "type": "string",
                         "description": "The folder the script runs in, absolute or relative to the server's folder. Default: the server's folder."
                     }
-                },
-                "required": ["name"],
-                "additionalProperties": false
-            }),
-            AgentTool::Continue => json!({
-                "type": "object",
-                "properties": {
+                }),
+                &["name"],
+            ),
+            AgentTool::Continue => object_schema(
+                json!({
                     "outputs": {
                         "type": "object",
                         "description": "One entry per expected output of the pending llm step, by name; `{}` when none are expected.",
                         "additionalProperties": true
                     }
-                },
-                "required": ["outputs"],
-                "additionalProperties": false
-            }),
-            AgentTool::Resume => json!({
-                "type": "object",
-                "properties": {
+                }),
+                &["outputs"],
+            ),
+            AgentTool::Resume => object_schema(
+                json!({
                     "run_id": {
                         "type": "string",
                         "description": "The run to take up, e.g. `20261122-031502-9f3a`. Leave out to list the interrupted runs."
                     }
-                },
-                "additionalProperties": false
-            }),
-            AgentTool::Eject => json!({
-                "type": "object",
-                "properties": {
+                }),
+                &[],
+            ),
+            AgentTool::Eject => object_schema(
+                json!({
                     "name": {
                         "type": "string",
                         "description": "The bundled script's name, e.g. `compile` or `test:random`."
@@ -227,19 +221,12 @@ impl AgentTool {
                         "description": "Overwrite the project's files if they exist.",
                         "default": false
                     }
-                },
-                "required": ["name"],
-                "additionalProperties": false
-            }),
-            AgentTool::Finish | AgentTool::Status | AgentTool::ListScripts => json!({
-                "type": "object",
-                "properties": {},
-                "additionalProperties": false
-            }),
-        };
-        match schema {
-            Json::Object(map) => map,
-            _ => unreachable!("every schema is an object"),
+                }),
+                &["name"],
+            ),
+            AgentTool::Finish | AgentTool::Status | AgentTool::ListScripts => {
+                object_schema(json!({}), &[])
+            }
         }
     }
 
@@ -372,4 +359,16 @@ pub(crate) enum ArgumentError {
         /// What it is instead.
         found: &'static str,
     },
+}
+
+/// An object schema with `properties`, the `required` names, and nothing else allowed.
+fn object_schema(properties: Json, required: &[&str]) -> Map<String, Json> {
+    let mut schema = Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), properties);
+    if !required.is_empty() {
+        schema.insert("required".into(), json!(required));
+    }
+    schema.insert("additionalProperties".into(), false.into());
+    schema
 }
