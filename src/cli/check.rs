@@ -3,7 +3,7 @@
 use super::output::outln;
 use clap::Args;
 
-use crate::engine::compiled::{Limits, Program};
+use crate::engine::compiled::{Limits, Program, typecheck};
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
@@ -38,12 +38,20 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
             outln!("{}: NL only, nothing to check", script.name)?;
             continue;
         };
-        match Program::load(&compiled.origin, &compiled.text, &Limits::default()) {
-            Ok(_) => outln!("{}: ok ({})", script.name, compiled.origin)?,
-            Err(e) => {
-                outln!("{}: {}\n{}\n", script.name, compiled.origin, e.message)?;
-                failed += 1;
+        // Loading finds what stops a script before it starts; only a script that loads is
+        // worth typechecking (its errors would repeat the same problem).
+        let problems = match Program::load(&compiled.origin, &compiled.text, &Limits::default()) {
+            Ok(_) => typecheck(&compiled.origin, &compiled.text),
+            Err(e) => vec![e],
+        };
+        if problems.is_empty() {
+            outln!("{}: ok ({})", script.name, compiled.origin)?;
+        } else {
+            outln!("{}: {}", script.name, compiled.origin)?;
+            for problem in problems {
+                outln!("{}\n", problem.message)?;
             }
+            failed += 1;
         }
     }
     if failed > 0 {

@@ -650,6 +650,86 @@ fn script_without_execute_is_reported_by_check_and_run() {
     );
 }
 
+/// Regression (the first hour of a real user): `mekara check` passed a misspelled keyword,
+/// which failed on the script's first run.
+#[test]
+fn check_finds_a_misspelled_keyword_and_names_the_one_meant() {
+    let project = project_with(
+        "typo",
+        "Say hello.\n",
+        "def execute(request):\n    auto(\"echo hi\", contxt = \"Say hello\")\n    say(mesage = \"hi\")\n\ndef say(message):\n    print(message)\n",
+    );
+    mekara_snapshot!(project, project.command(&["check", "typo"]));
+    // Running it is still refused, by the call itself.
+    let run = project.run(&["run", "typo"], "\n");
+    run.expect_code(1);
+    assert!(
+        what_failed(&run.stdout).contains("contxt"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Regression (the first hour of a real user): `mekara check` passed arguments of the wrong
+/// type to the step builtins.
+#[test]
+fn check_finds_arguments_of_the_wrong_type() {
+    let project = project_with(
+        "types",
+        "Do it.\n",
+        "def execute(request):\n    auto(42)\n    llm(\"x\", expects = 5)\n    auto(\"x\", timeout = \"5\")\n",
+    );
+    mekara_snapshot!(project, project.command(&["check", "types"]));
+}
+
+/// The typechecker refuses no correct call of the builtins.
+#[test]
+fn check_passes_every_form_of_the_builtins() {
+    let project = project_with(
+        "every",
+        "Do it.\n",
+        r#"def execute(request, extra = 1, *, flag = False, **rest):
+    r = auto("echo 1", context = "c", working_dir = "sub", timeout = 5, env = {"A": "b"}, allow_failure = True)
+    n = int(r.output.strip()) + r.exit_code
+    auto("true", timeout = 2.5)
+    auto(say, {"message": str(n)}, context = "say")
+    auto(say, None, allow_failure = False)
+    g = llm("x", expects = {"a": "the a"})
+    llm("y", expects = ["a", "b"])
+    llm("z", expects = None)
+    print(g.outputs["a"])
+    mcp("server", "tool", {"a": 1}, context = "c", timeout = 3, allow_failure = True)
+    mcp("server", "tool")
+    call_script("other", "args", working_dir = "/tmp", allow_failure = True)
+    call_script("other", request = str(n))
+
+def say(message = "hi"):
+    print(message)
+"#,
+    );
+    let run = project.run(&["check", "every"], "");
+    run.expect_code(0);
+}
+
+/// Regression (the first hour of a real user): `def execute():` and `def execute(a, b):`
+/// passed `mekara check` and failed on the first run.
+#[test]
+fn check_and_run_refuse_an_execute_that_cannot_take_the_arguments() {
+    let project = Project::new();
+    project.script("none", "Do it.\n", Some("def execute():\n    pass\n"));
+    project.script("two", "Do it.\n", Some("def execute(a, b):\n    pass\n"));
+    mekara_snapshot!(project, project.command(&["check", "none", "two"]));
+    let run = project.run(&["run", "two"], "\n");
+    run.expect_code(1);
+    assert!(
+        what_failed(&run.stdout).starts_with(
+            "error: `execute` has 2 required parameters (`a`, `b`), but mekara passes it one\n"
+        ),
+        "{}",
+        run.stdout
+    );
+}
+
 #[test]
 fn arguments_of_the_wrong_type_are_named_with_their_type() {
     for (call, message) in [

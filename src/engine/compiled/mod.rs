@@ -15,7 +15,9 @@
 
 mod builtins;
 mod context;
+mod declared;
 mod diagnostics;
+mod static_check;
 mod values;
 
 use std::cell::{Cell, RefCell};
@@ -31,6 +33,7 @@ use starlark::values::OwnedFrozenValue;
 pub(crate) use builtins::{dialect, globals};
 pub(crate) use context::JournalWriter;
 pub(crate) use diagnostics::CodeError;
+pub(crate) use static_check::typecheck;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
 use diagnostics::{LastStatement, at_end_of_file, is_limit, render};
@@ -75,9 +78,13 @@ impl Program {
     pub(crate) fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
         let ast = AstModule::parse(origin, source.to_string(), &dialect())
             .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
+        let signature = static_check::execute_signature(&ast);
         let module = freeze_module(origin, ast, limits)?;
         match module.get_option("execute") {
-            Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program { module }),
+            Ok(Some(f)) if f.value().get_type() == "function" => match signature {
+                Some(problem) => Err(problem),
+                None => Ok(Program { module }),
+            },
             Ok(Some(f)) => Err(CodeError::new(format!(
                 "error: `execute` must be a function, but it is a `{}`\n --> {origin}\nhint: define `def execute(request):`",
                 f.value().get_type()
