@@ -24,7 +24,7 @@ use crate::engine::EngineError;
 use crate::exit::Exit;
 use crate::paths::Locations;
 use crate::script::eject::EjectError;
-use crate::script::{Resolver, ScriptError};
+use crate::script::{Orphan, Resolver, ScriptError};
 
 /// Workflows as code for coding agents.
 #[derive(Debug, Parser)]
@@ -136,7 +136,7 @@ fn exit_for(e: &anyhow::Error) -> Exit {
 
 /// What to do next, for the errors whose next step is a command: the engine and the
 /// resolver state the fact, and each adapter (this one, and `mcp`) names its own way on.
-fn hint(e: &anyhow::Error) -> Option<&'static str> {
+fn hint(e: &anyhow::Error) -> Option<String> {
     e.chain().find_map(|cause| {
         let script = cause.downcast_ref::<ScriptError>().or_else(|| {
             match cause.downcast_ref::<EngineError>() {
@@ -144,21 +144,41 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 _ => None,
             }
         });
-        if let Some(ScriptError::NotFound { suggestions, .. }) = script {
-            return suggestions
-                .is_empty()
-                .then_some("`mekara scripts` lists the scripts there are");
+        if let Some(script) = script {
+            return script_hint(script);
         }
         if let Some(EngineError::RunNotFound { .. }) = cause.downcast_ref::<EngineError>() {
-            return Some("`mekara runs` lists the runs there are");
+            return Some("`mekara runs` lists the runs there are".to_string());
         }
         match cause.downcast_ref::<EjectError>() {
             Some(EjectError::Exists { .. }) => {
-                Some("overwrite it with `--force`, or edit it in place")
+                Some("overwrite it with `--force`, or edit it in place".to_string())
             }
             _ => None,
         }
     })
+}
+
+/// What to do next about a script that cannot be had.
+fn script_hint(e: &ScriptError) -> Option<String> {
+    match e {
+        ScriptError::NotFound {
+            orphan: Some(orphan),
+            ..
+        } => Some(orphan_hint(orphan)),
+        ScriptError::NotFound { suggestions, .. } => suggestions
+            .is_empty()
+            .then(|| "`mekara scripts` lists the scripts there are".to_string()),
+        _ => None,
+    }
+}
+
+/// What to do about a compiled file without its NL file.
+fn orphan_hint(orphan: &Orphan) -> String {
+    format!(
+        "write `{}` (the compiled script's instructions for the agent when a step fails); a compiled script runs only beside its NL file",
+        orphan.nl.display()
+    )
 }
 
 /// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.
