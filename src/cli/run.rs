@@ -445,6 +445,10 @@ impl Observer for Terminal {
         }
     }
 
+    fn print(&self, _frame: &str, text: &str) {
+        self.line(format_args!("{text}"));
+    }
+
     fn step_finished(&self, frame: &str, record: &StepRecord) {
         if !self.at_line_start.get() {
             self.line(format_args!(""));

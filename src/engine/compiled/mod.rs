@@ -188,6 +188,8 @@ pub(crate) struct FrameRun<'a> {
     pub working_dir: &'a Path,
     /// The frame's journal: replayed, then appended to.
     pub steps: &'a mut Vec<StepRecord>,
+    /// How many of the frame's prints outside function steps were reported already.
+    pub printed: &'a mut usize,
     /// Writes a new record to the run's journal, before the script sees it.
     pub journal: &'a mut JournalWriter<'a>,
     /// Runs shell steps.
@@ -211,6 +213,7 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         request,
         working_dir,
         steps,
+        printed,
         journal,
         runner,
         group_note,
@@ -233,6 +236,8 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         limits,
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
+        prints: Cell::new(0),
+        printed: Cell::new(*printed),
     };
     let execute = program
         .module
@@ -245,6 +250,7 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
     let result = call_with_steps(&ctx, &execute, &Arguments::Request(request));
     let cursor = ctx.cursor.get();
     let interrupt = ctx.interrupt.take();
+    *printed = ctx.printed.get();
     *steps = ctx.steps.into_inner();
     match (result, interrupt) {
         (_, Some(Interrupt::Engine(e))) => Err(e),
@@ -396,6 +402,8 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
         limits,
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
+        prints: Cell::new(0),
+        printed: Cell::new(0),
     };
     let result = call_with_steps(&ctx, &callee, &Arguments::Keywords(kwargs));
     match (result, ctx.interrupt.take()) {
