@@ -8,7 +8,8 @@ use crate::exit::Exit;
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
-    /// Scripts to check; all compiled scripts when none is given.
+    /// Scripts to check (names, or paths of `.star` files); all compiled scripts when none
+    /// is given.
     names: Vec<String>,
 }
 
@@ -48,8 +49,32 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
         args.names
     };
     checked += names.len();
-    for name in &names {
-        let script = match resolver.resolve(name) {
+    for arg in &names {
+        // A `.star` file is checked as it is, wherever it is.
+        let path = std::path::Path::new(arg);
+        if path.extension().is_some_and(|e| e == "star") && path.is_file() {
+            let text = std::fs::read_to_string(path)?;
+            let problems = problems(arg, &text);
+            if problems.is_empty() {
+                outln!("{arg}: ok")?;
+            } else {
+                outln!("{arg}:")?;
+                for problem in problems {
+                    outln!("{}\n", problem.message)?;
+                }
+                failed += 1;
+            }
+            continue;
+        }
+        let name = match super::script_named(&resolver, arg, "check") {
+            Ok(name) => name,
+            Err(e) => {
+                outln!("error: {e}")?;
+                failed += 1;
+                continue;
+            }
+        };
+        let script = match resolver.resolve(&name) {
             Ok(script) => script,
             Err(e) => {
                 match super::script_hint(&e) {

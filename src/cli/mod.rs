@@ -209,6 +209,48 @@ fn init_logging(file: Option<&std::path::Path>) {
     };
 }
 
+/// The script a command line names: `arg` itself, or, when `arg` is the path of a script's
+/// file (`mekara run .mekara/scripts/nl/hello.md`), the name that resolves to that file.
+/// A path that no name resolves to is a usage error that says what to type instead.
+fn script_named(resolver: &Resolver, arg: &str, command: &str) -> anyhow::Result<String> {
+    let path = std::path::Path::new(arg);
+    let is_path = path.extension().is_some_and(|e| e == "md" || e == "star") || path.is_file();
+    if !is_path {
+        return Ok(arg.to_string());
+    }
+    let same = |origin: &str| {
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        canonical(std::path::Path::new(origin)).is_some_and(|o| Some(o) == canonical(path))
+    };
+    let absolute = std::env::current_dir().map_or_else(|_| path.to_path_buf(), |d| d.join(path));
+    if let Some(name) = Resolver::name_of_file(&absolute) {
+        match resolver.resolve(name.as_path()) {
+            Ok(script)
+                if same(&script.nl.origin)
+                    || script.compiled.as_ref().is_some_and(|c| same(&c.origin)) =>
+            {
+                return Ok(name.as_path().to_string());
+            }
+            Ok(script) => {
+                return usage(format!(
+                    "`{arg}` is a file of script `{name}`, but here `{name}` resolves to `{}`; `mekara {command}` takes a script's name: type `mekara {command} {name}` to use that one",
+                    script.nl.origin
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("NAME");
+    let put = if path.is_file() {
+        "move it"
+    } else {
+        "put the instructions"
+    };
+    usage(format!(
+        "`mekara {command}` takes a script's name, not a file, and no script resolves to `{arg}`; {put} to `.mekara/scripts/nl/{stem}.md` (a compiled form goes to `.mekara/scripts/compiled/{stem}.star`), then type `mekara {command} {stem}`"
+    ))
+}
+
 /// The project around the current directory, and its resolver.
 fn locate() -> anyhow::Result<(Locations, Resolver)> {
     let locations = Locations::from_current_dir()

@@ -299,6 +299,36 @@ impl Resolver {
             .collect()
     }
 
+    /// The name of the script whose file `path` would be, by its place in a scripts folder
+    /// (`…/scripts/nl/<name>.md`, `…/scripts/compiled/<name>.star`,
+    /// `…/skills/<name>/SKILL.md` or `mekara.star`), whichever level that folder is at.
+    pub fn name_of_file(path: &Path) -> Option<ScriptName> {
+        let parts: Vec<&str> = path
+            .components()
+            .map(|c| c.as_os_str().to_str())
+            .collect::<Option<_>>()?;
+        let file = *parts.last()?;
+        let name = if let Some(at) = parts
+            .windows(2)
+            .rposition(|w| w[0] == "scripts" && (w[1] == "nl" || w[1] == "compiled"))
+        {
+            let extension = if parts[at + 1] == "nl" {
+                ".md"
+            } else {
+                ".star"
+            };
+            let mut name = parts[at + 2..].join("/");
+            name.truncate(name.strip_suffix(extension)?.len());
+            name
+        } else if file == "SKILL.md" || file == "mekara.star" {
+            let at = parts.iter().rposition(|p| *p == "skills")?;
+            parts[at + 1..parts.len() - 1].join("/")
+        } else {
+            return None;
+        };
+        ScriptName::parse(&name).ok()
+    }
+
     fn level(&self, at: usize) -> Level {
         self.roots.get(at).map_or(Level::Bundled, |r| r.level)
     }
