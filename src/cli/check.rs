@@ -8,8 +8,7 @@ use crate::exit::Exit;
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
-    /// Scripts to check (names, or paths of `.star` files); all compiled scripts when none
-    /// is given.
+    /// Scripts to check (names or `.star` files); all compiled scripts when none is given.
     names: Vec<String>,
 }
 
