@@ -24,7 +24,7 @@ use crate::engine::EngineError;
 use crate::exit::Exit;
 use crate::paths::Locations;
 use crate::script::eject::EjectError;
-use crate::script::{Resolver, ScriptError};
+use crate::script::{Orphan, Resolver, ScriptError};
 
 /// Workflows as code for coding agents.
 #[derive(Debug, Parser)]
@@ -136,7 +136,7 @@ fn exit_for(e: &anyhow::Error) -> Exit {
 
 /// What to do next, for the errors whose next step is a command: the engine and the
 /// resolver state the fact, and each adapter (this one, and `mcp`) names its own way on.
-fn hint(e: &anyhow::Error) -> Option<&'static str> {
+fn hint(e: &anyhow::Error) -> Option<String> {
     e.chain().find_map(|cause| {
         let script = cause.downcast_ref::<ScriptError>().or_else(|| {
             match cause.downcast_ref::<EngineError>() {
@@ -144,21 +144,41 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 _ => None,
             }
         });
-        if let Some(ScriptError::NotFound { suggestions, .. }) = script {
-            return suggestions
-                .is_empty()
-                .then_some("`mekara scripts` lists the scripts there are");
+        if let Some(script) = script {
+            return script_hint(script);
         }
         if let Some(EngineError::RunNotFound { .. }) = cause.downcast_ref::<EngineError>() {
-            return Some("`mekara runs` lists the runs there are");
+            return Some("`mekara runs` lists the runs there are".to_string());
         }
         match cause.downcast_ref::<EjectError>() {
             Some(EjectError::Exists { .. }) => {
-                Some("overwrite it with `--force`, or edit it in place")
+                Some("overwrite it with `--force`, or edit it in place".to_string())
             }
             _ => None,
         }
     })
+}
+
+/// What to do next about a script that cannot be had.
+fn script_hint(e: &ScriptError) -> Option<String> {
+    match e {
+        ScriptError::NotFound {
+            orphan: Some(orphan),
+            ..
+        } => Some(orphan_hint(orphan)),
+        ScriptError::NotFound { suggestions, .. } => suggestions
+            .is_empty()
+            .then(|| "`mekara scripts` lists the scripts there are".to_string()),
+        _ => None,
+    }
+}
+
+/// What to do about a compiled file without its NL file.
+fn orphan_hint(orphan: &Orphan) -> String {
+    format!(
+        "write `{}` (the compiled script's instructions for the agent when a step fails); a compiled script runs only beside its NL file",
+        orphan.nl.display()
+    )
 }
 
 /// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.
@@ -187,6 +207,48 @@ fn init_logging(file: Option<&std::path::Path>) {
         }
         None => builder.with_writer(std::io::stderr).try_init(),
     };
+}
+
+/// The script a command line names: `arg` itself, or, when `arg` is the path of a script's
+/// file (`mekara run .mekara/scripts/nl/hello.md`), the name that resolves to that file.
+/// A path that no name resolves to is a usage error that says what to type instead.
+fn script_named(resolver: &Resolver, arg: &str, command: &str) -> anyhow::Result<String> {
+    let path = std::path::Path::new(arg);
+    let is_path = path.extension().is_some_and(|e| e == "md" || e == "star") || path.is_file();
+    if !is_path {
+        return Ok(arg.to_string());
+    }
+    let same = |origin: &str| {
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        canonical(std::path::Path::new(origin)).is_some_and(|o| Some(o) == canonical(path))
+    };
+    let absolute = std::env::current_dir().map_or_else(|_| path.to_path_buf(), |d| d.join(path));
+    if let Some(name) = Resolver::name_of_file(&absolute) {
+        match resolver.resolve(name.as_path()) {
+            Ok(script)
+                if same(&script.nl.origin)
+                    || script.compiled.as_ref().is_some_and(|c| same(&c.origin)) =>
+            {
+                return Ok(name.as_path().to_string());
+            }
+            Ok(script) => {
+                return usage(format!(
+                    "`{arg}` is a file of script `{name}`, but here `{name}` resolves to `{}`; `mekara {command}` takes a script's name: type `mekara {command} {name}` to use that one",
+                    script.nl.origin
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("NAME");
+    let put = if path.is_file() {
+        "move it"
+    } else {
+        "put the instructions"
+    };
+    usage(format!(
+        "`mekara {command}` takes a script's name, not a file, and no script resolves to `{arg}`; {put} to `.mekara/scripts/nl/{stem}.md` (a compiled form goes to `.mekara/scripts/compiled/{stem}.star`), then type `mekara {command} {stem}`"
+    ))
 }
 
 /// The project around the current directory, and its resolver.

@@ -72,8 +72,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         let first = executor.advance(&terminal);
         (executor, first)
     } else {
+        let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+        let name = name.as_str();
         let mut executor = Executor::new(resolver, store, runner, settings);
-        let name = args.name.as_deref().unwrap_or_default();
         let cwd = std::env::current_dir()?;
         let working_dir = args
             .working_dir
@@ -443,6 +444,10 @@ impl Observer for Terminal {
         if let Err(e) = written.and_then(|()| out.flush()) {
             self.write_failed(&e);
         }
+    }
+
+    fn print(&self, _frame: &str, text: &str) {
+        self.line(format_args!("{text}"));
     }
 
     fn step_finished(&self, frame: &str, record: &StepRecord) {

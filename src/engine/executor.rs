@@ -61,6 +61,9 @@ pub struct Frame {
     /// The failure it fell back on.
     pub failure: Option<String>,
     program: Option<Result<Arc<Program>, CodeError>>,
+    /// How many of the script's prints outside function steps were reported: evaluation
+    /// starts from the top each time, and says each print once.
+    printed: usize,
 }
 
 impl Frame {
@@ -234,6 +237,7 @@ impl Executor {
                 steps: state.steps,
                 failure: state.failure,
                 program: None,
+                printed: 0,
             });
         }
         self.sync()?;
@@ -496,6 +500,7 @@ impl Executor {
                 request: &frame.request,
                 working_dir: &frame.working_dir,
                 steps: &mut frame.steps,
+                printed: &mut frame.printed,
                 journal: &mut write,
                 runner: self.runner.as_ref(),
                 group_note: Some(&group_note),
@@ -586,6 +591,7 @@ impl Executor {
             steps: Vec::new(),
             failure: None,
             program: None,
+            printed: 0,
         });
         observer.frame_event(FrameEvent::Pushed {
             path: &self.label(),

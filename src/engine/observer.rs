@@ -21,6 +21,14 @@ pub trait Observer {
     /// The running step wrote `chunk`.
     fn output(&self, _chunk: &[u8]) {}
 
+    /// The script of frame `frame` printed `text` outside a function step (where a print is
+    /// the step's output). Only new prints are reported: a print a replayed part of the
+    /// script makes again was reported when that part first ran. By default it goes to the
+    /// log: stdout may belong to a protocol.
+    fn print(&self, frame: &str, text: &str) {
+        tracing::info!(target: "mekara::print", "{frame}: {text}");
+    }
+
     /// The step finished and was journaled.
     fn step_finished(&self, _frame: &str, _record: &StepRecord) {}
 

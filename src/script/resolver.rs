@@ -92,12 +92,14 @@ pub enum ScriptError {
     #[error(transparent)]
     InvalidName(#[from] NameError),
     /// No level has the script.
-    #[error("script `{name}` not found{}", did_you_mean(.suggestions))]
+    #[error("script `{name}` not found{}{}", did_you_mean(.suggestions), orphan.as_ref().map(|o| format!(": {o}")).unwrap_or_default())]
     NotFound {
         /// The name as asked for.
         name: String,
         /// Existing names close to it, best first.
         suggestions: Vec<String>,
+        /// A compiled file of that name that has no NL file.
+        orphan: Option<Box<Orphan>>,
     },
     /// A file exists but cannot be read.
     #[error("cannot read `{}`: {source}", .path.display())]
@@ -114,6 +116,20 @@ impl ScriptError {
     pub fn exit_code(&self) -> Exit {
         Exit::Usage
     }
+}
+
+/// A compiled file that no NL file pairs with: no name resolves to it, so it never runs.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`{}` has no `{}` beside it", .compiled.display(), .nl_beside)]
+pub struct Orphan {
+    /// The script's name.
+    pub name: ScriptName,
+    /// The compiled file.
+    pub compiled: PathBuf,
+    /// Where its NL file belongs.
+    pub nl: PathBuf,
+    /// The NL file's path from the scripts folder (`nl/<name>.md`, or `SKILL.md`).
+    pub nl_beside: String,
 }
 
 /// `; did you mean …?` when there are names close to the one asked for. Where to list the
@@ -189,7 +205,57 @@ impl Resolver {
         Err(ScriptError::NotFound {
             name: raw.to_string(),
             suggestions: self.suggestions(&name),
+            orphan: self
+                .orphans()
+                .into_iter()
+                .find(|o| forms.contains(&o.name))
+                .map(Box::new),
         })
+    }
+
+    /// The compiled files of the project and user levels that no NL file pairs with: none
+    /// at their own level, nor at a lower one (which would take a compiled file from a
+    /// higher level).
+    pub fn orphans(&self) -> Vec<Orphan> {
+        let mut found = Vec::new();
+        for (at, root) in self.roots.iter().enumerate() {
+            let compiled_dir = root.mekara_dir.join("scripts").join("compiled");
+            let layouts = [
+                (ListMode::Compiled, &compiled_dir),
+                (ListMode::SkillsCompiled, &root.skills_dir),
+            ];
+            for (mode, dir) in layouts {
+                for name in list_files(dir, mode) {
+                    let paired = (at..=self.roots.len())
+                        .any(|k| self.nl_file(k, &name).ok().flatten().is_some());
+                    if paired {
+                        continue;
+                    }
+                    let (compiled, nl, nl_beside) = match mode {
+                        ListMode::Compiled => (
+                            compiled_dir.join(format!("{}.star", name.as_path())),
+                            root.mekara_dir
+                                .join("scripts/nl")
+                                .join(format!("{}.md", name.as_path())),
+                            format!("nl/{}.md", name.as_path()),
+                        ),
+                        _ => (
+                            root.skills_dir.join(name.as_path()).join("mekara.star"),
+                            root.skills_dir.join(name.as_path()).join("SKILL.md"),
+                            "SKILL.md".to_string(),
+                        ),
+                    };
+                    found.push(Orphan {
+                        name,
+                        compiled,
+                        nl,
+                        nl_beside,
+                    });
+                }
+            }
+        }
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        found
     }
 
     /// Every script that resolves, by name; a name at several levels is listed once, at
@@ -231,6 +297,36 @@ impl Resolver {
                 })
             })
             .collect()
+    }
+
+    /// The name of the script whose file `path` would be, by its place in a scripts folder
+    /// (`…/scripts/nl/<name>.md`, `…/scripts/compiled/<name>.star`,
+    /// `…/skills/<name>/SKILL.md` or `mekara.star`), whichever level that folder is at.
+    pub fn name_of_file(path: &Path) -> Option<ScriptName> {
+        let parts: Vec<&str> = path
+            .components()
+            .map(|c| c.as_os_str().to_str())
+            .collect::<Option<_>>()?;
+        let file = *parts.last()?;
+        let name = if let Some(at) = parts
+            .windows(2)
+            .rposition(|w| w[0] == "scripts" && (w[1] == "nl" || w[1] == "compiled"))
+        {
+            let extension = if parts[at + 1] == "nl" {
+                ".md"
+            } else {
+                ".star"
+            };
+            let mut name = parts[at + 2..].join("/");
+            name.truncate(name.strip_suffix(extension)?.len());
+            name
+        } else if file == "SKILL.md" || file == "mekara.star" {
+            let at = parts.iter().rposition(|p| *p == "skills")?;
+            parts[at + 1..parts.len() - 1].join("/")
+        } else {
+            return None;
+        };
+        ScriptName::parse(&name).ok()
     }
 
     fn level(&self, at: usize) -> Level {
@@ -341,6 +437,10 @@ enum ListMode {
     Markdown,
     /// `<name>/SKILL.md` folders.
     Skills,
+    /// `<name>.star` files.
+    Compiled,
+    /// `<name>/mekara.star` folders.
+    SkillsCompiled,
 }
 
 /// Script names under `dir`; unreadable folders and invalid names are skipped.
@@ -354,14 +454,24 @@ fn list_files(dir: &Path, mode: ListMode) -> Vec<ScriptName> {
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
-                if matches!(mode, ListMode::Skills) && path.join("SKILL.md").is_file() {
+                let marker = match mode {
+                    ListMode::Skills => Some("SKILL.md"),
+                    ListMode::SkillsCompiled => Some("mekara.star"),
+                    ListMode::Markdown | ListMode::Compiled => None,
+                };
+                if marker.is_some_and(|m| path.join(m).is_file()) {
                     push_name(&mut found, dir, &path);
                 }
                 pending.push(path);
-            } else if matches!(mode, ListMode::Markdown)
-                && path.extension().is_some_and(|e| e == "md")
-            {
-                push_name(&mut found, dir, &path.with_extension(""));
+            } else {
+                let extension = match mode {
+                    ListMode::Markdown => Some("md"),
+                    ListMode::Compiled => Some("star"),
+                    ListMode::Skills | ListMode::SkillsCompiled => None,
+                };
+                if extension.is_some_and(|x| path.extension().is_some_and(|e| e == x)) {
+                    push_name(&mut found, dir, &path.with_extension(""));
+                }
             }
         }
     }

@@ -744,7 +744,8 @@ fn progress_goes_only_to_a_call_that_asked_for_it() {
 }
 
 /// A project whose script `noisy` writes a lot to its own stdout and stderr, reads its
-/// stdin, leaves a process behind that writes later, and prints from a function step.
+/// stdin, leaves a process behind that writes later, and prints from `execute` (which the
+/// terminal shows, and `mekara mcp` logs) and from a function step.
 fn noisy_project() -> Project {
     let project = Project::new();
     project.script(
@@ -752,6 +753,7 @@ fn noisy_project() -> Project {
         "---\ndescription: Make noise\n---\n1. Make noise.\n2. Say done.\n",
         Some(concat!(
             "def execute(request):\n",
+            "    print(\"EXECUTE-PRINT\")\n",
             "    auto(\"for i in $(seq 1 20000); do echo STEP-STDOUT line $i; done; ",
             "seq 1 5000 | sed 's/^/STEP-STDERR /' >&2; cat; ",
             "(sleep 0.2; echo STEP-LATE) &\")\n",

@@ -813,3 +813,73 @@ fn home_reached_through_a_symlink_is_never_a_project_root() {
         "home's scripts shown as {nl}"
     );
 }
+
+/// Regression (the first hour of a real user): a compiled file with no NL file beside it
+/// was invisible: `mekara run orphan` said only "not found", and `mekara check` skipped it,
+/// even with a syntax error.
+#[test]
+fn a_compiled_file_without_its_nl_file_is_reported() {
+    let project = Project::new();
+    project.write(
+        ".mekara/scripts/compiled/orphan.star",
+        "def execute(request):\n    x = = 1\n",
+    );
+    project.write(
+        ".agents/skills/skill-orphan/mekara.star",
+        "def execute(request):\n    pass\n",
+    );
+    mekara_snapshot!("orphan_check", project, project.command(&["check"]));
+    mekara_snapshot!(
+        "orphan_check_by_name",
+        project,
+        project.command(&["check", "orphan"])
+    );
+    mekara_snapshot!("orphan_run", project, project.command(&["run", "orphan"]));
+}
+
+/// A compiled file paired with an NL file at a lower level is no orphan: it runs.
+#[test]
+fn a_compiled_file_with_its_nl_file_at_the_user_level_is_no_orphan() {
+    let project = Project::new();
+    project.write(
+        ".mekara/scripts/compiled/paired.star",
+        "def execute(request):\n    pass\n",
+    );
+    write_file(
+        &project.home().join(".mekara/scripts/nl/paired.md"),
+        "Do it.\n",
+    );
+    let run = project.run(&["check"], "");
+    run.expect_code(0);
+    assert!(!run.stdout.contains("beside it"), "{}", run.stdout);
+}
+
+/// Regression (the first hour of a real user): `mekara run hello.md` and `mekara check
+/// path/to/file.star` said only "not found". A path inside a scripts folder means the
+/// script there; a `.star` file is checked as it is; any other path gets what to type.
+#[test]
+fn a_path_where_a_name_goes_means_the_script_or_says_what_to_type() {
+    let project = Project::new();
+    project.script(
+        "hello",
+        "Say hello.\n",
+        Some("def execute(request):\n    auto(\"echo hello\")\n"),
+    );
+    let run = project.run(&["run", ".mekara/scripts/nl/hello.md"], "");
+    run.expect_code(0);
+    assert!(run.stdout.contains("→ hello\n"), "{}", run.stdout);
+    let check = project.run(&["check", ".mekara/scripts/compiled/hello.star"], "");
+    check.expect_code(0);
+    project.write("hello.md", "Say hello.\n");
+    project.write("loose.star", "def execute():\n    pass\n");
+    mekara_snapshot!(
+        "path_run_loose_md",
+        project,
+        project.command(&["run", "hello.md"])
+    );
+    mekara_snapshot!(
+        "path_check_loose_star",
+        project,
+        project.command(&["check", "loose.star"])
+    );
+}

@@ -16,6 +16,7 @@ use starlark::values::Value;
 
 use super::Suspension;
 use super::context::{Interrupt, StepContext, step_context};
+use super::declared::{Declared, DictOrNone, Expects, Seconds, StepType};
 use super::diagnostics::{is_limit, locate_in_function, render};
 use super::values::{
     alloc_json, error_value, expects_map, function_name, json_of, keyword_values, result_struct,
@@ -66,16 +67,18 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
     // The parameters are the user-facing script API, one Rust argument each.
     #[allow(clippy::too_many_arguments)]
     fn auto<'v>(
-        #[starlark(require = pos)] step: Value<'v>,
-        #[starlark(require = pos)] kwargs: Option<Value<'v>>,
+        #[starlark(require = pos)] step: Declared<'v, StepType>,
+        #[starlark(require = pos)] kwargs: Option<Declared<'v, DictOrNone>>,
         #[starlark(require = named)] context: Option<&str>,
         #[starlark(require = named)] working_dir: Option<&str>,
-        #[starlark(require = named)] timeout: Option<Value<'v>>,
-        #[starlark(require = named)] env: Option<Value<'v>>,
+        #[starlark(require = named)] timeout: Option<Declared<'v, Seconds>>,
+        #[starlark(require = named)] env: Option<Declared<'v, DictOrNone>>,
         #[starlark(require = named, default = false)] allow_failure: bool,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Value<'v>> {
         let ctx = step_context(eval, "auto")?;
+        let (step, kwargs) = (step.value, kwargs.map(|k| k.value));
+        let (timeout, env) = (timeout.map(|t| t.value), env.map(|e| e.value));
         let heap = eval.heap();
         let context = context.map(str::to_string);
         if let Some(command) = step.unpack_str() {
@@ -170,10 +173,11 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
     /// `.outputs`, a dict.
     fn llm<'v>(
         #[starlark(require = pos)] prompt: &str,
-        #[starlark(require = named)] expects: Option<Value<'v>>,
+        #[starlark(require = named)] expects: Option<Declared<'v, Expects>>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Value<'v>> {
         let ctx = step_context(eval, "llm")?;
+        let expects = expects.map(|e| e.value);
         // Tags become journaled mcp steps before the llm step, so re-deriving the pending
         // step answers them from the journal instead of calling again, and the journal
         // holds what the agent saw.
@@ -218,13 +222,14 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
     fn mcp<'v>(
         #[starlark(require = pos)] server: &str,
         #[starlark(require = pos)] tool: &str,
-        arguments: Option<Value<'v>>,
+        arguments: Option<Declared<'v, DictOrNone>>,
         #[starlark(require = named)] context: Option<&str>,
-        #[starlark(require = named)] timeout: Option<Value<'v>>,
+        #[starlark(require = named)] timeout: Option<Declared<'v, Seconds>>,
         #[starlark(require = named, default = false)] allow_failure: bool,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Value<'v>> {
         let ctx = step_context(eval, "mcp")?;
+        let (arguments, timeout) = (arguments.map(|a| a.value), timeout.map(|t| t.value));
         let arguments = match arguments {
             None => Map::new(),
             Some(a) if a.is_none() => Map::new(),

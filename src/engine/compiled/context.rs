@@ -60,10 +60,19 @@ mod context_type {
         pub(in crate::engine::compiled) interrupt: RefCell<Option<Interrupt>>,
         /// `print` output of the running function step; `None` outside one.
         pub(in crate::engine::compiled) capture: RefCell<Option<String>>,
+        /// Prints outside function steps in this evaluation so far.
+        pub(in crate::engine::compiled) prints: Cell<usize>,
+        /// How many of the frame's prints were reported, in this evaluation or before.
+        pub(in crate::engine::compiled) printed: Cell<usize>,
     }
 }
 
-/// Sends `print` to the running function step's output; elsewhere to the log.
+/// Sends `print` to the running function step's output; elsewhere to the observer, once.
+///
+/// Evaluation starts from the top each time, so a print comes again: the same `n`-th print
+/// of the frame, since evaluation is deterministic. One the frame reported already (this
+/// process counts them), or one made while journaled steps replay (it ran in an earlier
+/// process, and was shown there), is not reported again.
 pub(super) struct StepPrinter<'c, 'a> {
     pub(super) ctx: &'c StepContext<'a>,
 }
@@ -75,7 +84,13 @@ impl starlark::PrintHandler for StepPrinter<'_, '_> {
             buffer.push('\n');
             self.ctx.observer.output(format!("{text}\n").as_bytes());
         } else {
-            tracing::info!(target: "mekara::print", "{}: {text}", self.ctx.path);
+            let n = self.ctx.prints.get();
+            self.ctx.prints.set(n + 1);
+            let replaying = self.ctx.cursor.get() < self.ctx.steps.borrow().len();
+            if n >= self.ctx.printed.get() && !replaying {
+                self.ctx.observer.print(self.ctx.path, text);
+                self.ctx.printed.set(n + 1);
+            }
         }
         Ok(())
     }

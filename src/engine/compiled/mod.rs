@@ -15,7 +15,9 @@
 
 mod builtins;
 mod context;
+mod declared;
 mod diagnostics;
+mod static_check;
 mod values;
 
 use std::cell::{Cell, RefCell};
@@ -31,6 +33,7 @@ use starlark::values::OwnedFrozenValue;
 pub(crate) use builtins::{dialect, globals};
 pub(crate) use context::JournalWriter;
 pub(crate) use diagnostics::CodeError;
+pub(crate) use static_check::typecheck;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
 use diagnostics::{LastStatement, at_end_of_file, is_limit, render};
@@ -75,9 +78,13 @@ impl Program {
     pub(crate) fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
         let ast = AstModule::parse(origin, source.to_string(), &dialect())
             .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
+        let signature = static_check::execute_signature(&ast);
         let module = freeze_module(origin, ast, limits)?;
         match module.get_option("execute") {
-            Ok(Some(f)) if f.value().get_type() == "function" => Ok(Program { module }),
+            Ok(Some(f)) if f.value().get_type() == "function" => match signature {
+                Some(problem) => Err(problem),
+                None => Ok(Program { module }),
+            },
             Ok(Some(f)) => Err(CodeError::new(format!(
                 "error: `execute` must be a function, but it is a `{}`\n --> {origin}\nhint: define `def execute(request):`",
                 f.value().get_type()
@@ -181,6 +188,8 @@ pub(crate) struct FrameRun<'a> {
     pub working_dir: &'a Path,
     /// The frame's journal: replayed, then appended to.
     pub steps: &'a mut Vec<StepRecord>,
+    /// How many of the frame's prints outside function steps were reported already.
+    pub printed: &'a mut usize,
     /// Writes a new record to the run's journal, before the script sees it.
     pub journal: &'a mut JournalWriter<'a>,
     /// Runs shell steps.
@@ -204,6 +213,7 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         request,
         working_dir,
         steps,
+        printed,
         journal,
         runner,
         group_note,
@@ -226,6 +236,8 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         limits,
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
+        prints: Cell::new(0),
+        printed: Cell::new(*printed),
     };
     let execute = program
         .module
@@ -238,6 +250,7 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
     let result = call_with_steps(&ctx, &execute, &Arguments::Request(request));
     let cursor = ctx.cursor.get();
     let interrupt = ctx.interrupt.take();
+    *printed = ctx.printed.get();
     *steps = ctx.steps.into_inner();
     match (result, interrupt) {
         (_, Some(Interrupt::Engine(e))) => Err(e),
@@ -389,6 +402,8 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
         limits,
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
+        prints: Cell::new(0),
+        printed: Cell::new(0),
     };
     let result = call_with_steps(&ctx, &callee, &Arguments::Keywords(kwargs));
     match (result, ctx.interrupt.take()) {

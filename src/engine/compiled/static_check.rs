@@ -1,0 +1,220 @@
+//! What can be found in a script without running it: the signature of `execute`
+//! ([`execute_signature`], checked whenever a script loads), and the calls that starlark's
+//! typechecker refuses against the typed signatures of the builtins and of the script's own
+//! functions ([`typecheck`]: a misspelled keyword, a value of the wrong type), each with its
+//! location and, where there is one, a hint.
+//!
+//! Running a script never depends on the typechecker: `mekara check` reports what it finds,
+//! so a script it wrongly refused would still run, and every builtin checks its arguments
+//! again at run time.
+
+use std::collections::HashMap;
+
+use starlark::codemap::Span;
+use starlark::docs::{DocItem, DocMember};
+use starlark::syntax::AstModule;
+use starlark::syntax::ast::{AstExpr, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP};
+use starlark::typing::AstModuleTypecheck;
+
+use super::builtins::{dialect, globals};
+use super::diagnostics::{CodeError, render};
+
+/// The problems starlark's typechecker finds in `source`, rendered with their location;
+/// none when it does not parse (loading reports that).
+pub(crate) fn typecheck(origin: &str, source: &str) -> Vec<CodeError> {
+    let parse = || AstModule::parse(origin, source.to_string(), &dialect());
+    let (Ok(ast), Ok(checked)) = (parse(), parse()) else {
+        return Vec::new();
+    };
+    let calls = Calls::of(&ast);
+    // Scripts load nothing: no other module's interface is needed.
+    let (errors, ..) = checked.typecheck(globals(), &HashMap::new());
+    errors
+        .iter()
+        .map(|e| {
+            let hint = e
+                .span()
+                .and_then(|at| hint(&e.without_diagnostic().to_string(), at.span, &calls));
+            let message = render(e);
+            CodeError::new(match hint {
+                Some(hint) => format!("{message}\nhint: {hint}"),
+                None => message,
+            })
+        })
+        .collect()
+}
+
+/// Why `execute` of `ast` cannot be called with the script's arguments (one positional
+/// argument), when it cannot.
+pub(super) fn execute_signature(ast: &AstModule) -> Option<CodeError> {
+    let top = match &ast.statement().node {
+        StmtP::Statements(statements) => statements.iter().collect(),
+        _ => vec![ast.statement()],
+    };
+    let execute = top.into_iter().rev().find_map(|s| match &s.node {
+        StmtP::Def(def) if def.name.node.ident == "execute" => Some(def),
+        _ => None,
+    })?;
+    let problem = signature_problem(execute)?;
+    let span = ast.file_span(execute.signature_span());
+    let mut e = starlark::Error::new_other(anyhow::anyhow!("{problem}"));
+    e.set_span(span.span, &span.file);
+    Some(CodeError::new(format!(
+        "{}\nhint: define `def execute(request):`; mekara calls it with the script's arguments, a string",
+        render(&e)
+    )))
+}
+
+/// What is wrong with `def`'s parameters for a call with one positional argument.
+fn signature_problem(def: &DefP<AstNoPayload>) -> Option<String> {
+    let mut positional = Vec::new();
+    let mut required = Vec::new();
+    let mut required_named = Vec::new();
+    let mut star_args = false;
+    let mut after_star = false;
+    for param in &def.params {
+        match &param.node {
+            ParameterP::Normal(name, _, default) => {
+                let name = name.node.ident.as_str();
+                let is_required = default.is_none();
+                if after_star {
+                    if is_required {
+                        required_named.push(name);
+                    }
+                } else {
+                    positional.push(name);
+                    if is_required {
+                        required.push(name);
+                    }
+                }
+            }
+            ParameterP::Args(..) => {
+                star_args = true;
+                after_star = true;
+            }
+            ParameterP::NoArgs => after_star = true,
+            ParameterP::Slash | ParameterP::KwArgs(..) => {}
+        }
+    }
+    let names = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if positional.is_empty() && !star_args {
+        Some("`execute` takes no positional parameter, but mekara passes it one".to_string())
+    } else if required.len() > 1 {
+        Some(format!(
+            "`execute` has {} required parameters ({}), but mekara passes it one",
+            required.len(),
+            names(&required)
+        ))
+    } else if !required_named.is_empty() {
+        Some(format!(
+            "`execute` has required keyword-only parameters ({}), but mekara passes it one positional argument",
+            names(&required_named)
+        ))
+    } else {
+        None
+    }
+}
+
+/// What a hint needs from the module: its calls, and the parameters of its functions.
+struct Calls<'a> {
+    /// Each call's span and the name it calls, when it calls a name.
+    calls: Vec<(Span, &'a str)>,
+    /// The parameter names of the functions the module defines.
+    defined: HashMap<&'a str, Vec<&'a str>>,
+}
+
+impl<'a> Calls<'a> {
+    fn of(ast: &'a AstModule) -> Calls<'a> {
+        let mut found = Calls {
+            calls: Vec::new(),
+            defined: HashMap::new(),
+        };
+        found.stmt(ast.statement());
+        found
+    }
+
+    fn stmt(&mut self, stmt: &'a AstStmt) {
+        if let StmtP::Def(def) = &stmt.node {
+            let params = def
+                .params
+                .iter()
+                .filter_map(|p| p.node.ident())
+                .map(|ident| ident.node.ident.as_str())
+                .collect();
+            self.defined.insert(def.name.node.ident.as_str(), params);
+        }
+        stmt.node.visit_expr(|e| self.expr(e));
+        stmt.node.visit_stmt(|s| self.stmt(s));
+    }
+
+    fn expr(&mut self, expr: &'a AstExpr) {
+        if let ExprP::Call(callee, _) = &expr.node
+            && let ExprP::Identifier(name) = &callee.node
+        {
+            self.calls.push((expr.span, name.node.ident.as_str()));
+        }
+        expr.node.visit_expr(|e| self.expr(e));
+    }
+
+    /// The name called by the innermost call around `at`.
+    fn callee(&self, at: Span) -> Option<&'a str> {
+        self.calls
+            .iter()
+            .filter(|(span, _)| span.begin() <= at.begin() && at.end() <= span.end())
+            .min_by_key(|(span, _)| span.end().get() - span.begin().get())
+            .map(|(_, name)| *name)
+    }
+
+    /// The names of the parameters of `function` that a keyword can name: one of the module's,
+    /// else a builtin.
+    fn parameters(&self, function: &str) -> Vec<String> {
+        if let Some(params) = self.defined.get(function) {
+            return params.iter().map(ToString::to_string).collect();
+        }
+        let docs = globals().documentation();
+        match docs.members.get(function) {
+            Some(DocItem::Member(DocMember::Function(f))) => {
+                let p = &f.params;
+                p.pos_or_named
+                    .iter()
+                    .chain(&p.named_only)
+                    .map(|param| param.name.clone())
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A hint for a typechecker error `message` at `at`: the parameter a misspelled keyword
+/// meant.
+fn hint(message: &str, at: Span, calls: &Calls<'_>) -> Option<String> {
+    let wrong = message
+        .strip_prefix("Unexpected parameter named `")?
+        .strip_suffix('`')?;
+    let callee = calls.callee(at)?;
+    let params = calls.parameters(callee);
+    let closest = params
+        .iter()
+        .map(|p| (strsim::damerau_levenshtein(wrong, p), p))
+        .filter(|(distance, p)| *distance <= (p.len() / 3).max(2))
+        .min();
+    Some(match closest {
+        Some((_, p)) => format!("did you mean `{p}`?"),
+        None if params.is_empty() => format!("`{callee}` takes no keyword `{wrong}`"),
+        None => format!(
+            "`{callee}` takes {}",
+            params
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
