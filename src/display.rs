@@ -32,3 +32,12 @@ pub(crate) fn quoted<T: Display>(names: impl IntoIterator<Item = T>) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// `1 step`, `3 steps`: a count and its noun, plural when it is not one.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -4,7 +4,7 @@ use super::output::{out, outln};
 use clap::{Args, Subcommand};
 
 use crate::display::format_time;
-use crate::engine::journal::{Event, Origin};
+use crate::engine::journal::{Event, Origin, Outcome};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
 
@@ -108,7 +108,12 @@ fn show_event(out: &mut String, event: &Event) {
         }
         Event::Pop(pop) => {
             let indent = "  ".repeat(pop.depth);
-            out.push_str(&format!("{indent}◀ {:?}", pop.outcome).to_lowercase());
+            let how = match pop.outcome {
+                Outcome::Completed => "completed",
+                Outcome::FinishedByAgent => "finished by hand",
+                Outcome::Failed => "failed",
+            };
+            out.push_str(&format!("{indent}◀ {how}"));
             if let Some(error) = &pop.error {
                 out.push_str(&format!(": {}", indent_lines(error, &indent)));
             }

@@ -23,7 +23,7 @@ use serde_json::{Map, Value as Json};
 
 use super::history::CallEvent;
 use super::tools::{self, AgentTool, ArgumentError};
-use crate::display::{format_time, quoted};
+use crate::display::{count, format_time, quoted};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
 use crate::engine::runs::RunSummary;
@@ -113,15 +113,6 @@ pub(crate) fn resume_call(run: &str) -> String {
 /// `test:random[2]`: a step by its frame's stack label and its index.
 fn step_path(frame: &str, index: usize) -> String {
     format!("{frame}[{index}]")
-}
-
-/// `1 step`, `3 steps`.
-fn step_count(n: usize) -> String {
-    if n == 1 {
-        "1 step".to_string()
-    } else {
-        format!("{n} steps")
-    }
 }
 
 /// A folder as the agent sees it: relative to the session's folder when inside it. Cassettes
@@ -585,7 +576,7 @@ pub(crate) fn status(
             "{}. `{}` ({kind}, {} done, in `{}`)",
             depth + 1,
             frame.script.name,
-            step_count(frame.steps.len()),
+            count(frame.steps.len(), "step"),
             shown_dir(&frame.working_dir, cwd)
         );
         if !frame.request.is_empty() {
@@ -652,7 +643,7 @@ pub(crate) fn interrupted_runs(runs: &[RunSummary]) -> String {
             "- `{}`: `{}`, {} done, started {}",
             run.id,
             run.script,
-            step_count(run.steps),
+            count(run.steps, "step"),
             format_time(run.started_at)
         );
     }
