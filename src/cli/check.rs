@@ -24,16 +24,14 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     } else {
         args.names
     };
+    // A name that resolves to no script is a mistake on the command line, as it is for
+    // `mekara run`: the same error, the same exit code (2), before anything is checked.
+    let scripts = names
+        .iter()
+        .map(|name| resolver.resolve(name))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut failed = 0;
-    for name in &names {
-        let script = match resolver.resolve(name) {
-            Ok(script) => script,
-            Err(e) => {
-                outln!("error: {e}")?;
-                failed += 1;
-                continue;
-            }
-        };
+    for script in &scripts {
         let Some(compiled) = &script.compiled else {
             outln!("{}: NL only, nothing to check", script.name)?;
             continue;
