@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{Map, Value as Json};
 
-use crate::display::count;
+use crate::display::{count, step_mark};
 use crate::engine::journal::Outcome;
 use crate::engine::runs::{RunHistory, RunStore};
 use crate::engine::step::{StepInput, StepRecord};
@@ -271,7 +271,9 @@ fn play(
 /// The steps of a frame that fell back which did their work: all of them, but the step
 /// whose failure stopped the frame (when a step stopped it, not the script's own code).
 fn steps_before_failure(steps: &[StepRecord]) -> usize {
-    let stopped_by_last = steps.last().is_some_and(|step| !step.result.success);
+    let stopped_by_last = steps
+        .last()
+        .is_some_and(|step| !step.result.success && !step.allow_failure);
     steps.len() - usize::from(stopped_by_last)
 }
 
@@ -514,9 +516,14 @@ impl Observer for Terminal {
             self.at_line_start.set(true);
         }
         let ms = record.result.duration_ms.unwrap_or(0);
+        let mark = step_mark(record);
         match &record.result.error {
-            None => self.line(format_args!("✓ {frame}[{}] ({ms} ms)", record.index)),
-            Some(error) => self.line(format_args!("✗ {frame}[{}] {error}", record.index)),
+            None => self.line(format_args!("{mark} {frame}[{}] ({ms} ms)", record.index)),
+            Some(error) if record.failure_allowed() => self.line(format_args!(
+                "{mark} {frame}[{}] {error} (allowed by `allow_failure`: the script goes on)",
+                record.index
+            )),
+            Some(error) => self.line(format_args!("{mark} {frame}[{}] {error}", record.index)),
         }
     }
 

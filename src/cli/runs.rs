@@ -3,7 +3,7 @@
 use super::output::{out, outln};
 use clap::{Args, Subcommand};
 
-use crate::display::format_time;
+use crate::display::{format_time, step_mark};
 use crate::engine::journal::{Event, Origin, Outcome};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
@@ -124,7 +124,7 @@ fn show_event(out: &mut String, event: &Event) {
 
 fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
     let indent = "  ".repeat(depth + 1);
-    let mark = if record.result.success { "✓" } else { "✗" };
+    let mark = step_mark(record);
     out.push_str(&format!(
         "{indent}{mark} [{}] {}",
         record.index,
@@ -154,7 +154,12 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
         ));
     }
     if let Some(error) = &record.result.error {
-        out.push_str(&format!("{body}error: {}\n", indent_lines(error, &body)));
+        let label = if record.failure_allowed() {
+            "error (allowed by `allow_failure`: the script went on)"
+        } else {
+            "error"
+        };
+        out.push_str(&format!("{body}{label}: {}\n", indent_lines(error, &body)));
     }
 }
 

@@ -23,7 +23,7 @@ use serde_json::{Map, Value as Json};
 
 use super::history::CallEvent;
 use super::tools::{self, AgentTool, ArgumentError};
-use crate::display::{count, format_time, quoted};
+use crate::display::{count, format_time, quoted, step_mark};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
 use crate::engine::runs::RunSummary;
@@ -178,8 +178,7 @@ pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'
 }
 
 fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&JournalRef<'_>>) {
-    let mark = if record.result.success { "✓" } else { "✗" };
-    let _ = write!(out, "- {mark} `{path}` ");
+    let _ = write!(out, "- {} `{path}` ", step_mark(record));
     match &record.input {
         StepInput::Shell { command, .. } if !command.contains('\n') => {
             let _ = write!(out, "`$ {command}`");
@@ -205,6 +204,12 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         let _ = write!(out, " — {}", first_line(context));
     }
     out.push('\n');
+    if record.failure_allowed() {
+        out.push_str(
+            "  failed, allowed by `allow_failure = True`: the script received this result and \
+             went on\n",
+        );
+    }
     match (&record.result.error, record.result.exit_code) {
         (Some(error), _) => {
             let _ = writeln!(out, "  error: {}", indent(error.trim_end(), "  ").trim());

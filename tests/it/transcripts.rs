@@ -90,6 +90,32 @@ fn run_and_runs_count_the_same_steps() {
     );
 }
 
+/// A step that fails with `allow_failure = True`, then one that runs because the script went
+/// on.
+pub(crate) const TOLERANT: &str = r#"def execute(request):
+    auto("echo no cache >&2; exit 1", context = "Warm the cache", allow_failure = True)
+    auto("echo built", context = "Build")
+"#;
+
+/// Regression: a failure the script allowed was shown as `✗ … error:`, exactly like one that
+/// stopped it, in `mekara run` and in `mekara runs show`.
+#[test]
+fn run_with_an_allowed_failure() {
+    let project = project();
+    project.script(
+        "tolerant",
+        "---\ndescription: Tolerant\n---\n1. Warm the cache.\n2. Build.\n",
+        Some(TOLERANT),
+    );
+    mekara_snapshot!(project, project.run(&["run", "tolerant"], ""));
+    let [id] = project.run_ids().try_into().expect("one run");
+    mekara_snapshot!(
+        "runs_show_tolerant_completed",
+        project,
+        project.run(&["runs", "show", &id], "")
+    );
+}
+
 #[test]
 fn run_interrupted_at_a_prompt_and_resumed() {
     let project = project();
