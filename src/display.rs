@@ -6,6 +6,8 @@ use std::fmt::Display;
 
 use serde_json::Value as Json;
 
+use crate::engine::step::StepRecord;
+
 /// `2026-11-22T03:05:12Z` from Unix milliseconds.
 pub(crate) fn format_time(ms: u64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
@@ -31,4 +33,25 @@ pub(crate) fn quoted<T: Display>(names: impl IntoIterator<Item = T>) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `1 step`, `3 steps`: a count and its noun, plural when it is not one.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The mark of a step's outcome: `✓` it succeeded, `⚠` it failed but the script had said
+/// `allow_failure = True` (it received the result and went on), `✗` it failed.
+pub(crate) fn step_mark(record: &StepRecord) -> &'static str {
+    if record.result.success {
+        "✓"
+    } else if record.allow_failure {
+        "⚠"
+    } else {
+        "✗"
+    }
 }

@@ -5,6 +5,7 @@ use clap::Args;
 
 use crate::engine::compiled::{CodeError, Limits, Program, typecheck};
 use crate::exit::Exit;
+use crate::script::Script;
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
@@ -47,42 +48,37 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     } else {
         args.names
     };
-    checked += names.len();
+    // A name that resolves to no script is a mistake on the command line, as it is for
+    // `mekara run`: the same error and hint on stderr, the same exit code (2), before
+    // anything is checked. A `.star` file is checked as it is, wherever it is.
+    let mut targets = Vec::new();
     for arg in &names {
-        // A `.star` file is checked as it is, wherever it is.
         let path = std::path::Path::new(arg);
         if path.extension().is_some_and(|e| e == "star") && path.is_file() {
-            let text = std::fs::read_to_string(path)?;
-            let problems = problems(arg, &text);
-            if problems.is_empty() {
-                outln!("{arg}: ok")?;
-            } else {
-                outln!("{arg}:")?;
-                for problem in problems {
-                    outln!("{}\n", problem.message)?;
-                }
-                failed += 1;
-            }
-            continue;
+            targets.push(Target::File(arg));
+        } else {
+            let name = super::script_named(&resolver, arg, "check")?;
+            targets.push(Target::Script(resolver.resolve(&name)?));
         }
-        let name = match super::script_named(&resolver, arg, "check") {
-            Ok(name) => name,
-            Err(e) => {
-                outln!("error: {e}")?;
-                failed += 1;
-                continue;
-            }
-        };
-        let script = match resolver.resolve(&name) {
-            Ok(script) => script,
-            Err(e) => {
-                match super::script_hint(&e) {
-                    Some(hint) => outln!("error: {e}\nhint: {hint}")?,
-                    None => outln!("error: {e}")?,
+    }
+    checked += targets.len();
+    for target in targets {
+        let script = match target {
+            Target::File(arg) => {
+                let text = std::fs::read_to_string(arg)?;
+                let problems = problems(arg, &text);
+                if problems.is_empty() {
+                    outln!("{arg}: ok")?;
+                } else {
+                    outln!("{arg}:")?;
+                    for problem in problems {
+                        outln!("{}\n", problem.message)?;
+                    }
+                    failed += 1;
                 }
-                failed += 1;
                 continue;
             }
+            Target::Script(script) => script,
         };
         let Some(compiled) = &script.compiled else {
             outln!("{}: NL only, nothing to check", script.name)?;
@@ -105,6 +101,14 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     } else {
         Ok(Exit::Success)
     }
+}
+
+/// What `mekara check` was asked to check.
+enum Target<'a> {
+    /// A `.star` file given by its path.
+    File(&'a str),
+    /// A script given by its name.
+    Script(Script),
 }
 
 /// What is wrong with the compiled script `text`. Loading finds what stops a script before it

@@ -59,6 +59,13 @@ enum Command {
     /// Set Claude Code (and optionally OpenCode, Codex) up to use mekara.
     Install(install::InstallArgs),
     /// Remove what `mekara install` added.
+    // The flags are install's; their help says what they mean for uninstall.
+    #[command(
+        mut_arg("clients", |a| a.help(
+            "Also remove mekara from this client (repeatable); Claude Code's setup is always removed"
+        )),
+        mut_arg("dry_run", |a| a.help("Show what would be removed without removing it")),
+    )]
     Uninstall(install::InstallArgs),
     /// Claude Code hooks (run by Claude Code, not by hand).
     Hook(hook::HookArgs),

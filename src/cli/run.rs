@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{Map, Value as Json};
 
+use crate::display::{count, step_mark};
 use crate::engine::journal::Outcome;
+use crate::engine::runs::{RunHistory, RunStore};
 use crate::engine::step::{StepInput, StepRecord};
 use crate::engine::{
     CancelToken, EngineError, Executor, FrameEvent, Observer, Pending, Settings, ShellRunner,
@@ -54,6 +56,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let started = Instant::now();
 
     let ctrl_c;
+    let counter = StepCounter {
+        store: store.clone(),
+        before: args
+            .resume
+            .as_deref()
+            .map_or(0, |id| journaled_steps(&store, id)),
+    };
     let (mut executor, first) = if let Some(id) = &args.resume {
         let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
         let said = torn
@@ -90,7 +99,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         first,
         &terminal,
         Answers::new(ctrl_c),
-        started,
+        &Clock { started, counter },
     );
     left_with_output_closed(&executor, played)
 }
@@ -114,6 +123,46 @@ fn left_with_output_closed(
     }
 }
 
+/// Counts a run's steps the way `mekara runs` does (every journaled step, in every frame:
+/// auto, llm, mcp steps and script calls), so the closing line and the STEPS column agree.
+struct StepCounter {
+    store: RunStore,
+    /// Steps the run had journaled before this session (a resumed run).
+    before: usize,
+}
+
+fn journaled_steps(store: &RunStore, id: &str) -> usize {
+    store
+        .read(id)
+        .ok()
+        .and_then(|contents| RunHistory::replay(&contents.events).ok())
+        .map_or(0, |history| history.steps)
+}
+
+/// What the closing line reports: the steps and the time of this session.
+struct Clock {
+    started: Instant,
+    counter: StepCounter,
+}
+
+impl Clock {
+    /// `3 steps in 0.1 s`, or for a resumed run `3 steps (1 in this session) in 0.1 s`: the
+    /// time is this session's.
+    fn summary(&self, run: &str) -> String {
+        let all = journaled_steps(&self.counter.store, run);
+        let seconds = self.started.elapsed().as_secs_f64();
+        if self.counter.before == 0 {
+            format!("{} in {seconds:.1} s", count(all, "step"))
+        } else {
+            format!(
+                "{} ({} in this session) in {seconds:.1} s",
+                count(all, "step"),
+                all.saturating_sub(self.counter.before)
+            )
+        }
+    }
+}
+
 /// Plays the run from `first` on: reports each pending step, asks the person for what the
 /// engine waits for, and goes on until the run ends or is left.
 fn play(
@@ -121,7 +170,7 @@ fn play(
     first: Result<Pending, EngineError>,
     terminal: &Terminal,
     mut input: Answers,
-    started: Instant,
+    clock: &Clock,
 ) -> anyhow::Result<Exit> {
     let mut pending = first;
     loop {
@@ -154,11 +203,7 @@ fn play(
                     (Outcome::Completed, false) => "completed",
                     _ => "finished",
                 };
-                outln!(
-                    "\n── run {run} {how}: {} steps ran here in {:.1} s ──",
-                    terminal.steps_run.get(),
-                    started.elapsed().as_secs_f64()
-                )?;
+                outln!("\n── run {run} {how}: {} ──", clock.summary(&run))?;
                 return Ok(if fell_back {
                     Exit::Failure
                 } else {
@@ -194,8 +239,20 @@ fn play(
                 error,
                 instructions,
             }) => {
+                let done = executor
+                    .frames()
+                    .last()
+                    .map_or(0, |frame| steps_before_failure(&frame.steps));
+                let ran = if done == 0 {
+                    "no step of it was done before the failure".to_string()
+                } else {
+                    format!(
+                        "{} of it was done before the failure, shown above",
+                        count(done, "step")
+                    )
+                };
                 outln!(
-                    "\n── {path} failed; finish it by hand ──\nWhat failed:\n{}\n\nThe script's instructions (the steps above already ran):\n{}",
+                    "\n── {path} failed; finish it by hand ──\nWhat failed:\n{}\n\nThe script's instructions ({ran}):\n{}",
                     error.trim_end(),
                     instructions.trim_end()
                 )?;
@@ -210,6 +267,15 @@ fn play(
         };
         pending = next;
     }
+}
+
+/// The steps of a frame that fell back which did their work: all of them, but the step
+/// whose failure stopped the frame (when a step stopped it, not the script's own code).
+fn steps_before_failure(steps: &[StepRecord]) -> usize {
+    let stopped_by_last = steps
+        .last()
+        .is_some_and(|step| !step.result.success && !step.allow_failure);
+    steps.len() - usize::from(stopped_by_last)
 }
 
 /// How a question to the person ended.
@@ -370,7 +436,6 @@ struct Terminal {
     /// Lines not written yet.
     pending: RefCell<String>,
     at_line_start: Cell<bool>,
-    steps_run: Cell<usize>,
     started: RefCell<Option<Instant>>,
     /// Stops the running step when its output cannot be shown.
     cancel: RefCell<Option<CancelToken>>,
@@ -455,11 +520,15 @@ impl Observer for Terminal {
             self.line(format_args!(""));
             self.at_line_start.set(true);
         }
-        self.steps_run.set(self.steps_run.get() + 1);
         let ms = record.result.duration_ms.unwrap_or(0);
+        let mark = step_mark(record);
         match &record.result.error {
-            None => self.line(format_args!("✓ {frame}[{}] ({ms} ms)", record.index)),
-            Some(error) => self.line(format_args!("✗ {frame}[{}] {error}", record.index)),
+            None => self.line(format_args!("{mark} {frame}[{}] ({ms} ms)", record.index)),
+            Some(error) if record.failure_allowed() => self.line(format_args!(
+                "{mark} {frame}[{}] {error} (allowed by `allow_failure`: the script goes on)",
+                record.index
+            )),
+            Some(error) => self.line(format_args!("{mark} {frame}[{}] {error}", record.index)),
         }
     }
 

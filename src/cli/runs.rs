@@ -3,8 +3,8 @@
 use super::output::{out, outln};
 use clap::{Args, Subcommand};
 
-use crate::display::format_time;
-use crate::engine::journal::{Event, Origin};
+use crate::display::{format_time, step_mark};
+use crate::engine::journal::{Event, Origin, Outcome};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
 
@@ -108,7 +108,12 @@ fn show_event(out: &mut String, event: &Event) {
         }
         Event::Pop(pop) => {
             let indent = "  ".repeat(pop.depth);
-            out.push_str(&format!("{indent}◀ {:?}", pop.outcome).to_lowercase());
+            let how = match pop.outcome {
+                Outcome::Completed => "completed",
+                Outcome::FinishedByAgent => "finished by hand",
+                Outcome::Failed => "failed",
+            };
+            out.push_str(&format!("{indent}◀ {how}"));
             if let Some(error) = &pop.error {
                 out.push_str(&format!(": {}", indent_lines(error, &indent)));
             }
@@ -119,7 +124,7 @@ fn show_event(out: &mut String, event: &Event) {
 
 fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
     let indent = "  ".repeat(depth + 1);
-    let mark = if record.result.success { "✓" } else { "✗" };
+    let mark = step_mark(record);
     out.push_str(&format!(
         "{indent}{mark} [{}] {}",
         record.index,
@@ -149,7 +154,12 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
         ));
     }
     if let Some(error) = &record.result.error {
-        out.push_str(&format!("{body}error: {}\n", indent_lines(error, &body)));
+        let label = if record.failure_allowed() {
+            "error (allowed by `allow_failure`: the script went on)"
+        } else {
+            "error"
+        };
+        out.push_str(&format!("{body}{label}: {}\n", indent_lines(error, &body)));
     }
 }
 

@@ -683,6 +683,7 @@ impl Executor {
             input,
             context,
             result,
+            allow_failure: false,
         };
         self.append(&Event::Step(StepEvent {
             depth,

@@ -453,6 +453,7 @@ mod tests {
                     duration_ms: Some(7),
                     ..StepResult::default()
                 },
+                allow_failure: true,
             },
             at: 99,
         })

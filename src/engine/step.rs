@@ -256,6 +256,17 @@ pub struct StepRecord {
     pub context: Option<String>,
     /// What came of it.
     pub result: StepResult,
+    /// The script said `allow_failure = True`: a failure of this step went to the script,
+    /// which received the result and went on, instead of stopping the frame.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_failure: bool,
+}
+
+impl StepRecord {
+    /// Whether the step failed but the script had allowed it (`allow_failure = True`).
+    pub fn failure_allowed(&self) -> bool {
+        !self.result.success && self.allow_failure
+    }
 }
 
 impl fmt::Display for StepRecord {

@@ -12,11 +12,13 @@
 //! only through [`crate::mcp::tools::ALL`] and [`crate::hooks::Hook::ALL`].
 
 mod edits;
+mod record;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub(crate) use edits::EditError;
+use record::Record;
 
 /// Which configuration `--client` adds to Claude Code's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,17 @@ pub(crate) enum Action {
     },
     /// Remove a symlink.
     RemoveSymlink,
+    /// Replace the link by a folder again, moving back the files install moved out of it.
+    RestoreCommands {
+        /// Files to move back, relative to the folder.
+        files: Vec<PathBuf>,
+        /// Files install dropped as duplicates: copied back.
+        dropped: Vec<PathBuf>,
+        /// The NL scripts folder they are in.
+        from: PathBuf,
+    },
+    /// Remove a folder install created, now empty.
+    RemoveDir,
     /// Write a file with this text (`created`: it did not exist).
     Write {
         /// The whole new text.
@@ -169,6 +182,7 @@ pub(crate) fn plan(
         left_for_you: Vec::new(),
     };
     let base = scope.base();
+    let installed = Record::read(base)?;
     let user = matches!(scope, Scope::User(_));
     let nl_dir = base.join(".mekara/scripts/nl");
     let commands = base.join(".claude/commands");
@@ -189,20 +203,29 @@ pub(crate) fn plan(
         }
         Direction::Uninstall => {
             if links_to(&commands, &nl_dir) {
+                let restore = installed
+                    .as_ref()
+                    .filter(|r| !r.moved_commands.is_empty() || !r.dropped_commands.is_empty());
+                let (action, details) = match restore {
+                    Some(r) => (
+                        Action::RestoreCommands {
+                            files: r.moved_commands.iter().cloned().collect(),
+                            dropped: r.dropped_commands.iter().cloned().collect(),
+                            from: nl_dir.clone(),
+                        },
+                        r.moved_commands
+                            .iter()
+                            .chain(&r.dropped_commands)
+                            .map(|f| format!("moved `{}` back", f.display()))
+                            .collect(),
+                    ),
+                    None => (Action::RemoveSymlink, Vec::new()),
+                };
                 plan.changes.push(Change {
                     path: commands.clone(),
-                    action: Action::RemoveSymlink,
-                    details: Vec::new(),
+                    action,
+                    details,
                 });
-            }
-            if nl_dir.is_dir() {
-                plan.kept.push(format!(
-                    "`{}` stays: it holds your scripts (move `{}` to `{}` to keep the NL \
-                     scripts as Claude Code commands)",
-                    display(base, &base.join(".mekara")),
-                    display(base, &nl_dir),
-                    display(base, &commands),
-                ));
             }
         }
     }
@@ -238,6 +261,11 @@ pub(crate) fn plan(
         plan.changes.extend(edit.change);
     }
 
+    match direction {
+        Direction::Install => record_install(&mut plan, installed),
+        Direction::Uninstall => undo_install(&mut plan, installed.as_ref(), &nl_dir, &commands)?,
+    }
+
     if direction == Direction::Install {
         if !user {
             plan.left_for_you.push(
@@ -256,6 +284,123 @@ pub(crate) fn plan(
         }
     }
     Ok(plan)
+}
+
+/// Adds to the plan the writing of what it creates and moves into the install record.
+fn record_install(plan: &mut Plan, installed: Option<Record>) {
+    let base = plan.scope.base().to_path_buf();
+    let exists = installed.is_some();
+    let before = installed.unwrap_or_default();
+    let mut record = before.clone();
+    for change in &plan.changes {
+        match &change.action {
+            Action::CreateDir | Action::Symlink { .. } | Action::Write { created: true, .. } => {
+                record.note_created(&base, &change.path);
+            }
+            Action::MoveAndLink {
+                files,
+                duplicates,
+                into,
+                ..
+            } => {
+                for file in files {
+                    record.moved_commands.insert(file.clone());
+                    if let Some(parent) = into.join(file).parent() {
+                        record.note_created(&base, parent);
+                    }
+                }
+                record.dropped_commands.extend(duplicates.iter().cloned());
+            }
+            _ => {}
+        }
+    }
+    let path = record::path(&base);
+    record.note_created(&base, &path);
+    if record != before || (!exists && !plan.changes.is_empty()) {
+        plan.changes.push(Change {
+            path,
+            action: Action::Write {
+                text: record.text(),
+                created: !exists,
+            },
+            details: vec!["what install added, so that uninstall removes only that".to_string()],
+        });
+    }
+}
+
+/// Bends an uninstall plan to the install record: a file that was there before install is
+/// emptied of mekara's entries, never removed; folders install created go once empty; the
+/// record itself goes.
+fn undo_install(
+    plan: &mut Plan,
+    installed: Option<&Record>,
+    nl_dir: &Path,
+    commands: &Path,
+) -> Result<(), InstallError> {
+    let base = plan.scope.base().to_path_buf();
+    if let Some(record) = installed {
+        for change in &mut plan.changes {
+            if change.action == Action::Remove && !record.created(&base, &change.path) {
+                let empty = if change.path.extension().is_some_and(|e| e == "toml") {
+                    ""
+                } else {
+                    "{}\n"
+                };
+                change.action = Action::Write {
+                    text: empty.to_string(),
+                    created: false,
+                };
+            }
+        }
+        plan.changes.push(Change {
+            path: record::path(&base),
+            action: Action::Remove,
+            details: Vec::new(),
+        });
+        let mut gone: std::collections::HashSet<PathBuf> = plan
+            .changes
+            .iter()
+            .filter(|c| matches!(c.action, Action::Remove | Action::RemoveSymlink))
+            .map(|c| c.path.clone())
+            .collect();
+        gone.extend(record.moved_commands.iter().map(|f| nl_dir.join(f)));
+        let mut dirs: Vec<PathBuf> = record.created.iter().map(|p| base.join(p)).collect();
+        // Deepest first, so a folder's emptied subfolders count as gone.
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for dir in dirs {
+            let is_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+            if !is_dir || gone.contains(&dir) {
+                continue;
+            }
+            let empty = std::fs::read_dir(&dir)
+                .map_err(io("read", &dir))?
+                .flatten()
+                .all(|e| gone.contains(&e.path()));
+            if empty {
+                gone.insert(dir.clone());
+                plan.changes.push(Change {
+                    path: dir,
+                    action: Action::RemoveDir,
+                    details: Vec::new(),
+                });
+            }
+        }
+    }
+    let stays = nl_dir.is_dir()
+        && !plan
+            .changes
+            .iter()
+            .any(|c| c.path == nl_dir && c.action == Action::RemoveDir);
+    if stays {
+        plan.kept.push(format!(
+            "`{}` stays: it holds your scripts (move `{}` to `{}` to keep the NL \
+             scripts as Claude Code commands)",
+            display(&base, &base.join(".mekara")),
+            display(&base, nl_dir),
+            display(&base, commands),
+        ));
+    }
+    Ok(())
 }
 
 /// Plans `.claude/commands` → the NL scripts folder.
@@ -413,6 +558,36 @@ pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
                 symlink(target, path)?;
             }
             Action::RemoveSymlink => std::fs::remove_file(path).map_err(io("remove", path))?,
+            Action::RestoreCommands {
+                files,
+                dropped,
+                from,
+            } => {
+                std::fs::remove_file(path).map_err(io("remove", path))?;
+                std::fs::create_dir(path).map_err(io("create", path))?;
+                for (file, moved) in files
+                    .iter()
+                    .map(|f| (f, true))
+                    .chain(dropped.iter().map(|f| (f, false)))
+                {
+                    let (src, to) = (from.join(file), path.join(file));
+                    if !src.is_file() {
+                        continue;
+                    }
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+                    }
+                    if moved {
+                        std::fs::rename(&src, &to).map_err(io("move", &to))?;
+                    } else {
+                        std::fs::copy(&src, &to).map_err(io("copy", &to))?;
+                    }
+                }
+            }
+            // A folder that is no longer empty (something appeared since the plan) stays.
+            Action::RemoveDir => {
+                let _ = std::fs::remove_dir(path);
+            }
             Action::Write { text, .. } => write_atomically(path, text)?,
             Action::Remove => {
                 std::fs::remove_file(path).map_err(io("remove", path))?;
@@ -449,14 +624,27 @@ fn symlink(target: &Path, link: &Path) -> Result<(), InstallError> {
 fn write_atomically(path: &Path, text: &str) -> Result<(), InstallError> {
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io("create", parent))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(io("write", path))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io("write", path))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        // Keep the file's mode (`~/.claude.json` is private).
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    // A file opened the ordinary way gets the mode any new file of the person gets (0666
+    // less the umask); a `tempfile` would be 0600, and a new `.mcp.json` private.
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = parent.join(format!(".{name}.mekara-{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            // An edited file keeps its mode (`~/.claude.json` is private).
+            std::fs::set_permissions(&tmp, meta.permissions())?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    tmp.persist(path).map_err(|e| io("write", path)(e.error))?;
-    Ok(())
+    written.map_err(io("write", path))
 }
 
 /// `path` relative to `base` when it is inside it.
@@ -526,6 +714,14 @@ impl fmt::Display for Report<'_> {
                 Action::RemoveSymlink => {
                     format!("{} the link {path}", would("removed", "would remove"))
                 }
+                Action::RestoreCommands { .. } => format!(
+                    "{} the link {path} by the folder it was",
+                    would("replaced", "would replace")
+                ),
+                Action::RemoveDir => format!(
+                    "{} {path}/ (install created it; it is empty now)",
+                    would("removed", "would remove")
+                ),
                 Action::Write { created: true, .. } => {
                     format!("{} {path}", would("created", "would create"))
                 }

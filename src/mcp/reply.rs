@@ -23,7 +23,7 @@ use serde_json::{Map, Value as Json};
 
 use super::history::CallEvent;
 use super::tools::{self, AgentTool, ArgumentError};
-use crate::display::{format_time, quoted};
+use crate::display::{count, format_time, quoted, step_mark};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
 use crate::engine::runs::RunSummary;
@@ -115,15 +115,6 @@ fn step_path(frame: &str, index: usize) -> String {
     format!("{frame}[{index}]")
 }
 
-/// `1 step`, `3 steps`.
-fn step_count(n: usize) -> String {
-    if n == 1 {
-        "1 step".to_string()
-    } else {
-        format!("{n} steps")
-    }
-}
-
 /// A folder as the agent sees it: relative to the session's folder when inside it. Cassettes
 /// write folders the same way, so that they replay in any checkout.
 pub(crate) fn shown_dir(dir: &Path, cwd: &Path) -> String {
@@ -187,8 +178,7 @@ pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'
 }
 
 fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&JournalRef<'_>>) {
-    let mark = if record.result.success { "✓" } else { "✗" };
-    let _ = write!(out, "- {mark} `{path}` ");
+    let _ = write!(out, "- {} `{path}` ", step_mark(record));
     match &record.input {
         StepInput::Shell { command, .. } if !command.contains('\n') => {
             let _ = write!(out, "`$ {command}`");
@@ -214,6 +204,12 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         let _ = write!(out, " — {}", first_line(context));
     }
     out.push('\n');
+    if record.failure_allowed() {
+        out.push_str(
+            "  failed, allowed by `allow_failure = True`: the script received this result and \
+             went on\n",
+        );
+    }
     match (&record.result.error, record.result.exit_code) {
         (Some(error), _) => {
             let _ = writeln!(out, "  error: {}", indent(error.trim_end(), "  ").trim());
@@ -585,7 +581,7 @@ pub(crate) fn status(
             "{}. `{}` ({kind}, {} done, in `{}`)",
             depth + 1,
             frame.script.name,
-            step_count(frame.steps.len()),
+            count(frame.steps.len(), "step"),
             shown_dir(&frame.working_dir, cwd)
         );
         if !frame.request.is_empty() {
@@ -652,7 +648,7 @@ pub(crate) fn interrupted_runs(runs: &[RunSummary]) -> String {
             "- `{}`: `{}`, {} done, started {}",
             run.id,
             run.script,
-            step_count(run.steps),
+            count(run.steps, "step"),
             format_time(run.started_at)
         );
     }

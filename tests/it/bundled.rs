@@ -31,7 +31,7 @@ fn random_plays_to_the_end() {
         out.contains(&format!("Step 4: the user was told: {verdict} React")),
         "{out}"
     );
-    assert!(out.contains("completed: 2 steps ran here"), "{out}");
+    assert!(out.contains("completed: 4 steps in "), "{out}");
 }
 
 #[test]
@@ -77,7 +77,7 @@ fn imagine_object_is_handed_over_whole() {
         run.stdout
     );
     assert!(
-        run.stdout.contains("finished: 0 steps ran here"),
+        run.stdout.contains("finished: 0 steps in "),
         "{}",
         run.stdout
     );

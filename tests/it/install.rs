@@ -16,8 +16,10 @@ fn path_with_mekara() -> String {
 }
 
 fn mekara(project: &Project, args: &[&str]) -> Run {
-    let out = project
-        .command(args)
+    let mut command = project.command(args);
+    // The umask most people have, whatever the test runner's is.
+    umask_022(&mut command);
+    let out = command
         .env("PATH", path_with_mekara())
         .output()
         .expect("run mekara");
@@ -26,6 +28,125 @@ fn mekara(project: &Project, args: &[&str]) -> Run {
         stdout: project.scrub(&run.stdout),
         stderr: project.scrub(&run.stderr),
         ..run
+    }
+}
+
+fn umask_022(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // Through a shell's `umask`, rather than `pre_exec`, to keep `unsafe` out of the tests.
+    let program = command.get_program().to_owned();
+    let args: Vec<_> = command.get_args().map(ToOwned::to_owned).collect();
+    let mut shell = std::process::Command::new("/bin/sh");
+    shell
+        .arg("-c")
+        .arg("umask 022 && exec \"$@\"")
+        .arg("sh")
+        .arg(program)
+        .args(args);
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => shell.env(key, value),
+            None => shell.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        shell.current_dir(dir);
+    }
+    let _ = shell.arg0("sh");
+    *command = shell;
+}
+
+/// Every file, folder and link under `dir` with its mode and contents, byte for byte.
+fn tree_with_modes(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(dir)
+                .expect("inside")
+                .display()
+                .to_string();
+            let meta = std::fs::symlink_metadata(&path).expect("meta");
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                out.push(format!("{rel} -> {:?}", std::fs::read_link(&path)));
+            } else if meta.is_dir() {
+                out.push(format!("{rel}/ {mode:o}"));
+                stack.push(path);
+            } else {
+                out.push(format!(
+                    "{rel} {mode:o}: {:?}",
+                    std::fs::read(&path).expect("read")
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn mode(project: &Project, path: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(project.root().join(path))
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Regression: install wrote new files through a temporary file of mode 0600, so a new
+/// `.mcp.json` was private where every other new file of the person is 0644.
+#[test]
+fn new_files_get_the_mode_of_any_new_file_and_edited_files_keep_theirs() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    project.write(".claude/settings.json", "{}\n");
+    let settings = project.root().join(".claude/settings.json");
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    mekara(&project, &["install"]).expect_code(0);
+    assert_eq!(mode(&project, ".mcp.json"), 0o644);
+    assert_eq!(mode(&project, ".mekara/install.json"), 0o644);
+    assert_eq!(mode(&project, ".claude/settings.json"), 0o640);
+}
+
+/// Regression: uninstall deleted a `.mcp.json` that was there before install (it held only
+/// what install had added, so it looked like install's), and left `.claude/commands` a link
+/// instead of giving back the folder install had moved aside. A round trip must leave the
+/// project as it was, byte for byte and mode for mode.
+#[test]
+fn install_then_uninstall_leaves_the_project_as_it_was() {
+    use std::os::unix::fs::PermissionsExt;
+    for (case, mcp) in [
+        (
+            "other servers",
+            "{\n  \"mcpServers\": {\n    \"github\": {\n      \"command\": \"gh-mcp\"\n    }\n  }\n}\n",
+        ),
+        ("empty object", "{}\n"),
+    ] {
+        let project = Project::new();
+        project.write(".mcp.json", mcp);
+        std::fs::set_permissions(
+            project.root().join(".mcp.json"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .expect("chmod");
+        project.write(".claude/commands/greet.md", "Say hi to $ARGUMENTS.\n");
+        project.write(".claude/commands/ops/deploy.md", "Deploy.\n");
+        project.write(".mekara/scripts/nl/ops/deploy.md", "Deploy.\n");
+        let before = tree_with_modes(&project.root());
+        mekara(&project, &["install"]).expect_code(0);
+        assert_ne!(tree_with_modes(&project.root()), before, "{case}");
+        let run = mekara(&project, &["uninstall"]);
+        run.expect_code(0);
+        assert_eq!(
+            tree_with_modes(&project.root()),
+            before,
+            "{case}:\n{}",
+            run.stdout
+        );
     }
 }
 
@@ -153,10 +274,10 @@ fn other_settings_and_their_key_order_survive_and_uninstall_restores_them() {
     let mcp_after: Json = serde_json::from_str(&read(&project, ".mcp.json")).expect("json");
     assert_eq!(mcp_after, serde_json::from_str::<Json>(mcp).expect("json"));
     assert!(!project.root().join(".claude/commands").exists());
-    assert!(
-        project.root().join(".mekara/scripts/nl").is_dir(),
-        "the scripts must stay"
-    );
+    // The script folders install created held no script: they went; the project's own
+    // `.mekara/` stays.
+    assert!(!project.root().join(".mekara/scripts").exists());
+    assert!(project.root().join(".mekara").is_dir());
 
     let again = mekara(&project, &["uninstall"]);
     again.expect_code(0);
@@ -170,7 +291,7 @@ fn other_settings_and_their_key_order_survive_and_uninstall_restores_them() {
 }
 
 #[test]
-fn uninstall_after_install_on_a_bare_folder_leaves_only_the_script_folders() {
+fn uninstall_after_install_on_a_bare_folder_leaves_it_bare() {
     let project = Project::new();
     mekara(
         &project,
@@ -182,16 +303,9 @@ fn uninstall_after_install_on_a_bare_folder_leaves_only_the_script_folders() {
         &["uninstall", "--client", "codex", "--client", "opencode"],
     )
     .expect_code(0);
-    // `.claude/`, `.codex/` and the files in them were all install's: they go.
-    assert_eq!(
-        tree(&project.root()),
-        [
-            ".mekara/",
-            ".mekara/scripts/",
-            ".mekara/scripts/compiled/",
-            ".mekara/scripts/nl/"
-        ]
-    );
+    // Everything but the project's `.mekara/` was install's, the empty script folders too:
+    // it all goes.
+    assert_eq!(tree(&project.root()), [".mekara/"]);
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod bundled;
 mod claude_code;
 mod conformance;
 mod durability;
+mod exit_codes;
 mod hooks;
 mod install;
 mod mcp;

@@ -176,7 +176,7 @@ fn failed_step_without_allow_failure_falls_back_to_the_instructions() {
             "What failed:\n",
             "step fails[0] `$ exit 3` failed: exited with code 3\n",
             "\n",
-            "The script's instructions (the steps above already ran):\n",
+            "The script's instructions (no step of it was done before the failure):\n",
             "Do the step by hand.\n",
             "Press Enter when you have finished the script by hand. \n",
         )),

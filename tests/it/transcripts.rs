@@ -50,6 +50,72 @@ fn run_that_fails_and_falls_back() {
     mekara_snapshot!(project, project.run(&["run", "deploy"], "\n"));
 }
 
+/// Regression: the fallback said "the steps above already ran" when none had, and the
+/// closing line said "1 steps".
+#[test]
+fn run_whose_first_step_fails() {
+    let project = project();
+    project.script(
+        "ship",
+        "---\ndescription: Ship\n---\n1. Push.\n",
+        Some("def execute(request):\n    auto(\"exit 4\", context = \"Push\")\n"),
+    );
+    mekara_snapshot!(project, project.run(&["run", "ship"], "\n"));
+    let [id] = project.run_ids().try_into().expect("one run");
+    mekara_snapshot!(
+        "runs_show_ship_failed",
+        project,
+        project.run(&["runs", "show", &id], "")
+    );
+}
+
+/// Regression: `mekara run` counted the auto steps it ran, `mekara runs` every journaled
+/// step, so the same run showed 2 steps in one and 3 in the other.
+#[test]
+fn run_and_runs_count_the_same_steps() {
+    let project = project();
+    let run = project.run(&["run", "greet"], "Ada\n");
+    let [id] = project.run_ids().try_into().expect("one run");
+    let listing = project.run(&["runs"], "").stdout;
+    let steps = listing
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .and_then(|l| l.split_whitespace().last())
+        .expect("the run is listed");
+    assert!(
+        run.stdout
+            .contains(&format!("completed: {steps} steps in ")),
+        "{}\n{listing}",
+        run.stdout
+    );
+}
+
+/// A step that fails with `allow_failure = True`, then one that runs because the script went
+/// on.
+pub(crate) const TOLERANT: &str = r#"def execute(request):
+    auto("echo no cache >&2; exit 1", context = "Warm the cache", allow_failure = True)
+    auto("echo built", context = "Build")
+"#;
+
+/// Regression: a failure the script allowed was shown as `✗ … error:`, exactly like one that
+/// stopped it, in `mekara run` and in `mekara runs show`.
+#[test]
+fn run_with_an_allowed_failure() {
+    let project = project();
+    project.script(
+        "tolerant",
+        "---\ndescription: Tolerant\n---\n1. Warm the cache.\n2. Build.\n",
+        Some(TOLERANT),
+    );
+    mekara_snapshot!(project, project.run(&["run", "tolerant"], ""));
+    let [id] = project.run_ids().try_into().expect("one run");
+    mekara_snapshot!(
+        "runs_show_tolerant_completed",
+        project,
+        project.run(&["runs", "show", &id], "")
+    );
+}
+
 #[test]
 fn run_interrupted_at_a_prompt_and_resumed() {
     let project = project();

@@ -105,7 +105,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             };
             let input = shell.input();
             let index = ctx.cursor.get();
-            let result = ctx.replay_or_run(&input, context, || {
+            let result = ctx.replay_or_run(&input, context, allow_failure, || {
                 ctx.runner
                     .run_shell(&shell, &mut |chunk| ctx.observer.output(chunk), ctx.cancel)
             })?;
@@ -149,7 +149,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             kwargs: kwargs_json.clone(),
         };
         let index = ctx.cursor.get();
-        let result = ctx.replay_or_run(&input, context, || {
+        let result = ctx.replay_or_run(&input, context, allow_failure, || {
             Ran::Done(call_function(ctx, eval, step, &kwargs_json))
         })?;
         ctx.check_failure(index, &input, &result, allow_failure)?;
@@ -191,6 +191,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             ctx.replay_or_run(
                 &call.input(),
                 Some(tool::PROMPT_TAG_CONTEXT.to_string()),
+                false,
                 || call_tool(ctx, &call),
             )
         })?;
@@ -248,9 +249,10 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         };
         let input = call.input();
         let index = ctx.cursor.get();
-        let result = ctx.replay_or_run(&input, context.map(str::to_string), || {
-            call_tool(ctx, &call)
-        })?;
+        let result =
+            ctx.replay_or_run(&input, context.map(str::to_string), allow_failure, || {
+                call_tool(ctx, &call)
+            })?;
         ctx.check_failure(index, &input, &result, allow_failure)?;
         let heap = eval.heap();
         let structured = result

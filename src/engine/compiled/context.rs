@@ -161,6 +161,7 @@ impl StepContext<'_> {
         &self,
         input: StepInput,
         context: Option<String>,
+        allow_failure: bool,
         result: StepResult,
     ) -> anyhow::Result<StepResult> {
         let index = self.cursor.get();
@@ -169,6 +170,7 @@ impl StepContext<'_> {
             input,
             context,
             result,
+            allow_failure,
         };
         let written = (self.journal.borrow_mut())(&record);
         if let Err(e) = written {
@@ -184,10 +186,13 @@ impl StepContext<'_> {
     /// The result of an effect step (a shell command, a function, a tool call): the recorded
     /// one when the journal has it, else what `run` gives now, journaled before the script
     /// sees it. A step that was cancelled stops the evaluation without recording anything.
+    /// `allow_failure` is journaled with the step, so every reader can tell a failure the
+    /// script went on from with one that stopped it.
     pub(super) fn replay_or_run(
         &self,
         input: &StepInput,
         context: Option<String>,
+        allow_failure: bool,
         run: impl FnOnce() -> Ran,
     ) -> anyhow::Result<StepResult> {
         if let Some(result) = self.replay(input)? {
@@ -197,7 +202,7 @@ impl StepContext<'_> {
         self.observer
             .step_started(self.path, index, input, context.as_deref());
         match run() {
-            Ran::Done(result) => self.record(input.clone(), context, result),
+            Ran::Done(result) => self.record(input.clone(), context, allow_failure, result),
             Ran::Cancelled => Err(self.interrupt(Interrupt::Engine(EngineError::Cancelled {
                 script: self.path.to_string(),
                 index,

@@ -160,3 +160,18 @@ async fn argument_errors_name_the_argument() {
     // None of them started anything.
     assert!(project.run_ids().is_empty());
 }
+
+/// Regression: a failure the script allowed (`allow_failure = True`) was listed as `✗ … error:`,
+/// exactly like one that stopped the script.
+#[tokio::test]
+async fn an_allowed_failure_is_marked_as_allowed() {
+    let project = Project::new();
+    project.script(
+        "tolerant",
+        "---\ndescription: Tolerant\n---\n1. Warm the cache.\n2. Build.\n",
+        Some(crate::transcripts::TOLERANT),
+    );
+    let client = Client::start(&project, &[]).await;
+    let reply = client.call("start", json!({"name": "tolerant"})).await.ok();
+    insta::assert_snapshot!("allowed_failure", project.scrub(&reply));
+}
