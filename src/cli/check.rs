@@ -5,18 +5,22 @@ use clap::Args;
 
 use crate::engine::compiled::{Limits, Program};
 use crate::exit::Exit;
+use crate::script::Listing;
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
     /// Scripts to check; all compiled scripts when none is given.
     names: Vec<String>,
+    /// With no names: also check the bundled demo scripts (`test:*`).
+    #[arg(long, conflicts_with = "names")]
+    all: bool,
 }
 
 pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     let (_, resolver) = super::locate()?;
     let names: Vec<String> = if args.names.is_empty() {
         resolver
-            .list()
+            .list(Listing::all_if(args.all))
             .into_iter()
             .filter(|e| e.compiled)
             .map(|e| e.name.to_string())

@@ -72,6 +72,26 @@ impl Script {
     }
 }
 
+/// Which scripts a listing shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// The scripts a user works with: every script but the bundled demos (`test:*`).
+    Usual,
+    /// Every script, the bundled demos too.
+    All,
+}
+
+impl Listing {
+    /// [`Listing::All`] when `all`, else [`Listing::Usual`].
+    pub fn all_if(all: bool) -> Listing {
+        if all { Listing::All } else { Listing::Usual }
+    }
+
+    fn shows(self, level: Level, name: &ScriptName) -> bool {
+        self == Listing::All || !(level == Level::Bundled && bundled::is_demo(name.as_path()))
+    }
+}
+
 /// A script as listed by `mekara scripts`.
 #[derive(Debug, Clone)]
 pub struct ScriptEntry {
@@ -193,8 +213,9 @@ impl Resolver {
     }
 
     /// Every script that resolves, by name; a name at several levels is listed once, at
-    /// the level that wins.
-    pub fn list(&self) -> Vec<ScriptEntry> {
+    /// the level that wins. A bundled demo is left out unless `listing` is [`Listing::All`]
+    /// (a project's or user's own `test/...` script is theirs, and listed).
+    pub fn list(&self, listing: Listing) -> Vec<ScriptEntry> {
         let mut names: Vec<(ScriptName, usize)> = Vec::new();
         for (at, root) in self.roots.iter().enumerate() {
             for name in list_files(
@@ -223,6 +244,9 @@ impl Resolver {
             .into_iter()
             .filter_map(|(name, _)| {
                 let script = self.resolve(name.as_path()).ok()?;
+                if !listing.shows(script.nl.level, &name) {
+                    return None;
+                }
                 Some(ScriptEntry {
                     description: script.description(),
                     level: script.nl.level,
@@ -282,8 +306,9 @@ impl Resolver {
 
     fn suggestions(&self, name: &ScriptName) -> Vec<String> {
         let wanted = name.as_path();
+        // Demos too: `tset/random` is close to the quick start's `test/random`.
         let mut scored: Vec<(usize, String)> = self
-            .list()
+            .list(Listing::All)
             .into_iter()
             .filter_map(|e| {
                 let candidate = e.name.as_path();

@@ -735,7 +735,8 @@ fn scripts_lists_every_level_once_at_the_winning_level() {
             "home/.mekara/scripts/compiled/solo.star",
         ],
     );
-    let run = project.run(&["scripts"], "");
+    // `--all`: the bundled demos (`test:*`) take part in the levels too.
+    let run = project.run(&["scripts", "--all"], "");
     run.expect_code(0);
     let rows = listing_rows(&run.stdout);
     let want = [

@@ -57,8 +57,9 @@ async fn server_info_tools_and_prompts() {
         .await
         .expect("prompts/list");
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
-    assert!(names.contains(&"test:random"), "{names:?}");
-    assert!(names.contains(&"test:imagine-object"), "{names:?}");
+    // The bundled demos (`test:*`) are never offered as prompts, but can still be had.
+    assert!(names.contains(&"systematize"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("test:")), "{names:?}");
     let prompt = client
         .service
         .get_prompt(
@@ -88,7 +89,11 @@ async fn server_info_tools_and_prompts() {
 async fn random_runs_to_the_end() {
     let project = Project::new();
     let client = Client::start(&project, &[]).await;
+    // The bundled demos are listed only when asked for, and run by name either way.
     let listed = client.call("list_scripts", json!({})).await.ok();
+    assert!(!listed.contains("`test:random`"), "{listed}");
+    assert!(listed.contains("`compile` (compiled, bundled)"), "{listed}");
+    let listed = client.call("list_scripts", json!({"all": true})).await.ok();
     assert!(
         listed.contains("`test:random` (compiled, bundled)"),
         "{listed}"
