@@ -33,7 +33,10 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
         let script = match resolver.resolve(name) {
             Ok(script) => script,
             Err(e) => {
-                outln!("error: {e}")?;
+                let hint = super::script_hint(&e)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
+                outln!("error: {e}{hint}")?;
                 failed += 1;
                 continue;
             }

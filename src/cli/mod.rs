@@ -144,10 +144,8 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 _ => None,
             }
         });
-        if let Some(ScriptError::NotFound { suggestions, .. }) = script {
-            return suggestions
-                .is_empty()
-                .then_some("`mekara scripts` lists the scripts there are");
+        if let Some(script) = script {
+            return script_hint(script);
         }
         if let Some(EngineError::RunNotFound { .. }) = cause.downcast_ref::<EngineError>() {
             return Some("`mekara runs` lists the runs there are");
@@ -159,6 +157,21 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
             _ => None,
         }
     })
+}
+
+/// What to do when a script cannot be had: outside a project, get into one; else list the
+/// scripts, unless the error already suggests close names.
+fn script_hint(e: &ScriptError) -> Option<&'static str> {
+    match e {
+        ScriptError::NotFound { searched, .. } if searched.is_outside_project() => Some(
+            "run mekara in your project's folder, or `mekara install` to make this folder a \
+             project",
+        ),
+        ScriptError::NotFound { suggestions, .. } => suggestions
+            .is_empty()
+            .then_some("`mekara scripts` lists the scripts there are"),
+        _ => None,
+    }
 }
 
 /// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.

@@ -522,6 +522,18 @@ pub(crate) fn refusal(
             ),
             Unchanged::Run,
         ),
+        EngineError::Script(ScriptError::NotFound { searched, .. })
+            if searched.is_outside_project() =>
+        {
+            refused(
+                &format!(
+                    "{error}. mekara's server runs in the folder its client started it in: \
+                     ask the user to start you in their project's folder, or to run `mekara \
+                     install` in this one. `list_scripts` lists the scripts there are here."
+                ),
+                Unchanged::Run,
+            )
+        }
         EngineError::Script(ScriptError::NotFound { suggestions, .. })
             if suggestions.is_empty() =>
         {

@@ -288,9 +288,9 @@ impl ServerHandler for Server {
     ) -> Result<GetPromptResponse, McpError> {
         let script = match self.resolver.resolve(&request.name) {
             Ok(script) => script,
-            Err(crate::script::ScriptError::NotFound { name, suggestions })
-                if suggestions.is_empty() =>
-            {
+            Err(crate::script::ScriptError::NotFound {
+                name, suggestions, ..
+            }) if suggestions.is_empty() => {
                 return Err(McpError::invalid_params(
                     reply::prompt_not_found(&name),
                     None,

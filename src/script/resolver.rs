@@ -112,12 +112,14 @@ pub enum ScriptError {
     #[error(transparent)]
     InvalidName(#[from] NameError),
     /// No level has the script.
-    #[error("script `{name}` not found{}", did_you_mean(.suggestions))]
+    #[error("script `{name}` not found{}{}", searched.outside_project(), did_you_mean(.suggestions))]
     NotFound {
         /// The name as asked for.
         name: String,
         /// Existing names close to it, best first.
         suggestions: Vec<String>,
+        /// Where it was looked for.
+        searched: Searched,
     },
     /// A file exists but cannot be read.
     #[error("cannot read `{}`: {source}", .path.display())]
@@ -133,6 +135,44 @@ impl ScriptError {
     /// A script that cannot be had is a wrong name or path given: [`Exit::Usage`].
     pub fn exit_code(&self) -> Exit {
         Exit::Usage
+    }
+}
+
+/// Where a name was looked for: the facts a "not found" states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searched {
+    /// The folder a project was looked for from, and above (the current directory).
+    pub from: PathBuf,
+    /// The project root found there, if any.
+    pub project_root: Option<PathBuf>,
+    /// The user level's folder (`~/.mekara`), when `HOME` is set.
+    pub user_dir: Option<PathBuf>,
+}
+
+impl Searched {
+    /// Whether no project was found, so only the user and bundled levels were searched.
+    pub fn is_outside_project(&self) -> bool {
+        self.project_root.is_none()
+    }
+
+    /// `: no project folder in X or above it, so only ... were searched` outside a project;
+    /// empty inside one, where the levels searched are the usual three.
+    fn outside_project(&self) -> String {
+        if !self.is_outside_project() {
+            return String::new();
+        }
+        let levels = match &self.user_dir {
+            Some(user) => format!(
+                "the user level `{}` and the bundled scripts were",
+                user.display()
+            ),
+            None => "the bundled scripts were (`HOME` is not set)".to_string(),
+        };
+        format!(
+            ": no `.mekara/` or `.claude/` folder in `{}` or above it, so only {levels} \
+             searched",
+            self.from.display()
+        )
     }
 }
 
@@ -164,6 +204,7 @@ struct Root {
 #[derive(Debug, Clone)]
 pub struct Resolver {
     roots: Vec<Root>,
+    searched: Searched,
 }
 
 impl Resolver {
@@ -184,7 +225,14 @@ impl Resolver {
                 skills_dir: home.join(".agents").join("skills"),
             });
         }
-        Resolver { roots }
+        Resolver {
+            roots,
+            searched: Searched {
+                from: locations.cwd.clone(),
+                project_root: locations.project_root.clone(),
+                user_dir: locations.user_dir(),
+            },
+        }
     }
 
     /// Resolves `raw` (`test/random`, `test:random`, `test:double_or_nothing`, ...).
@@ -209,6 +257,7 @@ impl Resolver {
         Err(ScriptError::NotFound {
             name: raw.to_string(),
             suggestions: self.suggestions(&name),
+            searched: self.searched.clone(),
         })
     }
 
