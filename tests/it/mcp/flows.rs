@@ -442,3 +442,45 @@ async fn resume_after_the_server_is_killed() {
         .err();
     assert!(missing.contains("not found"), "{missing}");
 }
+
+/// Regression: only the first `$ARGUMENTS` was replaced. Every one is, in the reply of
+/// `start` for an NL script and in `prompts/get`, as Claude Code does for commands.
+#[tokio::test]
+async fn every_arguments_placeholder_is_replaced() {
+    let project = Project::new();
+    project.script(
+        "twice",
+        "---\ndescription: Greet twice\n---\nGreet $ARGUMENTS. Then say goodbye to $ARGUMENTS.\n",
+        None,
+    );
+    let want = "Greet the \"team\". Then say goodbye to the \"team\".";
+    let client = Client::start(&project, &[]).await;
+    let started = client
+        .call(
+            "start",
+            json!({"name": "twice", "arguments": "the \"team\""}),
+        )
+        .await
+        .ok();
+    assert!(started.contains(want), "{started}");
+    assert!(!started.contains("$ARGUMENTS"), "{started}");
+
+    let prompt = client
+        .service
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new("twice").with_arguments(
+                json!({"arguments": "the \"team\""})
+                    .as_object()
+                    .cloned()
+                    .expect("object"),
+            ),
+        )
+        .await
+        .expect("prompts/get");
+    let messages = serde_json::to_value(&prompt.messages).expect("json");
+    let text = messages[0]["content"]["text"]
+        .as_str()
+        .expect("a text message");
+    assert!(text.contains(want), "{text}");
+    assert!(!text.contains("$ARGUMENTS"), "{text}");
+}
