@@ -60,21 +60,14 @@ async fn server_info_tools_and_prompts() {
     // The bundled demos (`test:*`) are never offered as prompts, but can still be had.
     assert!(names.contains(&"systematize"), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("test:")), "{names:?}");
-    let prompt = client
-        .service
-        .get_prompt(
-            rmcp::model::GetPromptRequestParams::new("test:imagine-object").with_arguments(
-                json!({"arguments": "a teapot, \"quoted\"\nand a second line"})
-                    .as_object()
-                    .cloned()
-                    .expect("object"),
-            ),
-        )
-        .await
-        .expect("prompts/get");
-    let text = serde_json::to_string(&prompt.messages).expect("json");
+    let text = prompt_text(
+        &client,
+        "test:imagine-object",
+        "a teapot, \"quoted\"\nand a second line",
+    )
+    .await;
     assert!(
-        text.contains(r#"a teapot, \"quoted\"\nand a second line"#),
+        text.contains("a teapot, \"quoted\"\nand a second line"),
         "{text}"
     );
     let unknown = client
@@ -465,11 +458,18 @@ async fn every_arguments_placeholder_is_replaced() {
     assert!(started.contains(want), "{started}");
     assert!(!started.contains("$ARGUMENTS"), "{started}");
 
+    let text = prompt_text(&client, "twice", "the \"team\"").await;
+    assert!(text.contains(want), "{text}");
+    assert!(!text.contains("$ARGUMENTS"), "{text}");
+}
+
+/// The text of `prompts/get` of `name` with `arguments`.
+async fn prompt_text(client: &Client, name: &str, arguments: &str) -> String {
     let prompt = client
         .service
         .get_prompt(
-            rmcp::model::GetPromptRequestParams::new("twice").with_arguments(
-                json!({"arguments": "the \"team\""})
+            rmcp::model::GetPromptRequestParams::new(name).with_arguments(
+                json!({ "arguments": arguments })
                     .as_object()
                     .cloned()
                     .expect("object"),
@@ -478,9 +478,8 @@ async fn every_arguments_placeholder_is_replaced() {
         .await
         .expect("prompts/get");
     let messages = serde_json::to_value(&prompt.messages).expect("json");
-    let text = messages[0]["content"]["text"]
+    messages[0]["content"]["text"]
         .as_str()
-        .expect("a text message");
-    assert!(text.contains(want), "{text}");
-    assert!(!text.contains("$ARGUMENTS"), "{text}");
+        .expect("a text message")
+        .to_string()
 }
