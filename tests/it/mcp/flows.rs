@@ -91,6 +91,14 @@ async fn random_runs_to_the_end() {
         listed.contains("`test:random` (compiled, bundled)"),
         "{listed}"
     );
+    let wrong = client
+        .call("list_scripts", json!({"all": "yes"}))
+        .await
+        .err();
+    assert!(
+        wrong.contains("argument `all` of `list_scripts` must be a boolean, not a string"),
+        "{wrong}"
+    );
 
     let first = client
         .call("start", json!({"name": "test/random"}))
