@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 /// The folders mekara reads scripts from and writes runs to.
 #[derive(Debug, Clone)]
 pub struct Locations {
+    /// The folder the project was looked for from, and above: the current directory.
+    pub cwd: PathBuf,
     /// The nearest ancestor of the current directory holding `.mekara/` or `.claude/`.
     pub project_root: Option<PathBuf>,
     /// The user's home folder, from `HOME`.
@@ -21,6 +23,7 @@ impl Locations {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
         Locations {
+            cwd: cwd.to_path_buf(),
             project_root: find_project_root(cwd, home.as_deref()),
             home,
         }

@@ -5,12 +5,15 @@ use clap::Args;
 
 use crate::engine::compiled::{CodeError, Limits, Program, typecheck};
 use crate::exit::Exit;
-use crate::script::Script;
+use crate::script::{Listing, Script};
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
     /// Scripts to check (names or `.star` files); all compiled scripts when none is given.
     names: Vec<String>,
+    /// With no names: also check the bundled demo scripts (`test:*`).
+    #[arg(long, conflicts_with = "names")]
+    all: bool,
 }
 
 pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
@@ -40,7 +43,7 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
             checked += 1;
         }
         resolver
-            .list()
+            .list(Listing::all_if(args.all))
             .into_iter()
             .filter(|e| e.compiled)
             .map(|e| e.name.to_string())

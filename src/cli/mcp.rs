@@ -1,5 +1,6 @@
 //! `mekara mcp`: serve the engine to agents over MCP (stdio, or Streamable HTTP).
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,6 +41,13 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
         );
     }
     let http = args.http.options()?;
+    if http.is_none() {
+        tell_a_person_at_the_terminal(
+            "mekara mcp",
+            "For Claude Code, run `mekara install` in your project: Claude Code then starts \
+             `mekara mcp` itself.",
+        );
+    }
     let cassette = args.cassette;
     serve_until_done(http.is_some(), async move {
         match http {
@@ -79,6 +87,21 @@ impl HttpArgs {
             allowed_hosts: self.allow_hosts,
         }))
     }
+}
+
+/// When a stdio server's stdin is a terminal, a person started it by hand and would see
+/// nothing happen: say on stderr that it waits for an MCP client, and how to use it (`setup`)
+/// or try it. Said nowhere else: stdout is the protocol's, and a client's pipe gets no words.
+pub(super) fn tell_a_person_at_the_terminal(command: &str, setup: &str) {
+    if !std::io::stdin().is_terminal() {
+        return;
+    }
+    eprintln!(
+        "`{command}` is an MCP server on stdin and stdout: it waits for an MCP client to \
+         speak JSON-RPC to it, not for typed commands.\n{setup}\nTo try it by hand, open \
+         the MCP Inspector on it: `npx @modelcontextprotocol/inspector {command}`.\n\
+         Ctrl-D or Ctrl-C ends it."
+    );
 }
 
 /// Runs a server on a current-thread runtime until it ends (stdio: the client went away),

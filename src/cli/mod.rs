@@ -166,13 +166,20 @@ fn hint(e: &anyhow::Error) -> Option<String> {
     })
 }
 
-/// What to do next about a script that cannot be had.
+/// What to do next about a script that cannot be had: write the NL file of an orphan; outside
+/// a project, get into one; else list the scripts, unless the error already suggests close
+/// names.
 fn script_hint(e: &ScriptError) -> Option<String> {
     match e {
         ScriptError::NotFound {
             orphan: Some(orphan),
             ..
         } => Some(orphan_hint(orphan)),
+        ScriptError::NotFound { searched, .. } if searched.is_outside_project() => Some(
+            "run mekara in your project's folder, or `mekara install` to make this folder a \
+             project"
+                .to_string(),
+        ),
         ScriptError::NotFound { suggestions, .. } => suggestions
             .is_empty()
             .then(|| "`mekara scripts` lists the scripts there are".to_string()),

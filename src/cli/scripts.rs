@@ -4,9 +4,13 @@ use super::output::outln;
 use clap::{Args, Subcommand};
 
 use crate::exit::Exit;
+use crate::script::Listing;
 
 #[derive(Debug, Args)]
 pub(super) struct ScriptsArgs {
+    /// Also list the bundled demo scripts (`test:*`), which exist for mekara's own tests.
+    #[arg(long)]
+    all: bool,
     #[command(subcommand)]
     command: Option<ScriptsCommand>,
 }
@@ -32,7 +36,7 @@ pub(super) fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     match args.command {
         None => {
-            let entries = resolver.list();
+            let entries = resolver.list(Listing::all_if(args.all));
             let width = entries
                 .iter()
                 .map(|e| e.name.to_string().len())
@@ -54,6 +58,11 @@ pub(super) fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
                     kind,
                     e.description
                 )?;
+            }
+            if !args.all {
+                eprintln!(
+                    "The bundled demo scripts (`test:*`) are left out: `mekara scripts --all` lists them."
+                );
             }
         }
         Some(ScriptsCommand::Show { name }) => {

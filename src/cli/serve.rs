@@ -70,6 +70,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
     let locations = Locations::discover(&cwd);
+    let given_paths = !args.paths.is_empty();
     let paths = if args.paths.is_empty() {
         let root = locations
             .project_root
@@ -95,6 +96,20 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         }
     }
     tracing::info!("serving {}", quoted(tools.names()));
+    if http.is_none() {
+        super::mcp::tell_a_person_at_the_terminal(
+            if given_paths {
+                "mekara serve PATH..."
+            } else {
+                "mekara serve"
+            },
+            &format!(
+                "It serves {}. An MCP client starts it: for Claude Code, add it to the \
+                 project's `.mcp.json` (`\"command\": \"mekara\", \"args\": [\"serve\", ...]`).",
+                quoted(tools.names())
+            ),
+        );
+    }
     let server = ToolServer::new(
         tools,
         EnvRunner::new(env, crate::client::McpClient::for_locations(&locations)),

@@ -126,9 +126,11 @@ fn str_field<'a>(input: &'a Json, field: &'static str) -> Result<&'a str, HookIn
 }
 
 /// `/name args` → (`name`, `args`): the name runs to the first whitespace, the arguments are
-/// the rest (any number of lines), trimmed as Claude Code trims `<command-args>`.
+/// the rest (any number of lines), trimmed as Claude Code trims `<command-args>`. A doubled
+/// slash (`//name args`) is the same command: the second `/` is not part of the name.
 pub(crate) fn user_command(prompt: &str) -> Option<(&str, &str)> {
     let rest = prompt.trim_start().strip_prefix('/')?;
+    let rest = rest.strip_prefix('/').unwrap_or(rest);
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let (name, args) = rest.split_at(end);
     (!name.is_empty()).then(|| (name, args.trim()))
@@ -197,6 +199,7 @@ mod tests {
     fn splits_a_command_from_its_arguments() {
         assert_eq!(user_command("/test/random 7"), Some(("test/random", "7")));
         assert_eq!(user_command("/test:random"), Some(("test:random", "")));
+        assert_eq!(user_command("//test:random 7"), Some(("test:random", "7")));
         assert_eq!(
             user_command("/a\nline one\n  line \"two\"\n"),
             Some(("a", "line one\n  line \"two\""))
@@ -204,6 +207,7 @@ mod tests {
         assert_eq!(user_command("  /x\targs"), Some(("x", "args")));
         assert_eq!(user_command("hello /x"), None);
         assert_eq!(user_command("/ x"), None);
+        assert_eq!(user_command("//"), None);
         assert_eq!(user_command(""), None);
     }
 }

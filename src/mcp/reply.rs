@@ -31,7 +31,7 @@ use crate::engine::step::{StepInput, StepRecord};
 use crate::engine::{EngineError, Pending, Waiting};
 use crate::script::ScriptError;
 use crate::script::eject::{EjectError, Ejected};
-use crate::script::resolver::ScriptEntry;
+use crate::script::{Listing, ScriptEntry};
 
 /// The most lines of one step's output a reply shows; the rest stays in the journal.
 const HEAD_LINES: usize = 40;
@@ -461,9 +461,14 @@ fn argument_error(error: &ArgumentError) -> String {
         ArgumentError::OutputsNotObject { found } => format!(
             "argument `outputs` of `continue_compiled_script` must be an object of named outputs, not {found}"
         ),
-        ArgumentError::ForceNotBoolean { found } => {
-            format!("argument `force` of `eject_script` must be a boolean, not {found}")
-        }
+        ArgumentError::NotBoolean {
+            tool,
+            argument,
+            found,
+        } => format!(
+            "argument `{argument}` of `{}` must be a boolean, not {found}",
+            tool.name()
+        ),
     }
 }
 
@@ -513,6 +518,18 @@ pub(crate) fn refusal(
             ),
             Unchanged::Run,
         ),
+        EngineError::Script(ScriptError::NotFound { searched, .. })
+            if searched.is_outside_project() =>
+        {
+            refused(
+                &format!(
+                    "{error}. mekara's server runs in the folder its client started it in: \
+                     ask the user to start you in their project's folder, or to run `mekara \
+                     install` in this one. `list_scripts` lists the scripts there are here."
+                ),
+                Unchanged::Run,
+            )
+        }
         EngineError::Script(ScriptError::NotFound { suggestions, .. })
             if suggestions.is_empty() =>
         {
@@ -609,10 +626,17 @@ pub(crate) fn status(
     text
 }
 
-/// `list_scripts`.
-pub(crate) fn scripts(entries: &[ScriptEntry]) -> String {
+/// `list_scripts`, which showed `listing`.
+pub(crate) fn scripts(entries: &[ScriptEntry], listing: Listing) -> String {
+    let demos = match listing {
+        Listing::Usual => {
+            "The bundled demo scripts (`test:*`) are left out: `list_scripts` with \
+             `{\"all\": true}` lists them.\n"
+        }
+        Listing::All => "",
+    };
     if entries.is_empty() {
-        return "No scripts found.\n".to_string();
+        return format!("No scripts found.\n{demos}");
     }
     let mut text = String::from(
         "## Scripts\n\nStart one with `start` (`{\"name\": \"<name>\", \"arguments\": \
@@ -626,6 +650,10 @@ pub(crate) fn scripts(entries: &[ScriptEntry]) -> String {
             let _ = write!(text, ": {}", entry.description);
         }
         text.push('\n');
+    }
+    if !demos.is_empty() {
+        text.push('\n');
+        text.push_str(demos);
     }
     text
 }

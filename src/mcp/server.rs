@@ -263,7 +263,8 @@ impl ServerHandler for Server {
     ) -> Result<ListPromptsResult, McpError> {
         let prompts = self
             .resolver
-            .list()
+            // The bundled demos are for mekara's own tests, never offered as prompts.
+            .list(crate::script::Listing::Usual)
             .into_iter()
             .map(|entry| {
                 Prompt::new(

@@ -12,7 +12,7 @@ use super::reply::{self, JournalRef, Reply};
 use super::tools::{AgentCall, AgentTool};
 use crate::engine::runs::{RunState, RunStore};
 use crate::engine::{EngineError, Executor, Pending, Settings, StepRunner};
-use crate::script::Resolver;
+use crate::script::{Listing, Resolver};
 
 /// An agent's session with mekara.
 pub(crate) struct Session {
@@ -88,7 +88,7 @@ impl Session {
             }
             AgentCall::Finish => self.executor.finish_nl(&history),
             AgentCall::Status => return self.status(),
-            AgentCall::ListScripts => return self.list_scripts(),
+            AgentCall::ListScripts { all } => return self.list_scripts(*all),
             AgentCall::Resume { run_id: None } => return self.interrupted_runs(),
             AgentCall::Resume { run_id: Some(id) } => {
                 return self.resume(id, history);
@@ -183,8 +183,9 @@ impl Session {
         ))
     }
 
-    fn list_scripts(&self) -> Reply {
-        Reply::ok(reply::scripts(&self.resolver().list()))
+    fn list_scripts(&self, all: bool) -> Reply {
+        let listing = Listing::all_if(all);
+        Reply::ok(reply::scripts(&self.resolver().list(listing), listing))
     }
 
     /// `eject_script(name, force)`: copy a bundled script into the server's project.

@@ -60,7 +60,10 @@ pub(crate) enum AgentCall {
     /// Show the stack and the pending item.
     Status,
     /// List the scripts.
-    ListScripts,
+    ListScripts {
+        /// The bundled demo scripts (`test:*`) too.
+        all: bool,
+    },
     /// List interrupted runs, or take one up.
     Resume {
         /// The run to take up.
@@ -83,7 +86,7 @@ impl AgentCall {
             AgentCall::Continue { .. } => AgentTool::Continue,
             AgentCall::Finish => AgentTool::Finish,
             AgentCall::Status => AgentTool::Status,
-            AgentCall::ListScripts => AgentTool::ListScripts,
+            AgentCall::ListScripts { .. } => AgentTool::ListScripts,
             AgentCall::Resume { .. } => AgentTool::Resume,
             AgentCall::Eject { .. } => AgentTool::Eject,
         }
@@ -153,7 +156,8 @@ impl AgentTool {
             }
             AgentTool::ListScripts => {
                 "List the scripts that can be started with `start`, with one-line \
-                 descriptions. Changes nothing."
+                 descriptions. The bundled demo scripts (`test:*`) are listed only with \
+                 `all: true`. Changes nothing."
             }
             AgentTool::Resume => {
                 "Take up a run that was interrupted (the server restarted, or a call was \
@@ -224,9 +228,17 @@ impl AgentTool {
                 }),
                 &["name"],
             ),
-            AgentTool::Finish | AgentTool::Status | AgentTool::ListScripts => {
-                object_schema(json!({}), &[])
-            }
+            AgentTool::ListScripts => object_schema(
+                json!({
+                    "all": {
+                        "type": "boolean",
+                        "description": "Also list the bundled demo scripts (`test:*`), which exist for mekara's own tests.",
+                        "default": false
+                    }
+                }),
+                &[],
+            ),
+            AgentTool::Finish | AgentTool::Status => object_schema(json!({}), &[]),
         }
     }
 
@@ -274,6 +286,17 @@ impl AgentTool {
                 }),
             }
         };
+        let boolean = |key: &'static str| -> Result<bool, ArgumentError> {
+            match args.get(key) {
+                None | Some(Json::Null) => Ok(false),
+                Some(Json::Bool(b)) => Ok(*b),
+                Some(other) => Err(ArgumentError::NotBoolean {
+                    tool: self,
+                    argument: key,
+                    found: json_type(other),
+                }),
+            }
+        };
         Ok(match self {
             AgentTool::Start => {
                 let name = string("name", true)?.unwrap_or_default();
@@ -299,21 +322,15 @@ impl AgentTool {
             },
             AgentTool::Finish => AgentCall::Finish,
             AgentTool::Status => AgentCall::Status,
-            AgentTool::ListScripts => AgentCall::ListScripts,
+            AgentTool::ListScripts => AgentCall::ListScripts {
+                all: boolean("all")?,
+            },
             AgentTool::Resume => AgentCall::Resume {
                 run_id: string("run_id", false)?.filter(|id| !id.is_empty()),
             },
             AgentTool::Eject => AgentCall::Eject {
                 name: string("name", true)?.unwrap_or_default(),
-                force: match args.get("force") {
-                    None | Some(Json::Null) => false,
-                    Some(Json::Bool(b)) => *b,
-                    Some(other) => {
-                        return Err(ArgumentError::ForceNotBoolean {
-                            found: json_type(other),
-                        });
-                    }
-                },
+                force: boolean("force")?,
             },
         })
     }
@@ -354,8 +371,12 @@ pub(crate) enum ArgumentError {
         /// What it is instead.
         found: &'static str,
     },
-    /// `force` of `eject_script` is not a boolean.
-    ForceNotBoolean {
+    /// A boolean argument (`force`, `all`) is something else.
+    NotBoolean {
+        /// The tool called.
+        tool: AgentTool,
+        /// The argument.
+        argument: &'static str,
         /// What it is instead.
         found: &'static str,
     },

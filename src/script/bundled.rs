@@ -37,6 +37,15 @@ pub static FILES: &[BundledFile] = bundled![
     "compiled/test/nested.star",
 ];
 
+/// The folder of the bundled demo scripts (`test/random`, ...): they exist for mekara's own
+/// tests and its quick start, run by name like any script, and are listed only when asked.
+const DEMO_FOLDER: &str = "test/";
+
+/// Whether `name` (`test/random`) is the name of a bundled demo script's folder.
+pub fn is_demo(name: &str) -> bool {
+    name.starts_with(DEMO_FOLDER)
+}
+
 /// The bundled file at `path` (`nl/test/random.md`), if there is one.
 pub fn file(path: &str) -> Option<&'static BundledFile> {
     FILES.iter().find(|f| f.path == path)

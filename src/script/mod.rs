@@ -11,4 +11,6 @@ pub(crate) mod nl;
 pub(crate) mod resolver;
 
 pub use name::ScriptName;
-pub use resolver::{Level, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile};
+pub use resolver::{
+    Level, Listing, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile, Searched,
+};

@@ -63,12 +63,12 @@ impl<'a> NlText<'a> {
             .to_string()
     }
 
-    /// The body with the first `$ARGUMENTS` replaced by `arguments`. A script without the
-    /// placeholder gets the arguments appended on a line of their own, as Claude Code does,
-    /// so they are never lost.
+    /// The body with every `$ARGUMENTS` replaced by `arguments`, as Claude Code expands a
+    /// command. A script without the placeholder gets the arguments appended on a line of
+    /// their own, as Claude Code does, so they are never lost.
     pub(crate) fn instructions(&self, arguments: &str) -> String {
         if self.body.contains(ARGUMENTS) {
-            self.body.replacen(ARGUMENTS, arguments, 1)
+            self.body.replace(ARGUMENTS, arguments)
         } else if arguments.trim().is_empty() {
             self.body.to_string()
         } else {
@@ -110,9 +110,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_first_placeholder_is_replaced() {
+    fn every_placeholder_is_replaced() {
         let t = NlText::parse("Use $ARGUMENTS then $ARGUMENTS.");
-        assert_eq!(t.instructions("x"), "Use x then $ARGUMENTS.");
+        assert_eq!(t.instructions("x"), "Use x then x.");
+        // Arguments that hold the placeholder are not expanded again.
+        assert_eq!(
+            t.instructions("$ARGUMENTS"),
+            "Use $ARGUMENTS then $ARGUMENTS."
+        );
     }
 
     #[test]

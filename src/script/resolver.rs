@@ -72,6 +72,26 @@ impl Script {
     }
 }
 
+/// Which scripts a listing shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// The scripts a user works with: every script but the bundled demos (`test:*`).
+    Usual,
+    /// Every script, the bundled demos too.
+    All,
+}
+
+impl Listing {
+    /// [`Listing::All`] when `all`, else [`Listing::Usual`].
+    pub fn all_if(all: bool) -> Listing {
+        if all { Listing::All } else { Listing::Usual }
+    }
+
+    fn shows(self, level: Level, name: &ScriptName) -> bool {
+        self == Listing::All || !(level == Level::Bundled && bundled::is_demo(name.as_path()))
+    }
+}
+
 /// A script as listed by `mekara scripts`.
 #[derive(Debug, Clone)]
 pub struct ScriptEntry {
@@ -92,7 +112,7 @@ pub enum ScriptError {
     #[error(transparent)]
     InvalidName(#[from] NameError),
     /// No level has the script.
-    #[error("script `{name}` not found{}{}", did_you_mean(.suggestions), orphan.as_ref().map(|o| format!(": {o}")).unwrap_or_default())]
+    #[error("script `{name}` not found{}{}{}", searched.outside_project(), did_you_mean(.suggestions), orphan.as_ref().map(|o| format!(": {o}")).unwrap_or_default())]
     NotFound {
         /// The name as asked for.
         name: String,
@@ -100,6 +120,8 @@ pub enum ScriptError {
         suggestions: Vec<String>,
         /// A compiled file of that name that has no NL file.
         orphan: Option<Box<Orphan>>,
+        /// Where it was looked for.
+        searched: Box<Searched>,
     },
     /// A file exists but cannot be read.
     #[error("cannot read `{}`: {source}", .path.display())]
@@ -132,6 +154,44 @@ pub struct Orphan {
     pub nl_beside: String,
 }
 
+/// Where a name was looked for: the facts a "not found" states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searched {
+    /// The folder a project was looked for from, and above (the current directory).
+    pub from: PathBuf,
+    /// The project root found there, if any.
+    pub project_root: Option<PathBuf>,
+    /// The user level's folder (`~/.mekara`), when `HOME` is set.
+    pub user_dir: Option<PathBuf>,
+}
+
+impl Searched {
+    /// Whether no project was found, so only the user and bundled levels were searched.
+    pub fn is_outside_project(&self) -> bool {
+        self.project_root.is_none()
+    }
+
+    /// `: no project folder in X or above it, so only ... were searched` outside a project;
+    /// empty inside one, where the levels searched are the usual three.
+    fn outside_project(&self) -> String {
+        if !self.is_outside_project() {
+            return String::new();
+        }
+        let levels = match &self.user_dir {
+            Some(user) => format!(
+                "the user level `{}` and the bundled scripts were",
+                user.display()
+            ),
+            None => "the bundled scripts were (`HOME` is not set)".to_string(),
+        };
+        format!(
+            ": no `.mekara/` or `.claude/` folder in `{}` or above it, so only {levels} \
+             searched",
+            self.from.display()
+        )
+    }
+}
+
 /// `; did you mean …?` when there are names close to the one asked for. Where to list the
 /// scripts there are is the caller's to say: the CLI and MCP name different ways.
 fn did_you_mean(suggestions: &[String]) -> String {
@@ -160,6 +220,7 @@ struct Root {
 #[derive(Debug, Clone)]
 pub struct Resolver {
     roots: Vec<Root>,
+    searched: Searched,
 }
 
 impl Resolver {
@@ -180,7 +241,14 @@ impl Resolver {
                 skills_dir: home.join(".agents").join("skills"),
             });
         }
-        Resolver { roots }
+        Resolver {
+            roots,
+            searched: Searched {
+                from: locations.cwd.clone(),
+                project_root: locations.project_root.clone(),
+                user_dir: locations.user_dir(),
+            },
+        }
     }
 
     /// Resolves `raw` (`test/random`, `test:random`, `test:double_or_nothing`, ...).
@@ -210,6 +278,7 @@ impl Resolver {
                 .into_iter()
                 .find(|o| forms.contains(&o.name))
                 .map(Box::new),
+            searched: Box::new(self.searched.clone()),
         })
     }
 
@@ -259,8 +328,9 @@ impl Resolver {
     }
 
     /// Every script that resolves, by name; a name at several levels is listed once, at
-    /// the level that wins.
-    pub fn list(&self) -> Vec<ScriptEntry> {
+    /// the level that wins. A bundled demo is left out unless `listing` is [`Listing::All`]
+    /// (a project's or user's own `test/...` script is theirs, and listed).
+    pub fn list(&self, listing: Listing) -> Vec<ScriptEntry> {
         let mut names: Vec<(ScriptName, usize)> = Vec::new();
         for (at, root) in self.roots.iter().enumerate() {
             for name in list_files(
@@ -289,6 +359,9 @@ impl Resolver {
             .into_iter()
             .filter_map(|(name, _)| {
                 let script = self.resolve(name.as_path()).ok()?;
+                if !listing.shows(script.nl.level, &name) {
+                    return None;
+                }
                 Some(ScriptEntry {
                     description: script.description(),
                     level: script.nl.level,
@@ -378,8 +451,9 @@ impl Resolver {
 
     fn suggestions(&self, name: &ScriptName) -> Vec<String> {
         let wanted = name.as_path();
+        // Demos too: `tset/random` is close to the quick start's `test/random`.
         let mut scored: Vec<(usize, String)> = self
-            .list()
+            .list(Listing::All)
             .into_iter()
             .filter_map(|e| {
                 let candidate = e.name.as_path();

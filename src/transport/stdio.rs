@@ -6,10 +6,12 @@
 //! a client that sent garbage learns more from an answer than from silence. So mekara reads
 //! the lines itself and answers those, and hands everything else to rmcp.
 
+use std::io::IsTerminal as _;
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::ServerInitializeError;
 use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value as Json, json};
@@ -20,10 +22,15 @@ use tokio::sync::Mutex;
 
 /// Serves `handler` over stdin and stdout until the client goes away.
 pub(crate) async fn serve_stdio(handler: impl ServerHandler) -> anyhow::Result<()> {
-    let running = handler
-        .serve(Stdio::new())
-        .await
-        .context("the MCP handshake on stdio failed")?;
+    let running = match handler.serve(Stdio::new()).await {
+        Ok(running) => running,
+        // A person who started the server in a terminal ended it with Ctrl-D, as they were
+        // told they could (`cli::mcp`): not a failed handshake.
+        Err(ServerInitializeError::ConnectionClosed(_)) if std::io::stdin().is_terminal() => {
+            return Ok(());
+        }
+        Err(e) => return Err(e).context("the MCP handshake on stdio failed"),
+    };
     let reason = running.waiting().await;
     tracing::info!("stdio session ended: {reason:?}");
     Ok(())

@@ -112,3 +112,47 @@ fn nested_runs_all_three_and_comes_back() {
     let written = std::fs::read_to_string("/tmp/resulting-number.txt").expect("written in /tmp");
     assert!(written == "42\n" || written == "0\n", "{written:?}");
 }
+
+/// The bundled `test:*` scripts are demos for mekara's own tests: a user's listings leave
+/// them out unless asked (`--all`), and they still run by name.
+#[test]
+fn demo_scripts_are_listed_only_when_asked_for() {
+    let project = Project::new();
+    let listed = project.run(&["scripts"], "");
+    listed.expect_code(0);
+    assert!(!listed.stdout.contains("test:"), "{}", listed.stdout);
+    assert!(listed.stdout.contains("compile"), "{}", listed.stdout);
+    let all = project.run(&["scripts", "--all"], "");
+    all.expect_code(0);
+    assert!(all.stdout.contains("test:random"), "{}", all.stdout);
+
+    let checked = project.run(&["check"], "");
+    checked.expect_code(0);
+    assert!(!checked.stdout.contains("test:"), "{}", checked.stdout);
+    let all = project.run(&["check", "--all"], "");
+    all.expect_code(0);
+    assert!(all.stdout.contains("test:random: ok"), "{}", all.stdout);
+    // Named, a demo is checked and run as any script.
+    let one = project.run(&["check", "test:nested"], "");
+    one.expect_code(0);
+    assert!(one.stdout.contains("test:nested: ok"), "{}", one.stdout);
+    project
+        .run(&["run", "test/imagine-object", "a teapot"], "\n")
+        .expect_code(0);
+}
+
+/// A project's or user's own `test/...` script is theirs, not a demo: always listed.
+#[test]
+fn own_scripts_named_test_are_listed() {
+    let project = Project::new();
+    project.script("test/mine", "Mine.\n", None);
+    crate::common::write_file(
+        &project.home().join(".mekara/scripts/nl/test/random.md"),
+        "My own random.\n",
+    );
+    let listed = project.run(&["scripts"], "");
+    listed.expect_code(0);
+    assert!(listed.stdout.contains("test:mine "), "{}", listed.stdout);
+    assert!(listed.stdout.contains("test:random "), "{}", listed.stdout);
+    assert!(!listed.stdout.contains("test:nested"), "{}", listed.stdout);
+}

@@ -102,6 +102,7 @@ impl Project {
     /// the fake home, not the process's own environment).
     pub fn executor(&self) -> mekara::engine::Executor {
         let locations = mekara::paths::Locations {
+            cwd: self.root(),
             project_root: Some(self.root()),
             home: Some(self.home()),
         };

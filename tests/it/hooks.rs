@@ -82,6 +82,30 @@ fn arguments_with_quotes_and_several_lines_survive_exactly() {
     );
 }
 
+/// Regression: `//deploy staging` was passed on with the name `/deploy`, which is no script,
+/// so the command ran by hand; a doubled slash must behave exactly as one.
+#[test]
+fn a_doubled_slash_is_rerouted_as_one() {
+    let project = project();
+    for args in ["staging", "the \"prod\" cluster\nline two\n  indented"] {
+        let single = prompt(&project, &format!("/deploy {args}\n"));
+        let double = prompt(&project, &format!("//deploy {args}\n"));
+        assert_eq!(double.stdout, single.stdout, "for {args:?}");
+        let answer: Json = serde_json::from_str(&double.stdout).expect("JSON on stdout");
+        let context = answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .expect("context");
+        assert_eq!(
+            start_arguments(context),
+            json!({"name": "deploy", "arguments": args})
+        );
+    }
+    // Only an NL script, or no script at all, still gets nothing.
+    for text in ["//notes today", "//", "//usr/bin/env true"] {
+        assert_eq!(prompt(&project, text).stdout, "", "for {text:?}");
+    }
+}
+
 #[test]
 fn nested_names_bundled_scripts_and_both_separators_are_recognised() {
     let project = project();

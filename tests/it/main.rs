@@ -23,5 +23,6 @@ mod resolution;
 mod serve;
 mod shell;
 mod stack;
+mod terminal;
 mod transcripts;
 mod workflows;

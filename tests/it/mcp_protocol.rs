@@ -19,7 +19,7 @@ use serde_json::{Value as Json, json};
 /// hung test, not a timing assertion: a healthy server answers in milliseconds.
 const STUCK: Duration = Duration::from_mins(1);
 
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-protocol-tests","version":"0"}}}"#;
+pub(crate) const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-protocol-tests","version":"0"}}}"#;
 
 // ---------------------------------------------------------------------------------------
 // A hand-driven stdio session

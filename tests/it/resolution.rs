@@ -735,7 +735,8 @@ fn scripts_lists_every_level_once_at_the_winning_level() {
             "home/.mekara/scripts/compiled/solo.star",
         ],
     );
-    let run = project.run(&["scripts"], "");
+    // `--all`: the bundled demos (`test:*`) take part in the levels too.
+    let run = project.run(&["scripts", "--all"], "");
     run.expect_code(0);
     let rows = listing_rows(&run.stdout);
     let want = [
@@ -882,4 +883,46 @@ fn a_path_where_a_name_goes_means_the_script_or_says_what_to_type() {
         project,
         project.command(&["check", "loose.star"])
     );
+}
+
+/// Outside any project, "script `deploy` not found" gave no clue that mekara had looked for
+/// no project at all: it names the folder it searched from, the levels it searched, and
+/// (the CLI's hint) what to do.
+#[test]
+fn not_found_outside_a_project_says_where_it_looked() {
+    let project = Project::new();
+    project.script(
+        "deploy",
+        "Deploy.\n",
+        Some("def execute(request):\n    pass\n"),
+    );
+    let elsewhere = project.dir.path().join("elsewhere/sub");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    mekara_snapshot!(
+        "not_found_outside_run",
+        project,
+        project.command_in(&elsewhere, &["run", "deploy"])
+    );
+    mekara_snapshot!(
+        "not_found_outside_check",
+        project,
+        project.command_in(&elsewhere, &["check", "deploy"])
+    );
+    // A close bundled name is still suggested.
+    let typo = mekara_in(
+        &project,
+        "elsewhere/sub",
+        &["scripts", "show", "tset/random"],
+    );
+    typo.expect_code(2);
+    assert!(
+        typo.stderr.contains("did you mean `test:random`?")
+            && typo.stderr.contains("no `.mekara/` or `.claude/` folder"),
+        "{}",
+        typo.stderr
+    );
+    // Inside the project, the message is the usual one.
+    let inside = project.run(&["run", "nothing-like-this"], "");
+    inside.expect_code(2);
+    assert!(!inside.stderr.contains(".claude/"), "{}", inside.stderr);
 }

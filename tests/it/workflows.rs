@@ -163,3 +163,45 @@ fn eject_refuses_names_that_are_not_bundled() {
         );
     }
 }
+
+/// An NL script that uses `$ARGUMENTS` twice.
+const TWICE: &str =
+    "---\ndescription: Greet twice\n---\nGreet $ARGUMENTS. Then say goodbye to $ARGUMENTS.\n";
+
+/// Regression: only the first `$ARGUMENTS` of an NL script was replaced; Claude Code replaces
+/// every one. `mekara run` of an NL script shows the instructions with all of them replaced.
+#[test]
+fn run_replaces_every_arguments_placeholder() {
+    let project = Project::new();
+    project.script("twice", TWICE, None);
+    let run = project.run(&["run", "twice", "the \"team\""], "\n");
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("Greet the \"team\". Then say goodbye to the \"team\"."),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("$ARGUMENTS"), "{}", run.stdout);
+}
+
+/// `/systematize`'s instructions speak of the placeholder itself: replacing every one must
+/// not put the user's arguments where the placeholder is explained.
+#[test]
+fn systematize_still_explains_the_placeholder() {
+    let project = Project::new();
+    let run = project.run(&["run", "systematize", "deploy-docs"], "\n");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("if the user chose one: `deploy-docs`"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("deploy-docs").count(),
+        1,
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("ARGUMENTS"), "{}", run.stdout);
+}

@@ -140,9 +140,11 @@ async def check_listings_and_errors(session: ClientSession) -> None:
     """Prompts, list_scripts, an unknown script name, an unknown tool."""
     prompts = {prompt.name: prompt for prompt in (await session.list_prompts()).prompts}
     check("slow" in prompts, f"the project's NL script `slow` is not a prompt; prompts: {sorted(prompts)}")
-    name = "test:imagine-object" if "test:imagine-object" in prompts else sorted(prompts)[0]
-    argument_names = [argument.name for argument in prompts[name].arguments or []]
-    check("arguments" in argument_names, f"prompt `{name}` has no `arguments` argument: {argument_names}")
+    argument_names = [argument.name for argument in prompts["slow"].arguments or []]
+    check("arguments" in argument_names, f"prompt `slow` has no `arguments` argument: {argument_names}")
+    # The bundled demos are never listed as prompts, and can still be had by name.
+    name = "test:imagine-object"
+    check(name not in prompts, f"the bundled demo `{name}` is listed as a prompt: {sorted(prompts)}")
     marker = " shaped like a teapot (marker 7f3a)"
     got = await session.get_prompt(name, {"arguments": marker})
     texts = [message.content.text for message in got.messages if getattr(message.content, "type", None) == "text"]
@@ -151,10 +153,13 @@ async def check_listings_and_errors(session: ClientSession) -> None:
     print(f"ok: {len(prompts)} prompts; `{name}` substitutes its arguments")
 
     listing = await call(session, "list_scripts", {})
+    check("slow" in listing and "compile" in listing, f"`list_scripts` misses a script:\n{listing}")
+    check("test:random" not in listing, f"`list_scripts` lists the bundled demos unasked:\n{listing}")
+    listing = await call(session, "list_scripts", {"all": True})
     for script in ("test:random", "test:nested", "slow"):
-        check(script in listing, f"`list_scripts` does not list `{script}`:\n{listing}")
+        check(script in listing, f"`list_scripts` with `all` does not list `{script}`:\n{listing}")
     check("Guess a random number" in listing, f"`list_scripts` does not show descriptions:\n{listing}")
-    print("ok: list_scripts lists bundled and project scripts with descriptions")
+    print("ok: list_scripts lists bundled and project scripts with descriptions, the demos with `all`")
 
     wrong = await call_error(session, "start", {"name": "test/randm"})
     check(re.search(r"test[:/]random", wrong) is not None, f"the unknown-name error names no close script:\n{wrong}")

@@ -57,23 +57,17 @@ async fn server_info_tools_and_prompts() {
         .await
         .expect("prompts/list");
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
-    assert!(names.contains(&"test:random"), "{names:?}");
-    assert!(names.contains(&"test:imagine-object"), "{names:?}");
-    let prompt = client
-        .service
-        .get_prompt(
-            rmcp::model::GetPromptRequestParams::new("test:imagine-object").with_arguments(
-                json!({"arguments": "a teapot, \"quoted\"\nand a second line"})
-                    .as_object()
-                    .cloned()
-                    .expect("object"),
-            ),
-        )
-        .await
-        .expect("prompts/get");
-    let text = serde_json::to_string(&prompt.messages).expect("json");
+    // The bundled demos (`test:*`) are never offered as prompts, but can still be had.
+    assert!(names.contains(&"systematize"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("test:")), "{names:?}");
+    let text = prompt_text(
+        &client,
+        "test:imagine-object",
+        "a teapot, \"quoted\"\nand a second line",
+    )
+    .await;
     assert!(
-        text.contains(r#"a teapot, \"quoted\"\nand a second line"#),
+        text.contains("a teapot, \"quoted\"\nand a second line"),
         "{text}"
     );
     let unknown = client
@@ -88,10 +82,22 @@ async fn server_info_tools_and_prompts() {
 async fn random_runs_to_the_end() {
     let project = Project::new();
     let client = Client::start(&project, &[]).await;
+    // The bundled demos are listed only when asked for, and run by name either way.
     let listed = client.call("list_scripts", json!({})).await.ok();
+    assert!(!listed.contains("`test:random`"), "{listed}");
+    assert!(listed.contains("`compile` (compiled, bundled)"), "{listed}");
+    let listed = client.call("list_scripts", json!({"all": true})).await.ok();
     assert!(
         listed.contains("`test:random` (compiled, bundled)"),
         "{listed}"
+    );
+    let wrong = client
+        .call("list_scripts", json!({"all": "yes"}))
+        .await
+        .err();
+    assert!(
+        wrong.contains("argument `all` of `list_scripts` must be a boolean, not a string"),
+        "{wrong}"
     );
 
     let first = client
@@ -445,4 +451,52 @@ async fn resume_after_the_server_is_killed() {
         .await
         .err();
     assert!(missing.contains("not found"), "{missing}");
+}
+
+/// Regression: only the first `$ARGUMENTS` was replaced. Every one is, in the reply of
+/// `start` for an NL script and in `prompts/get`, as Claude Code does for commands.
+#[tokio::test]
+async fn every_arguments_placeholder_is_replaced() {
+    let project = Project::new();
+    project.script(
+        "twice",
+        "---\ndescription: Greet twice\n---\nGreet $ARGUMENTS. Then say goodbye to $ARGUMENTS.\n",
+        None,
+    );
+    let want = "Greet the \"team\". Then say goodbye to the \"team\".";
+    let client = Client::start(&project, &[]).await;
+    let started = client
+        .call(
+            "start",
+            json!({"name": "twice", "arguments": "the \"team\""}),
+        )
+        .await
+        .ok();
+    assert!(started.contains(want), "{started}");
+    assert!(!started.contains("$ARGUMENTS"), "{started}");
+
+    let text = prompt_text(&client, "twice", "the \"team\"").await;
+    assert!(text.contains(want), "{text}");
+    assert!(!text.contains("$ARGUMENTS"), "{text}");
+}
+
+/// The text of `prompts/get` of `name` with `arguments`.
+async fn prompt_text(client: &Client, name: &str, arguments: &str) -> String {
+    let prompt = client
+        .service
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new(name).with_arguments(
+                json!({ "arguments": arguments })
+                    .as_object()
+                    .cloned()
+                    .expect("object"),
+            ),
+        )
+        .await
+        .expect("prompts/get");
+    let messages = serde_json::to_value(&prompt.messages).expect("json");
+    messages[0]["content"]["text"]
+        .as_str()
+        .expect("a text message")
+        .to_string()
 }

@@ -175,3 +175,16 @@ async fn an_allowed_failure_is_marked_as_allowed() {
     let reply = client.call("start", json!({"name": "tolerant"})).await.ok();
     insta::assert_snapshot!("allowed_failure", project.scrub(&reply));
 }
+
+/// Outside any project, the refusal of `start` names the folder the server searched from
+/// and the levels it searched, so the agent can tell the user why the script is missing.
+#[tokio::test]
+async fn start_outside_a_project_says_where_it_looked() {
+    let project = Project::new();
+    project.script("deploy", "Deploy.\n", None);
+    let elsewhere = project.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let client = Client::start_in(&project, &elsewhere, &[]).await;
+    let refused = client.call("start", json!({"name": "deploy"})).await.err();
+    insta::assert_snapshot!("start_not_found_outside_a_project", project.scrub(&refused));
+}

@@ -183,7 +183,7 @@ async fn record_committed_cassettes() {
     let project = Project::new();
     let cassette = cassettes().join("test-nested.toml");
     let client = Client::start(&project, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
-    client.call("list_scripts", json!({})).await.ok();
+    client.call("list_scripts", json!({"all": true})).await.ok();
     client
         .call("start", json!({"name": "test:nested"}))
         .await
