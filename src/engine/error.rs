@@ -68,6 +68,16 @@ pub enum EngineError {
         /// Every expected name.
         expected: Vec<String>,
     },
+    /// A value from outside holds a number no script can hold; it was not journaled.
+    #[error(
+        "{what} is the number `{number}`, which a script cannot hold (it is beyond a 64-bit float and not a whole number); the step is still pending"
+    )]
+    Unrepresentable {
+        /// Which value, e.g. "output `n` at `.a[2]`".
+        what: String,
+        /// The number as it was sent.
+        number: String,
+    },
     /// Starting another script would nest scripts deeper than the limit.
     #[error(
         "scripts are nested {limit} deep ({path}); the limit is {limit}: finish a script before starting another"
@@ -118,6 +128,7 @@ impl EngineError {
             | EngineError::Cancelled { .. }
             | EngineError::WrongCall { .. }
             | EngineError::Outputs { .. }
+            | EngineError::Unrepresentable { .. }
             | EngineError::TooDeep { .. } => Exit::Failure,
         }
     }

@@ -337,6 +337,21 @@ impl Executor {
                 expected,
             });
         }
+        if let Some((output, (at, number))) = outputs.iter().find_map(|(name, value)| {
+            super::compiled::unrepresentable_number(value).map(|found| (name.clone(), found))
+        }) {
+            return Err(EngineError::Unrepresentable {
+                what: format!(
+                    "output `{output}`{}",
+                    if at.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" at `{at}`")
+                    }
+                ),
+                number,
+            });
+        }
         self.record_in_top(
             StepInput::Llm { prompt, expects },
             StepResult {

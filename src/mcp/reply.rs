@@ -511,6 +511,13 @@ pub(crate) fn refusal(
                 Unchanged::Run,
             )
         }
+        EngineError::Unrepresentable { .. } => refused(
+            &format!(
+                "{error}. Call `continue_compiled_script` again with a number a script can \
+                 hold, or with the number as a string."
+            ),
+            Unchanged::Run,
+        ),
         EngineError::Outputs { .. } => refused(
             &format!(
                 "{error}. Call `continue_compiled_script` again with every expected output in \
@@ -548,6 +555,14 @@ pub(crate) fn refusal(
         ),
         _ => format!("Error: {error}."),
     }
+}
+
+/// The error of a call that failed inside mekara itself (a panic: a bug).
+pub(crate) fn internal_error(message: &str) -> String {
+    format!(
+        "Error: mekara failed inside this call ({message}); this is a bug in mekara. Steps that \
+         finished are in the run's journal: call `status` to see where the run stands."
+    )
 }
 
 /// The refusal of a call that arrived while another call of the session runs (`what`: the

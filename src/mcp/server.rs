@@ -2,7 +2,7 @@
 //! [`AgentCall`](super::tools::AgentCall)s, runs them on a blocking thread (auto steps
 //! block), forwards progress and cancellation, and serves NL scripts as prompts.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -87,7 +87,7 @@ impl Server {
                 .lock()
                 .is_ok_and(|h| h.as_ref().is_some_and(CancellationToken::is_cancelled))
         };
-        if session.try_lock().is_err() && !given_up() {
+        if matches!(session.try_lock(), Err(TryLockError::WouldBlock)) && !given_up() {
             let what = running.lock().map(|r| r.clone()).unwrap_or_default();
             return Ok(busy(&what));
         }
@@ -110,6 +110,9 @@ impl Server {
         let result = tokio::task::spawn_blocking(move || {
             let mut session = match session.try_lock() {
                 Ok(session) => session,
+                // A call that panicked is caught below, so this is belt and braces: a poisoned
+                // session is still the session (its run's truth is the journal).
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(_) if given_up() => match session.lock() {
                     Ok(session) => session,
                     Err(poisoned) => poisoned.into_inner(),
@@ -150,7 +153,19 @@ impl Server {
             if let Some(recorder) = &recorder {
                 recorder.call(tool.name(), input.as_ref());
             }
-            let reply = session.handle(tool, input.as_ref(), &progress);
+            // A panic is a bug; caught here, it becomes this call's error, the session's lock
+            // is released unpoisoned, and the next call is answered.
+            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                session.handle(tool, input.as_ref(), &progress)
+            }));
+            let reply = handled.unwrap_or_else(|panic| {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("no message");
+                Reply::error(reply::internal_error(message))
+            });
             if let Some(recorder) = &recorder {
                 recorder.reply(&reply);
             }

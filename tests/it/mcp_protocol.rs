@@ -685,6 +685,61 @@ fn prompts_get_with_a_non_string_arguments_argument_is_invalid_params() {
 // stdout carries only protocol
 // ---------------------------------------------------------------------------------------
 
+/// Regression: an llm output holding a number no script can hold (`1e400`) was journaled,
+/// then panicked every evaluation of the run: the call failed, the session stopped answering
+/// and the run could never be resumed. It is refused before it reaches the journal, naming
+/// where it is, and the step is still pending.
+#[test]
+fn an_output_number_no_script_can_hold_is_refused_before_the_journal() {
+    let project = Project::new();
+    project.script(
+        "number",
+        "---\ndescription: A number\n---\n1. Ask for a number.\n2. Show it.\n",
+        Some(
+            "def execute(request):\n    r = llm(\"Give a number\", expects = {\"n\": \"a number\"})\n    auto(\"echo got \" + str(r.outputs[\"n\"]))\n",
+        ),
+    );
+    let mut session = Session::in_project(&project);
+    session.call("start", json!({"name": "number"}));
+    for (id, outputs, shown) in [
+        (100, r#"{"n": 1e400}"#, "output `n` is the number `1e+400`"),
+        (
+            101,
+            r#"{"n": -2.5E+999}"#,
+            "output `n` is the number `-2.5e+999`",
+        ),
+        (
+            102,
+            r#"{"n": [1, {"x": 1e400}]}"#,
+            "output `n` at `[1].x` is the number `1e+400`",
+        ),
+    ] {
+        session.send_line(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"continue_compiled_script","arguments":{{"outputs":{outputs}}}}}}}"#
+        ));
+        let reply = session.response(&json!(id));
+        let result = &reply["result"];
+        assert_eq!(result["isError"], true, "{reply}");
+        let text = result_text(result);
+        assert!(text.contains(shown), "{text}");
+        assert!(text.contains("Nothing changed in the run."), "{text}");
+    }
+    let [id] = project.run_ids().try_into().expect("one run");
+    assert!(
+        !project.journal(&id).contains("e400"),
+        "nothing was journaled"
+    );
+    // The session still answers, and a whole number of any size goes through exactly.
+    let big = "123456789012345678901234567890";
+    session.send_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":103,"method":"tools/call","params":{{"name":"continue_compiled_script","arguments":{{"outputs":{{"n":{big}}}}}}}}}"#
+    ));
+    let done = session.response(&json!(103));
+    let text = result_text(&done["result"]);
+    assert!(text.contains(&format!("got {big}")), "{text}");
+    assert!(text.contains("completed"), "{text}");
+}
+
 /// Regression: the only check that a call without a progress token gets no notifications
 /// used rmcp's client, which gives every request a token, and called `status`, which runs no
 /// step; it could not fail.

@@ -32,15 +32,41 @@ pub(super) fn json_of(value: Value<'_>, what: &str) -> anyhow::Result<Json> {
     })
 }
 
+/// The first number in `json` that a script cannot hold, with where it is (`.a[2]`): one
+/// beyond a 64-bit float that is not a whole number either (`1e400`). Such a value must be
+/// refused before it is journaled: every later evaluation of the run would meet it again.
+pub(crate) fn unrepresentable_number(json: &Json) -> Option<(String, String)> {
+    match json {
+        Json::Number(n) => {
+            let holds = n.as_i64().is_some()
+                || n.as_u64().is_some()
+                || n.as_f64().is_some_and(f64::is_finite)
+                || n.to_string().parse::<num_bigint::BigInt>().is_ok();
+            (!holds).then(|| (String::new(), n.to_string()))
+        }
+        Json::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            unrepresentable_number(item).map(|(at, n)| (format!("[{i}]{at}"), n))
+        }),
+        Json::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| unrepresentable_number(v).map(|(at, n)| (format!(".{k}{at}"), n))),
+        _ => None,
+    }
+}
+
 /// JSON to Starlark. Written out because starlark's own conversion turns integers too big
 /// for 64 bits into floats (serde_json's `arbitrary_precision` keeps their digits).
 pub(super) fn alloc_json<'v>(heap: Heap<'v>, json: &Json) -> Value<'v> {
     match json {
         Json::Number(n) if n.as_i64().is_none() && n.as_u64().is_none() => {
             let digits = n.to_string();
-            match digits.parse::<num_bigint::BigInt>() {
-                Ok(big) => heap.alloc(big),
-                Err(_) => heap.alloc(json.clone()),
+            match (digits.parse::<num_bigint::BigInt>(), n.as_f64()) {
+                (Ok(big), _) => heap.alloc(big),
+                (Err(_), Some(float)) if float.is_finite() => heap.alloc(float),
+                // Refused before it is journaled (`unrepresentable_number`); a journal from
+                // before that check may still hold one. starlark's own conversion panics on
+                // it, so it arrives as its text.
+                (Err(_), _) => heap.alloc(digits),
             }
         }
         Json::Array(items) => {
