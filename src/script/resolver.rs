@@ -9,6 +9,7 @@
 //! paired with a bundled compiled script written for different instructions.
 
 use crate::exit::Exit;
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -518,16 +519,40 @@ enum ListMode {
 }
 
 /// Script names under `dir`; unreadable folders and invalid names are skipped.
+/// How many folders one scripts folder's listing visits at most: far more than any real
+/// scripts folder holds, and a bound on a pathological one.
+const MAX_FOLDERS: usize = 10_000;
+
 fn list_files(dir: &Path, mode: ListMode) -> Vec<ScriptName> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
+    // Folders are followed through links (a scripts folder may link to a shared one), each
+    // real folder once: a link back to a folder above (a cloned repository can hold one)
+    // would otherwise make the walk endless.
+    let mut seen: HashSet<PathBuf> = dir.canonicalize().into_iter().collect();
     while let Some(current) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
             continue;
         };
+        let here = current.canonicalize().unwrap_or_else(|_| current.clone());
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
+                let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+                if here.starts_with(&real) || !seen.insert(real) {
+                    tracing::warn!(
+                        "skipping `{}`: a link to a folder that is listed already",
+                        path.display()
+                    );
+                    continue;
+                }
+                if seen.len() > MAX_FOLDERS {
+                    tracing::warn!(
+                        "stopped listing `{}` after {MAX_FOLDERS} folders",
+                        dir.display()
+                    );
+                    return found;
+                }
                 let marker = match mode {
                     ListMode::Skills => Some("SKILL.md"),
                     ListMode::SkillsCompiled => Some("mekara.star"),

@@ -926,3 +926,45 @@ fn not_found_outside_a_project_says_where_it_looked() {
     inside.expect_code(2);
     assert!(!inside.stderr.contains(".claude/"), "{}", inside.stderr);
 }
+
+/// Regression: a link in a scripts folder back to a folder above it (a cloned repository can
+/// hold one) made `mekara scripts` run forever. Each real folder is listed once.
+#[test]
+fn a_link_loop_in_a_scripts_folder_is_listed_once() {
+    let project = Project::new();
+    project.script("real", "---\ndescription: Real\n---\nDo it.\n", None);
+    let nl = project.root().join(".mekara/scripts/nl");
+    std::os::unix::fs::symlink("..", nl.join("up")).expect("link");
+    std::os::unix::fs::symlink(".", nl.join("here")).expect("link");
+    std::fs::create_dir_all(nl.join("team")).expect("mkdir");
+    std::os::unix::fs::symlink("../team", nl.join("team/again")).expect("link");
+    let mut child = project
+        .command(&["scripts"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`mekara scripts` still lists after 30 s: the walk does not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let run = Run::from_output(child.wait_with_output().expect("output"));
+    run.expect_code(0);
+    let listed: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.contains("real"))
+        .collect();
+    assert_eq!(listed, ["real"], "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("a link to a folder that is listed already"),
+        "{}",
+        run.stderr
+    );
+}
