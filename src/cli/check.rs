@@ -32,11 +32,7 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
             )?;
             let origin = orphan.compiled.display().to_string();
             match std::fs::read_to_string(&orphan.compiled) {
-                Ok(text) => {
-                    for problem in problems(&origin, &text) {
-                        outln!("{}\n", problem.message)?;
-                    }
-                }
+                Ok(text) => print_problems(&problems(&origin, &text))?,
                 Err(e) => outln!("error: cannot read `{origin}`: {e}\n")?,
             }
             failed += 1;
@@ -66,35 +62,34 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     }
     checked += targets.len();
     for target in targets {
-        let script = match target {
+        // The line for a file that passes, the header above the problems of one that does
+        // not, and its problems.
+        let (ok, header, problems) = match target {
             Target::File(arg) => {
                 let text = std::fs::read_to_string(arg)?;
-                let problems = problems(arg, &text);
-                if problems.is_empty() {
-                    outln!("{arg}: ok")?;
-                } else {
-                    outln!("{arg}:")?;
-                    for problem in problems {
-                        outln!("{}\n", problem.message)?;
-                    }
-                    failed += 1;
-                }
-                continue;
+                (
+                    format!("{arg}: ok"),
+                    format!("{arg}:"),
+                    problems(arg, &text),
+                )
             }
-            Target::Script(script) => script,
+            Target::Script(script) => {
+                let Some(compiled) = &script.compiled else {
+                    outln!("{}: NL only, nothing to check", script.name)?;
+                    continue;
+                };
+                (
+                    format!("{}: ok ({})", script.name, compiled.origin),
+                    format!("{}: {}", script.name, compiled.origin),
+                    problems(&compiled.origin, &compiled.text),
+                )
+            }
         };
-        let Some(compiled) = &script.compiled else {
-            outln!("{}: NL only, nothing to check", script.name)?;
-            continue;
-        };
-        let problems = problems(&compiled.origin, &compiled.text);
         if problems.is_empty() {
-            outln!("{}: ok ({})", script.name, compiled.origin)?;
+            outln!("{ok}")?;
         } else {
-            outln!("{}: {}", script.name, compiled.origin)?;
-            for problem in problems {
-                outln!("{}\n", problem.message)?;
-            }
+            outln!("{header}")?;
+            print_problems(&problems)?;
             failed += 1;
         }
     }
@@ -104,6 +99,13 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     } else {
         Ok(Exit::Success)
     }
+}
+
+/// Each problem's message, with a blank line after it.
+fn print_problems(problems: &[CodeError]) -> std::io::Result<()> {
+    problems
+        .iter()
+        .try_for_each(|problem| outln!("{}\n", problem.message))
 }
 
 /// What `mekara check` was asked to check.

@@ -193,8 +193,8 @@ impl Run {
     }
 }
 
-/// What [`mekara_snapshot!`] can pin: a finished [`Run`], or a [`Command`] to run with
-/// nothing on stdin.
+/// What [`mekara_snapshot!`] can pin: a finished [`Run`], or a [`Command`] to run with an
+/// empty stdin.
 pub trait IntoRun {
     fn into_run(self) -> Run;
 }
@@ -208,13 +208,6 @@ impl IntoRun for Run {
 impl IntoRun for Command {
     fn into_run(self) -> Run {
         run_with_stdin(self, "")
-    }
-}
-
-impl IntoRun for &mut Command {
-    fn into_run(self) -> Run {
-        let out = self.stdin(Stdio::null()).output().expect("run mekara");
-        Run::from_output(out)
     }
 }
 
