@@ -10,7 +10,7 @@ use clap::Args;
 use crate::engine::Settings;
 use crate::exit::Exit;
 use crate::mcp::{self, SessionPlan};
-use crate::transport::HttpOptions;
+use crate::transport::{HttpLimits, HttpOptions};
 
 #[derive(Debug, Args)]
 pub(super) struct McpArgs {
@@ -57,7 +57,8 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     })
 }
 
-/// `--http ADDR` and `--allow-host HOST`, shared with `mekara serve`.
+/// `--http ADDR`, `--allow-host HOST` and the limits of the HTTP server, shared with
+/// `mekara serve`.
 #[derive(Debug, Args)]
 pub(super) struct HttpArgs {
     /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (port 0 picks a free
@@ -68,6 +69,25 @@ pub(super) struct HttpArgs {
     /// (loopback names always are). Needed to listen on a non-loopback address.
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     allow_hosts: Vec<String>,
+    /// With `--http`: MCP sessions open at once; an `initialize` beyond them is answered
+    /// HTTP 503.
+    #[arg(long, value_name = "N", env = "MEKARA_HTTP_MAX_SESSIONS",
+          default_value_t = HttpLimits::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
+    /// With `--http`: connections open at once; one beyond them is answered HTTP 503 and
+    /// closed.
+    #[arg(long, value_name = "N", env = "MEKARA_HTTP_MAX_CONNECTIONS",
+          default_value_t = HttpLimits::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// With `--http`: a session that gets no request for this long is closed.
+    #[arg(long, value_name = "DURATION", env = "MEKARA_HTTP_SESSION_IDLE",
+          default_value = "5m", value_parser = humantime::parse_duration)]
+    session_idle: Duration,
+    /// With `--http`: how long a request's headers, then its body, may take to arrive (an
+    /// open connection with no request for this long is closed too).
+    #[arg(long, value_name = "DURATION", env = "MEKARA_HTTP_READ_TIMEOUT",
+          default_value = "30s", value_parser = humantime::parse_duration)]
+    read_timeout: Duration,
 }
 
 impl HttpArgs {
@@ -82,9 +102,33 @@ impl HttpArgs {
                 "`{addr}` is not a loopback address: mekara runs shell commands for whoever connects. To serve other machines anyway, name the host they will use with `--allow-host HOST`"
             ));
         }
+        for (value, what) in [
+            (self.max_sessions, "--max-sessions"),
+            (self.max_connections, "--max-connections"),
+        ] {
+            if value == 0 {
+                return super::usage(format!("`{what}` must be at least 1"));
+            }
+        }
+        for (value, what) in [
+            (self.session_idle, "--session-idle"),
+            (self.read_timeout, "--read-timeout"),
+        ] {
+            if value.is_zero() {
+                return super::usage(format!(
+                    "`{what}` must be longer than zero, for example `30s` or `5m`"
+                ));
+            }
+        }
         Ok(Some(HttpOptions {
             addr,
             allowed_hosts: self.allow_hosts,
+            limits: HttpLimits {
+                max_sessions: self.max_sessions,
+                max_connections: self.max_connections,
+                session_idle: self.session_idle,
+                read_timeout: self.read_timeout,
+            },
         }))
     }
 }

@@ -1,16 +1,28 @@
 //! The Streamable HTTP transport: rmcp's service behind a small hyper server that answers
 //! `/mcp` only, and accepts only loopback names (and the ones allowed by name) in `Host` and
 //! `Origin`, against DNS rebinding.
+//!
+//! Everything a client can make the server hold is bounded ([`HttpLimits`]): connections
+//! (one over the cap is answered 503 and closed), MCP sessions (an `initialize` over the cap
+//! is answered 503; a session idle too long is closed), and the time a request's headers and
+//! body may take to arrive. A failing `accept` (out of file descriptors) backs off instead
+//! of spinning, and is logged once per burst.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full};
-use hyper_util::rt::TokioIo;
+use http::{HeaderMap, HeaderName, Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value as Json, json};
+use tokio::io::AsyncWriteExt as _;
+use tokio::sync::Semaphore;
 
 /// What `--http` serves.
 pub(crate) struct HttpOptions {
@@ -18,7 +30,50 @@ pub(crate) struct HttpOptions {
     pub addr: SocketAddr,
     /// Host names accepted in the `Host` header besides the loopback ones.
     pub allowed_hosts: Vec<String>,
+    /// What one client, or many, may make the server hold.
+    pub limits: HttpLimits,
 }
+
+/// The bounds of `--http`, each with a flag and a `MEKARA_HTTP_…` variable (`cli::mcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HttpLimits {
+    /// MCP sessions open at once; an `initialize` beyond them is answered 503.
+    pub max_sessions: usize,
+    /// TCP connections open at once; one beyond them is answered 503 and closed.
+    pub max_connections: usize,
+    /// A session that gets no request for this long is closed.
+    pub session_idle: Duration,
+    /// How long a request's headers may take, and then its body; an open connection with
+    /// no request for this long is closed too.
+    pub read_timeout: Duration,
+}
+
+impl HttpLimits {
+    /// Sessions open at once by default: far more than the agents of one person.
+    pub(crate) const DEFAULT_MAX_SESSIONS: usize = 100;
+    /// Connections open at once by default: well under the usual 1,024 file descriptors.
+    pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 256;
+    /// A session's idle time before it is closed, by default (rmcp's own default).
+    pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_mins(5);
+    /// The time a request may take to arrive, by default.
+    pub(crate) const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_sessions: Self::DEFAULT_MAX_SESSIONS,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            session_idle: Self::DEFAULT_SESSION_IDLE,
+            read_timeout: Self::DEFAULT_READ_TIMEOUT,
+        }
+    }
+}
+
+/// The largest request body read (as the stdio transport's longest line).
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+type Body = BoxBody<Bytes, std::convert::Infallible>;
 
 /// Serves Streamable HTTP at `http://ADDR/mcp` with a handler made by `new_session` for each
 /// MCP session, until the process is stopped; `label` starts the `listening on` line on
@@ -51,48 +106,296 @@ where
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins);
-    let service = StreamableHttpService::new(
-        move || Ok(new_session()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let limits = options.limits;
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(limits.session_idle);
+    let sessions = Arc::new(sessions);
+    let service = StreamableHttpService::new(move || Ok(new_session()), sessions.clone(), config);
+    let gate = Arc::new(Gate {
+        sessions,
+        limits,
+        opening: tokio::sync::Mutex::new(()),
+    });
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let mut accept_errors = AcceptErrors::default();
     eprintln!("{label}: listening on http://{local}/mcp");
     loop {
         let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
+            Ok(accepted) => {
+                accept_errors.recovered();
+                accepted
+            }
             Err(e) => {
-                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(accept_errors.failed(&e)).await;
                 continue;
             }
         };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            tracing::debug!(
+                "connection from {peer} refused: {} open",
+                limits.max_connections
+            );
+            tokio::spawn(refuse_connection(stream, limits.max_connections));
+            continue;
+        };
         tracing::debug!("connection from {peer}");
         let service = service.clone();
+        let gate = gate.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request| {
-                let mut service = service.clone();
-                async move {
-                    if request.uri().path() != "/mcp" {
-                        return Ok::<_, std::convert::Infallible>(not_found());
-                    }
-                    tower_service::Service::call(&mut service, request).await
-                }
+                let service = service.clone();
+                let gate = gate.clone();
+                async move { Ok::<_, std::convert::Infallible>(gate.answer(request, service).await) }
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.read_timeout);
+            if let Err(e) = builder
                 .serve_connection(TokioIo::new(stream), handler)
                 .await
             {
                 tracing::debug!("connection from {peer} ended: {e}");
             }
+            drop(permit);
         });
     }
 }
 
-fn not_found()
--> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
-    let body = Full::new(Bytes::from_static(b"mekara serves MCP at /mcp only\n"))
+/// What every request passes before rmcp sees it.
+struct Gate {
+    sessions: Arc<LocalSessionManager>,
+    limits: HttpLimits,
+    /// Held while an `initialize` is counted and then served, so that two at once cannot
+    /// both take the last free session.
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl Gate {
+    async fn answer<S>(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        mut service: StreamableHttpService<S, LocalSessionManager>,
+    ) -> Response<Body>
+    where
+        S: rmcp::ServerHandler,
+    {
+        if request.uri().path() != "/mcp" {
+            return text(StatusCode::NOT_FOUND, "mekara serves MCP at /mcp only");
+        }
+        if let Some(name) = repeated_header(request.headers()) {
+            return text(
+                StatusCode::BAD_REQUEST,
+                &format!("the request has more than one `{name}` header; send exactly one"),
+            );
+        }
+        let (parts, body) = request.into_parts();
+        let body = match read_body(body, self.limits.read_timeout).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+        let opening = parts.method == Method::POST && !parts.headers.contains_key(SESSION_ID);
+        let message: Option<Json> = if opening {
+            serde_json::from_slice(&body).ok()
+        } else {
+            None
+        };
+        let method = message
+            .as_ref()
+            .and_then(|m| m.get("method"))
+            .and_then(Json::as_str);
+        let _opening = match method {
+            Some("initialize") => {
+                let guard = self.opening.lock().await;
+                let open = self.sessions.sessions.read().await.len();
+                if open >= self.limits.max_sessions {
+                    tracing::info!("initialize refused: {open} sessions open");
+                    let mut refused = text(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &format!(
+                            "mekara has {open} MCP sessions open, its limit (`--max-sessions`); \
+                             try again later, or end a session you no longer use (HTTP DELETE \
+                             with its `Mcp-Session-Id`)"
+                        ),
+                    );
+                    refused.headers_mut().insert(
+                        http::header::RETRY_AFTER,
+                        http::HeaderValue::from_static("5"),
+                    );
+                    return refused;
+                }
+                Some(guard)
+            }
+            Some(_) if message.as_ref().is_some_and(is_sessionless_request) => {
+                return initialize_first(message.as_ref());
+            }
+            _ => None,
+        };
+        let request = Request::from_parts(parts, Full::new(body));
+        tower_service::Service::call(&mut service, request)
+            .await
+            .unwrap_or_else(|never| match never {})
+    }
+}
+
+const SESSION_ID: &str = "mcp-session-id";
+
+/// The first header that a request may carry once and carries more often: the checks
+/// against DNS rebinding read one value, so a second could slip past them.
+fn repeated_header(headers: &HeaderMap) -> Option<&'static str> {
+    let once: [(HeaderName, &'static str); 3] = [
+        (http::header::HOST, "Host"),
+        (http::header::ORIGIN, "Origin"),
+        (HeaderName::from_static(SESSION_ID), "Mcp-Session-Id"),
+    ];
+    once.into_iter()
+        .find(|(name, _)| headers.get_all(name).iter().nth(1).is_some())
+        .map(|(_, shown)| shown)
+}
+
+/// Whether `message`, posted without a session, is a request of a protocol version that has
+/// sessions (so it needed an `initialize` first): requests of `2026-07-28` and later carry
+/// their version in `_meta` and need none.
+fn is_sessionless_request(message: &Json) -> bool {
+    let Some(method) = message.get("method").and_then(Json::as_str) else {
+        return false;
+    };
+    if message.get("id").is_none() || method == "initialize" || method == "server/discover" {
+        return false;
+    }
+    let versioned = message
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .is_some();
+    !versioned
+}
+
+/// The answer to a request sent before `initialize`: a JSON-RPC error naming what to do.
+fn initialize_first(message: Option<&Json>) -> Response<Body> {
+    let id = message
+        .and_then(|m| m.get("id"))
+        .cloned()
+        .unwrap_or(Json::Null);
+    let method = message
+        .and_then(|m| m.get("method"))
+        .and_then(Json::as_str)
+        .unwrap_or("?");
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32600,
+            "message": format!(
+                "initialize first: `{method}` came without an `Mcp-Session-Id` header; send \
+                 `initialize`, then send the session id it answers with in the \
+                 `Mcp-Session-Id` header of every later request"
+            ),
+        },
+    });
+    let mut response = Response::new(
+        Full::new(Bytes::from(body.to_string()))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The whole body, or the answer when it is too slow or too long.
+async fn read_body(
+    body: hyper::body::Incoming,
+    timeout: Duration,
+) -> Result<Bytes, Response<Body>> {
+    match tokio::time::timeout(timeout, Limited::new(body, MAX_BODY).collect()).await {
+        Err(_) => Err(text(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} (`--read-timeout`)",
+                humantime::format_duration(timeout)
+            ),
+        )),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is longer than {MAX_BODY} bytes"),
+        )),
+        Ok(Err(e)) => Err(text(
+            StatusCode::BAD_REQUEST,
+            &format!("cannot read the request body: {e}"),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+/// A plain-text answer of the server's own.
+fn text(status: StatusCode, reason: &str) -> Response<Body> {
+    let body = Full::new(Bytes::from(format!("{reason}\n")))
         .map_err(|never| match never {})
         .boxed();
-    let mut response = hyper::Response::new(body);
-    *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
+}
+
+/// Answers a connection over the cap with a 503 and closes it, without reading its request
+/// (it may never come).
+async fn refuse_connection(mut stream: tokio::net::TcpStream, max: usize) {
+    let reason = format!(
+        "mekara has {max} connections open, its limit (`--max-connections`); try again later\n"
+    );
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         content-length: {}\r\nretry-after: 5\r\nconnection: close\r\n\r\n{reason}",
+        reason.len()
+    );
+    let write = async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+}
+
+/// Failed `accept`s: how long to wait before the next try, and one log line per burst.
+#[derive(Default)]
+struct AcceptErrors {
+    /// Errors since the last accepted connection.
+    count: u64,
+    /// The current pause.
+    pause: Duration,
+}
+
+impl AcceptErrors {
+    const FIRST_PAUSE: Duration = Duration::from_millis(10);
+    const LONGEST_PAUSE: Duration = Duration::from_secs(1);
+
+    /// Notes a failure; the pause to take before accepting again. Out of file descriptors,
+    /// `accept` fails at once, every time: without a pause the loop spins and the log floods.
+    fn failed(&mut self, error: &std::io::Error) -> Duration {
+        if self.count == 0 {
+            tracing::warn!(
+                "accept failed: {error}; pausing new connections until it succeeds (further failures are counted, not logged)"
+            );
+            self.pause = Self::FIRST_PAUSE;
+        } else {
+            self.pause = (self.pause * 2).min(Self::LONGEST_PAUSE);
+        }
+        self.count += 1;
+        self.pause
+    }
+
+    /// Notes a success, ending a burst of failures.
+    fn recovered(&mut self) {
+        if self.count > 0 {
+            tracing::warn!("accepting again after {} failed accepts", self.count);
+            self.count = 0;
+        }
+    }
 }

@@ -2,7 +2,8 @@
 //! their rmcp handlers:
 //!
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin and stdout, answering malformed lines;
-//! - [`http`]: Streamable HTTP at `/mcp`, with the loopback `Host` and `Origin` checks;
+//! - [`http`]: Streamable HTTP at `/mcp`, with the loopback `Host` and `Origin` checks and
+//!   bounds on what clients can make it hold;
 //! - this file: the protocol errors both handlers give for requests they cannot take.
 //!
 //! It knows nothing of scripts, runs or served functions: a handler is any
@@ -14,7 +15,7 @@ pub(crate) mod stdio;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolRequestParams, CustomRequest, GetPromptRequestParams};
 
-pub(crate) use http::{HttpOptions, serve_http};
+pub(crate) use http::{HttpLimits, HttpOptions, serve_http};
 pub(crate) use stdio::serve_stdio;
 
 /// Methods of the protocol that rmcp would pass on as custom requests only when their

@@ -917,8 +917,18 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(project: &Project) -> HttpServer {
-        let mut child = project
-            .command(&["mcp", "--http", "127.0.0.1:0"])
+        HttpServer::start_with(project, &["mcp"], &[])
+    }
+
+    /// `mekara ARGS --http 127.0.0.1:0` (`mcp` or `serve ...`) with `env` set.
+    fn start_with(project: &Project, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let mut command = project.command(args);
+        command.args(["--http", "127.0.0.1:0"]);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let label = format!("mekara {}: listening on http://", args[0]);
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -934,7 +944,7 @@ impl HttpServer {
                 sink.lock()
                     .expect("stderr lock")
                     .push_str(&format!("{line}\n"));
-                if let Some(rest) = line.strip_prefix("mekara mcp: listening on http://") {
+                if let Some(rest) = line.strip_prefix(&label) {
                     let _ = tx.send(rest.to_string());
                 }
             }
@@ -1361,4 +1371,217 @@ fn http_sessions_each_have_their_own_run() {
     let mine = http_call(&server, &first, 2, "status", json!({}));
     assert!(mine.contains("`test:random`"), "{mine}");
     assert!(mine.contains("test:random[1]"), "{mine}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Streamable HTTP under abuse: bounded sessions, connections and waits
+// ---------------------------------------------------------------------------------------
+
+impl HttpServer {
+    /// A connection that has sent `bytes` and nothing more.
+    fn open(&self, bytes: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        stream.set_read_timeout(Some(STUCK)).expect("read timeout");
+        stream.write_all(bytes.as_bytes()).expect("send");
+        stream
+    }
+
+    /// The text the server has logged so far.
+    fn log(&self) -> String {
+        self.stderr.lock().expect("stderr lock").clone()
+    }
+}
+
+/// Reads what the server sends on `stream` until it closes it.
+fn until_closed(mut stream: TcpStream) -> String {
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+#[test]
+fn http_initialize_over_the_session_cap_is_answered_503_and_a_closed_session_frees_a_place() {
+    // Regression: sessions were never capped (20,000 `initialize` calls exhausted the
+    // server's file descriptors).
+    let project = Project::new();
+    let server = HttpServer::start_with(&project, &["mcp", "--max-sessions", "2"], &[]);
+    let first = server.initialize(None, &[]);
+    first.assert_initialized();
+    server.initialize(None, &[]).assert_initialized();
+    let refused = server.initialize(None, &[]);
+    assert_eq!(refused.status, 503, "{refused:#?}");
+    assert_eq!(refused.header("retry-after"), Some("5"), "{refused:#?}");
+    insta::assert_snapshot!(refused.body);
+    // Ending a session frees its place.
+    let session = first.header("mcp-session-id").expect("session");
+    let ended = server.exchange(&format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nMcp-Session-Id: {session}\r\n\
+         Connection: close\r\n\r\n",
+        server.port
+    ));
+    assert!((200..300).contains(&ended.status), "{ended:#?}");
+    server.assert_serving();
+}
+
+#[test]
+fn http_two_thousand_initializes_hold_sessions_at_the_cap_and_the_server_goes_on() {
+    // The bounded load test: 2,000 `initialize` calls, never used again, against a cap of 50
+    // set through the environment. Exactly 50 sessions open, every other call is refused at
+    // once, the sessions open keep working, and the log does not flood.
+    let project = Project::new();
+    let server = HttpServer::start_with(&project, &["mcp"], &[("MEKARA_HTTP_MAX_SESSIONS", "50")]);
+    let kept = http_session(&server);
+    let started = std::time::Instant::now();
+    let (mut opened, mut refused) = (1, 0);
+    for _ in 1..2_000 {
+        match server.initialize(None, &[]).status {
+            200 => opened += 1,
+            503 => refused += 1,
+            other => panic!("status {other}"),
+        }
+    }
+    eprintln!(
+        "2,000 initializes against a cap of 50 took {:?}: {opened} opened, {refused} refused",
+        started.elapsed()
+    );
+    assert_eq!((opened, refused), (50, 1_950));
+    assert_eq!(server.initialize(None, &[]).status, 503);
+    let status = http_call(&server, &kept, 1, "status", json!({}));
+    assert!(status.contains("No script is running"), "{status}");
+    let log = server.log();
+    assert!(
+        log.len() < 10_000,
+        "the log grew to {} bytes:\n{log}",
+        log.len()
+    );
+}
+
+#[test]
+fn http_idle_sessions_expire_and_free_their_place() {
+    // Regression: an abandoned session was held for minutes.
+    let project = Project::new();
+    let server = HttpServer::start_with(
+        &project,
+        &["mcp", "--max-sessions", "2", "--session-idle", "1s"],
+        &[],
+    );
+    server.assert_serving();
+    server.assert_serving();
+    assert_eq!(server.initialize(None, &[]).status, 503);
+    thread::sleep(Duration::from_secs(3));
+    server.assert_serving();
+    server.assert_serving();
+}
+
+#[test]
+fn http_connections_over_the_cap_are_answered_503_and_idle_ones_are_closed() {
+    // Regression: a connection that never sent a request was kept open forever, and there
+    // was no cap on connections.
+    let project = Project::new();
+    let server = HttpServer::start_with(
+        &project,
+        &["mcp", "--max-connections", "3", "--read-timeout", "1s"],
+        &[],
+    );
+    let idle: Vec<TcpStream> = (0..3).map(|_| server.open("")).collect();
+    // The server takes the idle connections in turn; a fourth is over the cap.
+    thread::sleep(Duration::from_millis(300));
+    let over = until_closed(server.open(""));
+    assert!(over.starts_with("HTTP/1.1 503"), "{over}");
+    assert!(over.contains("--max-connections"), "{over}");
+    // The idle connections are closed by the server after the read timeout...
+    for stream in idle {
+        assert_eq!(until_closed(stream), "", "an idle connection got an answer");
+    }
+    // ... and a new client is served.
+    server.assert_serving();
+}
+
+#[test]
+fn http_slow_headers_and_slow_bodies_are_timed_out() {
+    // Regression: a client that sent its request slowly, or never finished it, held its
+    // connection forever.
+    let project = Project::new();
+    let server = HttpServer::start_with(&project, &["mcp", "--read-timeout", "1s"], &[]);
+    let started = std::time::Instant::now();
+    // Headers never finished.
+    let slow_headers = server.open("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    let answer = until_closed(slow_headers);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+    // A body shorter than its Content-Length.
+    let slow_body = server.open(&format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{}",
+        server.port,
+        INIT.len(),
+        &INIT[..10]
+    ));
+    let answer = until_closed(slow_body);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("--read-timeout"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    server.assert_serving();
+}
+
+#[test]
+fn http_repeated_host_origin_or_session_headers_are_refused() {
+    // Regression: with two `Host` or two `Origin` headers only the first was checked.
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    let loopback = format!("127.0.0.1:{}", server.port);
+    let mut seen = String::new();
+    for extra in [
+        vec![("Host", "evil.example")],
+        vec![("Host", loopback.as_str())],
+        vec![
+            ("Origin", "http://localhost"),
+            ("Origin", "http://evil.example"),
+        ],
+        vec![("Mcp-Session-Id", "a"), ("Mcp-Session-Id", "b")],
+    ] {
+        let response = server.initialize(None, &extra);
+        response.assert_refused();
+        assert_eq!(response.status, 400, "{response:#?}");
+        seen.push_str(&response.body);
+    }
+    insta::assert_snapshot!(seen);
+    server.assert_serving();
+}
+
+#[test]
+fn http_requests_before_initialize_are_told_to_initialize_first() {
+    // Regression: a request without a session got an obscure error about `_meta`.
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    let mut seen = String::new();
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"status","arguments":{}}}"#,
+    ] {
+        let response = server.post("/mcp", None, &[], body);
+        assert_eq!(response.status, 400, "{response:#?}");
+        let messages = response.messages();
+        seen.push_str(&format!("{}\n", messages[0]));
+    }
+    insta::assert_snapshot!(seen);
+    server.assert_serving();
+}
+
+#[test]
+fn serve_http_has_the_same_session_cap() {
+    let project = Project::new();
+    project.write("tools.star", "def hello():\n    return \"hi\"\n");
+    let server = HttpServer::start_with(
+        &project,
+        &["serve", "tools.star"],
+        &[("MEKARA_HTTP_MAX_SESSIONS", "1")],
+    );
+    let first = server.initialize(None, &[]);
+    assert_eq!(first.status, 200, "{first:#?}");
+    let refused = server.initialize(None, &[]);
+    assert_eq!(refused.status, 503, "{refused:#?}");
+    assert!(refused.body.contains("--max-sessions"), "{refused:#?}");
 }
