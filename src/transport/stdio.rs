@@ -16,7 +16,8 @@ use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value as Json, json};
 use tokio::io::{
-    AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader, Stdin, Stdout,
+    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWriteExt as _, BufReader, Stdin,
+    Stdout,
 };
 use tokio::sync::Mutex;
 
@@ -41,22 +42,16 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// stdin and stdout as an rmcp transport.
 pub(crate) struct Stdio {
-    input: BufReader<Stdin>,
+    input: LineReader<Stdin>,
     output: Arc<Mutex<Stdout>>,
-    /// The line being read.
-    line: Vec<u8>,
-    /// Whether the rest of an overlong line is being skipped.
-    skipping: bool,
 }
 
 impl Stdio {
     /// The process's stdin and stdout.
     pub(crate) fn new() -> Stdio {
         Stdio {
-            input: BufReader::new(tokio::io::stdin()),
+            input: LineReader::new(tokio::io::stdin(), MAX_LINE),
             output: Arc::new(Mutex::new(tokio::io::stdout())),
-            line: Vec::new(),
-            skipping: false,
         }
     }
 
@@ -98,14 +93,52 @@ impl Transport<RoleServer> for Stdio {
         }
     }
 
-    /// Cancel-safe, as rmcp needs (it polls `receive` in a `select!`): a partly read line
-    /// stays in `self.line` and the next call goes on with it.
+    /// Cancel-safe, as rmcp needs (it polls `receive` in a `select!`): see
+    /// [`LineReader::next`].
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            match self.input.next().await? {
+                Ok(message) => return Some(message),
+                Err(answer) => self.answer(answer),
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.output.lock().await.flush().await
+    }
+}
+
+/// Newline-delimited JSON-RPC messages read from `R`, with lines over a bound refused.
+struct LineReader<R> {
+    input: BufReader<R>,
+    /// The longest line read.
+    max: usize,
+    /// The line being read.
+    line: Vec<u8>,
+    /// Whether the rest of an overlong line is being skipped.
+    skipping: bool,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    fn new(input: R, max: usize) -> LineReader<R> {
+        LineReader {
+            input: BufReader::new(input),
+            max,
+            line: Vec::new(),
+            skipping: false,
+        }
+    }
+
+    /// The next message (`Ok`), or the error response a bad line deserves (`Err`); `None`
+    /// at the end of the input. Cancel-safe: a partly read line stays in `self.line` and
+    /// the next call goes on with it.
+    async fn next(&mut self) -> Option<Result<ClientJsonRpcMessage, Json>> {
         loop {
             let room = if self.skipping {
                 1 << 20
             } else {
-                MAX_LINE + 1 - self.line.len()
+                self.max + 1 - self.line.len()
             };
             let read = (&mut self.input)
                 .take(room as u64)
@@ -119,6 +152,10 @@ impl Transport<RoleServer> for Stdio {
                 }
             };
             if at_end && self.line.is_empty() {
+                if std::mem::take(&mut self.skipping) {
+                    // The input ended inside an overlong line: it still gets its answer.
+                    return Some(Err(too_long(self.max)));
+                }
                 return None;
             }
             let complete = at_end || self.line.ends_with(b"\n");
@@ -126,38 +163,35 @@ impl Transport<RoleServer> for Stdio {
                 self.line.clear();
                 if complete {
                     self.skipping = false;
-                    tracing::info!("stdin: a line over {MAX_LINE} bytes was dropped");
-                    self.answer(error_response(
-                        Json::Null,
-                        -32600,
-                        format!("Invalid Request: the message is longer than {MAX_LINE} bytes"),
-                    ));
+                    tracing::info!("stdin: a line over {} bytes was dropped", self.max);
+                    return Some(Err(too_long(self.max)));
                 }
                 continue;
             }
             if !complete {
-                if self.line.len() > MAX_LINE {
+                if self.line.len() > self.max {
                     self.skipping = true;
                     self.line.clear();
                 }
                 continue;
             }
             let line = std::mem::take(&mut self.line);
-            let text = String::from_utf8_lossy(&line);
+            let content = line.strip_suffix(b"\n").unwrap_or(&line);
+            if content.len() > self.max {
+                // The last line of the input, without a newline, one byte over.
+                return Some(Err(too_long(self.max)));
+            }
+            let text = String::from_utf8_lossy(content);
             let text = text.trim();
             if text.is_empty() {
                 continue;
             }
             match read_message(text) {
-                Ok(message) => return Some(message),
-                Err(Some(answer)) => self.answer(answer),
+                Ok(message) => return Some(Ok(message)),
+                Err(Some(answer)) => return Some(Err(answer)),
                 Err(None) => {}
             }
         }
-    }
-
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        self.output.lock().await.flush().await
     }
 }
 
@@ -209,6 +243,120 @@ fn read_message(line: &str) -> Result<ClientJsonRpcMessage, Option<Json>> {
     )))
 }
 
+fn too_long(max: usize) -> Json {
+    error_response(
+        Json::Null,
+        -32600,
+        format!("Invalid Request: the message is longer than {max} bytes"),
+    )
+}
+
 fn error_response(id: Json, code: i32, message: String) -> Json {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    //! A bounded fuzz of the line reader: whatever bytes come in, it never panics, answers
+    //! every line that is not a message with a JSON-RPC error, and refuses lines over its
+    //! bound.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The bound used here: small, so that generated lines cross it often.
+    const MAX: usize = 64;
+
+    /// Everything the reader makes of `input`, with lines bounded by `max`.
+    fn read_all(input: &[u8], max: usize) -> Vec<Result<ClientJsonRpcMessage, Json>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let mut reader = LineReader::new(input, max);
+            let mut out = Vec::new();
+            while let Some(read) = reader.next().await {
+                out.push(read);
+            }
+            out
+        })
+    }
+
+    /// Lines that look like JSON-RPC more often than random bytes would.
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..200),
+            "[ -~]{0,100}".prop_map(String::into_bytes),
+            Just(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec()),
+            Just(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec()),
+            Just(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_vec()),
+            Just(br#"{"jsonrpc":"1.0","id":{},"method":7}"#.to_vec()),
+            "\\{\"jsonrpc\":\"2.0\",\"id\":[0-9]{1,3},\"method\":\"[a-z/]{0,12}\"\\}"
+                .prop_map(String::into_bytes),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_input_is_read_without_a_panic_and_every_answer_is_a_json_rpc_error(
+            lines in proptest::collection::vec(line(), 0..12),
+            newline_at_end in any::<bool>(),
+        ) {
+            let mut input = lines.join(&b'\n');
+            if newline_at_end {
+                input.push(b'\n');
+            }
+            let read = read_all(&input, MAX);
+            let non_empty = input
+                .split(|&b| b == b'\n')
+                .filter(|l| !String::from_utf8_lossy(l).trim().is_empty())
+                .count();
+            prop_assert!(read.len() <= non_empty, "{} results from {non_empty} lines", read.len());
+            for result in &read {
+                if let Err(answer) = result {
+                    prop_assert_eq!(&answer["jsonrpc"], "2.0");
+                    prop_assert!(answer["error"]["code"].is_i64(), "{}", answer);
+                    prop_assert!(answer["error"]["message"].is_string(), "{}", answer);
+                }
+            }
+        }
+
+        #[test]
+        fn a_line_over_the_bound_is_refused_and_the_next_one_read(
+            extra in 1usize..300,
+            fill in any::<u8>().prop_filter("not a newline", |b| *b != b'\n'),
+            newline_at_end in any::<bool>(),
+        ) {
+            let mut input = vec![fill; MAX + extra];
+            input.push(b'\n');
+            input.extend_from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+            if newline_at_end {
+                input.push(b'\n');
+            }
+            let read = read_all(&input, MAX);
+            prop_assert_eq!(read.len(), 2, "{:?}", read);
+            match &read[0] {
+                Err(answer) => prop_assert!(
+                    answer["error"]["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("longer than 64 bytes")),
+                    "{}",
+                    answer
+                ),
+                Ok(message) => prop_assert!(false, "an overlong line was read: {:?}", message),
+            }
+            prop_assert!(read[1].is_ok(), "{:?}", read[1]);
+        }
+    }
+
+    #[test]
+    fn a_last_line_one_byte_over_the_bound_without_a_newline_is_refused() {
+        let read = read_all(&[b'x'; MAX + 1], MAX);
+        assert_eq!(read.len(), 1);
+        assert!(read[0].is_err(), "{:?}", read[0]);
+        let read = read_all(&[b' '; MAX], MAX);
+        assert!(read.is_empty(), "{read:?}");
+    }
 }
