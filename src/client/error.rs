@@ -54,6 +54,14 @@ pub enum ClientError {
         /// Why, with the end of its stderr when there is one.
         reason: String,
     },
+    /// An HTTP server could not be reached, or did not complete the MCP handshake.
+    #[error("server `{server}`: {reason}")]
+    Unreachable {
+        /// The server.
+        server: String,
+        /// The URL, what failed, and what to do.
+        reason: String,
+    },
     /// An HTTP server refused the credentials.
     #[error("server `{server}` answered HTTP {status}: its credentials were refused; {sent}")]
     Unauthorized {
@@ -62,6 +70,18 @@ pub enum ClientError {
         /// 401 or 403.
         status: u16,
         /// Which headers were sent, and where their values came from.
+        sent: String,
+    },
+    /// An HTTP server asked for an OAuth token (`WWW-Authenticate: Bearer`).
+    #[error(
+        "server `{server}` requires OAuth (it answered HTTP {status} with `WWW-Authenticate: Bearer`), and mekara does not run the OAuth flow; {sent}"
+    )]
+    NeedsOAuth {
+        /// The server.
+        server: String,
+        /// 401 or 403.
+        status: u16,
+        /// What was sent, and what to do.
         sent: String,
     },
     /// The server did not answer in time.
@@ -80,6 +100,19 @@ pub enum ClientError {
         /// The server.
         server: String,
         /// What happened.
+        reason: String,
+    },
+    /// A call of a tool that may write was sent, and then the connection broke or the time
+    /// ran out: it may have run or not, so it is not retried.
+    #[error(
+        "server `{server}`: the call of `{tool}` was sent, then {reason}, so it may or may not have run; it was not retried because `{tool}` may write (it is not annotated `readOnlyHint` or `idempotentHint`) and a second call could write twice. Check whether it took effect before calling it again"
+    )]
+    OutcomeUnknown {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What happened after the call was sent.
         reason: String,
     },
     /// The server answered the request with a JSON-RPC error (not a transport failure).

@@ -1,17 +1,22 @@
-//! The Streamable HTTP client transport: rmcp's [`StreamableHttpClient`] over `hyper`.
+//! The Streamable HTTP client transport: rmcp's [`StreamableHttpClient`] over `hyper`, for
+//! `http://` and `https://` servers.
 //!
 //! rmcp's own client for this rides on `reqwest`, which would bring a second HTTP stack
-//! and TLS into the build for what is, here, a handful of POST and GET requests; mekara
-//! already serves HTTP with `hyper`. One HTTP/1.1 connection per request (as rmcp's Unix
-//! socket client does): servers are local or behind a proxy, and a call is one request.
-//! Plain `http://` only.
+//! into the build for what is, here, a handful of POST and GET requests; mekara already
+//! serves HTTP with `hyper`. One HTTP/1.1 connection per request (as rmcp's Unix socket
+//! client does): servers are local or behind a proxy, and a call is one request. HTTPS goes
+//! through rustls (the `ring` provider), trusting the system's roots (or the bundle named by
+//! `SSL_CERT_FILE`, as OpenSSL does) plus the server's own `ca_file` setting.
 //!
 //! A 401 or 403 is noted in [`AuthFailure`] so the caller can name the server, the headers
-//! sent and the variables their values came from, without the values.
+//! sent and the variables their values came from, without the values, and say when the
+//! server asks for OAuth. [`explain`] turns rmcp's errors around this client's into words,
+//! without the Rust type names rmcp puts in them.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -33,40 +38,91 @@ const JSON: &str = "application/json";
 /// Why a request failed below MCP.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HttpError {
-    /// The connection or the exchange failed.
-    #[error("{0}")]
+    /// The HTTP exchange failed after the connection was made.
+    #[error("the HTTP exchange failed: {0}")]
     Hyper(#[from] hyper::Error),
     /// The server could not be reached.
-    #[error("cannot connect: {0}")]
-    Io(#[from] std::io::Error),
+    #[error(
+        "cannot connect to `{target}`: {source}; check that the server is running and that the `url` in `.mcp.json` is right"
+    )]
+    Connect {
+        /// `host:port`.
+        target: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TLS handshake failed.
+    #[error(
+        "the TLS handshake with `{target}` failed: {source}; if its certificate is signed by a private CA, trust that CA with `ca_file` in the server's section of `.mekara/config.toml` (or a bundle in `SSL_CERT_FILE`)"
+    )]
+    Tls {
+        /// `host:port`.
+        target: String,
+        /// Why (an unknown issuer, a name that does not match, ...).
+        source: std::io::Error,
+    },
     /// The request could not be built.
     #[error("bad request: {0}")]
     Http(#[from] http::Error),
-    /// The URL cannot be used.
+    /// The URL or the TLS set-up cannot be used.
     #[error("{0}")]
-    Url(String),
+    Setup(String),
     /// The server refused the credentials.
     #[error("the server answered HTTP {0}")]
     Auth(StatusCode),
 }
 
-/// The status of a 401 or 403 answer, when one came.
-pub(crate) type AuthFailure = Arc<Mutex<Option<StatusCode>>>;
+/// A 401 or 403 answer: its status, and the `WWW-Authenticate` challenge when there was one.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal {
+    /// 401 or 403.
+    pub status: StatusCode,
+    /// The `WWW-Authenticate` header.
+    pub challenge: Option<String>,
+}
+
+impl Refusal {
+    /// Whether the server asks for an OAuth bearer token (RFC 6750, as MCP's authorization
+    /// spec uses it).
+    pub(crate) fn wants_oauth(&self) -> bool {
+        self.challenge.as_deref().is_some_and(|c| {
+            c.trim_start()
+                .get(..6)
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer"))
+        })
+    }
+}
+
+/// The 401 or 403 answer, when one came.
+pub(crate) type AuthFailure = Arc<Mutex<Option<Refusal>>>;
 
 /// A Streamable HTTP client with fixed extra headers.
 #[derive(Clone)]
 pub(crate) struct HyperClient {
     headers: Arc<Vec<(HeaderName, HeaderValue)>>,
     auth: AuthFailure,
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl HyperClient {
-    /// A client that sends `headers` with every request and notes auth failures in `auth`.
-    pub(crate) fn new(headers: Vec<(HeaderName, HeaderValue)>, auth: AuthFailure) -> HyperClient {
-        HyperClient {
+    /// A client that sends `headers` with every request and notes auth failures in `auth`;
+    /// for `https://` URLs (`https`), it trusts the system's roots and `ca_file`.
+    pub(crate) fn new(
+        headers: Vec<(HeaderName, HeaderValue)>,
+        auth: AuthFailure,
+        https: bool,
+        ca_file: Option<&Path>,
+    ) -> Result<HyperClient, String> {
+        let tls = if https {
+            Some(tls_config(ca_file)?)
+        } else {
+            None
+        };
+        Ok(HyperClient {
             headers: Arc::new(headers),
             auth,
-        }
+            tls,
+        })
     }
 
     fn request(
@@ -103,35 +159,192 @@ impl HyperClient {
 
     async fn send(
         &self,
-        request: Request<Full<Bytes>>,
+        mut request: Request<Full<Bytes>>,
     ) -> Result<http::Response<hyper::body::Incoming>, HttpError> {
         let uri = request.uri().clone();
-        if uri.scheme_str() != Some("http") {
-            return Err(HttpError::Url(format!(
-                "`{uri}` is not an `http://` URL; mekara's MCP client speaks plain HTTP only (put a local proxy in front of HTTPS servers)"
-            )));
-        }
-        let host = uri.host().unwrap_or("localhost").to_string();
-        let port = uri.port_u16().unwrap_or(80);
-        let stream = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-        let _ = stream.set_nodelay(true);
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("MCP HTTP connection ended: {e}");
+        let (tls, default_port) = match (uri.scheme_str(), &self.tls) {
+            (Some("http"), _) => (None, 80),
+            (Some("https"), Some(tls)) => (Some(tls.clone()), 443),
+            _ => {
+                return Err(HttpError::Setup(format!(
+                    "`{uri}` is not an `http://` or `https://` URL"
+                )));
             }
-        });
-        let response = sender.send_request(request).await?;
+        };
+        let host = uri.host().unwrap_or("localhost").to_string();
+        let port = uri.port_u16().unwrap_or(default_port);
+        let target = format!("{host}:{port}");
+        // The origin form (`POST /mcp`), as a client talking to the server itself sends; the
+        // absolute form (`POST http://host/mcp`) is for proxies, and servers such as the
+        // Python SDK's answer it with 404.
+        *request.uri_mut() = uri.path_and_query().map_or_else(
+            || http::Uri::from_static("/"),
+            |p| http::Uri::from(p.clone()),
+        );
+        let stream = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
+            .await
+            .map_err(|source| HttpError::Connect {
+                target: target.clone(),
+                source,
+            })?;
+        let _ = stream.set_nodelay(true);
+        let response = match tls {
+            None => exchange(stream, request).await?,
+            Some(tls) => {
+                let name = rustls::pki_types::ServerName::try_from(
+                    host.trim_matches(['[', ']']).to_string(),
+                )
+                .map_err(|e| HttpError::Setup(format!("`{host}` is not a server name: {e}")))?;
+                let stream = tokio_rustls::TlsConnector::from(tls)
+                    .connect(name, stream)
+                    .await
+                    .map_err(|source| HttpError::Tls { target, source })?;
+                exchange(stream, request).await?
+            }
+        };
         let status = response.status();
         if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            let challenge = response
+                .headers()
+                .get(http::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
             if let Ok(mut slot) = self.auth.lock() {
-                *slot = Some(status);
+                *slot = Some(Refusal { status, challenge });
             }
             return Err(HttpError::Auth(status));
         }
         Ok(response)
     }
+}
+
+/// Sends `request` on a new HTTP/1.1 connection over `io`.
+async fn exchange<Io>(
+    io: Io,
+    request: Request<Full<Bytes>>,
+) -> Result<http::Response<hyper::body::Incoming>, HttpError>
+where
+    Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("MCP HTTP connection ended: {e}");
+        }
+    });
+    Ok(sender.send_request(request).await?)
+}
+
+/// The roots every HTTPS connection trusts: the system's, or the bundle `SSL_CERT_FILE`
+/// names (read once).
+fn system_roots() -> Result<Arc<rustls::RootCertStore>, String> {
+    static ROOTS: OnceLock<Result<Arc<rustls::RootCertStore>, String>> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            for error in &found.errors {
+                tracing::info!("reading the system's certificates: {error}");
+            }
+            let mut roots = rustls::RootCertStore::empty();
+            let (_, ignored) = roots.add_parsable_certificates(found.certs);
+            if ignored > 0 {
+                tracing::info!("{ignored} system certificates could not be used");
+            }
+            if roots.is_empty() {
+                let from = std::env::var_os("SSL_CERT_FILE").map_or_else(
+                    || "the system's certificate store".to_string(),
+                    |f| format!("`SSL_CERT_FILE` (`{}`)", PathBuf::from(f).display()),
+                );
+                return Err(format!(
+                    "no trusted certificate could be read from {from}; point `SSL_CERT_FILE` at a PEM bundle of CA certificates"
+                ));
+            }
+            Ok(Arc::new(roots))
+        })
+        .clone()
+}
+
+/// The TLS set-up of a client: the system's roots, plus the CA certificates in `ca_file`.
+fn tls_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = match (system_roots(), ca_file) {
+        (Ok(roots), _) => (*roots).clone(),
+        // A server's own CA is enough for that server.
+        (Err(_), Some(_)) => rustls::RootCertStore::empty(),
+        (Err(e), None) => return Err(e),
+    };
+    if let Some(file) = ca_file {
+        let shown = file.display();
+        let certs = CertificateDer::pem_file_iter(file)
+            .map_err(|e| format!("cannot read `ca_file` `{shown}`: {e}"))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("`ca_file` `{shown}` is not a PEM file of certificates: {e}"))?;
+        if certs.is_empty() {
+            return Err(format!("`ca_file` `{shown}` holds no PEM certificate"));
+        }
+        for cert in certs {
+            roots
+                .add(cert)
+                .map_err(|e| format!("a certificate in `ca_file` `{shown}` cannot be used: {e}"))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("cannot set TLS up: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// What failed, in words, from an error of rmcp around this client's: the wrappers that
+/// name Rust types (`Transport [WorkerTransport<…>] error`) are looked through.
+pub(crate) fn explain(error: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::service::{ClientInitializeError, ServiceError};
+    use rmcp::transport::DynamicTransportError;
+    if let Some(e) = error.downcast_ref::<ClientInitializeError>() {
+        return match e {
+            ClientInitializeError::TransportError { error, .. } => explain(error),
+            ClientInitializeError::ConnectionClosed(_) => {
+                "the connection closed during the MCP handshake".to_string()
+            }
+            other => other.to_string(),
+        };
+    }
+    if let Some(ServiceError::TransportSend(e)) = error.downcast_ref::<ServiceError>() {
+        return explain(e);
+    }
+    if let Some(e) = error.downcast_ref::<DynamicTransportError>() {
+        let inner: &(dyn std::error::Error + 'static) = e.error.as_ref();
+        return explain(inner);
+    }
+    if let Some(e) = error.downcast_ref::<StreamableHttpError<HttpError>>() {
+        return match e {
+            StreamableHttpError::Client(e) => e.to_string(),
+            StreamableHttpError::UnexpectedServerResponse(what) if what.starts_with("HTTP 404") => {
+                format!(
+                    "the server answered {what}; check the path of the `url` in `.mcp.json` (MCP servers usually answer at `/mcp`)"
+                )
+            }
+            StreamableHttpError::UnexpectedServerResponse(what) => {
+                format!("the server answered {what}")
+            }
+            StreamableHttpError::UnexpectedContentType(what) => format!(
+                "the server answered with {}, not JSON or an event stream; is the URL its MCP endpoint?",
+                what.as_deref().map_or_else(
+                    || "no content type".to_string(),
+                    |t| format!("content type `{t}`")
+                )
+            ),
+            StreamableHttpError::SessionExpired => "the server ended the MCP session".to_string(),
+            StreamableHttpError::Deserialize(e) => {
+                format!("the server's answer is not an MCP message: {e}")
+            }
+            other => other.to_string(),
+        };
+    }
+    error.to_string()
 }
 
 fn client_error(e: HttpError) -> StreamableHttpError<HttpError> {

@@ -345,6 +345,19 @@ fn redact_error(secrets: &Secrets, e: &ClientError) -> ClientError {
             server: server.clone(),
             reason: secrets.redact(reason),
         },
+        ClientError::Unreachable { server, reason } => ClientError::Unreachable {
+            server: server.clone(),
+            reason: secrets.redact(reason),
+        },
+        ClientError::OutcomeUnknown {
+            server,
+            tool,
+            reason,
+        } => ClientError::OutcomeUnknown {
+            server: server.clone(),
+            tool: tool.clone(),
+            reason: secrets.redact(reason),
+        },
         ClientError::Rejected {
             server,
             what,
@@ -429,8 +442,7 @@ impl Inner {
         {
             return Ok(conn.clone());
         }
-        let timeout = policy.timeout(name);
-        let conn = Arc::new(self.connect(config, timeout).await?);
+        let conn = Arc::new(self.connect(config, policy).await?);
         *guard = Some(conn.clone());
         Ok(conn)
     }
@@ -446,8 +458,9 @@ impl Inner {
         }
     }
 
-    async fn connect(&self, config: &ServerConfig, timeout: Duration) -> Result<Conn, ClientError> {
+    async fn connect(&self, config: &ServerConfig, policy: &Policy) -> Result<Conn, ClientError> {
         let name = &config.name;
+        let timeout = policy.timeout(name);
         let stale = Arc::new(AtomicBool::new(false));
         let handler = Handler {
             stale: stale.clone(),
@@ -515,7 +528,17 @@ impl Inner {
                     sent.push((header_name, value));
                 }
                 let auth = http::AuthFailure::default();
-                let client = http::HyperClient::new(sent, auth.clone());
+                let ca_file = policy.ca_file(name).map(|f| match &self.root {
+                    Some(root) => root.join(f),
+                    None => f,
+                });
+                let client = http::HyperClient::new(
+                    sent,
+                    auth.clone(),
+                    url.starts_with("https://"),
+                    ca_file.as_deref(),
+                )
+                .map_err(start_failed)?;
                 let transport = StreamableHttpClientTransport::with_client(
                     client,
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()),
@@ -528,7 +551,13 @@ impl Inner {
                         auth: Some((auth, headers.clone())),
                     }),
                     Ok(Err(e)) => Err(auth_error(name, &auth, headers).unwrap_or_else(|| {
-                        start_failed(format!("cannot connect to `{url}`: {e}"))
+                        ClientError::Unreachable {
+                            server: name.clone(),
+                            reason: format!(
+                                "cannot open an MCP session at `{url}`: {}",
+                                http::explain(&e)
+                            ),
+                        }
                     })),
                     Err(_) => Err(handshake_timeout()),
                 }
@@ -605,7 +634,9 @@ impl Inner {
         let timeout = timeout.unwrap_or_else(|| policy.timeout(name));
         let conn = self.conn(name).await?;
         let result = self.call_on(name, tool, arguments, timeout, &conn).await;
-        if matches!(&result, Err(e) if e.is_retryable()) {
+        if matches!(&result, Err(e) if e.is_retryable() || matches!(e, ClientError::OutcomeUnknown { .. }))
+        {
+            // The connection broke or is in an unknown state: the next call opens a new one.
             self.drop_conn(name).await;
         }
         result
@@ -644,22 +675,51 @@ impl Inner {
         let what = format!("the call of `{tool}`");
         let answer =
             match tokio::time::timeout(timeout, conn.service.peer().call_tool(params)).await {
-                Err(_) => {
-                    return Err(ClientError::Timeout {
-                        server: name.to_string(),
-                        what,
-                        after: timeout,
-                    });
-                }
-                Ok(Err(e)) => return Err(service_error(name, &what, e, conn)),
-                Ok(Ok(answer)) => answer,
+                Err(_) => Err(ClientError::Timeout {
+                    server: name.to_string(),
+                    what,
+                    after: timeout,
+                }),
+                Ok(Err(e)) => Err(service_error(name, &what, e, conn)),
+                Ok(Ok(answer)) => Ok(answer),
             };
+        // From here on the call may have reached the server: trying again is safe only for
+        // a tool that says a second call changes nothing.
+        let answer = match answer {
+            Err(e) if e.is_retryable() && !repeatable(found) => {
+                let reason = match &e {
+                    ClientError::Timeout { after, .. } => format!(
+                        "no answer came within {}",
+                        humantime::format_duration(*after)
+                    ),
+                    ClientError::Transport { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                };
+                return Err(ClientError::OutcomeUnknown {
+                    server: name.to_string(),
+                    tool: tool.to_string(),
+                    reason,
+                });
+            }
+            other => other?,
+        };
         Ok(ToolOutput {
             text: content_text(&answer.content),
             structured: answer.structured_content,
             is_error: answer.is_error.unwrap_or(false),
         })
     }
+}
+
+/// Whether calling `tool` twice does no more than calling it once: it is annotated
+/// read-only, or idempotent.
+fn repeatable(tool: &Tool) -> bool {
+    read_only(tool)
+        || tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.idempotent_hint)
+            .unwrap_or(false)
 }
 
 fn read_only(tool: &Tool) -> bool {
@@ -694,7 +754,15 @@ fn auth_error(
     auth: &http::AuthFailure,
     headers: &[config::Header],
 ) -> Option<ClientError> {
-    let status = (*auth.lock().ok()?)?;
+    let refusal = auth.lock().ok()?.clone()?;
+    if refusal.wants_oauth() {
+        return Some(ClientError::NeedsOAuth {
+            server: server.to_string(),
+            status: refusal.status.as_u16(),
+            sent: oauth_hint(server, headers),
+        });
+    }
+    let status = refusal.status;
     let sent = if headers.is_empty() {
         format!(
             "no headers were sent; add `headers` (e.g. `\"Authorization\": \"Bearer ${{TOKEN}}\"`) to server `{server}` in `.mcp.json`"
@@ -722,6 +790,39 @@ fn auth_error(
     })
 }
 
+/// What to do about a server that wants an OAuth token, given the headers sent.
+fn oauth_hint(server: &str, headers: &[config::Header]) -> String {
+    let sent_auth = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("authorization"));
+    match sent_auth {
+        Some(h) if !h.from_vars.is_empty() => format!(
+            "the token sent in header `{}` (from `${{{}}}`) was refused; check that the variable holds a valid, unexpired access token for this server",
+            h.name,
+            h.from_vars.join("}`, `${")
+        ),
+        Some(h) => format!(
+            "the token sent in header `{}` (a literal value in `.mcp.json`) was refused; put a valid access token there, preferably through a variable (`\"Bearer ${{TOKEN}}\"`)",
+            h.name
+        ),
+        None => {
+            let var: String = server
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_uppercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            format!(
+                "get an access token for it (from the service's settings or its OAuth flow) and pass it as a header: add `\"headers\": {{\"Authorization\": \"Bearer ${{{var}_TOKEN}}\"}}` to server `{server}` in `.mcp.json`, and set `{var}_TOKEN`"
+            )
+        }
+    }
+}
+
 fn service_error(server: &str, what: &str, e: ServiceError, conn: &Conn) -> ClientError {
     if let Some((auth, headers)) = &conn.auth
         && let Some(error) = auth_error(server, auth, headers)
@@ -740,7 +841,7 @@ fn service_error(server: &str, what: &str, e: ServiceError, conn: &Conn) -> Clie
         },
         other => ClientError::Transport {
             server: server.to_string(),
-            reason: format!("{what} failed: {other}"),
+            reason: format!("{what} failed: {}", http::explain(&other)),
         },
     }
 }

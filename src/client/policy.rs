@@ -9,10 +9,11 @@
 //! allow_write = ["write_file"]  # ... unless listed here
 //! timeout = 30            # seconds per call
 //! retries = 1             # transport failures and timeouts only
+//! ca_file = "certs/ca.pem"  # HTTPS: also trust these CA certificates (PEM)
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -60,6 +61,10 @@ pub(crate) struct ServerPolicy {
     /// Retries after a transport failure or a timeout.
     #[serde(default)]
     pub retries: Option<u32>,
+    /// CA certificates (PEM) trusted for this server's HTTPS besides the system's,
+    /// relative to the project root.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -76,6 +81,7 @@ impl Default for ServerPolicy {
             allow_write: Vec::new(),
             timeout: None,
             retries: None,
+            ca_file: None,
         }
     }
 }
@@ -141,6 +147,11 @@ impl Policy {
         self.server(server)
             .timeout
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+    }
+
+    /// The CA file trusted for `server`'s HTTPS besides the system's roots, as written.
+    pub(crate) fn ca_file(&self, server: &str) -> Option<PathBuf> {
+        self.server(server).ca_file
     }
 
     /// How often a call to `server` is retried after a transport failure.

@@ -754,3 +754,343 @@ fn mcp_steps_inside_mekara_mcp_are_recorded_and_replay_without_the_servers() {
     let replay = project.run(&["vcr", "replay", &cassette.display().to_string()], "");
     replay.expect_code(0);
 }
+
+// ── retries: a call that may have run is never repeated for a tool that may write ─────
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
+#[test]
+fn a_write_whose_connection_dropped_mid_call_is_not_retried() {
+    // Regression: every call that failed in transport was retried, so a server that died
+    // after it received a writing call got the write a second time.
+    let dir = servers();
+    let mut seen = String::new();
+    for tool in ["write", "put", "ping"] {
+        let state = tempfile::tempdir().expect("tempdir");
+        let (marker, calls) = (state.path().join("died"), state.path().join("calls"));
+        let project = project(
+            &dir,
+            &format!(
+                r#""flaky": {{"command": "node", "args": ["{}", "die", "{}", "{}"]}}"#,
+                fixture("flaky.js"),
+                marker.display(),
+                calls.display()
+            ),
+        );
+        project.write(
+            ".mekara/config.toml",
+            "[servers.flaky]\nretries = 2\nallow_write = [\"write\", \"put\"]\n",
+        );
+        let run = project.run(&["tools", "call", "flaky", tool], "");
+        let calls = std::fs::read_to_string(&calls).expect("the server counted its calls");
+        seen.push_str(&format!(
+            "── {tool}: exit {:?}, calls that reached the server: {}\n{}{}",
+            run.code,
+            calls.lines().count(),
+            run.stdout,
+            run.stderr
+        ));
+    }
+    insta::assert_snapshot!(seen);
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
+)]
+#[test]
+fn a_write_that_timed_out_is_not_retried_and_a_read_is() {
+    // Regression: a call that timed out was retried whatever the tool, so a slow write ran
+    // twice.
+    let state = tempfile::tempdir().expect("tempdir");
+    let (_server, url) = python_http_server(state.path(), None);
+    let project = python_project(&format!(r#"{{"type": "http", "url": "{url}"}}"#));
+    project.write(
+        ".mekara/config.toml",
+        "[servers.py]\ntimeout = 2\nretries = 1\nallow_write = [\"note\"]\n",
+    );
+    let run = project.run(&["tools", "call", "py", "note", "--arg", "text=hello"], "");
+    run.expect_code(1);
+    let lookup = project.run(&["tools", "call", "py", "lookup", "--arg", "key=k"], "");
+    lookup.expect_code(0);
+    let calls = std::fs::read_to_string(state.path().join("calls")).expect("calls");
+    insta::assert_snapshot!(format!(
+        "{}{}── calls that reached the server:\n{calls}",
+        run.stderr, lookup.stdout
+    ));
+}
+
+// ── the official Python SDK's Streamable HTTP server ─────────────────────────────────────
+
+/// `tests/python/http_server.py` (the Python SDK's `MCPServer` under uvicorn) on a free
+/// port, with its state in `state`, over HTTPS when `tls` gives a certificate and its key;
+/// returns it and its `/mcp` URL once it accepts connections.
+fn python_http_server(state: &Path, tls: Option<(&Path, &Path)>) -> (Guard, String) {
+    let python = crate::common::outside_client(
+        "py/bin/python",
+        "the Python MCP SDK",
+        "tests/python/install.sh",
+    );
+    let port = free_port();
+    let mut command = Command::new(python);
+    command
+        .arg(repo().join("tests/python/http_server.py"))
+        .arg(port.to_string())
+        .arg(state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some((cert, key)) = tls {
+        command.arg(cert).arg(key);
+    }
+    let guard = Guard(command.spawn().expect("spawn the Python server"));
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_mins(1),
+            "the Python server did not listen within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    (guard, format!("{scheme}://127.0.0.1:{port}/mcp"))
+}
+
+/// A project whose `.mcp.json` declares server `py` as `server` (a JSON object), with a
+/// script `sum` that calls its `add`.
+fn python_project(server: &str) -> Project {
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        &format!(r#"{{"mcpServers": {{"py": {server}}}}}"#),
+    );
+    project.script(
+        "sum",
+        "Add two numbers.\n",
+        Some(
+            r#"
+def execute(request):
+    r = mcp("py", "add", {"a": 2, "b": 40}, context = "Add")
+    llm("the sum is %s" % r.content)
+"#,
+        ),
+    );
+    project
+}
+
+/// The port of `url` (`scheme://host:PORT/path`).
+fn port_of(url: &str) -> &str {
+    let after_host = url.rsplit_once(':').expect("a port").1;
+    after_host.split('/').next().expect("a port")
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
+)]
+#[test]
+fn the_python_sdk_http_server_is_reached_by_tools_and_mcp_steps() {
+    // Regression: requests went out in absolute form (`POST http://host/mcp`), which the
+    // Python SDK's server answers with 404.
+    let state = tempfile::tempdir().expect("tempdir");
+    let (_server, url) = python_http_server(state.path(), None);
+    let project = python_project(&format!(r#"{{"type": "http", "url": "{url}"}}"#));
+    let list = project.run(&["tools", "list", "py"], "");
+    list.expect_code(0);
+    let call = project.run(
+        &["tools", "call", "py", "add", "--arg", "a=2", "--arg", "b=3"],
+        "",
+    );
+    call.expect_code(0);
+    let script = project.run(&["run", "sum"], "\n");
+    script.expect_code(0);
+    assert!(script.stdout.contains("the sum is 42"), "{}", script.stdout);
+    insta::assert_snapshot!(format!("{}{}", list.stdout, call.stdout));
+}
+
+// ── HTTPS ────────────────────────────────────────────────────────────────────────────────
+
+/// A CA and a certificate it signed for `localhost` and `127.0.0.1`, made with the
+/// `openssl` command in `dir`: returns the CA's PEM file, the server's certificate and its
+/// key.
+fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (install it: apt-get install openssl)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=mekara test CA"];
+    ca.extend(ec);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
+    openssl(&ca);
+    let mut request = vec!["req", "-subj", "/CN=localhost"];
+    request.extend(ec);
+    request.extend(["-keyout", "server.key", "-out", "server.csr"]);
+    openssl(&request);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("write server.ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.pem",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    )
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
+)]
+#[test]
+fn https_servers_are_reached_with_a_ca_from_ssl_cert_file_or_ca_file() {
+    // Regression: only `http://` URLs worked ("mekara's MCP client speaks plain HTTP only").
+    let state = tempfile::tempdir().expect("tempdir");
+    let (ca, cert, key) = certificates(state.path());
+    let (_server, url) = python_http_server(state.path(), Some((&cert, &key)));
+    assert!(url.starts_with("https://"));
+    let project = python_project(&format!(
+        r#"{{"type": "http", "url": "{url}", "headers": {{"X-Api-Key": "${{PY_KEY}}"}}}}"#
+    ));
+    let ssl_cert_file = ca.display().to_string();
+    let env = [
+        ("SSL_CERT_FILE", ssl_cert_file.as_str()),
+        ("PY_KEY", "key-secret-value"),
+    ];
+    // The CA through the conventional variable.
+    let call = run_with_env(
+        &project,
+        &["tools", "call", "py", "add", "--arg", "a=2", "--arg", "b=3"],
+        "",
+        &env,
+    );
+    call.expect_code(0);
+    assert_eq!(call.stdout, "5\n");
+    let script = run_with_env(&project, &["run", "sum"], "\n", &env);
+    script.expect_code(0);
+    assert!(script.stdout.contains("the sum is 42"), "{}", script.stdout);
+    // The CA through the server's `ca_file` setting, relative to the project.
+    std::fs::copy(&ca, project.root().join("ca.pem")).expect("copy the CA");
+    project.write(
+        ".mekara/config.toml",
+        "[servers.py]\nca_file = \"ca.pem\"\n",
+    );
+    let env = [("PY_KEY", "key-secret-value")];
+    let list = run_with_env(&project, &["tools", "list", "py"], "", &env);
+    list.expect_code(0);
+    assert!(list.stdout.starts_with("py: 3 tools"), "{}", list.stdout);
+    // Without the CA, the handshake fails, saying what to do, without the header's value.
+    std::fs::remove_file(project.root().join(".mekara/config.toml")).expect("rm");
+    let untrusted = run_with_env(&project, &["tools", "list", "py"], "", &env);
+    untrusted.expect_code(1);
+    assert!(!untrusted.stdout.contains("key-secret-value"));
+    let shown = untrusted.stdout.replace(port_of(&url), "[PORT]");
+    insta::assert_snapshot!(shown);
+}
+
+// ── errors of HTTP servers, in words ──────────────────────────────────────────────────────
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the Python MCP SDK and the MCP test servers, and --features clients"
+)]
+#[test]
+fn http_errors_say_what_failed_and_what_to_do_without_rust_type_names() {
+    // Regression: errors read `Send message error Transport
+    // [rmcp::transport::worker::WorkerTransport<…HyperClient>>] error: …`.
+    let state = tempfile::tempdir().expect("tempdir");
+    let (_server, url) = python_http_server(state.path(), None);
+    let wrong_path = url.replace("/mcp", "/other");
+    let closed = format!("http://127.0.0.1:{}/mcp", free_port());
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        &format!(
+            r#"{{"mcpServers": {{"closed": {{"type": "http", "url": "{closed}"}}, "path": {{"type": "http", "url": "{wrong_path}"}}, "scheme": {{"type": "http", "url": "ftp://127.0.0.1/mcp"}}}}}}"#
+        ),
+    );
+    let run = project.run(&["tools", "list"], "");
+    let mut shown = run.stdout.clone();
+    for (url, placeholder) in [(&closed, "[CLOSED]"), (&url, "[PY]")] {
+        shown = shown.replace(port_of(url), placeholder);
+    }
+    assert!(
+        !shown.contains("rmcp::") && !shown.contains("Transport ["),
+        "{shown}"
+    );
+    insta::assert_snapshot!(shown);
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
+#[test]
+fn a_server_that_wants_oauth_is_named_with_how_to_pass_a_token() {
+    let dir = servers();
+    let mut child = Command::new("node")
+        .arg(fixture("refuse.js"))
+        .args(["401", "bearer"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn refuse.js");
+    let stdout = child.stdout.take().expect("stdout");
+    let _guard = Guard(child);
+    let mut port = String::new();
+    BufReader::new(stdout).read_line(&mut port).expect("port");
+    let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+    let mut out = String::new();
+    for headers in [
+        "",
+        r#", "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}"}"#,
+        r#", "headers": {"Authorization": "Bearer abc"}"#,
+    ] {
+        let project = project(
+            &dir,
+            &format!(r#""my-remote": {{"type": "http", "url": "{url}"{headers}}}"#),
+        );
+        let run = run_with_env(
+            &project,
+            &["tools", "call", "my-remote", "anything"],
+            "",
+            &[("REMOTE_TOKEN", "tok-secret-value")],
+        );
+        run.expect_code(1);
+        assert!(!run.stderr.contains("tok-secret-value"), "{}", run.stderr);
+        out.push_str(&run.stderr);
+    }
+    insta::assert_snapshot!(out);
+}
