@@ -927,7 +927,12 @@ impl HttpServer {
         for (name, value) in env {
             command.env(name, value);
         }
-        let label = format!("mekara {}: listening on http://", args[0]);
+        HttpServer::spawn(command, &format!("mekara {}", args[0]))
+    }
+
+    /// Runs `command`, which starts a server whose `listening on` line starts with `label`.
+    fn spawn(mut command: Command, label: &str) -> HttpServer {
+        let label = format!("{label}: listening on http://");
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -1584,4 +1589,41 @@ fn serve_http_has_the_same_session_cap() {
     let refused = server.initialize(None, &[]);
     assert_eq!(refused.status, 503, "{refused:#?}");
     assert!(refused.body.contains("--max-sessions"), "{refused:#?}");
+}
+
+#[test]
+fn http_out_of_file_descriptors_the_server_backs_off_logs_once_and_recovers() {
+    // Regression: once the file descriptors ran out, the accept loop spun and wrote 80 MB
+    // of warnings in seconds. Here the server may hold 40 descriptors, fewer than its
+    // default connection cap, so `accept` fails for want of descriptors.
+    let project = Project::new();
+    let args = ["mcp", "--http", "127.0.0.1:0"];
+    let mekara = project.command(&args);
+    let mut limited = Command::new("sh");
+    limited.env_clear().current_dir(project.root());
+    for (name, value) in mekara.get_envs() {
+        if let Some(value) = value {
+            limited.env(name, value);
+        }
+    }
+    limited
+        .args(["-c", r#"ulimit -n 40 && exec "$0" "$@""#])
+        .arg(mekara.get_program())
+        .args(args);
+    let server = HttpServer::spawn(limited, "mekara mcp");
+    let held: Vec<TcpStream> = (0..60)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", server.port)).ok())
+        .collect();
+    thread::sleep(Duration::from_secs(2));
+    let log = server.log();
+    assert_eq!(log.matches("accept failed").count(), 1, "{log}");
+    assert!(log.len() < 10_000, "the log grew to {} bytes", log.len());
+    drop(held);
+    thread::sleep(Duration::from_secs(2));
+    server.assert_serving();
+    assert!(
+        server.log().contains("accepting again after"),
+        "{}",
+        server.log()
+    );
 }
