@@ -131,12 +131,16 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// Whether trying again may help: transport failures and timeouts, never a tool's own
-    /// error, a refusal or bad arguments.
+    /// Whether trying again may help: transport failures and timeouts (a call that may
+    /// have reached the server is made one of these only when repeating it is harmless) and
+    /// HTTP servers that could not be reached; never a tool's own error, a refusal, bad
+    /// arguments, or a call whose outcome is unknown.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            ClientError::Transport { .. } | ClientError::Timeout { .. }
+            ClientError::Transport { .. }
+                | ClientError::Timeout { .. }
+                | ClientError::Unreachable { .. }
         )
     }
 }
