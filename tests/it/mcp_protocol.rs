@@ -1451,8 +1451,21 @@ fn http_two_thousand_initializes_hold_sessions_at_the_cap_and_the_server_goes_on
     );
     assert_eq!((opened, refused), (50, 1_950));
     assert_eq!(server.initialize(None, &[]).status, 503);
-    let status = http_call(&server, &kept, 1, "status", json!({}));
-    assert!(status.contains("No script is running"), "{status}");
+    let listed = server.post(
+        "/mcp",
+        None,
+        &[
+            ("mcp-session-id", &kept),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(listed.status, 200, "{listed:#?}");
+    let answer = listed.messages().into_iter().find(|m| m["id"] == 1);
+    assert!(
+        answer.is_some_and(|a| a["result"]["tools"].is_array()),
+        "{listed:#?}"
+    );
     let log = server.log();
     assert!(
         log.len() < 10_000,
