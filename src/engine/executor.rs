@@ -37,7 +37,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            default_timeout: Duration::from_mins(10),
+            default_timeout: Duration::from_secs(10 * 60),
             max_depth: 16,
             limits: Limits::default(),
         }

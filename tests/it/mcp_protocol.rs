@@ -17,7 +17,7 @@ use serde_json::{Value as Json, json};
 
 /// How long to wait for a message before declaring the server stuck. A guard against a
 /// hung test, not a timing assertion: a healthy server answers in milliseconds.
-const STUCK: Duration = Duration::from_mins(1);
+const STUCK: Duration = Duration::from_secs(60);
 
 pub(crate) const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-protocol-tests","version":"0"}}}"#;
 
