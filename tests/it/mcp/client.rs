@@ -156,6 +156,18 @@ pub fn run_id(text: &str) -> String {
         .to_string()
 }
 
+/// The run handle a reply names (the first `<run id>.<token>`).
+pub fn handle(text: &str) -> String {
+    text.split('`')
+        .find(|w| {
+            w.split_once('.').is_some_and(|(run, token)| {
+                run.len() == 20 && token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+        })
+        .unwrap_or_else(|| panic!("no run handle in:\n{text}"))
+        .to_string()
+}
+
 /// Whether process `pid` is alive.
 pub fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
