@@ -207,10 +207,12 @@ impl Executor {
         id: &str,
         claim: Claim<'_>,
     ) -> Result<Option<TornTail>, EngineError> {
-        let (journal, contents) = self.store.open(id)?;
+        // The handle is checked before the run's lock is taken: a wrong one is refused as
+        // such even while another process drives the run.
         let token = match claim {
             Claim::Owner => None,
             Claim::Handle(token) => {
+                let contents = self.store.read(id)?;
                 let kept = match contents.events.first() {
                     Some(Event::Run(header)) => header.token_sha256.as_deref(),
                     _ => None,
@@ -222,6 +224,7 @@ impl Executor {
                 token.filter(|_| kept.is_some()).map(str::to_string)
             }
         };
+        let (journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
         match journal.group_note().kill_leftover() {

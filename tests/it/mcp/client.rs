@@ -52,6 +52,8 @@ pub struct Client {
 pub struct Reply {
     pub text: String,
     pub is_error: bool,
+    /// `structuredContent`.
+    pub structured: Option<Json>,
 }
 
 impl Reply {
@@ -136,6 +138,7 @@ impl Client {
         Reply {
             text,
             is_error: result.is_error == Some(true),
+            structured: result.structured_content,
         }
     }
 }
