@@ -846,18 +846,14 @@ pub(crate) fn open_runs(runs: &[RunSummary]) -> String {
 /// The refusal of `continue_compiled_script` or `finish_nl_script` without `run_id` on a
 /// connection that drives no run, while the project has open runs.
 pub(crate) fn no_run_named(tool: AgentTool, runs: &[RunSummary]) -> String {
-    let mut text = refused(
-        &format!(
-            "`{}` needs `run_id`: this connection drives no run. Pass the handle the reply of \
-             `start` gave (`<run id>.<token>`). The project's open runs:",
-            tool.name()
-        ),
-        Unchanged::Everything,
+    let mut reason = format!(
+        "`{}` needs `run_id`: this connection drives no run. Pass the handle the reply of \
+         `start` gave (`<run id>.<token>`). The project's open runs:\n",
+        tool.name()
     );
-    text.push('\n');
     for run in runs.iter().rev() {
         let _ = writeln!(
-            text,
+            reason,
             "- `{}`: `{}`, {}, {} done",
             run.id,
             run.script,
@@ -865,7 +861,7 @@ pub(crate) fn no_run_named(tool: AgentTool, runs: &[RunSummary]) -> String {
             count(run.steps, "step")
         );
     }
-    text
+    refused(reason.trim_end(), Unchanged::Everything)
 }
 
 /// The note after a reply whose run ended while run `handle`, which this connection started

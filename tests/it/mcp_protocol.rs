@@ -588,7 +588,7 @@ fn unknown_arguments_are_tool_errors_naming_them() {
     }
     let text = server.tool_error("status", json!({"verbose": true}));
     assert!(text.contains("`verbose`"), "{text}");
-    assert!(text.contains("no arguments"), "{text}");
+    assert!(text.contains("it takes `run_id`"), "{text}");
     let text = server.tool_error(
         "continue_compiled_script",
         json!({"outputs": {}, "guess": 5}),
@@ -1348,8 +1348,11 @@ fn http_sessions_each_have_their_own_run() {
     assert_ne!(first, second);
     let started = http_call(&server, &first, 1, "start", json!({"name": "test/random"}));
     assert!(started.contains("llm step `test:random[1]`"), "{started}");
+    // The second session drives no run: it is shown the open runs, by id only (a handle is
+    // a capability: it is never listed).
     let other = http_call(&server, &second, 1, "status", json!({}));
-    assert!(other.contains("No script is running"), "{other}");
+    assert!(other.contains("drives none"), "{other}");
+    assert!(!other.contains("llm step"), "{other}");
     let wrong = http_call(
         &server,
         &second,
@@ -1357,7 +1360,7 @@ fn http_sessions_each_have_their_own_run() {
         "continue_compiled_script",
         json!({"outputs": {"guess": 1}}),
     );
-    assert!(wrong.contains("Nothing is pending"), "{wrong}");
+    assert!(wrong.contains("needs `run_id`"), "{wrong}");
     let mine = http_call(&server, &first, 2, "status", json!({}));
     assert!(mine.contains("`test:random`"), "{mine}");
     assert!(mine.contains("test:random[1]"), "{mine}");
