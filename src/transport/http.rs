@@ -54,7 +54,7 @@ impl HttpLimits {
     /// Connections open at once by default: well under the usual 1,024 file descriptors.
     pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 256;
     /// A session's idle time before it is closed, by default (rmcp's own default).
-    pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_mins(5);
+    pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(5 * 60);
     /// The time a request may take to arrive, by default.
     pub(crate) const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 }

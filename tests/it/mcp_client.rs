@@ -848,7 +848,7 @@ fn python_http_server(state: &Path, tls: Option<(&Path, &Path)>) -> (Guard, Stri
     let started = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
-            started.elapsed() < std::time::Duration::from_mins(1),
+            started.elapsed() < std::time::Duration::from_secs(60),
             "the Python server did not listen within 60 s"
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
