@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::engine::compiled::{CodeError, Limits, Program, typecheck};
 use crate::exit::Exit;
-use crate::script::{Listing, Script};
+use crate::script::{Level, Listing, Resolver, Script};
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
@@ -32,7 +32,10 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
             )?;
             let origin = orphan.compiled.display().to_string();
             match std::fs::read_to_string(&orphan.compiled) {
-                Ok(text) => print_problems(&problems(&origin, &text))?,
+                Ok(text) => {
+                    let level = resolver.level_of_file(&orphan.compiled);
+                    print_problems(&problems(&resolver, level, &origin, &text))?;
+                }
                 Err(e) => outln!("error: cannot read `{origin}`: {e}\n")?,
             }
             failed += 1;
@@ -70,7 +73,12 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                 (
                     format!("{arg}: ok"),
                     format!("{arg}:"),
-                    problems(arg, &text),
+                    problems(
+                        &resolver,
+                        resolver.level_of_file(std::path::Path::new(arg)),
+                        arg,
+                        &text,
+                    ),
                 )
             }
             Target::Script(script) => {
@@ -81,7 +89,7 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                 (
                     format!("{}: ok ({})", script.name, compiled.origin),
                     format!("{}: {}", script.name, compiled.origin),
-                    problems(&compiled.origin, &compiled.text),
+                    problems(&resolver, compiled.level, &compiled.origin, &compiled.text),
                 )
             }
         };
@@ -116,12 +124,13 @@ enum Target<'a> {
     Script(Script),
 }
 
-/// What is wrong with the compiled script `text`. Loading finds what stops a script before it
-/// starts; only a script that loads is worth typechecking (its errors would repeat the same
-/// problem).
-fn problems(origin: &str, text: &str) -> Vec<CodeError> {
-    match Program::load(origin, text, &Limits::default()) {
-        Ok(_) => typecheck(origin, text),
+/// What is wrong with the compiled script `text`, whose helper modules are those of
+/// `level`. Loading finds what stops a script before it starts; only a script that loads is
+/// worth typechecking (its errors would repeat the same problem).
+fn problems(resolver: &Resolver, level: Level, origin: &str, text: &str) -> Vec<CodeError> {
+    let find = |path: &str| resolver.helper(level, path);
+    match Program::load(origin, text, &find, &Limits::default()) {
+        Ok(_) => typecheck(origin, text, &find),
         Err(e) => vec![e],
     }
 }

@@ -72,12 +72,20 @@ impl Frame {
         self.script.compiled.is_some()
     }
 
-    fn program(&mut self, limits: &Limits) -> Option<Result<Arc<Program>, CodeError>> {
+    /// The frame's program, loaded once per process with the helper modules of the
+    /// script's level as they are now, like the script itself: on resume, a helper that
+    /// changed under the run shows as a step whose inputs differ from the journal's.
+    fn program(
+        &mut self,
+        resolver: &Resolver,
+        limits: &Limits,
+    ) -> Option<Result<Arc<Program>, CodeError>> {
         let compiled = self.script.compiled.as_ref()?;
+        let find = |path: &str| resolver.helper(compiled.level, path);
         Some(
             self.program
                 .get_or_insert_with(|| {
-                    Program::load(&compiled.origin, &compiled.text, limits).map(Arc::new)
+                    Program::load(&compiled.origin, &compiled.text, &find, limits).map(Arc::new)
                 })
                 .clone(),
         )
@@ -395,7 +403,7 @@ impl Executor {
                     instructions,
                 });
             }
-            let Some(program) = top.program(&self.settings.limits) else {
+            let Some(program) = top.program(&self.resolver, &self.settings.limits) else {
                 let instructions = top.script.instructions(&top.request);
                 let instructions = self.expand_tags(&instructions, observer)?;
                 self.sync()?;
