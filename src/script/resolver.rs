@@ -222,7 +222,10 @@ fn helper_file(path: &str) -> Result<String, HelperError> {
     if !file.starts_with(HELPER_FOLDER) {
         return Err(refuse("helper modules live in `lib/`"));
     }
-    if file.strip_suffix(".star").is_none_or(|stem| stem.len() <= HELPER_FOLDER.len()) {
+    if file
+        .strip_suffix(".star")
+        .is_none_or(|stem| stem.len() <= HELPER_FOLDER.len())
+    {
         return Err(refuse("a helper module is a `.star` file"));
     }
     Ok(file.to_string())
