@@ -18,7 +18,7 @@ pub(crate) mod step;
 pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};
-pub use executor::{Executor, Pending, Settings};
+pub use executor::{Executor, FailedCall, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use runner::{CancelToken, StepRunner, ToolCall};
 pub use shell::ShellRunner;

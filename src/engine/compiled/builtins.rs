@@ -289,6 +289,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 || ctx.working_dir.to_path_buf(),
                 |d| ctx.working_dir.join(d),
             ),
+            allow_failure,
         };
         let input = suspension.input();
         let index = ctx.cursor.get();

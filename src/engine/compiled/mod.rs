@@ -157,6 +157,8 @@ pub(crate) enum Suspension {
         request: String,
         /// The folder it runs in.
         working_dir: std::path::PathBuf,
+        /// Whether its failure goes to the caller, which goes on.
+        allow_failure: bool,
     },
 }
 
@@ -172,6 +174,7 @@ impl Suspension {
                 script,
                 request,
                 working_dir,
+                ..
             } => StepInput::Call {
                 script: script.clone(),
                 request: request.clone(),
