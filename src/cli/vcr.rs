@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use crate::engine::Settings;
 use crate::engine::runs::RunStore;
 use crate::exit::Exit;
-use crate::mcp::{SessionPlan, vcr};
+use crate::mcp::{Registry, SessionPlan, vcr};
 
 #[derive(Debug, Args)]
 pub(super) struct VcrArgs {
@@ -41,7 +41,7 @@ pub(super) fn run(args: VcrArgs) -> anyhow::Result<Exit> {
     let mut plan = SessionPlan::discover(&dir, Settings::default())?;
     let runs = tempfile::Builder::new().prefix("mekara-vcr-").tempdir()?;
     plan.store = RunStore::new(runs.path());
-    match vcr::replay(&cassette, &dir, |runner| plan.session(runner)) {
+    match vcr::replay(&cassette, &dir, |runner| Registry::new(plan, runner)) {
         Ok(done) => {
             outln!(
                 "replayed {} calls and {} shell steps from {}: every reply matched",

@@ -23,7 +23,7 @@ use super::error::ClientError;
 pub(crate) const POLICY_FILE: &str = ".mekara/config.toml";
 
 /// Default time a call may take.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_mins(1);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default retries of a call that failed in transport.
 pub(crate) const DEFAULT_RETRIES: u32 = 1;

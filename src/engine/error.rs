@@ -100,6 +100,14 @@ pub enum EngineError {
         /// The id.
         id: String,
     },
+    /// The handle given does not open the run.
+    #[error("{}", handle_refused(.id, *.problem))]
+    Handle {
+        /// The run named.
+        id: String,
+        /// What is wrong with the handle.
+        problem: super::handle::HandleProblem,
+    },
     /// The folder a script should run in is not there.
     #[error("working_dir `{}` is not a folder", .path.display())]
     BadWorkingDir {
@@ -121,6 +129,7 @@ impl EngineError {
             EngineError::Script(e) => e.exit_code(),
             EngineError::RunNotFound { .. }
             | EngineError::RunFinished { .. }
+            | EngineError::Handle { .. }
             | EngineError::BadWorkingDir { .. }
             | EngineError::NoRunsDir => Exit::Usage,
             EngineError::Journal(_)
@@ -130,6 +139,19 @@ impl EngineError {
             | EngineError::Outputs { .. }
             | EngineError::Unrepresentable { .. }
             | EngineError::TooDeep { .. } => Exit::Failure,
+        }
+    }
+}
+
+fn handle_refused(id: &str, problem: super::handle::HandleProblem) -> String {
+    match problem {
+        super::handle::HandleProblem::Missing => {
+            format!(
+                "run `{id}` is driven through its whole handle (`{id}.<token>`), not its id alone"
+            )
+        }
+        super::handle::HandleProblem::Wrong => {
+            format!("the handle given for run `{id}` is not that run's")
         }
     }
 }

@@ -37,7 +37,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            default_timeout: Duration::from_mins(10),
+            default_timeout: Duration::from_secs(10 * 60),
             max_depth: 16,
             limits: Limits::default(),
         }
@@ -158,6 +158,16 @@ impl Pending {
     }
 }
 
+/// Who takes a run up from its journal.
+#[derive(Debug, Clone, Copy)]
+pub enum Claim<'a> {
+    /// The person who owns the run's files (`mekara run --resume`): no handle needed.
+    Owner,
+    /// A caller with this token of the run's handle (`None`: the id alone), which must
+    /// match the digest in the run's header, if it has one.
+    Handle(Option<&'a str>),
+}
+
 /// The frames of a run and the means to move them on.
 pub struct Executor {
     resolver: Resolver,
@@ -166,6 +176,9 @@ pub struct Executor {
     settings: Settings,
     cancel: CancelToken,
     journal: Option<Journal>,
+    /// The token of the run's handle, when the run has one and it is known here (a run
+    /// started here, or taken up with its handle).
+    token: Option<String>,
     stack: Vec<Frame>,
     /// The last run that ended, for `Pending::Finished` when asked again.
     ended: Option<(String, Outcome, bool)>,
@@ -187,14 +200,16 @@ impl Executor {
             settings,
             cancel: CancelToken::default(),
             journal: None,
+            token: None,
             stack: Vec::new(),
             ended: None,
             root_fell_back: false,
         }
     }
 
-    /// Rebuilds run `id` from its journal to continue it. A torn last record (the writer
-    /// died mid-write) is cut off and returned, so the caller can say so.
+    /// Rebuilds run `id` from its journal to continue it, as the person who owns the run's
+    /// files (no handle needed). A torn last record (the writer died mid-write) is cut off
+    /// and returned, so the caller can say so.
     pub fn resume(
         resolver: Resolver,
         store: RunStore,
@@ -203,13 +218,35 @@ impl Executor {
         id: &str,
     ) -> Result<(Executor, Option<TornTail>), EngineError> {
         let mut executor = Executor::new(resolver, store, runner, settings);
-        let torn = executor.switch_to(id)?;
+        let torn = executor.switch_to(id, Claim::Owner)?;
         Ok((executor, torn))
     }
 
     /// Sets the run in progress aside (it stays on disk, resumable) and takes up run `id`
-    /// from its journal instead. On error, nothing changes.
-    pub fn switch_to(&mut self, id: &str) -> Result<Option<TornTail>, EngineError> {
+    /// from its journal instead, when `claim` opens it. On error, nothing changes: a wrong
+    /// handle is refused before anything of the run is touched.
+    pub fn switch_to(
+        &mut self,
+        id: &str,
+        claim: Claim<'_>,
+    ) -> Result<Option<TornTail>, EngineError> {
+        // The handle is checked before the run's lock is taken: a wrong one is refused as
+        // such even while another process drives the run.
+        let token = match claim {
+            Claim::Owner => None,
+            Claim::Handle(token) => {
+                let contents = self.store.read(id)?;
+                let kept = match contents.events.first() {
+                    Some(Event::Run(header)) => header.token_sha256.as_deref(),
+                    _ => None,
+                };
+                super::handle::opens(kept, token).map_err(|problem| EngineError::Handle {
+                    id: id.to_string(),
+                    problem,
+                })?;
+                token.filter(|_| kept.is_some()).map(str::to_string)
+            }
+        };
         let (journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
@@ -266,6 +303,7 @@ impl Executor {
         }
         self.sync()?;
         self.journal = Some(journal);
+        self.token = token;
         self.stack = stack;
         self.ended = None;
         self.root_fell_back = history.root_fell_back;
@@ -276,6 +314,16 @@ impl Executor {
     /// The id of the run in progress.
     pub fn run_id(&self) -> Option<&str> {
         self.journal.as_ref().map(Journal::id)
+    }
+
+    /// The handle of the run in progress (`<id>.<token>`), when it has a token.
+    pub fn handle(&self) -> Option<String> {
+        Some(super::handle::join(self.run_id()?, self.token.as_deref()?))
+    }
+
+    /// The token of the run in progress, when known.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref().filter(|_| self.journal.is_some())
     }
 
     /// The frames, root first.
@@ -316,10 +364,12 @@ impl Executor {
             });
         }
         if self.journal.is_none() {
-            self.journal = Some(
-                self.store
-                    .create(&|attempt| self.runner.new_run_id(attempt))?,
-            );
+            let token = self.runner.new_run_token();
+            self.journal = Some(self.store.create(
+                &|attempt| self.runner.new_run_id(attempt),
+                token.as_deref().map(super::handle::digest),
+            )?);
+            self.token = token;
             self.root_fell_back = false;
         }
         self.push(script, request, working_dir, None, observer)?;

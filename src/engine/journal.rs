@@ -56,6 +56,10 @@ pub struct RunEvent {
     pub mekara: String,
     /// The run's id.
     pub id: String,
+    /// The SHA-256 of the run's handle token ([`super::handle`]); absent in journals
+    /// written before handles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_sha256: Option<String>,
     /// Unix time in milliseconds.
     pub at: u64,
 }
@@ -300,8 +304,13 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Creates the journal of a new run `id` in `dir`, writing its header.
-    pub fn create(dir: &Path, id: &str) -> Result<Journal, JournalError> {
+    /// Creates the journal of a new run `id` in `dir`, writing its header with the digest
+    /// of the run's handle token.
+    pub fn create(
+        dir: &Path,
+        id: &str,
+        token_sha256: Option<String>,
+    ) -> Result<Journal, JournalError> {
         let path = dir.join(format!("{id}.jsonl"));
         let io = |source| JournalError::Io {
             path: path.clone(),
@@ -324,6 +333,7 @@ impl Journal {
             format: FORMAT.to_string(),
             mekara: env!("CARGO_PKG_VERSION").to_string(),
             id: id.to_string(),
+            token_sha256,
             at: now_ms(),
         }))?;
         Ok(journal)
@@ -465,7 +475,7 @@ mod tests {
     #[test]
     fn events_round_trip_with_numbers() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r1").expect("create");
+        let mut j = Journal::create(dir.path(), "r1", None).expect("create");
         let event = step_event();
         j.append(&event).expect("append");
         drop(j);
@@ -478,7 +488,7 @@ mod tests {
     #[test]
     fn torn_last_record_is_reported_and_cut() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r2").expect("create");
+        let mut j = Journal::create(dir.path(), "r2", None).expect("create");
         j.append(&step_event()).expect("append");
         drop(j);
         let path = dir.path().join("r2.jsonl");
@@ -504,7 +514,7 @@ mod tests {
     #[test]
     fn complete_json_without_newline_is_torn_too() {
         let dir = tempfile::tempdir().expect("tempdir");
-        drop(Journal::create(dir.path(), "r3").expect("create"));
+        drop(Journal::create(dir.path(), "r3", None).expect("create"));
         let path = dir.path().join("r3.jsonl");
         let mut f = OpenOptions::new().append(true).open(&path).expect("open");
         f.write_all(br#"{"event":"fail","depth":0,"error":"x","at":1}"#)
@@ -518,7 +528,7 @@ mod tests {
     #[test]
     fn damage_before_the_end_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r4").expect("create");
+        let mut j = Journal::create(dir.path(), "r4", None).expect("create");
         j.append(&step_event()).expect("append");
         j.append(&step_event()).expect("append");
         drop(j);
@@ -540,7 +550,7 @@ mod tests {
     #[test]
     fn a_second_open_is_refused_while_the_first_holds_the_run() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let j = Journal::create(dir.path(), "r5").expect("create");
+        let j = Journal::create(dir.path(), "r5", None).expect("create");
         assert!(is_busy(j.path()));
         let err = Journal::open(dir.path(), "r5").expect_err("busy");
         assert_eq!(

@@ -9,6 +9,7 @@ pub(crate) mod compiled;
 pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod group_note;
+pub mod handle;
 pub mod journal;
 pub(crate) mod observer;
 pub(crate) mod runner;
@@ -18,7 +19,7 @@ pub(crate) mod step;
 pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};
-pub use executor::{Executor, FailedCall, Pending, Settings};
+pub use executor::{Claim, Executor, FailedCall, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use runner::{CancelToken, StepRunner, ToolCall};
 pub use shell::ShellRunner;

@@ -21,7 +21,7 @@ use super::step::{StepInput, StepResult};
 /// [`ShellRunner`](super::ShellRunner), or a recording that answers from a cassette.
 ///
 /// Everything a run does that is not a pure function of its journal goes through here:
-/// shell commands, and the ids of new runs.
+/// shell commands, and the ids and tokens of new runs.
 pub trait StepRunner: Send {
     /// Runs `step`, passing output to `on_output` as it arrives.
     fn run_shell(
@@ -40,6 +40,12 @@ pub trait StepRunner: Send {
     /// The id for a new run; `attempt` counts the ids already taken.
     fn new_run_id(&self, attempt: u32) -> String {
         super::runs::new_id(attempt)
+    }
+
+    /// The token of a new run's handle ([`super::handle`]); `None` for a run without one
+    /// (a replay of a cassette recorded before handles).
+    fn new_run_token(&self) -> Option<String> {
+        Some(super::handle::new_token()).filter(|t| !t.is_empty())
     }
 }
 

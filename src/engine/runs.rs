@@ -33,6 +33,8 @@ pub struct RunHistory {
     pub outcome: Option<Outcome>,
     /// Whether the root frame fell back to its NL instructions.
     pub root_fell_back: bool,
+    /// The digest of the run's handle token, from its header.
+    pub token_sha256: Option<String>,
 }
 
 impl RunHistory {
@@ -45,6 +47,7 @@ impl RunHistory {
             steps: 0,
             outcome: None,
             root_fell_back: false,
+            token_sha256: None,
         };
         for (line, event) in events.iter().enumerate() {
             let depth_ok = |depth: usize, expected: usize| {
@@ -59,7 +62,10 @@ impl RunHistory {
             };
             let top = history.frames.len().checked_sub(1);
             match event {
-                Event::Run(run) => history.started_at = run.at,
+                Event::Run(run) => {
+                    history.started_at = run.at;
+                    history.token_sha256.clone_from(&run.token_sha256);
+                }
                 Event::Push(push) => {
                     depth_ok(push.depth, history.frames.len())?;
                     if push.depth == 0 {
@@ -165,9 +171,13 @@ impl RunStore {
         &self.dir
     }
 
-    /// Creates a new run and its journal. The folder gets a `.gitignore`, so runs are
-    /// never committed by accident.
-    pub fn create(&self, new_id: &dyn Fn(u32) -> String) -> Result<Journal, EngineError> {
+    /// Creates a new run and its journal, keeping `token_sha256` in its header. The folder
+    /// gets a `.gitignore`, so runs are never committed by accident.
+    pub fn create(
+        &self,
+        new_id: &dyn Fn(u32) -> String,
+        token_sha256: Option<String>,
+    ) -> Result<Journal, EngineError> {
         let io = |source| {
             EngineError::Journal(JournalError::Io {
                 path: self.dir.clone(),
@@ -185,7 +195,7 @@ impl RunStore {
         }
         let mut attempt = 0u32;
         loop {
-            match Journal::create(&self.dir, &new_id(attempt)) {
+            match Journal::create(&self.dir, &new_id(attempt), token_sha256.clone()) {
                 Err(JournalError::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
                 {

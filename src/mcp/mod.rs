@@ -1,7 +1,9 @@
 //! `mekara mcp`: the MCP server agents drive (DESIGN §5, §7).
 //!
 //! - [`tools`]: the tool definitions and argument checks;
-//! - [`session`]: one agent's session, the synchronous core every call goes through;
+//! - [`registry`]: the runs a server holds, and which one each call goes to;
+//! - [`session`]: one run as an agent drives it, the synchronous core every call on a run
+//!   goes through;
 //! - [`history`]: what happened during a call, collected for the reply;
 //! - [`reply`]: every word said to the agent: replies, refusals, the handler's messages;
 //! - [`server`]: the rmcp handler (progress, cancellation, prompts);
@@ -10,6 +12,7 @@
 //!   [`crate::transport`].
 
 pub(crate) mod history;
+pub(crate) mod registry;
 pub(crate) mod reply;
 pub(crate) mod server;
 pub(crate) mod session;
@@ -17,12 +20,14 @@ pub(crate) mod tools;
 pub(crate) mod vcr;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::engine::runs::RunStore;
 use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
 use crate::paths::Locations;
 use crate::script::Resolver;
 use crate::transport::{self, HttpOptions};
+pub(crate) use registry::Registry;
 pub(crate) use server::Server;
 pub(crate) use session::Session;
 
@@ -72,30 +77,40 @@ impl SessionPlan {
             self.cwd.clone(),
         )
     }
+
+    /// The runs of a server with this plan, each running effects with its own real runner.
+    pub(crate) fn registry(self) -> Registry {
+        let runner = self.clone();
+        Registry::new(self, Box::new(move || runner.runner()))
+    }
 }
 
-/// Serves one session over stdin/stdout until the client goes away. With `cassette`, the
-/// session is recorded there.
+/// Serves one connection over stdin/stdout until the client goes away. With `cassette`,
+/// everything it does is recorded there.
 pub(crate) async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> anyhow::Result<()> {
-    let (runner, recorder) = match cassette {
+    let (registry, recorder) = match cassette {
         Some(path) => {
             let recorder = vcr::Recorder::create(path, &plan.cwd)?;
-            (recorder.runner(plan.runner()), Some(recorder))
+            let recording = recorder.clone();
+            let runner = plan.clone();
+            let registry = Registry::new(plan, Box::new(move || recording.runner(runner.runner())));
+            (registry, Some(recorder))
         }
-        None => (plan.runner(), None),
+        None => (plan.registry(), None),
     };
-    let server = Server::new(plan.session(runner), recorder);
+    let server = Server::new(Arc::new(registry), recorder);
     let stopper = server.clone();
     transport::serve_stdio(server).await?;
     stopper.stop();
     Ok(())
 }
 
-/// Serves Streamable HTTP at `http://ADDR/mcp`, each MCP session with its own executor,
-/// until the process is stopped.
+/// Serves Streamable HTTP at `http://ADDR/mcp` until the process is stopped: every MCP
+/// session and every stateless request is a connection to the same runs.
 pub(crate) async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Result<()> {
+    let registry = Arc::new(plan.registry());
     transport::serve_http("mekara mcp", options, move || {
-        Server::new(plan.session(plan.runner()), None)
+        Server::new(registry.clone(), None)
     })
     .await
 }

@@ -46,6 +46,8 @@ pub(crate) struct Reply {
     pub text: String,
     /// Whether the call was refused or failed (`isError`).
     pub is_error: bool,
+    /// The handle of the run the call moved or showed, for `structuredContent.run_id`.
+    pub run_id: Option<String>,
 }
 
 impl Reply {
@@ -54,6 +56,7 @@ impl Reply {
         Reply {
             text,
             is_error: false,
+            run_id: None,
         }
     }
 
@@ -62,7 +65,14 @@ impl Reply {
         Reply {
             text,
             is_error: true,
+            run_id: None,
         }
+    }
+
+    /// The same reply, naming the handle of its run.
+    pub(crate) fn with_run(mut self, handle: Option<String>) -> Reply {
+        self.run_id = handle;
+        self
     }
 }
 
@@ -319,10 +329,37 @@ fn first_line(text: &str) -> &str {
         .trim()
 }
 
+/// `{"run_id": "<handle>", ` before the rest of a call's arguments, when the run has a
+/// handle (runs journaled before handles have none, and their replies stay as they were).
+fn handle_argument(handle: Option<&str>) -> String {
+    handle.map_or_else(String::new, |h| format!("\"run_id\": {}, ", quote(h)))
+}
+
+/// `` with `{"run_id": "<handle>"}` ``: the argument of `finish_nl_script` and `status`.
+fn with_handle(handle: Option<&str>) -> String {
+    handle.map_or_else(String::new, |h| {
+        format!(" with `{{\"run_id\": {}}}`", quote(h))
+    })
+}
+
+/// The line that tells the agent the run's handle is the value to pass on.
+fn handle_line(handle: &str) -> String {
+    format!(
+        "This run's handle is `{handle}`: pass it as `run_id` in every call for this run \
+         (and as `parent` to `start` a script nested inside it).\n"
+    )
+}
+
 /// The pending part of a reply. `nl_source` is the compiled script's NL text, given the
-/// first time its frame needs the agent.
-pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> String {
+/// first time its frame needs the agent; `handle` is the run's handle, shown in the call to
+/// make.
+pub(crate) fn pending(
+    pending: &Pending,
+    nl_source: Option<(&str, &str)>,
+    handle: Option<&str>,
+) -> String {
     let mut out = String::new();
+    let run = handle_argument(handle);
     match pending {
         Pending::Llm {
             path,
@@ -346,9 +383,10 @@ pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> Str
             );
             let expected: Vec<(&String, &Json)> = expects.iter().flat_map(|e| e.iter()).collect();
             if expected.is_empty() {
-                out.push_str(
+                let _ = writeln!(
+                    out,
                     "No outputs are expected. When you have done this step, call \
-                     `continue_compiled_script` with `{\"outputs\": {}}`.\n",
+                     `continue_compiled_script` with `{{{run}\"outputs\": {{}}}}`."
                 );
             } else {
                 out.push_str("Expected outputs:\n");
@@ -369,7 +407,7 @@ pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> Str
                 let _ = writeln!(
                     out,
                     "\nWhen you have done this step, call `continue_compiled_script` with \
-                     `{{\"outputs\": {{{}}}}}`, giving every expected output.",
+                     `{{{run}\"outputs\": {{{}}}}}`, giving every expected output.",
                     example.join(", ")
                 );
             }
@@ -382,9 +420,10 @@ pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> Str
                 out,
                 "## Your turn: NL script `{path}`\n\nFollow all of these instructions \
                  yourself:\n\n<instructions>\n{}</instructions>\n\n\
-                 Call `finish_nl_script` only when the whole script is done, not after each \
+                 Call `finish_nl_script`{} only when the whole script is done, not after each \
                  step.",
-                with_newline(instructions)
+                with_newline(instructions),
+                with_handle(handle)
             );
         }
         Pending::Fallback {
@@ -401,7 +440,7 @@ pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> Str
                  left of the script's instructions yourself, fixing or working around what \
                  failed:\n\n<instructions>\n{}</instructions>\n\n",
                 with_newline(error),
-                with_newline(instructions)
+                with_newline(instructions),
             );
             if let Some(call) = failed_call {
                 let _ = write!(
@@ -417,7 +456,8 @@ pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> Str
             }
             let _ = writeln!(
                 out,
-                "Call `finish_nl_script` when the whole script is done."
+                "Call `finish_nl_script`{} when the whole script is done.",
+                with_handle(handle)
             );
         }
         Pending::Finished {
@@ -435,7 +475,11 @@ pub(crate) fn pending(pending: &Pending, nl_source: Option<(&str, &str)>) -> Str
                 "## Done\n\nThe script {how} (run `{run}`). Nothing is pending: do not call \
                  `continue_compiled_script` or `finish_nl_script` for it again."
             );
+            return out;
         }
+    }
+    if let Some(handle) = handle {
+        out.push_str(&handle_line(handle));
     }
     out
 }
@@ -610,6 +654,7 @@ pub(crate) fn busy(what: Option<&str>) -> String {
 /// be trusted.
 pub(crate) fn status(
     run: Option<&str>,
+    handle: Option<&str>,
     frames: &[Frame],
     cwd: &Path,
     last: Option<&Pending>,
@@ -627,7 +672,17 @@ pub(crate) fn status(
         );
         return text;
     };
-    let _ = writeln!(text, "Run `{run}`. The stack, outermost first:\n");
+    match handle {
+        Some(handle) => {
+            let _ = writeln!(
+                text,
+                "Run `{run}`, handle `{handle}`. The stack, outermost first:\n"
+            );
+        }
+        None => {
+            let _ = writeln!(text, "Run `{run}`. The stack, outermost first:\n");
+        }
+    }
     for (depth, frame) in frames.iter().enumerate() {
         let kind = if frame.is_compiled() {
             "compiled"
@@ -653,15 +708,19 @@ pub(crate) fn status(
             let _ = writeln!(
                 text,
                 "The last call was stopped: {why}. Call {} to go on.",
-                resume_call(run)
+                resume_call(handle.unwrap_or(run))
             );
         }
         (None, Some(pending)) => {
             text.push_str("Pending now (repeated from the last reply):\n\n");
-            text.push_str(&self::pending(pending, None));
+            text.push_str(&self::pending(pending, None, handle));
         }
         (None, None) => {
-            let _ = writeln!(text, "Call {} to see what is pending.", resume_call(run));
+            let _ = writeln!(
+                text,
+                "Call {} to see what is pending.",
+                resume_call(handle.unwrap_or(run))
+            );
         }
     }
     text
@@ -724,17 +783,11 @@ pub(crate) fn interrupted_runs(runs: &[RunSummary]) -> String {
     text
 }
 
-/// The first lines of `resume(run_id)` when it took run `id` up, setting `previous` aside;
-/// `torn` is the record a crash left half-written.
-pub(crate) fn resumed(id: &str, previous: Option<&str>, torn: Option<&TornTail>) -> String {
+/// The first lines of `resume(run_id)` when it took run `id` up from its journal; `torn`
+/// is the record a crash left half-written.
+pub(crate) fn resumed(id: &str, torn: Option<&TornTail>) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "Resumed run `{id}`.");
-    if let Some(previous) = previous {
-        let _ = writeln!(
-            text,
-            "Run `{previous}` was set aside; it can be resumed later."
-        );
-    }
     if let Some(torn) = torn {
         let _ = writeln!(
             text,
@@ -747,7 +800,7 @@ pub(crate) fn resumed(id: &str, previous: Option<&str>, torn: Option<&TornTail>)
     text
 }
 
-/// The first lines of `resume(run_id)` for the session's own run.
+/// The first lines of `resume(run_id)` for a run this server holds already.
 pub(crate) fn resumed_same(id: &str) -> String {
     format!("Run `{id}` is this session's run; going on.\n\n")
 }
@@ -758,11 +811,92 @@ pub(crate) fn resume_refused(error: &EngineError) -> String {
         EngineError::RunNotFound { .. } => {
             " Call `resume` without arguments to list the interrupted runs."
         }
+        EngineError::Handle { .. } => HANDLE_HINT,
         _ => "",
     };
     refused(
         &format!("{}{hint}", sentence(&error.to_string())),
         Unchanged::Everything,
+    )
+}
+
+/// What to do about a handle that does not open a run.
+const HANDLE_HINT: &str = " Pass the run's whole handle as `run_id`, exactly as the reply of its \
+     `start` gave it; `status` without `run_id` lists the open runs. A person can take any run \
+     up in a terminal with `mekara run --resume <id>`.";
+
+/// The refusal of a call whose `run_id` (or `parent`) names no run it can drive: not found,
+/// finished, held elsewhere, or a handle that is not the run's.
+pub(crate) fn handle_refused(tool: AgentTool, error: &EngineError) -> String {
+    let hint = match error {
+        EngineError::Handle { .. } | EngineError::RunNotFound { .. } => HANDLE_HINT,
+        EngineError::RunFinished { .. } => {
+            " Its last reply said how it ended; `status` without `run_id` lists the runs still \
+             open. Call `start` to run a script again."
+        }
+        _ => "",
+    };
+    refused(
+        &format!(
+            "`{}` cannot go on with that run: {}{hint}",
+            tool.name(),
+            sentence(&error.to_string())
+        ),
+        Unchanged::Everything,
+    )
+}
+
+/// `status` (or a call that needs a run) on a connection that drives none: the open runs of
+/// the project, newest first, each with its state.
+pub(crate) fn open_runs(runs: &[RunSummary]) -> String {
+    let mut text = String::from(
+        "## Status\n\nNo run is named and this connection drives none. The project's open \
+         runs, newest first; pass a run's handle (from the reply of the `start` that began \
+         it) as `run_id` to go on with it:\n\n",
+    );
+    for run in runs.iter().rev() {
+        let _ = writeln!(
+            text,
+            "- `{}`: `{}`, {}, {} done, started {}",
+            run.id,
+            run.script,
+            run.state,
+            count(run.steps, "step"),
+            format_time(run.started_at)
+        );
+    }
+    let _ = writeln!(text, "\nOr: {START_A_SCRIPT}.");
+    text
+}
+
+/// The refusal of `continue_compiled_script` or `finish_nl_script` without `run_id` on a
+/// connection that drives no run, while the project has open runs.
+pub(crate) fn no_run_named(tool: AgentTool, runs: &[RunSummary]) -> String {
+    let mut reason = format!(
+        "`{}` needs `run_id`: this connection drives no run. Pass the handle the reply of \
+         `start` gave (`<run id>.<token>`). The project's open runs:\n",
+        tool.name()
+    );
+    for run in runs.iter().rev() {
+        let _ = writeln!(
+            reason,
+            "- `{}`: `{}`, {}, {} done",
+            run.id,
+            run.script,
+            run.state,
+            count(run.steps, "step")
+        );
+    }
+    refused(reason.trim_end(), Unchanged::Everything)
+}
+
+/// The note after a reply whose run ended while run `handle`, which this connection started
+/// before it, still waits: later calls without `run_id` go to that one again.
+pub(crate) fn still_waiting(handle: &str) -> String {
+    format!(
+        "\nRun `{handle}`, started before this one, still waits for you: call `status` with \
+         `{{\"run_id\": {}}}` to see its pending step.\n",
+        quote(handle)
     )
 }
 

@@ -1,8 +1,9 @@
-//! `Server`: the MCP face of one [`Session`]. It turns requests into
-//! [`AgentCall`](super::tools::AgentCall)s, runs them on a blocking thread (auto steps
-//! block), forwards progress and cancellation, and serves NL scripts as prompts.
+//! `Server`: the MCP face of a [`Registry`] of runs, for one connection (stdio, or one
+//! HTTP session or stateless request). It turns requests into tool calls, runs them on a
+//! blocking thread (auto steps block), forwards progress and cancellation, and serves NL
+//! scripts as prompts.
 
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -19,123 +20,83 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
 use super::history::Progress;
+use super::registry::{Driving, Registry, Slot};
 use super::reply::{self, Reply};
 use super::session::Session;
 use super::tools::{self, AgentTool};
 use super::vcr::Recorder;
 use crate::engine::CancelToken;
-use crate::script::Resolver;
 use crate::transport;
 
 /// How often progress notifications go out at most, per call.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
-/// Serves one session. Cloned by the transport; clones share the session.
+/// Serves one connection's calls on the server's runs. Cloned by the transport; clones
+/// share the connection.
 #[derive(Clone)]
 pub(crate) struct Server {
-    session: Arc<Mutex<Session>>,
-    resolver: Resolver,
-    /// What the call in progress is doing, for calls that arrive meanwhile.
-    running: Arc<Mutex<Option<String>>>,
-    /// The cancellation token of the call holding the session. Once the client has
-    /// cancelled that call, it gets no reply to wait for, so a call that arrives while the
-    /// cancelled one winds down (its step being killed, the run synced) waits the moment
-    /// that takes instead of being refused. rmcp cancels the token as it reads the
-    /// notification, before it reads the next request, so the next call always sees it.
-    holder: Arc<Mutex<Option<CancellationToken>>>,
+    registry: Arc<Registry>,
+    /// The runs this connection drives: where calls without `run_id` go.
+    driving: Arc<Mutex<Driving>>,
     recorder: Option<Arc<Recorder>>,
-    cancel: CancelToken,
 }
 
 impl Server {
-    /// A server for `session`, recording to `recorder` when given.
-    pub(crate) fn new(session: Session, recorder: Option<Arc<Recorder>>) -> Server {
-        let resolver = session.resolver().clone();
-        let cancel = session.cancel_token();
+    /// A connection to the runs of `registry`, recording to `recorder` when given.
+    pub(crate) fn new(registry: Arc<Registry>, recorder: Option<Arc<Recorder>>) -> Server {
         Server {
-            cancel,
-            session: Arc::new(Mutex::new(session)),
-            resolver,
-            running: Arc::new(Mutex::new(None)),
-            holder: Arc::new(Mutex::new(None)),
+            registry,
+            driving: Arc::default(),
             recorder,
         }
     }
 
-    /// Stops the step running now, if any: the server is going away.
+    /// Stops the steps running now, if any: the server is going away.
     pub(crate) fn stop(&self) {
-        if self.running.lock().is_ok_and(|r| r.is_some()) {
-            self.cancel.cancel();
-        }
+        self.registry.stop();
     }
 
     /// Runs a call of `tool` on a blocking thread (recording it when VCR is on), with
     /// progress notifications when the request asked for them, and the request's
-    /// cancellation stopping the running step.
+    /// cancellation stopping the running step of its run.
     async fn run(
         &self,
         tool: AgentTool,
         input: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Reply, McpError> {
-        let session = self.session.clone();
-        let running = self.running.clone();
-        let busy = |what: &Option<String>| Reply::error(reply::busy(what.as_deref()));
-        let holder = self.holder.clone();
-        let given_up = move || {
-            holder
-                .lock()
-                .is_ok_and(|h| h.as_ref().is_some_and(CancellationToken::is_cancelled))
-        };
-        if matches!(session.try_lock(), Err(TryLockError::WouldBlock)) && !given_up() {
-            let what = running.lock().map(|r| r.clone()).unwrap_or_default();
-            return Ok(busy(&what));
-        }
-        let cancel = self.cancel.clone();
         let (progress_tx, progress_rx) = watch::channel(None::<String>);
         let forwarder = context
             .meta
             .get_progress_token()
             .map(|token| tokio::spawn(forward_progress(context.peer.clone(), token, progress_rx)));
+        // The run's token, once the call knows which run it goes to.
+        let target: Arc<Mutex<Option<CancelToken>>> = Arc::default();
         let ct = context.ct.clone();
         let this_call = context.ct.clone();
-        let holder = self.holder.clone();
-        let step_cancel = self.cancel.clone();
-        let canceller = tokio::spawn(async move {
-            ct.cancelled().await;
-            tracing::info!("call cancelled by the client: stopping the running step");
-            cancel.cancel();
-        });
-        let recorder = self.recorder.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            let mut session = match session.try_lock() {
-                Ok(session) => session,
-                // A call that panicked is caught below, so this is belt and braces: a poisoned
-                // session is still the session (its run's truth is the journal).
-                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(_) if given_up() => match session.lock() {
-                    Ok(session) => session,
-                    Err(poisoned) => poisoned.into_inner(),
-                },
-                Err(_) => {
-                    let what = running.lock().map(|r| r.clone()).unwrap_or_default();
-                    return busy(&what);
+        let canceller = {
+            let target = target.clone();
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                tracing::info!("call cancelled by the client: stopping the running step");
+                if let Some(cancel) = target.lock().ok().and_then(|t| t.clone()) {
+                    cancel.cancel();
                 }
-            };
-            // A cancellation that reached the call before after its step had ended must not
-            // stop this call's steps; one of this call's own is kept.
-            step_cancel.reset();
-            if this_call.is_cancelled() {
-                step_cancel.cancel();
-            }
-            if let Ok(mut h) = holder.lock() {
-                *h = Some(this_call);
-            }
+            })
+        };
+        let recorder = self.recorder.clone();
+        let registry = self.registry.clone();
+        let driving = self.driving.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            // The run the call went to, once it is known.
+            let current: Mutex<Option<Arc<Slot>>> = Mutex::new(None);
             let step = Mutex::new(String::new());
             let progress = |p: Progress<'_>| {
                 let message = match p {
                     Progress::Started(what) => {
-                        if let Ok(mut r) = running.lock() {
+                        if let Some(slot) = current.lock().ok().and_then(|c| c.clone())
+                            && let Ok(mut r) = slot.running.lock()
+                        {
                             *r = Some(what.to_string());
                         }
                         if let Ok(mut s) = step.lock() {
@@ -153,28 +114,18 @@ impl Server {
             if let Some(recorder) = &recorder {
                 recorder.call(tool.name(), input.as_ref());
             }
-            // A panic is a bug; caught here, it becomes this call's error, the session's lock
-            // is released unpoisoned, and the next call is answered.
-            let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                session.handle(tool, input.as_ref(), &progress)
-            }));
-            let reply = handled.unwrap_or_else(|panic| {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("no message");
-                Reply::error(reply::internal_error(message))
+            let reply = registry.handle(tool, input.as_ref(), &driving, &progress, &|slot| {
+                let session = enter(slot, &this_call)?;
+                if let Ok(mut t) = target.lock() {
+                    *t = Some(slot.cancel.clone());
+                }
+                if let Ok(mut c) = current.lock() {
+                    *c = Some(slot.clone());
+                }
+                Ok(session)
             });
             if let Some(recorder) = &recorder {
                 recorder.reply(&reply);
-            }
-            if let Ok(mut r) = running.lock() {
-                *r = None;
-            }
-            // Cleared while the session is still held: the next holder sets its own.
-            if let Ok(mut h) = holder.lock() {
-                *h = None;
             }
             reply
         })
@@ -185,6 +136,48 @@ impl Server {
         }
         result.map_err(|e| transport::call_panicked(&e))
     }
+}
+
+/// Holds `slot`'s session for `this_call`, or says the run is busy with another call.
+///
+/// Once the client has cancelled the call holding the session, it gets no reply to wait
+/// for, so a call that arrives while the cancelled one winds down (its step being killed,
+/// the run synced) waits the moment that takes instead of being refused. rmcp cancels the
+/// token as it reads the notification, before it reads the next request, so the next call
+/// always sees it.
+fn enter<'a>(
+    slot: &'a Arc<Slot>,
+    this_call: &CancellationToken,
+) -> Result<MutexGuard<'a, Session>, Reply> {
+    let given_up = || {
+        slot.holder
+            .lock()
+            .is_ok_and(|h| h.as_ref().is_some_and(CancellationToken::is_cancelled))
+    };
+    let session = match slot.session.try_lock() {
+        Ok(session) => session,
+        // A call that panicked is caught in the registry, so this is belt and braces: a
+        // poisoned session is still the session (its run's truth is the journal).
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(_) if given_up() => slot
+            .session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        Err(_) => {
+            let what = slot.running.lock().map(|r| r.clone()).unwrap_or_default();
+            return Err(Reply::error(reply::busy(what.as_deref())));
+        }
+    };
+    // A cancellation that reached the run after its step had ended must not stop this
+    // call's steps; one of this call's own is kept.
+    slot.cancel.reset();
+    if this_call.is_cancelled() {
+        slot.cancel.cancel();
+    }
+    if let Ok(mut h) = slot.holder.lock() {
+        *h = Some(this_call.clone());
+    }
+    Ok(session)
 }
 
 /// Sends the latest progress message at most every [`PROGRESS_EVERY`].
@@ -255,12 +248,15 @@ impl ServerHandler for Server {
         };
         let reply = self.run(tool, request.arguments, &context).await?;
         let content = vec![ContentBlock::text(reply.text)];
-        Ok(if reply.is_error {
+        let mut result = if reply.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
+        };
+        if let Some(handle) = reply.run_id {
+            result.structured_content = Some(serde_json::json!({ "run_id": handle }));
         }
-        .into())
+        Ok(result.into())
     }
 
     async fn on_custom_request(
@@ -277,7 +273,8 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let prompts = self
-            .resolver
+            .registry
+            .resolver()
             // The bundled demos are for mekara's own tests, never offered as prompts.
             .list(crate::script::Listing::Usual)
             .into_iter()
@@ -301,7 +298,7 @@ impl ServerHandler for Server {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let script = match self.resolver.resolve(&request.name) {
+        let script = match self.registry.resolver().resolve(&request.name) {
             Ok(script) => script,
             Err(crate::script::ScriptError::NotFound {
                 name, suggestions, ..

@@ -1,26 +1,25 @@
-//! One agent's session: an executor and what the agent has been shown. Every tool call
-//! lands in [`Session::call`], which is synchronous (it runs auto steps) and is the one
-//! entry point both the MCP transports and the VCR replay driver use.
+//! One run as an agent drives it: an executor and what the agent has been shown of its run.
+//! A [`super::registry::Registry`] holds any number of them, keyed by run, and routes every
+//! tool call that moves or shows a run to one of them, in [`Session::call`], which is
+//! synchronous (it runs auto steps).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use serde_json::{Map, Value as Json};
-
 use super::history::{CallEvent, History, Progress};
 use super::reply::{self, JournalRef, Reply};
 use super::tools::{AgentCall, AgentTool};
-use crate::engine::runs::{RunState, RunStore};
-use crate::engine::{EngineError, Executor, Pending, Settings, StepRunner};
-use crate::script::{Listing, Resolver};
+use crate::engine::journal::TornTail;
+use crate::engine::runs::RunStore;
+use crate::engine::{Claim, EngineError, Executor, Pending, Settings, StepRunner};
+use crate::script::Resolver;
 
-/// An agent's session with mekara.
+/// A run an agent drives (or, before its first `start`, will drive).
 pub(crate) struct Session {
     executor: Executor,
-    store: RunStore,
     cwd: PathBuf,
     /// Labels of the compiled frames on the stack whose NL source this session has shown
-    /// (a label leaves when its frame ends, and all leave when another run is taken up).
+    /// (a label leaves when its frame ends, and all leave when the run is taken up anew).
     shown: HashSet<String>,
     /// The pending item the agent was last told about, for `status`.
     last: Option<Pending>,
@@ -38,8 +37,7 @@ impl Session {
         cwd: PathBuf,
     ) -> Session {
         Session {
-            executor: Executor::new(resolver, store.clone(), runner, settings),
-            store,
+            executor: Executor::new(resolver, store, runner, settings),
             cwd,
             shown: HashSet::new(),
             last: None,
@@ -52,50 +50,71 @@ impl Session {
         self.executor.cancel_token()
     }
 
-    /// The resolver scripts are found with.
-    pub(crate) fn resolver(&self) -> &Resolver {
-        self.executor.resolver()
+    /// The id of the run in progress.
+    pub(crate) fn run_id(&self) -> Option<&str> {
+        self.executor.run_id()
     }
 
-    /// Runs one call of `tool` with its raw `input`, checking the arguments first.
-    /// `progress` hears about steps as they run.
-    pub(crate) fn handle(
+    /// The handle of the run in progress, or its id when it has no token (a run journaled
+    /// before handles).
+    pub(crate) fn handle_or_id(&self) -> Option<String> {
+        self.executor
+            .handle()
+            .or_else(|| self.run_id().map(str::to_string))
+    }
+
+    /// The token of the run in progress.
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.executor.token()
+    }
+
+    /// Whether the last call left the run waiting for the agent.
+    pub(crate) fn waits(&self) -> bool {
+        self.run_id().is_some()
+    }
+
+    /// Takes run `id` up from its journal, when `token` opens it. Nothing changes on error.
+    pub(crate) fn take_up(
         &mut self,
-        tool: AgentTool,
-        input: Option<&Map<String, Json>>,
-        progress: &dyn Fn(Progress<'_>),
-    ) -> Reply {
-        match tool.parse(input) {
-            Ok(call) => self.call(call, progress),
-            Err(error) => Reply::error(reply::argument_refusal(&error)),
-        }
+        id: &str,
+        token: Option<&str>,
+    ) -> Result<Option<TornTail>, EngineError> {
+        let torn = self.executor.switch_to(id, Claim::Handle(token))?;
+        self.shown.clear();
+        self.last = None;
+        self.interrupted = None;
+        Ok(torn)
     }
 
-    /// Runs one checked tool call.
-    pub(crate) fn call(&mut self, call: AgentCall, progress: &dyn Fn(Progress<'_>)) -> Reply {
+    /// Runs one checked call of a tool that moves or shows this session's run. `preface`
+    /// starts the reply (what `resume` did).
+    pub(crate) fn call(
+        &mut self,
+        call: &AgentCall,
+        progress: &dyn Fn(Progress<'_>),
+        preface: String,
+    ) -> Reply {
         let history = History::new(progress);
-        let outcome = match &call {
+        let outcome = match call {
             AgentCall::Start {
                 name,
                 arguments,
                 working_dir,
+                ..
             } => {
                 let dir = self.working_dir(working_dir.as_deref());
                 self.executor.start(name, arguments, &dir, &history)
             }
-            AgentCall::Continue { outputs } => {
+            AgentCall::Continue { outputs, .. } => {
                 self.executor.continue_llm(outputs.clone(), &history)
             }
-            AgentCall::Finish => self.executor.finish_nl(&history),
-            AgentCall::Status => return self.status(),
-            AgentCall::ListScripts { all } => return self.list_scripts(*all),
-            AgentCall::Resume { run_id: None } => return self.interrupted_runs(),
-            AgentCall::Resume { run_id: Some(id) } => {
-                return self.resume(id, history);
+            AgentCall::Finish { .. } => self.executor.finish_nl(&history),
+            AgentCall::Resume { .. } => self.executor.advance(&history),
+            AgentCall::Status { .. } | AgentCall::ListScripts { .. } | AgentCall::Eject { .. } => {
+                return self.status();
             }
-            AgentCall::Eject { name, force } => return self.eject(name, *force),
         };
-        self.reply(call.tool(), outcome, history.into_events(), String::new())
+        self.reply(call.tool(), outcome, history.into_events(), preface)
     }
 
     fn working_dir(&self, asked: Option<&str>) -> PathBuf {
@@ -130,6 +149,8 @@ impl Session {
                 _ => None,
             });
         let journal = run.as_deref().map(|run| JournalRef { run });
+        let handle = self.executor.handle();
+        let shown = handle.clone();
         let mut text = preface;
         text.push_str(&reply::steps_executed(&events, journal.as_ref()));
         match outcome {
@@ -138,10 +159,11 @@ impl Session {
                 text.push_str(&reply::pending(
                     &pending,
                     source.as_ref().map(|(n, s)| (n.as_str(), s.as_str())),
+                    handle.as_deref(),
                 ));
                 self.last = Some(pending);
                 self.interrupted = None;
-                Reply::ok(text)
+                Reply::ok(text).with_run(shown)
             }
             Err(error) => {
                 if let EngineError::Cancelled { .. } = &error {
@@ -151,9 +173,9 @@ impl Session {
                     tool,
                     &error,
                     self.last.as_ref(),
-                    self.executor.run_id(),
+                    handle.as_deref().or(self.executor.run_id()),
                 ));
-                Reply::error(text)
+                Reply::error(text).with_run(shown)
             }
         }
     }
@@ -176,57 +198,12 @@ impl Session {
     fn status(&self) -> Reply {
         Reply::ok(reply::status(
             self.executor.run_id(),
+            self.executor.handle().as_deref(),
             self.executor.frames(),
             &self.cwd,
             self.last.as_ref(),
             self.interrupted.as_deref(),
         ))
-    }
-
-    fn list_scripts(&self, all: bool) -> Reply {
-        let listing = Listing::all_if(all);
-        Reply::ok(reply::scripts(&self.resolver().list(listing), listing))
-    }
-
-    /// `eject_script(name, force)`: copy a bundled script into the server's project.
-    fn eject(&self, name: &str, force: bool) -> Reply {
-        let root = crate::paths::Locations::discover(&self.cwd)
-            .project_root
-            .unwrap_or_else(|| self.cwd.clone());
-        match crate::script::eject::eject(name, &root.join(".mekara"), force) {
-            Ok(ejected) => Reply::ok(reply::ejected(&ejected, &root)),
-            Err(e) => Reply::error(reply::eject_refused(&e)),
-        }
-    }
-
-    /// `resume()` without an id: the runs a restart interrupted.
-    fn interrupted_runs(&self) -> Reply {
-        let runs: Vec<_> = self
-            .store
-            .list()
-            .into_iter()
-            .filter(|r| r.state == RunState::Interrupted)
-            .collect();
-        Reply::ok(reply::interrupted_runs(&runs))
-    }
-
-    /// `resume(run_id)`: take the run up (or re-derive the pending step of the current one).
-    fn resume(&mut self, id: &str, history: History<'_>) -> Reply {
-        let preface = if self.executor.run_id() == Some(id) {
-            reply::resumed_same(id)
-        } else {
-            let previous = self.executor.run_id().map(str::to_string);
-            match self.executor.switch_to(id) {
-                Ok(torn) => {
-                    self.shown.clear();
-                    self.last = None;
-                    self.interrupted = None;
-                    reply::resumed(id, previous.as_deref(), torn.as_ref())
-                }
-                Err(e) => return Reply::error(reply::resume_refused(&e)),
-            }
-        };
-        let outcome = self.executor.advance(&history);
-        self.reply(AgentTool::Resume, outcome, history.into_events(), preface)
+        .with_run(self.executor.handle())
     }
 }

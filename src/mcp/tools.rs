@@ -49,16 +49,26 @@ pub(crate) enum AgentCall {
         arguments: String,
         /// The folder it runs in, relative to the server's.
         working_dir: Option<String>,
+        /// The handle of the waiting run to nest it in; without one, a new run.
+        parent: Option<String>,
     },
     /// Finish the pending llm step.
     Continue {
+        /// The run's handle; without one, the run this connection drives.
+        run_id: Option<String>,
         /// Its outputs.
         outputs: Map<String, Json>,
     },
     /// Finish the pending NL script or fallback.
-    Finish,
-    /// Show the stack and the pending item.
-    Status,
+    Finish {
+        /// The run's handle; without one, the run this connection drives.
+        run_id: Option<String>,
+    },
+    /// Show the stack and the pending item, or the open runs.
+    Status {
+        /// The run's handle; without one, the run this connection drives.
+        run_id: Option<String>,
+    },
     /// List the scripts.
     ListScripts {
         /// The bundled demo scripts (`test:*`) too.
@@ -79,13 +89,25 @@ pub(crate) enum AgentCall {
 }
 
 impl AgentCall {
+    /// The run handle the call names (`run_id`, or `parent` for `start`), if any.
+    pub(crate) fn handle(&self) -> Option<&str> {
+        match self {
+            AgentCall::Start { parent, .. } => parent.as_deref(),
+            AgentCall::Continue { run_id, .. }
+            | AgentCall::Finish { run_id }
+            | AgentCall::Status { run_id }
+            | AgentCall::Resume { run_id } => run_id.as_deref(),
+            AgentCall::ListScripts { .. } | AgentCall::Eject { .. } => None,
+        }
+    }
+
     /// The tool this call is for.
     pub(crate) fn tool(&self) -> AgentTool {
         match self {
             AgentCall::Start { .. } => AgentTool::Start,
             AgentCall::Continue { .. } => AgentTool::Continue,
-            AgentCall::Finish => AgentTool::Finish,
-            AgentCall::Status => AgentTool::Status,
+            AgentCall::Finish { .. } => AgentTool::Finish,
+            AgentCall::Status { .. } => AgentTool::Status,
             AgentCall::ListScripts { .. } => AgentTool::ListScripts,
             AgentCall::Resume { .. } => AgentTool::Resume,
             AgentCall::Eject { .. } => AgentTool::Eject,
@@ -132,27 +154,32 @@ impl AgentTool {
                 "Run a mekara script (a workflow). Call this when the user asks for a script \
                  by name, e.g. `/test:random` or `/deploy staging`: pass the name \
                  (`test:random` or `test/random`) and everything after it as `arguments`. \
-                 mekara runs the script's automatic steps itself and replies with what ran and \
-                 the one thing you must do next. Called while another script is pending, the \
-                 new script runs nested inside it, and the outer script's pending step comes \
-                 back when it ends."
+                 mekara runs the script's automatic steps itself and replies with what ran, the \
+                 one thing you must do next, and the run's handle: pass it as `run_id` to the \
+                 calls that go on with this run. Each `start` begins a new, independent run; \
+                 to run a script nested inside a run that waits for you (its pending step \
+                 comes back when the nested script ends), pass that run's handle as \
+                 `parent`."
             }
             AgentTool::Continue => {
                 "Give the outputs of the pending llm step of a compiled script, once you have \
                  done that one step. `outputs` must hold every expected output the last reply \
-                 named (`{}` when none are expected). Not for NL scripts: those are finished \
+                 named (`{}` when none are expected); `run_id` is the run's handle, from the \
+                 last reply. Not for NL scripts: those are finished \
                  with `finish_nl_script`."
             }
             AgentTool::Finish => {
                 "Say that you have followed ALL of the pending NL script's instructions (or \
                  finished a failed compiled script by hand). Call it once, when the whole \
-                 script is done, never after a single step. Not for llm steps of compiled \
+                 script is done, never after a single step; `run_id` is the run's handle, from \
+                 the last reply. Not for llm steps of compiled \
                  scripts: those take `continue_compiled_script`."
             }
             AgentTool::Status => {
-                "Show this session's run: the stack of scripts and the pending item with the \
-                 call to make next. Changes nothing; use it when unsure what mekara is waiting \
-                 for."
+                "Show a run: its stack of scripts and the pending item with the call to make \
+                 next (`run_id`: the run's handle). Without `run_id`, the run this connection \
+                 drives, or, when it drives none, the project's open runs. Changes nothing; \
+                 use it when unsure what mekara is waiting for."
             }
             AgentTool::ListScripts => {
                 "List the scripts that can be started with `start`, with one-line \
@@ -161,8 +188,9 @@ impl AgentTool {
             }
             AgentTool::Resume => {
                 "Take up a run that was interrupted (the server restarted, or a call was \
-                 cancelled). Without `run_id`, lists the interrupted runs; with one, rebuilds \
-                 its stack from the journal and shows its pending step again. Auto steps that \
+                 cancelled). Without `run_id`, lists the interrupted runs; with the run's \
+                 handle, rebuilds its stack from the journal and shows its pending step again \
+                 (the other tools take a run up by its handle too). Auto steps that \
                  finished never run twice."
             }
             AgentTool::Eject => {
@@ -191,12 +219,17 @@ impl AgentTool {
                     "working_dir": {
                         "type": "string",
                         "description": "The folder the script runs in, absolute or relative to the server's folder. Default: the server's folder."
+                    },
+                    "parent": {
+                        "type": "string",
+                        "description": "The handle of a run that waits for you, to run this script nested inside it. Leave out to start a new, independent run."
                     }
                 }),
                 &["name"],
             ),
             AgentTool::Continue => object_schema(
                 json!({
+                    "run_id": run_id_schema(),
                     "outputs": {
                         "type": "object",
                         "description": "One entry per expected output of the pending llm step, by name; `{}` when none are expected.",
@@ -209,7 +242,7 @@ impl AgentTool {
                 json!({
                     "run_id": {
                         "type": "string",
-                        "description": "The run to take up, e.g. `20261122-031502-9f3a`. Leave out to list the interrupted runs."
+                        "description": "The handle of the run to take up, as the `start` reply gave it: `<run id>.<token>`. Leave out to list the interrupted runs."
                     }
                 }),
                 &[],
@@ -238,7 +271,9 @@ impl AgentTool {
                 }),
                 &[],
             ),
-            AgentTool::Finish | AgentTool::Status => object_schema(json!({}), &[]),
+            AgentTool::Finish | AgentTool::Status => {
+                object_schema(json!({ "run_id": run_id_schema() }), &[])
+            }
         }
     }
 
@@ -307,10 +342,12 @@ impl AgentTool {
                     name,
                     arguments: string("arguments", false)?.unwrap_or_default(),
                     working_dir: string("working_dir", false)?,
+                    parent: string("parent", false)?.filter(|h| !h.is_empty()),
                 }
             }
             AgentTool::Continue => match args.get("outputs") {
                 Some(Json::Object(outputs)) => AgentCall::Continue {
+                    run_id: string("run_id", false)?.filter(|h| !h.is_empty()),
                     outputs: outputs.clone(),
                 },
                 None | Some(Json::Null) => return Err(ArgumentError::NoOutputs),
@@ -320,8 +357,12 @@ impl AgentTool {
                     });
                 }
             },
-            AgentTool::Finish => AgentCall::Finish,
-            AgentTool::Status => AgentCall::Status,
+            AgentTool::Finish => AgentCall::Finish {
+                run_id: string("run_id", false)?.filter(|h| !h.is_empty()),
+            },
+            AgentTool::Status => AgentCall::Status {
+                run_id: string("run_id", false)?.filter(|h| !h.is_empty()),
+            },
             AgentTool::ListScripts => AgentCall::ListScripts {
                 all: boolean("all")?,
             },
@@ -380,6 +421,14 @@ pub(crate) enum ArgumentError {
         /// What it is instead.
         found: &'static str,
     },
+}
+
+/// The `run_id` argument of the tools that go on with a run.
+fn run_id_schema() -> Json {
+    json!({
+        "type": "string",
+        "description": "The run's handle, as the last reply gave it: `<run id>.<token>`. Leave out only for the run this connection drives."
+    })
 }
 
 /// An object schema with `properties`, the `required` names, and nothing else allowed.

@@ -6,7 +6,7 @@
 //! stay multi-line, so a person can read and diff them:
 //!
 //! - `call`: a tool call (`tool`, `input` as JSON text), then
-//! - `run_id` / `shell`: what the session did through its [`StepRunner`], then
+//! - `run_token` / `run_id` / `shell`: what the session did through its [`StepRunner`], then
 //! - `reply`: what the agent read (`text`, `is_error`).
 //!
 //! Folders inside the session's folder are written relative to it (`.`, `sub/dir`), so a
@@ -21,15 +21,17 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
+use super::registry::{Driving, Registry, RunnerFactory};
 use super::reply::{Reply, shown_dir};
-use super::session::Session;
 use super::tools::AgentTool;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, StepRunner, ToolCall};
 
-/// The cassette format's version, in its header.
-const VERSION: u32 = 1;
+/// The cassette format's version, in its header. Version 2 records the tokens of run
+/// handles (`run_token`); version 1 cassettes, recorded before handles, replay as runs
+/// without tokens, whose replies show no handle, so they match what was recorded.
+const VERSION: u32 = 2;
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +48,11 @@ pub(crate) enum Entry {
     RunId {
         /// The id.
         id: String,
+    },
+    /// A new run's handle got this token (recorded just before its id).
+    RunToken {
+        /// The token.
+        token: String,
     },
     /// A shell step ran.
     Shell {
@@ -301,6 +308,16 @@ impl StepRunner for Recording {
         self.recorder.write(&Entry::RunId { id: id.clone() });
         id
     }
+
+    fn new_run_token(&self) -> Option<String> {
+        let token = self.inner.new_run_token();
+        if let Some(token) = &token {
+            self.recorder.write(&Entry::RunToken {
+                token: token.clone(),
+            });
+        }
+        token
+    }
 }
 
 /// Reads a cassette.
@@ -313,11 +330,11 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
         path: path.to_path_buf(),
         reason: e.to_string().trim_end().to_string(),
     })?;
-    if cassette.cassette.version != VERSION {
+    if !(1..=VERSION).contains(&cassette.cassette.version) {
         return Err(VcrError::Malformed {
             path: path.to_path_buf(),
             reason: format!(
-                "version {} is not one this mekara reads (it reads {VERSION})",
+                "version {} is not one this mekara reads (it reads 1 to {VERSION})",
                 cassette.cassette.version
             ),
         });
@@ -325,7 +342,9 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
     Ok(cassette.event)
 }
 
-/// Answers a session's effects from the recording, and notes the first difference.
+/// Answers a session's effects from the recording, and notes the first difference. Clones
+/// share the recording, one per run.
+#[derive(Clone)]
 struct Player {
     queue: Arc<Mutex<VecDeque<Entry>>>,
     mismatch: Arc<Mutex<Option<String>>>,
@@ -470,10 +489,25 @@ impl StepRunner for Player {
             }
         }
     }
+
+    /// The recorded token, or none when the cassette has none here (recorded before
+    /// handles): the run then has no token, as it had none when it was recorded.
+    fn new_run_token(&self) -> Option<String> {
+        let mut queue = self.queue.lock().ok()?;
+        match queue.front() {
+            Some(Entry::RunToken { token }) => {
+                let token = token.clone();
+                queue.pop_front();
+                Some(token)
+            }
+            _ => None,
+        }
+    }
 }
 
 fn describe(entry: &Entry) -> String {
     match entry {
+        Entry::RunToken { .. } => "a new run's token".to_string(),
         Entry::Call { tool, .. } => format!("a call of `{tool}`"),
         Entry::RunId { id } => format!("a new run `{id}`"),
         Entry::Shell { command, .. } => format!("shell step `{command}`"),
@@ -491,21 +525,24 @@ pub(crate) struct Replayed {
     pub steps: usize,
 }
 
-/// Replays the cassette at `path` through a real [`Session`] built by `session` (given the
-/// runner to use), failing at the first difference.
+/// Replays the cassette at `path` through a real [`Registry`] built by `registry` (given
+/// the factory of the runners its sessions use), as one connection, failing at the first
+/// difference.
 pub(crate) fn replay(
     path: &Path,
     cwd: &Path,
-    session: impl FnOnce(Box<dyn StepRunner>) -> Session,
+    registry: impl FnOnce(RunnerFactory) -> Registry,
 ) -> Result<Replayed, VcrError> {
     let entries = load(path)?;
     let queue = Arc::new(Mutex::new(VecDeque::new()));
     let mismatch = Arc::new(Mutex::new(None));
-    let mut session = session(Box::new(Player {
+    let player = Player {
         queue: queue.clone(),
         mismatch: mismatch.clone(),
         cwd: cwd.to_path_buf(),
-    }));
+    };
+    let registry = registry(Box::new(move || Box::new(player.clone())));
+    let driving = Mutex::new(Driving::default());
     let mut done = Replayed::default();
     let mut i = 0;
     while i < entries.len() {
@@ -566,7 +603,12 @@ pub(crate) fn replay(
         if let Ok(mut q) = queue.lock() {
             *q = effects;
         }
-        let reply = session.handle(named, input.as_ref(), &|_| {});
+        let reply = registry.handle(named, input.as_ref(), &driving, &|_| {}, &|slot| {
+            Ok(slot
+                .session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner))
+        });
         if let Some(detail) = mismatch.lock().ok().and_then(|mut m| m.take()) {
             return Err(mismatch_at(detail));
         }

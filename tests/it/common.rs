@@ -265,6 +265,15 @@ pub fn redact(text: &str) -> String {
             if rest.len() == 20 && is_run_id(&rest) {
                 redacted.push_str("[RUN]");
                 i += 20;
+                // A run handle's token: `.` and 32 hex digits.
+                let token: String = bytes[i..].iter().take(33).collect();
+                if token.len() == 33
+                    && token.starts_with('.')
+                    && token[1..].bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    redacted.push_str(".[TOKEN]");
+                    i += 33;
+                }
             } else {
                 redacted.push(bytes[i]);
                 i += 1;

@@ -478,3 +478,17 @@ fn the_output_says_when_mekara_is_not_on_path() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("put `mekara` on your PATH"), "{stdout}");
 }
+
+/// What `cargo install` ships must stay small: release builds carry no debug info and no
+/// symbol table (`[profile.release]` in Cargo.toml). Line tables alone made it 120 MB.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "the size limit is for release builds")]
+fn the_release_binary_is_at_most_25_mb() {
+    let size = std::fs::metadata(env!("CARGO_BIN_EXE_mekara"))
+        .expect("the mekara binary")
+        .len();
+    assert!(
+        size <= 25 * 1024 * 1024,
+        "the release binary is {size} bytes, over 25 MiB: does [profile.release] still strip it?"
+    );
+}

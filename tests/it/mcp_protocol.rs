@@ -17,7 +17,7 @@ use serde_json::{Value as Json, json};
 
 /// How long to wait for a message before declaring the server stuck. A guard against a
 /// hung test, not a timing assertion: a healthy server answers in milliseconds.
-const STUCK: Duration = Duration::from_mins(1);
+const STUCK: Duration = Duration::from_secs(60);
 
 pub(crate) const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-protocol-tests","version":"0"}}}"#;
 
@@ -588,7 +588,7 @@ fn unknown_arguments_are_tool_errors_naming_them() {
     }
     let text = server.tool_error("status", json!({"verbose": true}));
     assert!(text.contains("`verbose`"), "{text}");
-    assert!(text.contains("no arguments"), "{text}");
+    assert!(text.contains("it takes `run_id`"), "{text}");
     let text = server.tool_error(
         "continue_compiled_script",
         json!({"outputs": {}, "guess": 5}),
@@ -1348,8 +1348,11 @@ fn http_sessions_each_have_their_own_run() {
     assert_ne!(first, second);
     let started = http_call(&server, &first, 1, "start", json!({"name": "test/random"}));
     assert!(started.contains("llm step `test:random[1]`"), "{started}");
+    // The second session drives no run: it is shown the open runs, by id only (a handle is
+    // a capability: it is never listed).
     let other = http_call(&server, &second, 1, "status", json!({}));
-    assert!(other.contains("No script is running"), "{other}");
+    assert!(other.contains("drives none"), "{other}");
+    assert!(!other.contains("llm step"), "{other}");
     let wrong = http_call(
         &server,
         &second,
@@ -1357,8 +1360,100 @@ fn http_sessions_each_have_their_own_run() {
         "continue_compiled_script",
         json!({"outputs": {"guess": 1}}),
     );
-    assert!(wrong.contains("Nothing is pending"), "{wrong}");
+    assert!(wrong.contains("needs `run_id`"), "{wrong}");
     let mine = http_call(&server, &first, 2, "status", json!({}));
     assert!(mine.contains("`test:random`"), "{mine}");
     assert!(mine.contains("test:random[1]"), "{mine}");
+}
+
+/// A `tools/call` as MCP `2026-07-28` sends it: no `initialize`, no session, the protocol
+/// version in a header and in the request's `_meta`, the method and tool named in headers.
+fn stateless_call(
+    server: &HttpServer,
+    id: u32,
+    tool: &str,
+    arguments: &serde_json::Value,
+) -> serde_json::Value {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {
+            "name": tool, "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "stateless-test", "version": "0"}
+            }
+        }
+    })
+    .to_string();
+    let response = server.post(
+        "/mcp",
+        None,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        &body,
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    let json = response
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|l| l.contains("\"result\"") || l.contains("\"error\""))
+        .unwrap_or(response.body.trim())
+        .to_string();
+    let message: serde_json::Value = serde_json::from_str(&json).expect("a JSON-RPC message");
+    assert!(message.get("result").is_some(), "{message}");
+    message["result"].clone()
+}
+
+/// Regression (issue 19): over `2026-07-28` every request reached a fresh executor, so the
+/// call after `start` was refused with "Nothing is pending". With the handle in the
+/// arguments, stateless requests, each on a new connection, drive a run to its end.
+#[test]
+fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
+    let project = Project::new();
+    project.script(
+        "two",
+        "---\ndescription: Two llm steps\n---\n1. Ask twice.\n",
+        Some(
+            "def execute(request):\n    a = llm(\"first word\", expects = {\"word\": \"a word\"})\n    auto(\"echo \" + a.outputs[\"word\"] + \" >> out\")\n    b = llm(\"second word\", expects = {\"word\": \"a word\"})\n    auto(\"echo \" + b.outputs[\"word\"] + \" >> out\")\n",
+        ),
+    );
+    let server = HttpServer::start(&project);
+    let started = stateless_call(&server, 1, "start", &serde_json::json!({"name": "two"}));
+    let handle = started["structuredContent"]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no run_id in {started}"))
+        .to_string();
+    let text = |r: &serde_json::Value| r["content"][0]["text"].as_str().unwrap_or("").to_string();
+    assert!(text(&started).contains("first word"), "{started}");
+    // A call without the handle reaches no run, and says what to pass.
+    let lost = stateless_call(
+        &server,
+        2,
+        "continue_compiled_script",
+        &serde_json::json!({"outputs": {"word": "x"}}),
+    );
+    assert_eq!(lost["isError"], true, "{lost}");
+    assert!(text(&lost).contains("run_id"), "{lost}");
+    let second = stateless_call(
+        &server,
+        3,
+        "continue_compiled_script",
+        &serde_json::json!({"run_id": handle, "outputs": {"word": "one"}}),
+    );
+    assert!(text(&second).contains("second word"), "{second}");
+    let done = stateless_call(
+        &server,
+        4,
+        "continue_compiled_script",
+        &serde_json::json!({"run_id": handle, "outputs": {"word": "two"}}),
+    );
+    assert!(text(&done).contains("## Done"), "{done}");
+    let out = std::fs::read_to_string(project.root().join("out")).expect("output");
+    assert_eq!(out, "one\ntwo\n");
 }

@@ -93,7 +93,7 @@ fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn claude");
-    let deadline = Instant::now() + Duration::from_mins(3);
+    let deadline = Instant::now() + Duration::from_secs(3 * 60);
     while child.try_wait().expect("wait for claude").is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();

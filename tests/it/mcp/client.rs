@@ -52,6 +52,8 @@ pub struct Client {
 pub struct Reply {
     pub text: String,
     pub is_error: bool,
+    /// `structuredContent`.
+    pub structured: Option<Json>,
 }
 
 impl Reply {
@@ -136,6 +138,7 @@ impl Client {
         Reply {
             text,
             is_error: result.is_error == Some(true),
+            structured: result.structured_content,
         }
     }
 }
@@ -153,6 +156,18 @@ pub fn run_id(text: &str) -> String {
     text.split('`')
         .find(|w| w.len() == 20 && w.as_bytes()[8] == b'-' && w.as_bytes()[15] == b'-')
         .unwrap_or_else(|| panic!("no run id in:\n{text}"))
+        .to_string()
+}
+
+/// The run handle a reply names (the first `<run id>.<token>`).
+pub fn handle(text: &str) -> String {
+    text.split('`')
+        .find(|w| {
+            w.split_once('.').is_some_and(|(run, token)| {
+                run.len() == 20 && token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+        })
+        .unwrap_or_else(|| panic!("no run handle in:\n{text}"))
         .to_string()
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::client::{Client, alive, run_id};
+use super::client::{Client, alive, handle, run_id};
 use crate::common::Project;
 
 #[tokio::test]
@@ -172,11 +172,12 @@ async fn nested_automatic_and_manual() {
         first.contains("## Your turn: llm step `test:nested[0] > test:random[1]`"),
         "{first}"
     );
-    // Manual nesting: another script started while that step is pending.
+    // Manual nesting: another script started inside the run whose step is pending, named
+    // as its parent.
     let manual = client
         .call(
             "start",
-            json!({"name": "test:imagine-object", "arguments": " made of glass"}),
+            json!({"name": "test:imagine-object", "arguments": " made of glass", "parent": handle(&first)}),
         )
         .await
         .ok();
@@ -407,6 +408,8 @@ async fn resume_after_the_server_is_killed() {
     let client = Client::start(&project, &[]).await;
     let first = client.call("start", json!({"name": "twice"})).await.ok();
     let id = run_id(&format!("`{}`", project.run_ids()[0]));
+    let handle = handle(&first);
+    assert!(handle.starts_with(&format!("{id}.")), "{handle}");
     assert!(first.contains("llm step `twice[1]`"), "{first}");
     // SIGKILL: no chance to clean up.
     rustix::process::kill_process(
@@ -423,7 +426,11 @@ async fn resume_after_the_server_is_killed() {
         listed.contains(&format!("`{id}`: `twice`, 1 step done")),
         "{listed}"
     );
-    let resumed = client.call("resume", json!({"run_id": id})).await.ok();
+    // A restart loses no handle: the journal keeps what checks it. The id alone is not
+    // enough for a run with a handle.
+    let bare = client.call("resume", json!({"run_id": id})).await.err();
+    assert!(bare.contains("whole handle"), "{bare}");
+    let resumed = client.call("resume", json!({"run_id": handle})).await.ok();
     assert!(
         resumed.contains(&format!("Resumed run `{id}`")),
         "{resumed}"
@@ -444,7 +451,7 @@ async fn resume_after_the_server_is_killed() {
     let count = std::fs::read_to_string(project.root().join("count")).expect("count");
     assert_eq!(count, "one\ntwo\n", "the first step ran once");
 
-    let finished = client.call("resume", json!({"run_id": id})).await.err();
+    let finished = client.call("resume", json!({"run_id": handle})).await.err();
     assert!(finished.contains("already finished"), "{finished}");
     let missing = client
         .call("resume", json!({"run_id": "20200101-000000-0000"}))

@@ -4,5 +4,6 @@
 mod claude;
 pub mod client;
 mod flows;
+mod handles;
 mod replies;
 mod vcr;

@@ -138,7 +138,7 @@ async fn a_replay_fails_at_the_first_difference() {
     broken.expect_code(1);
     assert!(broken.stderr.contains("is malformed"), "{}", broken.stderr);
     assert!(broken.stderr.contains("line"), "{}", broken.stderr);
-    let version = replay(&recorded.replace("version = 1", "version = 9"));
+    let version = replay(&recorded.replace("version = 2", "version = 9"));
     version.expect_code(1);
     assert!(version.stderr.contains("version 9"), "{}", version.stderr);
     let no_reply = replay(&recorded[..recorded.rfind("[[event]]").expect("events")]);
