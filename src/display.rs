@@ -47,9 +47,23 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
 /// The mark of a step's outcome: `✓` it succeeded, `⚠` it failed but the script had said
 /// `allow_failure = True` (it received the result and went on), `✗` it failed.
 pub(crate) fn step_mark(record: &StepRecord) -> &'static str {
-    if record.result.success {
+    outcome_mark(record.result.success, record.allow_failure)
+}
+
+/// The mark of a called script's end: `←` it returned, `⚠` it failed but its caller had said
+/// `allow_failure = True`, `✗` it failed.
+pub(crate) fn return_mark(success: bool, allow_failure: bool) -> &'static str {
+    if success {
+        "←"
+    } else {
+        outcome_mark(success, allow_failure)
+    }
+}
+
+fn outcome_mark(success: bool, allow_failure: bool) -> &'static str {
+    if success {
         "✓"
-    } else if record.allow_failure {
+    } else if allow_failure {
         "⚠"
     } else {
         "✗"

@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::engine::compiled::{CodeError, Limits, Program, typecheck};
 use crate::exit::Exit;
-use crate::script::{Listing, Script};
+use crate::script::{Level, Listing, Orphan, Resolver, Script, ScriptName};
 
 #[derive(Debug, Args)]
 pub(super) struct CheckArgs {
@@ -18,59 +18,45 @@ pub(super) struct CheckArgs {
 
 pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     let (_, resolver) = super::locate()?;
-    let mut failed = 0;
-    let mut checked = 0;
-    let names: Vec<String> = if args.names.is_empty() {
+    let mut targets = Vec::new();
+    if args.names.is_empty() {
         // A compiled file that no name resolves to would never run: that is an error too.
         // Its code is checked as well, so that writing the NL file is the only fix left.
-        for orphan in resolver.orphans() {
-            outln!(
-                "{}: {}\nerror: {orphan}\nhint: {}\n",
-                orphan.name,
-                orphan.compiled.display(),
-                super::orphan_hint(&orphan)
-            )?;
-            let origin = orphan.compiled.display().to_string();
-            match std::fs::read_to_string(&orphan.compiled) {
-                Ok(text) => print_problems(&problems(&origin, &text))?,
-                Err(e) => outln!("error: cannot read `{origin}`: {e}\n")?,
+        targets.extend(resolver.orphans().into_iter().map(Target::Orphan));
+        for entry in resolver.list(Listing::all_if(args.all)) {
+            if entry.compiled {
+                targets.push(Target::Script(resolver.resolve(entry.name.as_path())?));
             }
-            failed += 1;
-            checked += 1;
         }
-        resolver
-            .list(Listing::all_if(args.all))
-            .into_iter()
-            .filter(|e| e.compiled)
-            .map(|e| e.name.to_string())
-            .collect()
+        // One list by name, orphans among the scripts, as `mekara scripts` orders them.
+        targets.sort_by(|a, b| a.name().cmp(&b.name()));
     } else {
-        args.names
-    };
-    // A name that resolves to no script is a mistake on the command line, as it is for
-    // `mekara run`: the same error and hint on stderr, the same exit code (2), before
-    // anything is checked. A `.star` file is checked as it is, wherever it is.
-    let mut targets = Vec::new();
-    for arg in &names {
-        let path = std::path::Path::new(arg);
-        if path.extension().is_some_and(|e| e == "star") && path.is_file() {
-            targets.push(Target::File(arg));
-        } else {
-            let name = super::script_named(&resolver, arg, "check")?;
-            targets.push(Target::Script(resolver.resolve(&name)?));
+        // A name that resolves to no script is a mistake on the command line, as it is for
+        // `mekara run`: the same error and hint on stderr, the same exit code (2), before
+        // anything is checked. A `.star` file is checked as it is, wherever it is.
+        for arg in &args.names {
+            let path = std::path::Path::new(arg);
+            if path.extension().is_some_and(|e| e == "star") && path.is_file() {
+                targets.push(Target::File(arg));
+            } else {
+                let name = super::script_named(&resolver, arg, "check")?;
+                targets.push(Target::Script(resolver.resolve(&name)?));
+            }
         }
     }
-    checked += targets.len();
+    let mut failed = 0;
+    let checked = targets.len();
     for target in targets {
         // The line for a file that passes, the header above the problems of one that does
         // not, and its problems.
         let (ok, header, problems) = match target {
             Target::File(arg) => {
                 let text = std::fs::read_to_string(arg)?;
+                let level = resolver.level_of_file(std::path::Path::new(arg));
                 (
                     format!("{arg}: ok"),
                     format!("{arg}:"),
-                    problems(arg, &text),
+                    problems(&resolver, level, arg, &text),
                 )
             }
             Target::Script(script) => {
@@ -81,8 +67,26 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                 (
                     format!("{}: ok ({})", script.name, compiled.origin),
                     format!("{}: {}", script.name, compiled.origin),
-                    problems(&compiled.origin, &compiled.text),
+                    problems(&resolver, compiled.level, &compiled.origin, &compiled.text),
                 )
+            }
+            Target::Orphan(orphan) => {
+                outln!(
+                    "{}: {}\nerror: {orphan}\nhint: {}\n",
+                    orphan.name,
+                    orphan.compiled.display(),
+                    super::orphan_hint(&orphan)
+                )?;
+                let origin = orphan.compiled.display().to_string();
+                match std::fs::read_to_string(&orphan.compiled) {
+                    Ok(text) => {
+                        let level = resolver.level_of_file(&orphan.compiled);
+                        print_problems(&problems(&resolver, level, &origin, &text))?;
+                    }
+                    Err(e) => outln!("error: cannot read `{origin}`: {e}\n")?,
+                }
+                failed += 1;
+                continue;
             }
         };
         if problems.is_empty() {
@@ -94,7 +98,8 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
         }
     }
     if failed > 0 {
-        outln!("{failed} of {checked} scripts have errors")?;
+        let verb = if failed == 1 { "has" } else { "have" };
+        outln!("{failed} of {checked} scripts {verb} errors")?;
         Ok(Exit::Failure)
     } else {
         Ok(Exit::Success)
@@ -112,16 +117,30 @@ fn print_problems(problems: &[CodeError]) -> std::io::Result<()> {
 enum Target<'a> {
     /// A `.star` file given by its path.
     File(&'a str),
-    /// A script given by its name.
+    /// A script given by its name, or listed.
     Script(Script),
+    /// A compiled file no NL file pairs with.
+    Orphan(Orphan),
 }
 
-/// What is wrong with the compiled script `text`. Loading finds what stops a script before it
-/// starts; only a script that loads is worth typechecking (its errors would repeat the same
-/// problem).
-fn problems(origin: &str, text: &str) -> Vec<CodeError> {
-    match Program::load(origin, text, &Limits::default()) {
-        Ok(_) => typecheck(origin, text),
+impl Target<'_> {
+    /// The script's name, for ordering the listed targets.
+    fn name(&self) -> Option<&ScriptName> {
+        match self {
+            Target::File(_) => None,
+            Target::Script(script) => Some(&script.name),
+            Target::Orphan(orphan) => Some(&orphan.name),
+        }
+    }
+}
+
+/// What is wrong with the compiled script `text`, whose helper modules are those of
+/// `level`. Loading finds what stops a script before it starts; only a script that loads is
+/// worth typechecking (its errors would repeat the same problem).
+fn problems(resolver: &Resolver, level: Level, origin: &str, text: &str) -> Vec<CodeError> {
+    let find = |path: &str| resolver.helper(level, path);
+    match Program::load(origin, text, &find, &Limits::default()) {
+        Ok(_) => typecheck(origin, text, &find),
         Err(e) => vec![e],
     }
 }

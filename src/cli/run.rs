@@ -238,6 +238,7 @@ fn play(
                 path,
                 error,
                 instructions,
+                failed_call,
             }) => {
                 let done = executor
                     .frames()
@@ -256,6 +257,13 @@ fn play(
                     error.trim_end(),
                     instructions.trim_end()
                 )?;
+                if let Some(call) = failed_call {
+                    outln!(
+                        "\nThe failure was in {}, which it called; its own instructions (for the part of it that did not run):\n{}",
+                        call.name,
+                        call.instructions.trim_end()
+                    )?;
+                }
                 match ask_done(
                     &mut input,
                     "Press Enter when you have finished the script by hand.",
@@ -535,9 +543,19 @@ impl Observer for Terminal {
     fn frame_event(&self, event: FrameEvent<'_>) {
         match event {
             FrameEvent::Pushed { path } => self.line(format_args!("→ {path}")),
-            FrameEvent::Ended { path, success } => {
-                let mark = if success { "←" } else { "✗" };
-                self.line(format_args!("{mark} {path} ended"));
+            FrameEvent::Ended {
+                path,
+                success,
+                allow_failure,
+            } => {
+                let mark = crate::display::return_mark(success, allow_failure);
+                if !success && allow_failure {
+                    self.line(format_args!(
+                        "{mark} {path} failed (allowed by `allow_failure`: the caller goes on)"
+                    ));
+                } else {
+                    self.line(format_args!("{mark} {path} ended"));
+                }
             }
         }
     }

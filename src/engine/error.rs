@@ -32,7 +32,7 @@ pub enum EngineError {
     Journal(#[from] JournalError),
     /// Replaying the journal, a step asked for something other than what was recorded.
     #[error(
-        "script `{script}` changed since this run recorded its step {index}: {detail}; restore the script as it was, or start a new run"
+        "script `{script}` changed since this run recorded its step {index}: {detail}; restore the script and the helper modules it loads as they were, or start a new run"
     )]
     Diverged {
         /// The frame's stack path.

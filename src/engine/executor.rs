@@ -56,6 +56,9 @@ pub struct Frame {
     pub origin: Origin,
     /// For a call, the name the caller wrote.
     pub called_as: Option<String>,
+    /// For a call, whether the caller said `allow_failure = True`: a failure of this frame
+    /// is then journaled in the caller as an allowed one.
+    pub allow_failure: bool,
     /// Its journaled steps.
     pub steps: Vec<StepRecord>,
     /// The failure it fell back on.
@@ -72,12 +75,20 @@ impl Frame {
         self.script.compiled.is_some()
     }
 
-    fn program(&mut self, limits: &Limits) -> Option<Result<Arc<Program>, CodeError>> {
+    /// The frame's program, loaded once per process with the helper modules of the
+    /// script's level as they are now, like the script itself: on resume, a helper that
+    /// changed under the run shows as a step whose inputs differ from the journal's.
+    fn program(
+        &mut self,
+        resolver: &Resolver,
+        limits: &Limits,
+    ) -> Option<Result<Arc<Program>, CodeError>> {
         let compiled = self.script.compiled.as_ref()?;
+        let find = |path: &str| resolver.helper(compiled.level, path);
         Some(
             self.program
                 .get_or_insert_with(|| {
-                    Program::load(&compiled.origin, &compiled.text, limits).map(Arc::new)
+                    Program::load(&compiled.origin, &compiled.text, &find, limits).map(Arc::new)
                 })
                 .clone(),
         )
@@ -111,6 +122,9 @@ pub enum Pending {
         error: String,
         /// The NL instructions, arguments substituted.
         instructions: String,
+        /// When the failure was a script it called, that script's own NL instructions:
+        /// the part of the work it did not finish is the agent's too.
+        failed_call: Option<FailedCall>,
     },
     /// The stack is empty: the run ended.
     Finished {
@@ -121,6 +135,15 @@ pub enum Pending {
         /// Whether the root script fell back to its NL instructions.
         fell_back: bool,
     },
+}
+
+/// A script called with `call_script` whose failure made its caller fall back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedCall {
+    /// Its name, as resolved.
+    pub name: String,
+    /// Its NL instructions, arguments substituted.
+    pub instructions: String,
 }
 
 impl Pending {
@@ -271,6 +294,7 @@ impl Executor {
                 working_dir: state.push.working_dir,
                 origin: state.push.origin,
                 called_as: state.push.called_as,
+                allow_failure: state.push.allow_failure,
                 steps: state.steps,
                 failure: state.failure,
                 program: None,
@@ -348,7 +372,7 @@ impl Executor {
             self.token = token;
             self.root_fell_back = false;
         }
-        self.push(script, request, working_dir, Origin::Start, None, observer)?;
+        self.push(script, request, working_dir, None, observer)?;
         self.advance(observer)
     }
 
@@ -435,6 +459,7 @@ impl Executor {
             };
             if let Some(error) = top.failure.clone() {
                 let instructions = top.script.instructions(&top.request);
+                let failed_call = self.failed_call();
                 let instructions = self.expand_tags(&instructions, observer)?;
                 self.sync()?;
                 // The failed frame's own index would point past the failed step: name it
@@ -443,9 +468,10 @@ impl Executor {
                     path: self.label(),
                     error,
                     instructions,
+                    failed_call,
                 });
             }
-            let Some(program) = top.program(&self.settings.limits) else {
+            let Some(program) = top.program(&self.resolver, &self.settings.limits) else {
                 let instructions = top.script.instructions(&top.request);
                 let instructions = self.expand_tags(&instructions, observer)?;
                 self.sync()?;
@@ -471,8 +497,9 @@ impl Executor {
                     script,
                     request,
                     working_dir,
+                    allow_failure,
                 }) => {
-                    self.call(script, request, working_dir, observer)?;
+                    self.call(script, request, working_dir, allow_failure, observer)?;
                 }
                 Evaluation::Completed => self.pop(Outcome::Completed, None, observer)?,
                 Evaluation::Failed(error) => {
@@ -484,6 +511,28 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// The script whose failed call stopped the top frame, when a call did: the last step
+    /// is a call that failed without `allow_failure`. It is resolved again by the name the
+    /// caller wrote, as it was when it ran (resolution depends only on the project). A call
+    /// refused before it ran (no such script) has no instructions to give.
+    fn failed_call(&self) -> Option<FailedCall> {
+        let last = self.stack.last()?.steps.last()?;
+        let StepInput::Call {
+            script, request, ..
+        } = &last.input
+        else {
+            return None;
+        };
+        if last.result.success || last.allow_failure {
+            return None;
+        }
+        let called = self.resolver.resolve(script).ok()?;
+        Some(FailedCall {
+            name: called.name.to_string(),
+            instructions: called.instructions(request),
+        })
     }
 
     /// Expands the prompt tags of NL instructions shown for the top frame. The k-th tag is
@@ -529,7 +578,8 @@ impl Executor {
                     });
                 }
             };
-            let record = self.record_step(input, Some(NL_TAG_CONTEXT.to_string()), result)?;
+            let record =
+                self.record_step(input, Some(NL_TAG_CONTEXT.to_string()), result, false)?;
             observer.step_finished(&path, &record);
             Ok(record.result)
         })
@@ -588,6 +638,7 @@ impl Executor {
         name: String,
         request: String,
         working_dir: PathBuf,
+        allow_failure: bool,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
         let refusal = match self.resolver.resolve(&name) {
@@ -609,34 +660,45 @@ impl Executor {
                 script,
                 &request,
                 &working_dir,
-                Origin::Call,
-                Some(name),
+                Some((name, allow_failure)),
                 observer,
             ),
-            Err(error) => self.record_in_top(
-                StepInput::Call {
-                    script: name,
-                    request,
-                    working_dir,
-                },
-                StepResult {
-                    success: false,
-                    error: Some(error),
-                    ..StepResult::default()
-                },
-            ),
+            Err(error) => self
+                .record_step(
+                    StepInput::Call {
+                        script: name,
+                        request,
+                        working_dir,
+                    },
+                    None,
+                    StepResult {
+                        success: false,
+                        error: Some(error),
+                        ..StepResult::default()
+                    },
+                    allow_failure,
+                )
+                .map(|_| ()),
         }
     }
 
+    /// Pushes `script`: started by the agent, or called (with the name the caller wrote and
+    /// whether it allowed a failure).
     fn push(
         &mut self,
         script: Script,
         request: &str,
         working_dir: &Path,
-        origin: Origin,
-        called_as: Option<String>,
+        call: Option<(String, bool)>,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
+        let origin = if call.is_some() {
+            Origin::Call
+        } else {
+            Origin::Start
+        };
+        let (called_as, allow_failure) =
+            call.map_or((None, false), |(name, allowed)| (Some(name), allowed));
         self.append(&Event::Push(PushEvent {
             depth: self.stack.len(),
             script: script.name.as_path().to_string(),
@@ -645,6 +707,7 @@ impl Executor {
             working_dir: working_dir.to_path_buf(),
             origin,
             called_as: called_as.clone(),
+            allow_failure,
             at: now_ms(),
         }))?;
         self.stack.push(Frame {
@@ -653,6 +716,7 @@ impl Executor {
             working_dir: working_dir.to_path_buf(),
             origin,
             called_as,
+            allow_failure,
             steps: Vec::new(),
             failure: None,
             program: None,
@@ -686,6 +750,7 @@ impl Executor {
         observer.frame_event(FrameEvent::Ended {
             path: &label,
             success: outcome != Outcome::Failed,
+            allow_failure: frame.allow_failure,
         });
         if depth == 0 {
             self.ended = Some((
@@ -695,7 +760,7 @@ impl Executor {
             ));
         }
         if frame.origin == Origin::Call {
-            self.record_in_top(
+            self.record_step(
                 StepInput::Call {
                     script: frame
                         .called_as
@@ -703,11 +768,13 @@ impl Executor {
                     request: frame.request,
                     working_dir: frame.working_dir,
                 },
+                None,
                 StepResult {
                     success: outcome != Outcome::Failed,
                     error,
                     ..StepResult::default()
                 },
+                frame.allow_failure,
             )?;
         }
         Ok(())
@@ -729,9 +796,9 @@ impl Executor {
         Ok(())
     }
 
-    /// Journals a step the engine decided itself (llm outputs, a call's result).
+    /// Journals a step the engine decided itself (llm outputs).
     fn record_in_top(&mut self, input: StepInput, result: StepResult) -> Result<(), EngineError> {
-        self.record_step(input, None, result).map(|_| ())
+        self.record_step(input, None, result, false).map(|_| ())
     }
 
     /// Journals a step in the top frame and returns its record.
@@ -740,6 +807,7 @@ impl Executor {
         input: StepInput,
         context: Option<String>,
         result: StepResult,
+        allow_failure: bool,
     ) -> Result<StepRecord, EngineError> {
         let depth = self.stack.len() - 1;
         let top = self.stack.last().expect("a step is recorded into a frame");
@@ -748,7 +816,7 @@ impl Executor {
             input,
             context,
             result,
-            allow_failure: false,
+            allow_failure,
         };
         self.append(&Event::Step(StepEvent {
             depth,

@@ -82,6 +82,9 @@ pub struct PushEvent {
     /// For a `call`, the script name as the calling script wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub called_as: Option<String>,
+    /// For a `call`, whether the caller said `allow_failure = True`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_failure: bool,
     /// Unix time in milliseconds.
     pub at: u64,
 }

@@ -19,7 +19,7 @@ pub(crate) mod step;
 pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};
-pub use executor::{Claim, Executor, Pending, Settings};
+pub use executor::{Claim, Executor, FailedCall, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use runner::{CancelToken, StepRunner, ToolCall};
 pub use shell::ShellRunner;

@@ -50,6 +50,9 @@ pub enum FrameEvent<'a> {
         path: &'a str,
         /// Whether it succeeded.
         success: bool,
+        /// It was called with `allow_failure = True`: a failure goes to its caller, which
+        /// goes on.
+        allow_failure: bool,
     },
 }
 

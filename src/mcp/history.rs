@@ -29,6 +29,8 @@ pub(crate) enum CallEvent {
         path: String,
         /// Whether it succeeded.
         success: bool,
+        /// Its caller allowed it to fail.
+        allow_failure: bool,
     },
 }
 
@@ -102,9 +104,14 @@ impl Observer for History<'_> {
             FrameEvent::Pushed { path } => CallEvent::Called {
                 path: path.to_string(),
             },
-            FrameEvent::Ended { path, success } => CallEvent::Returned {
+            FrameEvent::Ended {
+                path,
+                success,
+                allow_failure,
+            } => CallEvent::Returned {
                 path: path.to_string(),
                 success,
+                allow_failure,
             },
         });
     }

@@ -170,12 +170,22 @@ pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'
             CallEvent::Called { path } => {
                 let _ = writeln!(out, "- → `{path}` started");
             }
-            CallEvent::Returned { path, success } => {
+            CallEvent::Returned {
+                path,
+                success,
+                allow_failure,
+            } => {
                 let _ = writeln!(
                     out,
                     "- {} `{path}` {}",
-                    if *success { "←" } else { "✗" },
-                    if *success { "returned" } else { "failed" }
+                    crate::display::return_mark(*success, *allow_failure),
+                    match (success, allow_failure) {
+                        (true, _) => "returned",
+                        (false, true) =>
+                            "failed, allowed by `allow_failure = True`: the calling script \
+                             received this result and went on",
+                        (false, false) => "failed",
+                    }
                 );
             }
             CallEvent::Step { frame, record } => {
@@ -420,17 +430,33 @@ pub(crate) fn pending(
             path,
             error,
             instructions,
+            failed_call,
         } => {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "## Your turn: `{path}` failed; finish it by hand\n\n\
                  What failed:\n\n<error>\n{}</error>\n\n\
                  The steps listed as done above ran already: do not repeat them. Do what is \
                  left of the script's instructions yourself, fixing or working around what \
-                 failed:\n\n<instructions>\n{}</instructions>\n\n\
-                 Call `finish_nl_script`{} when the whole script is done.",
+                 failed:\n\n<instructions>\n{}</instructions>\n\n",
                 with_newline(error),
                 with_newline(instructions),
+            );
+            if let Some(call) = failed_call {
+                let _ = write!(
+                    out,
+                    "The failure was in `{}`, which this script called. Its own instructions, \
+                     for the part of it that did not run (its steps listed as done above ran \
+                     already):\n\n<called-script-instructions name=\"{}\">\n{}\
+                     </called-script-instructions>\n\n",
+                    call.name,
+                    call.name,
+                    with_newline(&call.instructions)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "Call `finish_nl_script`{} when the whole script is done.",
                 with_handle(handle)
             );
         }

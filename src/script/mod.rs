@@ -12,5 +12,6 @@ pub(crate) mod resolver;
 
 pub use name::ScriptName;
 pub use resolver::{
-    Level, Listing, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile, Searched,
+    HelperError, Level, Listing, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile,
+    Searched,
 };

@@ -141,6 +141,96 @@ impl ScriptError {
     }
 }
 
+/// Why the helper module a `load` statement names could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum HelperError {
+    /// The path is not a helper module path.
+    #[error("`{path}` is not a helper module path: {reason}")]
+    BadPath {
+        /// The path as written in `load`.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The script's level has no such file.
+    #[error("helper module `{path}` not found: there is no `{looked}`{}", elsewhere.as_ref().map(|e| format!(" (there is `{e}`, at another level)")).unwrap_or_default())]
+    NotFound {
+        /// The path as written in `load`.
+        path: String,
+        /// The file it names at the script's level.
+        looked: String,
+        /// The same helper at another level, which the script cannot load.
+        elsewhere: Option<String>,
+    },
+    /// The file exists but cannot be read.
+    #[error("cannot read `{}`: {source}", .file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The reason.
+        source: std::io::Error,
+    },
+}
+
+impl HelperError {
+    /// What to do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            HelperError::BadPath { .. } => {
+                "load a helper as `//lib/<path>.star`: the file `scripts/lib/<path>.star` of the \
+                 script's own level"
+            }
+            HelperError::NotFound { .. } => {
+                "write the helper there or fix the path; a script loads helpers from the \
+                 `scripts/lib/` folder of its own level only (project, user or bundled)"
+            }
+            HelperError::Read { .. } => "make the file readable",
+        }
+    }
+}
+
+/// How a `load` path starts: the `scripts/` folder of the loading script's level.
+const HELPER_ROOT: &str = "//";
+
+/// The folder of helper modules in a level's `scripts/` folder.
+const HELPER_FOLDER: &str = "lib/";
+
+/// The file a helper path (`//lib/text/wrap.star`) names under a level's `scripts/` folder
+/// (`lib/text/wrap.star`), or why it names none: the path must stay inside `scripts/lib/`.
+fn helper_file(path: &str) -> Result<String, HelperError> {
+    let refuse = |reason: &str| HelperError::BadPath {
+        path: path.to_string(),
+        reason: reason.to_string(),
+    };
+    let Some(relative) = path.strip_prefix(HELPER_ROOT) else {
+        return Err(refuse(if path.starts_with('/') {
+            "an absolute path is not allowed"
+        } else {
+            "a path relative to the loading file is not supported"
+        }));
+    };
+    if relative.split('/').any(|part| part == ".." || part == ".") {
+        return Err(refuse(
+            "`.` and `..` are not allowed: a helper path stays inside `scripts/lib/`",
+        ));
+    }
+    if relative.contains(':') {
+        return Err(refuse("`:` is not allowed; separate folders with `/`"));
+    }
+    let name = ScriptName::parse(relative).map_err(|e| refuse(&e.reason))?;
+    let file = name.as_path();
+    if !file.starts_with(HELPER_FOLDER) {
+        return Err(refuse("helper modules live in `lib/`"));
+    }
+    if file
+        .strip_suffix(".star")
+        .is_none_or(|stem| stem.len() <= HELPER_FOLDER.len())
+    {
+        return Err(refuse("a helper module is a `.star` file"));
+    }
+    Ok(file.to_string())
+}
+
 /// A compiled file that no NL file pairs with: no name resolves to it, so it never runs.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("`{}` has no `{}` beside it", .compiled.display(), .nl_beside)]
@@ -403,6 +493,69 @@ impl Resolver {
         ScriptName::parse(&name).ok()
     }
 
+    /// The helper module `path` (`//lib/helpers.star`, as a `load` statement writes it) of
+    /// a script at `level`: the file `scripts/lib/helpers.star` of that level. A script
+    /// loads helpers from its own level only, so what it runs does not change when a file
+    /// at another level does.
+    pub fn helper(&self, level: Level, path: &str) -> Result<ScriptFile, HelperError> {
+        let file = helper_file(path)?;
+        let at = self
+            .roots
+            .iter()
+            .position(|r| r.level == level)
+            .unwrap_or(self.roots.len());
+        if let Some(found) = self.helper_at(at, &file)? {
+            return Ok(found);
+        }
+        let elsewhere = (0..=self.roots.len())
+            .filter(|&k| k != at)
+            .find_map(|k| self.helper_at(k, &file).ok().flatten())
+            .map(|f| f.origin);
+        Err(HelperError::NotFound {
+            path: path.to_string(),
+            looked: self.helper_origin(at, &file),
+            elsewhere,
+        })
+    }
+
+    /// The level whose folders hold the file at `path`; a file in none of them is taken as
+    /// the project's (or, outside a project, the user's).
+    pub fn level_of_file(&self, path: &Path) -> Level {
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let file = real(path);
+        self.roots
+            .iter()
+            .find(|r| {
+                file.starts_with(real(&r.mekara_dir)) || file.starts_with(real(&r.skills_dir))
+            })
+            .or_else(|| self.roots.first())
+            .map_or(Level::Bundled, |r| r.level)
+    }
+
+    /// Where helper `file` (`lib/x.star`) of the level at `at` is, as an origin.
+    fn helper_origin(&self, at: usize, file: &str) -> String {
+        match self.roots.get(at) {
+            Some(root) => root
+                .mekara_dir
+                .join("scripts")
+                .join(file)
+                .display()
+                .to_string(),
+            None => format!("bundled:{file}"),
+        }
+    }
+
+    fn helper_at(&self, at: usize, file: &str) -> Result<Option<ScriptFile>, HelperError> {
+        match self.roots.get(at) {
+            Some(root) => {
+                let path = root.mekara_dir.join("scripts").join(file);
+                read_file(root.level, &path)
+                    .map_err(|source| HelperError::Read { file: path, source })
+            }
+            None => Ok(bundled_file(file)),
+        }
+    }
+
     fn level(&self, at: usize) -> Level {
         self.roots.get(at).map_or(Level::Bundled, |r| r.level)
     }
@@ -471,31 +624,39 @@ impl Resolver {
 
 fn first_file(level: Level, candidates: &[PathBuf]) -> Result<Option<ScriptFile>, ScriptError> {
     for path in candidates {
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                return Ok(Some(ScriptFile {
-                    level,
-                    origin: path.display().to_string(),
-                    text,
-                }));
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-                ) => {}
-            Err(e) if path.is_dir() => {
-                tracing::debug!("skipping folder `{}`: {e}", path.display());
-            }
-            Err(source) => {
-                return Err(ScriptError::Read {
-                    path: path.clone(),
-                    source,
-                });
-            }
+        let found = read_file(level, path).map_err(|source| ScriptError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        if found.is_some() {
+            return Ok(found);
         }
     }
     Ok(None)
+}
+
+/// The file at `path`; none when there is no file there (nothing, or a folder).
+fn read_file(level: Level, path: &Path) -> Result<Option<ScriptFile>, std::io::Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(ScriptFile {
+            level,
+            origin: path.display().to_string(),
+            text,
+        })),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) if path.is_dir() => {
+            tracing::debug!("skipping folder `{}`: {e}", path.display());
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn bundled_file(path: &str) -> Option<ScriptFile> {

@@ -1,6 +1,7 @@
 //! Tool modules: finding `.star` files, loading them (a module may only define things), and
 //! turning their public functions into [`ServedFunction`]s with schemas derived from the signatures.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -223,8 +224,8 @@ pub(crate) fn load(
         .map_err(|e| ServeError::code(&e.to_string()))?;
     let mut defined = Vec::new();
     check_top_level(&ast, ast.statement(), &mut defined)?;
-    let module =
-        compiled::freeze_module(&origin, ast, limits).map_err(|e| ServeError::code(&e.message))?;
+    let module = compiled::freeze_module(&origin, ast, limits, &HashMap::new())
+        .map_err(|e| ServeError::code(&e.message))?;
     let exported = exports(&module, &defined, &origin)?;
     let module = Arc::new(ToolModule {
         path: path.to_path_buf(),

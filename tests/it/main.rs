@@ -13,6 +13,7 @@ mod claude_code;
 mod conformance;
 mod durability;
 mod exit_codes;
+mod helpers;
 mod hooks;
 mod install;
 mod mcp;

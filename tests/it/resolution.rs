@@ -968,3 +968,35 @@ fn a_link_loop_in_a_scripts_folder_is_listed_once() {
         run.stderr
     );
 }
+
+/// Regressions: `mekara check` listed orphans before the other scripts, and said "1 of N
+/// scripts have errors".
+#[test]
+fn check_lists_orphans_among_the_scripts_by_name_and_counts_in_words() {
+    let project = Project::new();
+    project.script("alpha", "A.\n", Some("def execute(request):\n    pass\n"));
+    project.write(
+        ".mekara/scripts/compiled/beta.star",
+        "def execute(request):\n    pass\n",
+    );
+    project.script("gamma", "G.\n", Some("def execute(request):\n    pass\n"));
+    let run = project.run(&["check"], "");
+    run.expect_code(1);
+    let out = project.scrub(&run.stdout);
+    let at = |what: &str| {
+        out.find(what)
+            .unwrap_or_else(|| panic!("no {what} in:\n{out}"))
+    };
+    assert!(at("alpha: ok") < at("beta: [PROJECT]"), "{out}");
+    assert!(at("beta: [PROJECT]") < at("compile: ok"), "{out}");
+    assert!(at("compile: ok") < at("gamma: ok"), "{out}");
+    assert!(out.ends_with("\n1 of 4 scripts has errors\n"), "{out}");
+
+    project.script("delta", "D.\n", Some("def execute(:\n"));
+    let run = project.run(&["check"], "");
+    assert!(
+        run.stdout.ends_with("\n2 of 5 scripts have errors\n"),
+        "{}",
+        run.stdout
+    );
+}

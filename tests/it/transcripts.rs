@@ -116,6 +116,47 @@ fn run_with_an_allowed_failure() {
     );
 }
 
+pub(crate) const RELEASE_NL: &str =
+    "---\ndescription: Release\n---\n1. Lint, if it can.\n2. Publish.\n3. Announce.\n";
+
+/// A parent that calls the same child twice: the first failure is allowed, the second is not.
+pub(crate) const RELEASE: &str = r#"def execute(request):
+    call_script("publish", "lint", allow_failure = True)
+    call_script("publish", "v2")
+    auto("echo announced", context = "Announce")
+"#;
+
+pub(crate) const PUBLISH_NL: &str =
+    "---\ndescription: Publish\n---\nUpload $ARGUMENTS to the registry, then tag it.\n";
+
+pub(crate) const PUBLISH: &str = r#"def execute(request):
+    auto("echo uploading " + request, context = "Upload")
+    auto("echo registry down >&2; exit 7", context = "Tag")
+"#;
+
+/// A project with `release`, which calls `publish`.
+pub(crate) fn release_project() -> Project {
+    let project = project();
+    project.script("release", RELEASE_NL, Some(RELEASE));
+    project.script("publish", PUBLISH_NL, Some(PUBLISH));
+    project
+}
+
+/// Regressions: a called script that failed with `allow_failure = True` was shown as `✗`, as
+/// a failure that stops the caller is; and the fallback of a caller whose called script
+/// failed gave only the caller's instructions, not the called script's own.
+#[test]
+fn run_whose_called_script_fails() {
+    let project = release_project();
+    mekara_snapshot!(project, project.run(&["run", "release"], "\n"));
+    let [id] = project.run_ids().try_into().expect("one run");
+    mekara_snapshot!(
+        "runs_show_release_failed",
+        project,
+        project.run(&["runs", "show", &id], "")
+    );
+}
+
 #[test]
 fn run_interrupted_at_a_prompt_and_resumed() {
     let project = project();

@@ -27,7 +27,8 @@ use crate::engine::step::{StepInput, StepResult};
 use crate::engine::tool;
 
 /// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
-/// arguments, type annotations and f-strings; no `load` (scripts are single files).
+/// arguments, type annotations, f-strings, and `load` of helper modules (which only
+/// compiled scripts resolve: see `modules`).
 pub(crate) fn dialect() -> Dialect {
     Dialect {
         enable_f_strings: true,
@@ -288,6 +289,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 || ctx.working_dir.to_path_buf(),
                 |d| ctx.working_dir.join(d),
             ),
+            allow_failure,
         };
         let input = suspension.input();
         let index = ctx.cursor.get();

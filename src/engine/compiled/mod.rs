@@ -17,10 +17,12 @@ mod builtins;
 mod context;
 mod declared;
 mod diagnostics;
+mod modules;
 mod static_check;
 mod values;
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -33,11 +35,13 @@ use starlark::values::OwnedFrozenValue;
 pub(crate) use builtins::{dialect, globals};
 pub(crate) use context::JournalWriter;
 pub(crate) use diagnostics::CodeError;
+pub(crate) use modules::FindModule;
 pub(crate) use static_check::typecheck;
 pub(crate) use values::unrepresentable_number;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
-use diagnostics::{LastStatement, at_end_of_file, is_limit, render};
+use diagnostics::{LastStatement, is_limit, render};
+use modules::{Loads, ModuleGraph};
 use values::{json_of, keyword_values};
 
 use super::error::EngineError;
@@ -74,13 +78,18 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    /// Parses `source` and runs its top level, which may only define things: step builtins
-    /// refuse to run there. `origin` names the file in error locations.
-    pub(crate) fn load(origin: &str, source: &str, limits: &Limits) -> Result<Program, CodeError> {
-        let ast = AstModule::parse(origin, source.to_string(), &dialect())
-            .map_err(|e| CodeError::new(render(&at_end_of_file(e, source))))?;
-        let signature = static_check::execute_signature(&ast);
-        let module = freeze_module(origin, ast, limits)?;
+    /// Parses `source` and the helper modules it loads (found through `find`), and runs
+    /// their top levels, which may only define things: step builtins refuse to run there.
+    /// `origin` names the file in error locations.
+    pub(crate) fn load(
+        origin: &str,
+        source: &str,
+        find: &FindModule<'_>,
+        limits: &Limits,
+    ) -> Result<Program, CodeError> {
+        let graph = ModuleGraph::collect(origin, source, find)?;
+        let signature = static_check::execute_signature(&graph.root().ast);
+        let module = graph.freeze(limits)?;
         match module.get_option("execute") {
             Ok(Some(f)) if f.value().get_type() == "function" => match signature {
                 Some(problem) => Err(problem),
@@ -97,17 +106,21 @@ impl Program {
     }
 }
 
-/// Runs a parsed module's top level (where step builtins refuse to run) and freezes it.
+/// Runs a parsed module's top level (where step builtins refuse to run), with the modules
+/// its `load` statements name, and freezes it.
 pub(crate) fn freeze_module(
     origin: &str,
     ast: AstModule,
     limits: &Limits,
+    loads: &HashMap<&str, &FrozenModule>,
 ) -> Result<FrozenModule, CodeError> {
     Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
         {
             let printer = LogPrinter;
+            let loader = Loads(loads);
             let mut eval = Evaluator::new(&module);
             eval.set_print_handler(&printer);
+            eval.set_loader(&loader);
             apply_limits(&mut eval, limits).map_err(CodeError::new)?;
             eval.eval_module(ast, globals())
                 .map_err(|e| CodeError::new(render(&e)))?;
@@ -144,6 +157,8 @@ pub(crate) enum Suspension {
         request: String,
         /// The folder it runs in.
         working_dir: std::path::PathBuf,
+        /// Whether its failure goes to the caller, which goes on.
+        allow_failure: bool,
     },
 }
 
@@ -159,6 +174,7 @@ impl Suspension {
                 script,
                 request,
                 working_dir,
+                ..
             } => StepInput::Call {
                 script: script.clone(),
                 request: request.clone(),

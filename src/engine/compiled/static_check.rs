@@ -14,24 +14,31 @@ use starlark::codemap::Span;
 use starlark::docs::{DocItem, DocMember};
 use starlark::syntax::AstModule;
 use starlark::syntax::ast::{AstExpr, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP};
-use starlark::typing::AstModuleTypecheck;
+use starlark::typing::{AstModuleTypecheck, Interface};
 
-use super::builtins::{dialect, globals};
+use super::builtins::globals;
 use super::diagnostics::{CodeError, render};
+use super::modules::{FindModule, ModuleGraph};
 
-/// The problems starlark's typechecker finds in `source`, rendered with their location;
-/// none when it does not parse (loading reports that).
-pub(crate) fn typecheck(origin: &str, source: &str) -> Vec<CodeError> {
-    let parse = || AstModule::parse(origin, source.to_string(), &dialect());
-    let (Ok(ast), Ok(checked)) = (parse(), parse()) else {
+/// The problems starlark's typechecker finds in `source` and the helper modules it loads
+/// (through `find`), each module checked against the interfaces of those it loads, and
+/// rendered with their location; none when they do not load (loading reports that).
+pub(crate) fn typecheck(origin: &str, source: &str, find: &FindModule<'_>) -> Vec<CodeError> {
+    let Ok(graph) = ModuleGraph::collect(origin, source, find) else {
         return Vec::new();
     };
-    let calls = Calls::of(&ast);
-    // Scripts load nothing: no other module's interface is needed.
-    let (errors, ..) = checked.typecheck(globals(), &HashMap::new());
-    errors
-        .iter()
-        .map(|e| {
+    let mut interfaces: Vec<Interface> = Vec::new();
+    let mut problems = Vec::new();
+    for node in graph.nodes {
+        let loads: HashMap<String, Interface> = node
+            .loads
+            .iter()
+            .map(|(path, index)| (path.clone(), interfaces[*index].clone()))
+            .collect();
+        let calls = Calls::of(&node.ast);
+        let (errors, _, interface, _) = node.ast.clone().typecheck(globals(), &loads);
+        interfaces.push(interface);
+        problems.extend(errors.iter().map(|e| {
             let hint = e
                 .span()
                 .and_then(|at| hint(&e.without_diagnostic().to_string(), at.span, &calls));
@@ -40,8 +47,9 @@ pub(crate) fn typecheck(origin: &str, source: &str) -> Vec<CodeError> {
                 Some(hint) => format!("{message}\nhint: {hint}"),
                 None => message,
             })
-        })
-        .collect()
+        }));
+    }
+    problems
 }
 
 /// Why `execute` of `ast` cannot be called with the script's arguments (one positional

@@ -176,6 +176,16 @@ async fn an_allowed_failure_is_marked_as_allowed() {
     insta::assert_snapshot!("allowed_failure", project.scrub(&reply));
 }
 
+/// Regressions: a called script that failed with `allow_failure = True` was shown as `✗`;
+/// the fallback after a called script failed gave only the caller's instructions.
+#[tokio::test]
+async fn a_called_script_that_fails_is_marked_and_hands_over_its_instructions() {
+    let project = crate::transcripts::release_project();
+    let client = Client::start(&project, &[]).await;
+    let reply = client.call("start", json!({"name": "release"})).await.ok();
+    insta::assert_snapshot!("called_script_fails", project.scrub(&reply));
+}
+
 /// Outside any project, the refusal of `start` names the folder the server searched from
 /// and the levels it searched, so the agent can tell the user why the script is missing.
 #[tokio::test]
