@@ -522,3 +522,98 @@ fn a_listing_into_a_closed_pipe_ends_quietly() {
     out.expect_code(141);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
+
+/// A step that notes when it starts and ends, in nanoseconds, one line each in `marks`.
+fn marking_step(name: &str) -> String {
+    format!(
+        "auto(\"echo start-{name} $(date +%s%N) >> marks; sleep 1; echo end-{name} $(date +%s%N) >> marks\")"
+    )
+}
+
+/// Runs `mekara ARGS` under strace, which kills it with SIGKILL when it enters its
+/// `when`-th `pwrite64` (the write of a step's group note): the moment after the step's
+/// shell was spawned and before its group was on disk. Returns what strace saw.
+fn killed_at_the_group_note(project: &Project, args: &[&str], when: u32) -> String {
+    let trace = project.dir.path().join("strace.out");
+    let mut command = project.command(&[]);
+    let mekara = command.get_program().to_owned();
+    command = {
+        let mut strace = std::process::Command::new("strace");
+        strace
+            .args(["-f", "-qq", "-o"])
+            .arg(&trace)
+            .arg("-e")
+            .arg("trace=pwrite64")
+            .arg("-e")
+            .arg(format!("inject=pwrite64:signal=SIGKILL:when={when}"))
+            .arg(mekara)
+            .args(args)
+            .current_dir(project.root())
+            .env_clear()
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        strace
+    };
+    let run = crate::common::run_with_stdin(command, "");
+    let trace = std::fs::read_to_string(&trace).unwrap_or_default();
+    assert!(
+        trace.contains("killed by SIGKILL"),
+        "strace did not kill mekara at pwrite64 #{when}:\n{trace}\n{run:?}"
+    );
+    trace
+}
+
+/// The `start-NAME` and `end-NAME` marks as (start, end) pairs, in the order written.
+fn runs_of(root: &Path, name: &str) -> Vec<(u128, u128)> {
+    let marks = std::fs::read_to_string(root.join("marks")).unwrap_or_default();
+    let times = |kind: &str| -> Vec<u128> {
+        marks
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{kind}-{name} ")))
+            .map(|t| t.trim().parse().expect("a time"))
+            .collect()
+    };
+    times("start").into_iter().zip(times("end")).collect()
+}
+
+/// Regression: a mekara killed after it spawned a step's shell and before it noted the
+/// shell's group left the step running where a resume could not find it, so the resumed
+/// step ran a second time while the first still ran.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs strace (installed by .ci/run)"
+)]
+fn sigkill_between_spawn_and_group_note_never_runs_a_step_twice() {
+    // `when`: the note of the first step, then of the second (the first having ended).
+    for (when, killed_in) in [(1, "one"), (2, "two")] {
+        let project = Project::new();
+        project.script(
+            "marks",
+            "Mark.",
+            Some(&format!(
+                "def execute(request):\n    {}\n    {}\n",
+                marking_step("one"),
+                marking_step("two")
+            )),
+        );
+        let root = project.root();
+        killed_at_the_group_note(&project, &["run", "marks"], when);
+        // Whatever the killed mekara spawned had a second to run before the resume.
+        std::thread::sleep(Duration::from_millis(1200));
+        let id = project.run_ids().remove(0);
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(0);
+        let marks = std::fs::read_to_string(root.join("marks")).unwrap_or_default();
+        for name in ["one", "two"] {
+            let runs = runs_of(&root, name);
+            assert_eq!(
+                runs.len(),
+                1,
+                "step `{name}` ran once (killed at the note of step `{killed_in}`):\n{marks}"
+            );
+        }
+        // And never two at once: each run of a step ended before the next one started.
+        let (one, two) = (runs_of(&root, "one")[0], runs_of(&root, "two")[0]);
+        assert!(one.1 < two.0, "{marks}");
+    }
+}
