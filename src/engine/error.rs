@@ -100,6 +100,14 @@ pub enum EngineError {
         /// The id.
         id: String,
     },
+    /// The run was stopped before its script started, so which script it was is unknown.
+    #[error(
+        "run `{id}` was stopped before its script started: nothing of it ran, so there is nothing to resume; start the script again"
+    )]
+    RunNotStarted {
+        /// The id.
+        id: String,
+    },
     /// The folder a script should run in is not there.
     #[error("working_dir `{}` is not a folder", .path.display())]
     BadWorkingDir {
@@ -121,6 +129,7 @@ impl EngineError {
             EngineError::Script(e) => e.exit_code(),
             EngineError::RunNotFound { .. }
             | EngineError::RunFinished { .. }
+            | EngineError::RunNotStarted { .. }
             | EngineError::BadWorkingDir { .. }
             | EngineError::NoRunsDir => Exit::Usage,
             EngineError::Journal(_)

@@ -203,13 +203,10 @@ impl Executor {
             }
             Leftover::None => {}
         }
-        let history = RunHistory::replay(&contents.events).map_err(|reason| {
-            EngineError::Journal(super::journal::JournalError::Corrupt {
-                path: journal.path().to_path_buf(),
-                line: 0,
-                reason,
-            })
-        })?;
+        let history = RunHistory::replay(journal.path(), &contents.events)?;
+        if !history.started {
+            return Err(EngineError::RunNotStarted { id: id.to_string() });
+        }
         if history.frames.is_empty() {
             return Err(EngineError::RunFinished { id: id.to_string() });
         }

@@ -33,11 +33,16 @@ pub struct RunHistory {
     pub outcome: Option<Outcome>,
     /// Whether the root frame fell back to its NL instructions.
     pub root_fell_back: bool,
+    /// Whether a script was ever pushed. A journal without (an empty file, or a header alone
+    /// from a mekara that wrote them apart) was stopped before its script started.
+    pub started: bool,
 }
 
 impl RunHistory {
-    /// Replays `events` into the stack they describe.
-    pub fn replay(events: &[Event]) -> Result<RunHistory, String> {
+    /// Replays the `events` of the journal at `path` into the stack they describe. An event
+    /// that does not fit the stack is reported with its line in the file (the events are
+    /// its lines, in order).
+    pub fn replay(path: &Path, events: &[Event]) -> Result<RunHistory, JournalError> {
         let mut history = RunHistory {
             frames: Vec::new(),
             script: None,
@@ -45,22 +50,32 @@ impl RunHistory {
             steps: 0,
             outcome: None,
             root_fell_back: false,
+            started: false,
         };
-        for (line, event) in events.iter().enumerate() {
+        for (index, event) in events.iter().enumerate() {
+            let corrupt = |reason: String| JournalError::Corrupt {
+                path: path.to_path_buf(),
+                line: index + 1,
+                reason,
+            };
+            let deep = history.frames.len();
+            // A push opens a frame at the stack's depth; the other events belong to its top
+            // frame, one less.
             let depth_ok = |depth: usize, expected: usize| {
                 if depth == expected {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "line {}: event for depth {depth}, but the stack is {expected} deep",
-                        line + 1
-                    ))
+                    Err(corrupt(format!(
+                        "a `{}` event at depth {depth}, but the stack is {deep} deep there, so it should be at depth {expected}",
+                        event.kind()
+                    )))
                 }
             };
             let top = history.frames.len().checked_sub(1);
             match event {
                 Event::Run(run) => history.started_at = run.at,
                 Event::Push(push) => {
+                    history.started = true;
                     depth_ok(push.depth, history.frames.len())?;
                     if push.depth == 0 {
                         history.script.get_or_insert_with(|| push.script.clone());
@@ -74,15 +89,13 @@ impl RunHistory {
                     });
                 }
                 Event::Step(step) => {
-                    let top =
-                        top.ok_or_else(|| format!("line {}: a step with no frame", line + 1))?;
+                    let top = top.ok_or_else(|| corrupt("a step with no frame".into()))?;
                     depth_ok(step.depth, top)?;
                     history.frames[top].steps.push(step.record.clone());
                     history.steps += 1;
                 }
                 Event::Fail(fail) => {
-                    let top =
-                        top.ok_or_else(|| format!("line {}: a failure with no frame", line + 1))?;
+                    let top = top.ok_or_else(|| corrupt("a failure with no frame".into()))?;
                     depth_ok(fail.depth, top)?;
                     history.frames[top].failure = Some(fail.error.clone());
                     if top == 0 {
@@ -90,8 +103,7 @@ impl RunHistory {
                     }
                 }
                 Event::Pop(pop) => {
-                    let top =
-                        top.ok_or_else(|| format!("line {}: a pop with no frame", line + 1))?;
+                    let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;
                     history.frames.pop();
                     if top == 0 {
@@ -117,6 +129,9 @@ pub enum RunState {
     FinishedByAgent,
     /// The root script failed and was finished by hand.
     FellBack,
+    /// mekara was stopped after it created the run and before the script started: nothing
+    /// ran, and there is nothing to resume.
+    NotStarted,
 }
 
 impl std::fmt::Display for RunState {
@@ -127,6 +142,7 @@ impl std::fmt::Display for RunState {
             RunState::Completed => "completed",
             RunState::FinishedByAgent => "finished by hand",
             RunState::FellBack => "failed, finished by hand",
+            RunState::NotStarted => "stopped before its script started",
         })
     }
 }
@@ -239,14 +255,16 @@ impl RunStore {
         ids.into_iter().map(|id| self.summary(id)).collect()
     }
 
-    fn summary(&self, id: String) -> RunSummary {
+    /// What run `id` adds up to, as `mekara runs` lists it.
+    pub fn summary(&self, id: String) -> RunSummary {
         let path = self.dir.join(format!("{id}.jsonl"));
         let history = journal::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|c| RunHistory::replay(&c.events));
+            .and_then(|c| RunHistory::replay(&path, &c.events))
+            .map_err(|e| e.to_string());
         match history {
             Ok(h) => RunSummary {
                 state: match h.outcome {
+                    _ if !h.started => RunState::NotStarted,
                     _ if !h.frames.is_empty() && journal::is_busy(&path) => RunState::Active,
                     _ if !h.frames.is_empty() => RunState::Interrupted,
                     _ if h.root_fell_back => RunState::FellBack,

@@ -617,3 +617,197 @@ fn sigkill_between_spawn_and_group_note_never_runs_a_step_twice() {
         assert!(one.1 < two.0, "{marks}");
     }
 }
+
+/// A project with one run stopped at its llm step (stdin closed), and the run's id.
+fn run_stopped_at_a_prompt() -> (Project, String) {
+    let project = Project::new();
+    project.script(
+        "ask",
+        "Ask.",
+        Some("def execute(request):\n    auto(\"echo 1 >> a.count\")\n    llm(\"Say a word\", expects = [\"word\"])\n"),
+    );
+    project.run(&["run", "ask"], "").expect_code(1);
+    let id = project.run_ids().remove(0);
+    (project, id)
+}
+
+fn journal_path(project: &Project, id: &str) -> std::path::PathBuf {
+    project.root().join(format!(".mekara/runs/{id}.jsonl"))
+}
+
+/// Regression: a journal holding only its header (an older mekara killed right after it
+/// created the run) was listed as "finished by hand" and its resume said it had finished.
+#[test]
+fn a_journal_with_only_its_header_says_its_script_never_started() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let path = journal_path(&project, &id);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    // This mekara writes the header with the first frame, in one write.
+    let first = text.lines().next().expect("a header");
+    assert!(first.contains(r#""event":"run""#), "{text}");
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(r#""event":"push""#)),
+        "{text}"
+    );
+    for (variant, content) in [
+        ("header alone", format!("{first}\n")),
+        ("empty", String::new()),
+    ] {
+        std::fs::write(&path, &content).expect("write");
+        let listed = project.run(&["runs"], "");
+        assert!(
+            listed.stdout.contains("stopped before its script started"),
+            "{variant}: {}",
+            listed.stdout
+        );
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(2);
+        assert_eq!(
+            resumed.stderr,
+            format!(
+                "error: run `{id}` was stopped before its script started: nothing of it ran, so there is nothing to resume; start the script again\n"
+            ),
+            "{variant}"
+        );
+        let shown = project.run(&["runs", "show", &id], "");
+        assert!(
+            shown.stdout.ends_with(
+                "stopped before its script started: nothing ran, so there is nothing to resume\n"
+            ),
+            "{variant}: {}",
+            shown.stdout
+        );
+    }
+}
+
+/// Regression: a journal in a format this mekara does not know was read as if it were its
+/// own.
+#[test]
+fn a_journal_in_an_unknown_format_is_refused_naming_it() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let path = journal_path(&project, &id);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    for format in ["mekara-journal/2", "mekara-journal/0", "something-else"] {
+        std::fs::write(
+            &path,
+            text.replacen("mekara-journal/1", format, 1).replacen(
+                env!("CARGO_PKG_VERSION"),
+                "9.9.9",
+                1,
+            ),
+        )
+        .expect("write");
+        let expected = format!(
+            "journal `{}` is in format `{format}` (written by mekara 9.9.9), which this mekara ({}) cannot read; resume it with a mekara that reads `{format}`, or start the script again",
+            path.display(),
+            env!("CARGO_PKG_VERSION")
+        );
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(1);
+        assert_eq!(resumed.stderr, format!("error: {expected}\n"));
+        let shown = project.run(&["runs", "show", &id], "");
+        assert_eq!(shown.stderr, format!("error: {expected}\n"));
+        let listed = project.run(&["runs"], "");
+        assert!(listed.stdout.contains(&expected), "{}", listed.stdout);
+        // Torn last line or not, the header is checked.
+        std::fs::write(
+            &path,
+            text.replacen("mekara-journal/1", format, 1)
+                .trim_end_matches('\n'),
+        )
+        .expect("write");
+        let torn = project.run(&["run", "--resume", &id], "");
+        assert!(
+            torn.stderr.contains(&format!("is in format `{format}`")),
+            "{}",
+            torn.stderr
+        );
+    }
+}
+
+/// Regression: an event that does not fit the stack was reported at "line 0", and the
+/// depth it named was one off.
+#[test]
+fn an_event_that_does_not_fit_the_stack_is_reported_at_its_line() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let path = journal_path(&project, &id);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    // Line 3 is the step of the root frame (depth 0).
+    assert!(
+        text.lines()
+            .nth(2)
+            .is_some_and(|l| l.contains(r#""event":"step","depth":0"#)),
+        "{text}"
+    );
+    for (depth, line, detail) in [
+        (
+            1,
+            3,
+            "a `step` event at depth 1, but the stack is 1 deep there, so it should be at depth 0",
+        ),
+        (
+            7,
+            3,
+            "a `step` event at depth 7, but the stack is 1 deep there, so it should be at depth 0",
+        ),
+    ] {
+        std::fs::write(
+            &path,
+            text.replacen(
+                r#""event":"step","depth":0"#,
+                &format!(r#""event":"step","depth":{depth}"#),
+                1,
+            ),
+        )
+        .expect("write");
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(1);
+        assert_eq!(
+            resumed.stderr,
+            format!(
+                "error: journal `{}` is damaged at line {line}: {detail}; it cannot be resumed\n",
+                path.display()
+            )
+        );
+    }
+    // A push that skips a depth, on line 2.
+    std::fs::write(
+        &path,
+        text.replacen(
+            r#""event":"push","depth":0"#,
+            r#""event":"push","depth":1"#,
+            1,
+        ),
+    )
+    .expect("write");
+    let resumed = project.run(&["run", "--resume", &id], "");
+    assert!(
+        resumed.stderr.contains(
+            "is damaged at line 2: a `push` event at depth 1, but the stack is 0 deep there, so it should be at depth 0"
+        ),
+        "{}",
+        resumed.stderr
+    );
+}
+
+/// `mekara runs show` of an interrupted run says how to resume it; of a finished one, not.
+#[test]
+fn runs_show_of_an_interrupted_run_says_how_to_resume_it() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let shown = project.run(&["runs", "show", &id], "");
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.ends_with(&format!(
+            "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP `resume` with `{{\"run_id\": \"{id}\"}}`\n"
+        )),
+        "{}",
+        shown.stdout
+    );
+    project
+        .run(&["run", "--resume", &id], "word\n")
+        .expect_code(0);
+    let shown = project.run(&["runs", "show", &id], "");
+    assert!(!shown.stdout.contains("resume"), "{}", shown.stdout);
+}
