@@ -100,6 +100,14 @@ pub enum EngineError {
         /// The id.
         id: String,
     },
+    /// A run id from outside (a cassette) that is not a plain file name.
+    #[error(
+        "`{id}` is not a run id (ASCII letters, digits, `-` and `_`, at most 64); no run was created"
+    )]
+    BadRunId {
+        /// The id.
+        id: String,
+    },
     /// The run was stopped before its script started, so which script it was is unknown.
     #[error(
         "run `{id}` was stopped before its script started: nothing of it ran, so there is nothing to resume; start the script again"
@@ -130,6 +138,7 @@ impl EngineError {
             EngineError::RunNotFound { .. }
             | EngineError::RunFinished { .. }
             | EngineError::RunNotStarted { .. }
+            | EngineError::BadRunId { .. }
             | EngineError::BadWorkingDir { .. }
             | EngineError::NoRunsDir => Exit::Usage,
             EngineError::Journal(_)

@@ -201,7 +201,8 @@ impl Executor {
                     "run {id}: the noted step group {pid} is gone (its pid now belongs to another process)"
                 );
             }
-            Leftover::None => {}
+            // Said where it was found (a warning in the log); the run goes on.
+            Leftover::NotOurs(_) | Leftover::None => {}
         }
         let history = RunHistory::replay(journal.path(), &contents.events)?;
         if !history.started {

@@ -201,7 +201,12 @@ impl RunStore {
         }
         let mut attempt = 0u32;
         loop {
-            match Journal::create(&self.dir, &new_id(attempt)) {
+            // An id can come from a cassette being replayed: it names files, so it is checked.
+            let id = new_id(attempt);
+            if !is_run_id(&id) {
+                return Err(EngineError::BadRunId { id });
+            }
+            match Journal::create(&self.dir, &id) {
                 Err(JournalError::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
                 {
@@ -214,12 +219,8 @@ impl RunStore {
 
     /// The journal file of run `id`, refusing ids that are not plain file names.
     pub fn path(&self, id: &str) -> Result<PathBuf, EngineError> {
-        let plain = !id.is_empty()
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         let path = self.dir.join(format!("{id}.jsonl"));
-        if plain && path.is_file() {
+        if is_run_id(id) && path.is_file() {
             Ok(path)
         } else {
             Err(EngineError::RunNotFound { id: id.to_string() })
@@ -287,6 +288,17 @@ impl RunStore {
             },
         }
     }
+}
+
+/// Whether `id` can be a run's id: a plain file name of ASCII letters, digits, `-` and `_`
+/// (at most 64), so that `<id>.jsonl` and `<id>.group` stay in the runs folder. Every id
+/// read from outside (a command line, an MCP call, a cassette) is checked with this.
+pub fn is_run_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// `YYYYMMDD-HHMMSS-xxxx`: sortable by time, readable, and unlikely to collide.

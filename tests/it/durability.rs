@@ -811,3 +811,68 @@ fn runs_show_of_an_interrupted_run_says_how_to_resume_it() {
     let shown = project.run(&["runs", "show", &id], "");
     assert!(!shown.stdout.contains("resume"), "{}", shown.stdout);
 }
+
+/// Regression: a crafted `<run>.group` made a resume kill a process group mekara never
+/// started. The note is checked against /proc: a bystander is left alone.
+#[test]
+fn a_crafted_group_note_does_not_make_a_resume_kill_a_bystander() {
+    use std::os::unix::process::CommandExt as _;
+    let (project, id) = run_stopped_at_a_prompt();
+    let note = project.root().join(format!(".mekara/runs/{id}.group"));
+    let boot_ns = || {
+        let uptime = std::fs::read_to_string("/proc/uptime").expect("uptime");
+        let secs: f64 = uptime
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("seconds");
+        // Whole nanoseconds of uptime; precision is not needed here.
+        format!("{:.0}", secs * 1e9)
+    };
+    for (window, what) in [
+        ("1 {now}", "a window since boot"),
+        ("{now} 99999999999999999999", "a window into the future"),
+    ] {
+        let mut bystander = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pgid = bystander.id();
+        std::fs::write(
+            &note,
+            format!("{pgid} {} 999999999\n", window.replace("{now}", &boot_ns())),
+        )
+        .expect("write the note");
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(1);
+        assert!(
+            bystander.try_wait().expect("try_wait").is_none(),
+            "{what}: the resume killed a process it never started"
+        );
+        bystander.kill().expect("kill");
+        bystander.wait().expect("reap");
+    }
+}
+
+/// A `<run>.group` that is a link is not written through: what it points at is kept.
+#[test]
+fn a_group_note_that_is_a_link_is_not_written_through() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let note = project.root().join(format!(".mekara/runs/{id}.group"));
+    let victim = crate::common::write_file(&project.dir.path().join("victim"), "precious\n");
+    let _ = std::fs::remove_file(&note);
+    std::os::unix::fs::symlink(&victim, &note).expect("symlink");
+    project.script(
+        "ask",
+        "Ask.",
+        Some("def execute(request):\n    auto(\"echo 1 >> a.count\")\n    llm(\"Say a word\", expects = [\"word\"])\n    auto(\"true\")\n"),
+    );
+    project
+        .run(&["run", "--resume", &id], "word\n")
+        .expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious\n"
+    );
+}
