@@ -835,3 +835,55 @@ fn a_tag_in_data_never_calls_a_tool() {
         "pwned"
     );
 }
+
+/// Regression: secrets from `${VAR}` were redacted everywhere but the log: at
+/// `MEKARA_LOG=debug` a stdio server's stderr reached the log file as it was, and setting
+/// `MEKARA_LOG` at all dropped the default filter, so every dependency logged at debug.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
+)]
+#[test]
+fn the_log_redacts_secrets_and_keeps_dependencies_quiet() {
+    let dir = servers();
+    let project = project(
+        &dir,
+        &format!(
+            r#""chatty": {{"command": "sh", "args": ["-c", "echo the token is ${{SECRET_TOKEN}} >&2; exec node {} stdio"]}}"#,
+            everything(&dir)
+        ),
+    );
+    let secret = "s3cr3t-t0ken-value";
+    for level in ["debug", "trace", "mekara=debug", "info"] {
+        let log = project.dir.path().join(format!("{level}.log"));
+        let run = run_with_env(
+            &project,
+            &["tools", "list", "chatty"],
+            "",
+            &[
+                ("SECRET_TOKEN", secret),
+                ("MEKARA_LOG", level),
+                ("MEKARA_LOG_FILE", log.to_str().expect("utf-8")),
+            ],
+        );
+        run.expect_code(0);
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            !logged.contains(secret),
+            "{level}: the secret is logged:\n{logged}"
+        );
+        assert!(!run.stderr.contains(secret), "{level}: {}", run.stderr);
+        if level != "info" {
+            assert!(
+                logged.contains("chatty stderr: the token is ${SECRET_TOKEN}"),
+                "{level}: the line is logged, redacted:\n{logged}"
+            );
+        }
+        // Only mekara's own targets speak below `warn` unless asked for by name.
+        let noisy: Vec<&str> = logged
+            .lines()
+            .filter(|l| !l.contains(" mekara") && !l.contains(" WARN ") && !l.contains(" ERROR "))
+            .collect();
+        assert!(noisy.is_empty(), "{level}: dependencies log: {noisy:#?}");
+    }
+}
