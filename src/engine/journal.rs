@@ -252,7 +252,8 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     parse(path, &bytes)
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
+/// Reads a journal's `bytes` (from the file at `path`, which errors name).
+pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
     let mut events = Vec::new();
     let mut offset = 0usize;
     let mut line_no = 0;
