@@ -30,6 +30,8 @@ mod cli;
 mod client;
 mod display;
 mod exit;
+#[cfg(test)]
+mod fuzz;
 mod hooks;
 mod install;
 mod mcp;

@@ -15,6 +15,7 @@ mod tools;
 mod vcr;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -195,14 +196,40 @@ fn orphan_hint(orphan: &Orphan) -> String {
     )
 }
 
-/// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter.
+/// What is logged when `MEKARA_LOG` does not say otherwise. rmcp logs every error response
+/// it sends at `warn`; those are answers, not problems of the server. Its client transport
+/// logs a failure the MCP client reports itself, with more to act on.
+const DEFAULT_LOG: &str = "warn,rmcp::service=error,rmcp::transport=off";
+
+/// The log filter for `MEKARA_LOG` (`None` when unset): the default, then the user's
+/// directives on top. A bare level (`debug`) is mekara's own: dependencies keep the default
+/// unless named (`rmcp=debug`).
+fn log_filter(user: Option<&str>) -> String {
+    let mut filter = DEFAULT_LOG.to_string();
+    for directive in user.unwrap_or_default().split(',').map(str::trim) {
+        if directive.is_empty() {
+            continue;
+        }
+        filter.push(',');
+        if directive
+            .parse::<tracing_subscriber::filter::LevelFilter>()
+            .is_ok()
+        {
+            filter.push_str("mekara=");
+        }
+        filter.push_str(directive);
+    }
+    filter
+}
+
+/// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter. Every
+/// record is redacted of the secrets taken from the environment before it is written.
 fn init_logging(file: Option<&std::path::Path>) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MEKARA_LOG")
-        // rmcp logs every error response it sends at `warn`; those are answers, not
-        // problems of the server. Its client transport logs a failure the MCP client
-        // reports itself, with more to act on.
-        .unwrap_or_else(|_| {
-            tracing_subscriber::EnvFilter::new("warn,rmcp::service=error,rmcp::transport=off")
+    let user = std::env::var("MEKARA_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_filter(user.as_deref()))
+        .unwrap_or_else(|e| {
+            eprintln!("warning: `MEKARA_LOG` is not a log filter ({e}); using the default");
+            tracing_subscriber::EnvFilter::new(DEFAULT_LOG)
         });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -213,14 +240,55 @@ fn init_logging(file: Option<&std::path::Path>) {
             .append(true)
             .open(path)
     });
-    let _ = match opened {
-        Some(Ok(f)) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
+    let target: Box<dyn Write + Send> = match opened {
+        Some(Ok(f)) => Box::new(f),
         Some(Err(e)) => {
             eprintln!("warning: cannot open log file: {e}; logging to stderr");
-            builder.with_writer(std::io::stderr).try_init()
+            Box::new(std::io::stderr())
         }
-        None => builder.with_writer(std::io::stderr).try_init(),
+        None => Box::new(std::io::stderr()),
     };
+    let target = std::sync::Arc::new(std::sync::Mutex::new(target));
+    let _ = builder
+        .with_writer(move || Redacted {
+            record: Vec::new(),
+            target: target.clone(),
+        })
+        .try_init();
+}
+
+/// One log record, gathered and written redacted when it is complete (the formatter writes
+/// a record, then drops its writer).
+struct Redacted {
+    record: Vec<u8>,
+    target: std::sync::Arc<std::sync::Mutex<Box<dyn Write + Send>>>,
+}
+
+impl Write for Redacted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.record.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.record.is_empty() {
+            return Ok(());
+        }
+        let text = crate::client::config::redact_log(&String::from_utf8_lossy(&self.record));
+        self.record.clear();
+        let mut target = self
+            .target
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        target.write_all(text.as_bytes())?;
+        target.flush()
+    }
+}
+
+impl Drop for Redacted {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
 }
 
 /// The script a command line names: `arg` itself, or, when `arg` is the path of a script's

@@ -6,7 +6,7 @@ use super::output::{out, outln};
 use std::cell::{Cell, RefCell};
 use std::io::{IsTerminal, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -135,7 +135,7 @@ fn journaled_steps(store: &RunStore, id: &str) -> usize {
     store
         .read(id)
         .ok()
-        .and_then(|contents| RunHistory::replay(&contents.events).ok())
+        .and_then(|contents| RunHistory::replay(Path::new(""), &contents.events).ok())
         .map_or(0, |history| history.steps)
 }
 

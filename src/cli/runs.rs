@@ -5,8 +5,10 @@ use clap::{Args, Subcommand};
 
 use crate::display::{format_time, step_mark};
 use crate::engine::journal::{Event, Origin, Outcome};
+use crate::engine::runs::RunState;
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
+use crate::mcp::reply::resume_call;
 
 #[derive(Debug, Args)]
 pub(super) struct RunsArgs {
@@ -66,6 +68,19 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     "! torn last record ({} bytes at byte {}): the writer stopped mid-write; it is ignored\n",
                     torn.len, torn.offset
                 ));
+            }
+            match store.summary(id.clone()).state {
+                RunState::Interrupted => out.push_str(&format!(
+                    "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP {}\n",
+                    resume_call(&id)
+                )),
+                RunState::Active => {
+                    out.push_str("active: another mekara process is driving it now\n");
+                }
+                RunState::NotStarted => out.push_str(
+                    "stopped before its script started: nothing ran, so there is nothing to resume\n",
+                ),
+                RunState::Completed | RunState::FinishedByAgent | RunState::FellBack => {}
             }
             out!("{out}")?;
         }

@@ -75,12 +75,24 @@ pub struct Secrets(Vec<(String, String)>);
 const MIN_SECRET: usize = 4;
 
 impl Secrets {
-    /// Notes that `value` came from variable `var`.
+    /// Notes that `value` came from variable `var`. The log learns it too (see
+    /// [`redact_log`]).
     pub fn add(&mut self, var: &str, value: &str) {
-        if value.len() >= MIN_SECRET && !self.0.iter().any(|(v, _)| v == value) {
-            self.0.push((value.to_string(), var.to_string()));
-            self.0.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+        if self.insert(var, value)
+            && let Ok(mut logged) = LOGGED.lock()
+        {
+            logged.insert(var, value);
         }
+    }
+
+    /// Adds `value` unless it is too short or known; says whether it was added.
+    fn insert(&mut self, var: &str, value: &str) -> bool {
+        if value.len() < MIN_SECRET || self.0.iter().any(|(v, _)| v == value) {
+            return false;
+        }
+        self.0.push((value.to_string(), var.to_string()));
+        self.0.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+        true
     }
 
     /// Adds all of `other`.
@@ -112,6 +124,20 @@ impl Secrets {
             Json::Object(map) => map.values_mut().for_each(|v| self.redact_json(v)),
             _ => {}
         }
+    }
+}
+
+/// Every secret this process has taken from the environment, for the log.
+static LOGGED: std::sync::Mutex<Secrets> = std::sync::Mutex::new(Secrets(Vec::new()));
+
+/// `text` (a log record) with every secret this process took from the environment
+/// replaced by `${VAR}`, as [`Secrets::redact`] does for everything else mekara shows: a
+/// server's stderr or an HTTP error body can echo a token.
+pub(crate) fn redact_log(text: &str) -> String {
+    match LOGGED.lock() {
+        Ok(secrets) => secrets.redact(text),
+        // A panic while holding the lock left the list as it was: still usable.
+        Err(poisoned) => poisoned.into_inner().redact(text),
     }
 }
 

@@ -108,6 +108,22 @@ pub enum EngineError {
         /// What is wrong with the handle.
         problem: super::handle::HandleProblem,
     },
+    /// A run id from outside (a cassette) that is not a plain file name.
+    #[error(
+        "`{id}` is not a run id (ASCII letters, digits, `-` and `_`, at most 64); no run was created"
+    )]
+    BadRunId {
+        /// The id.
+        id: String,
+    },
+    /// The run was stopped before its script started, so which script it was is unknown.
+    #[error(
+        "run `{id}` was stopped before its script started: nothing of it ran, so there is nothing to resume; start the script again"
+    )]
+    RunNotStarted {
+        /// The id.
+        id: String,
+    },
     /// The folder a script should run in is not there.
     #[error("working_dir `{}` is not a folder", .path.display())]
     BadWorkingDir {
@@ -130,6 +146,8 @@ impl EngineError {
             EngineError::RunNotFound { .. }
             | EngineError::RunFinished { .. }
             | EngineError::Handle { .. }
+            | EngineError::RunNotStarted { .. }
+            | EngineError::BadRunId { .. }
             | EngineError::BadWorkingDir { .. }
             | EngineError::NoRunsDir => Exit::Usage,
             EngineError::Journal(_)

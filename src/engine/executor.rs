@@ -21,6 +21,7 @@ use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
 use super::step::{StepInput, StepRecord, StepResult};
 use super::tool::NL_TAG_CONTEXT;
+use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
 
 /// Knobs of a run.
@@ -261,15 +262,13 @@ impl Executor {
                     "run {id}: the noted step group {pid} is gone (its pid now belongs to another process)"
                 );
             }
-            Leftover::None => {}
+            // Said where it was found (a warning in the log); the run goes on.
+            Leftover::NotOurs(_) | Leftover::None => {}
         }
-        let history = RunHistory::replay(&contents.events).map_err(|reason| {
-            EngineError::Journal(super::journal::JournalError::Corrupt {
-                path: journal.path().to_path_buf(),
-                line: 0,
-                reason,
-            })
-        })?;
+        let history = RunHistory::replay(journal.path(), &contents.events)?;
+        if !history.started {
+            return Err(EngineError::RunNotStarted { id: id.to_string() });
+        }
         if history.frames.is_empty() {
             return Err(EngineError::RunFinished { id: id.to_string() });
         }
@@ -458,9 +457,9 @@ impl Executor {
                 return self.finished();
             };
             if let Some(error) = top.failure.clone() {
-                let instructions = top.script.instructions(&top.request);
+                let (script, request) = (top.script.clone(), top.request.clone());
                 let failed_call = self.failed_call();
-                let instructions = self.expand_tags(&instructions, observer)?;
+                let instructions = self.expand_tags(&script, &request, observer)?;
                 self.sync()?;
                 // The failed frame's own index would point past the failed step: name it
                 // alone; the error says which step failed.
@@ -472,8 +471,8 @@ impl Executor {
                 });
             }
             let Some(program) = top.program(&self.resolver, &self.settings.limits) else {
-                let instructions = top.script.instructions(&top.request);
-                let instructions = self.expand_tags(&instructions, observer)?;
+                let (script, request) = (top.script.clone(), top.request.clone());
+                let instructions = self.expand_tags(&script, &request, observer)?;
                 self.sync()?;
                 return Ok(Pending::Nl {
                     path: self.path(),
@@ -539,7 +538,15 @@ impl Executor {
     /// answered by the frame's k-th step made for an NL tag when it asked for the same call
     /// (so re-deriving the pending item calls nothing); otherwise the tool is called now and
     /// the result journaled in the frame, which is also the record of what the agent saw.
-    fn expand_tags(&mut self, text: &str, observer: &dyn Observer) -> Result<String, EngineError> {
+    ///
+    /// Tags are read from the script's own text before `request` fills its `$ARGUMENTS`,
+    /// so the user's arguments never call a tool (see `tool::expand_template`).
+    fn expand_tags(
+        &mut self,
+        script: &Script,
+        request: &str,
+        observer: &dyn Observer,
+    ) -> Result<String, EngineError> {
         let recorded: Vec<StepRecord> = self
             .stack
             .last()
@@ -552,37 +559,46 @@ impl Executor {
             })
             .unwrap_or_default();
         let mut seen = 0;
-        super::tool::expand(text, |server, tool, arguments| {
-            let call = ToolCall {
-                server: server.to_string(),
-                tool: tool.to_string(),
-                arguments,
-                timeout: None,
-            };
-            let input = call.input();
-            let known = recorded.get(seen).filter(|r| r.input == input);
-            seen += 1;
-            if let Some(record) = known {
-                return Ok(record.result.clone());
-            }
-            let path = self.label();
-            let index = self.stack.last().map_or(0, |f| f.steps.len());
-            observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT));
-            let result = match self.runner.call_tool(&call, &self.cancel) {
-                Ran::Done(result) => result,
-                Ran::Cancelled => {
-                    self.cancel.reset();
-                    return Err(EngineError::Cancelled {
-                        script: path,
-                        index,
-                    });
+        let nl = NlText::parse(&script.nl.text);
+        let (template, tail) = nl.template(request);
+        let mut expanded = super::tool::expand_template(
+            template,
+            ARGUMENTS,
+            request,
+            |server, tool, arguments| {
+                let call = ToolCall {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    arguments,
+                    timeout: None,
+                };
+                let input = call.input();
+                let known = recorded.get(seen).filter(|r| r.input == input);
+                seen += 1;
+                if let Some(record) = known {
+                    return Ok(record.result.clone());
                 }
-            };
-            let record =
-                self.record_step(input, Some(NL_TAG_CONTEXT.to_string()), result, false)?;
-            observer.step_finished(&path, &record);
-            Ok(record.result)
-        })
+                let path = self.label();
+                let index = self.stack.last().map_or(0, |f| f.steps.len());
+                observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT));
+                let result = match self.runner.call_tool(&call, &self.cancel) {
+                    Ran::Done(result) => result,
+                    Ran::Cancelled => {
+                        self.cancel.reset();
+                        return Err(EngineError::Cancelled {
+                            script: path,
+                            index,
+                        });
+                    }
+                };
+                let record =
+                    self.record_step(input, Some(NL_TAG_CONTEXT.to_string()), result, false)?;
+                observer.step_finished(&path, &record);
+                Ok(record.result)
+            },
+        )?;
+        expanded.push_str(&tail);
+        Ok(expanded)
     }
 
     fn evaluate_top(
@@ -623,6 +639,7 @@ impl Executor {
                 cancel: &self.cancel,
                 default_timeout: self.settings.default_timeout,
                 limits: &self.settings.limits,
+                source: program.authored(),
             },
         );
         if matches!(result, Err(EngineError::Cancelled { .. })) {

@@ -65,6 +65,18 @@ impl GroupNote {
     /// Opens (creating it empty) the note of run `id` in `dir`.
     pub fn open(dir: &Path, id: &str) -> std::io::Result<GroupNote> {
         let path = path(dir, id);
+        // A link in its place is not a note mekara wrote, and writing notes through it
+        // would overwrite whatever it points at: it is removed, and a note made afresh.
+        if path
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            tracing::warn!(
+                "`{}` is a symbolic link, not a note mekara wrote; it is replaced",
+                path.display()
+            );
+            std::fs::remove_file(&path)?;
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -128,25 +140,23 @@ impl GroupNote {
         let journal_len = self.journal_len.load(Ordering::Relaxed);
         let found = parse(&text)
             .filter(|note| note.journal_len >= journal_len)
-            .map_or(
-                Leftover::None,
-                |Noted {
-                     pgid,
-                     after,
-                     before,
-                     ..
-                 }| match leader_start_ns(pgid) {
-                    Some(started) if !started_within(started, after, before) => {
-                        Leftover::Reused(pgid)
+            .map_or(Leftover::None, |note| match ours(&note, boot_clock_ns()) {
+                Err(why) => {
+                    tracing::warn!(
+                        "`{}` names process group {}, which is not one mekara started: {why}; nothing was killed",
+                        self.path.display(),
+                        note.pgid
+                    );
+                    Leftover::NotOurs(note.pgid)
+                }
+                Ok(false) => Leftover::Reused(note.pgid),
+                Ok(true) => match Pid::from_raw(note.pgid) {
+                    Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
+                        Leftover::Killed(note.pgid)
                     }
-                    _ => match Pid::from_raw(pgid) {
-                        Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
-                            Leftover::Killed(pgid)
-                        }
-                        _ => Leftover::None,
-                    },
+                    _ => Leftover::None,
                 },
-            );
+            });
         self.clear();
         found
     }
@@ -162,6 +172,71 @@ pub enum Leftover {
     /// A process now holds the noted pid but started at another time: the number was
     /// reused, so nothing was killed.
     Reused(i32),
+    /// The note cannot be of a group mekara started (it was edited or crafted): nothing
+    /// was killed.
+    NotOurs(i32),
+}
+
+/// The longest a spawn can take between the two clock readings a note keeps. Real ones
+/// take microseconds; a wider window is not a note mekara wrote.
+const MAX_WINDOW_NS: u64 = 10 * 1_000_000_000;
+
+/// Whether the noted group is one a step of mekara's started: `Ok(true)` to kill it,
+/// `Ok(false)` when its pid was reused, `Err` (why) when the note cannot be mekara's.
+///
+/// The note is read from disk, so it is checked as input: the group is never mekara's own,
+/// init's or 0, the spawn window is a short one in the past, a live leader still leads the
+/// group and started inside the window, and with the leader gone every member left of the
+/// group started after the window opened (a step's processes start after its spawn).
+fn ours(note: &Noted, now: u64) -> Result<bool, String> {
+    let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
+    let own_pid = rustix::process::getpid().as_raw_nonzero().get();
+    if note.pgid <= 1 || note.pgid == own_group || note.pgid == own_pid {
+        return Err("it is init, 0, or mekara's own".into());
+    }
+    if note.after > note.before || note.before - note.after > MAX_WINDOW_NS || note.before > now {
+        return Err("its spawn window is not one mekara could have noted".into());
+    }
+    match process_stat(note.pgid) {
+        Some(leader) if !started_within(leader.started_ns, note.after, note.before) => Ok(false),
+        Some(leader) if leader.pgid != note.pgid => {
+            Err("its leader no longer leads that group".into())
+        }
+        Some(_) => Ok(true),
+        None => {
+            let tick = 1_000_000_000 / clock_ticks_per_second();
+            match group_members(note.pgid)
+                .into_iter()
+                .find(|member| member.started_ns + tick < note.after)
+            {
+                Some(member) => Err(format!(
+                    "its member {} started before the step was spawned",
+                    member.pid
+                )),
+                None => Ok(true),
+            }
+        }
+    }
+}
+
+/// What `/proc/<pid>/stat` says of a process.
+struct Stat {
+    pid: i32,
+    pgid: i32,
+    /// When it started, on the boot clock.
+    started_ns: u64,
+}
+
+/// The live processes in group `pgid`.
+fn group_members(pgid: i32) -> Vec<Stat> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(process_stat)
+        .filter(|stat| stat.pgid == pgid)
+        .collect()
 }
 
 /// What a note says.
@@ -208,14 +283,23 @@ fn clock_ticks_per_second() -> u64 {
     }
 }
 
-/// When process `pid` started, on the boot clock; `None` if there is no such process.
-fn leader_start_ns(pid: i32) -> Option<u64> {
+/// Process `pid`'s group and start time; `None` if there is no such process (a zombie
+/// counts as none: it runs nothing).
+fn process_stat(pid: i32) -> Option<Stat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses; the fields follow the last `)`.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    // Field 22 of the file is the 20th after the name (state is field 3).
-    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
-    Some(ticks * (1_000_000_000 / clock_ticks_per_second()))
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    // Field 3 of the file (the state) is the first after the name; the group is field 5,
+    // the start time (in clock ticks) field 22.
+    if matches!(fields.first(), Some(&"Z" | &"X")) {
+        return None;
+    }
+    let ticks: u64 = fields.get(19)?.parse().ok()?;
+    Some(Stat {
+        pid,
+        pgid: fields.get(2)?.parse().ok()?,
+        started_ns: ticks * (1_000_000_000 / clock_ticks_per_second()),
+    })
 }
 
 #[cfg(test)]
@@ -296,9 +380,83 @@ mod tests {
     }
 
     #[test]
+    fn notes_that_cannot_be_ours_are_refused() {
+        let now = boot_clock_ns();
+        let me = i32::try_from(std::process::id()).expect("pid fits");
+        let note = |pgid, after, before| Noted {
+            pgid,
+            after,
+            before,
+            journal_len: 0,
+        };
+        for (noted, what) in [
+            (note(me, now - 10, now), "mekara's own group"),
+            (note(1, now - 10, now), "init"),
+            (note(0, now - 10, now), "0"),
+            (note(-5, now - 10, now), "a negative group"),
+            (note(123_456, 0, now), "a window from boot"),
+            (
+                note(123_456, now - 10, u64::MAX),
+                "a window into the future",
+            ),
+            (
+                note(123_456, now, now - 10),
+                "a window that ends before it starts",
+            ),
+        ] {
+            assert!(ours(&noted, now).is_err(), "{what}");
+        }
+    }
+
+    #[test]
+    fn a_crafted_note_does_not_kill_a_process_it_did_not_start() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let note = GroupNote::open(dir.path(), "r1").expect("open");
+        let mut bystander = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pgid = i32::try_from(bystander.id()).expect("pid fits");
+        // Noted as spawned a while after it really was.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let later = boot_clock_ns();
+        note.note(pgid, later, boot_clock_ns());
+        assert_eq!(note.kill_leftover(), Leftover::Reused(pgid));
+        // A window as wide as the uptime.
+        note.note(pgid, 1, boot_clock_ns());
+        assert_eq!(note.kill_leftover(), Leftover::NotOurs(pgid));
+        assert!(bystander.try_wait().expect("try_wait").is_none(), "killed");
+        bystander.kill().expect("kill");
+        bystander.wait().expect("reap");
+    }
+
+    #[test]
+    fn a_note_file_that_is_a_link_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").expect("write");
+        std::os::unix::fs::symlink(&victim, path(dir.path(), "r1")).expect("symlink");
+        let note = GroupNote::open(dir.path(), "r1").expect("open");
+        note.note(12345, 1, 2);
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("read"),
+            "precious\n"
+        );
+        assert!(
+            !path(dir.path(), "r1")
+                .symlink_metadata()
+                .expect("note")
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[test]
     fn our_own_start_time_is_read_and_a_reused_pid_is_told_apart() {
         let me = i32::try_from(std::process::id()).expect("pid fits");
-        let started = leader_start_ns(me).expect("our own /proc entry");
+        let started = process_stat(me).expect("our own /proc entry").started_ns;
         assert!(started <= boot_clock_ns());
         assert!(started_within(started, started, started));
         // A note from long after we started is not us.

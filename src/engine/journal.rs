@@ -145,6 +145,17 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event's name, as the journal writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Run(_) => "run",
+            Event::Push(_) => "push",
+            Event::Step(_) => "step",
+            Event::Fail(_) => "fail",
+            Event::Pop(_) => "pop",
+        }
+    }
+
     /// Reads one event from a parsed line.
     ///
     /// Written by hand rather than derived: serde's internally tagged enums buffer their
@@ -195,6 +206,20 @@ pub enum JournalError {
         /// What is wrong.
         reason: String,
     },
+    /// The header names a format this mekara does not read.
+    #[error(
+        "journal `{}` is in format `{found}` (written by mekara {by}), which this mekara ({}) cannot read; resume it with a mekara that reads `{found}`, or start the script again",
+        .path.display(),
+        env!("CARGO_PKG_VERSION")
+    )]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The format its header names.
+        found: String,
+        /// The mekara version that wrote it.
+        by: String,
+    },
     /// Another process holds the run.
     #[error("run `{id}` is in use by another mekara process; stop that one first")]
     Busy {
@@ -234,37 +259,39 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     parse(path, &bytes)
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
+/// Reads a journal's `bytes` (from the file at `path`, which errors name).
+pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
     let mut events = Vec::new();
     let mut offset = 0usize;
     let mut line_no = 0;
     while offset < bytes.len() {
         line_no += 1;
         let rest = &bytes[offset..];
-        let torn = |events, reason: Option<String>| {
+        let torn = |events: Vec<Event>, reason: Option<String>| {
+            check_header(path, &events)?;
             if let Some(reason) = reason {
                 tracing::warn!(
                     "journal `{}`: torn last record ignored: {reason}",
                     path.display()
                 );
             }
-            Contents {
+            Ok(Contents {
                 events,
                 torn: Some(TornTail {
                     offset: offset as u64,
                     len: rest.len() as u64,
                 }),
-            }
+            })
         };
         // Only the last line can lack its newline: the writer died while writing it, so it
         // is torn even when it parses.
         let Some(end) = rest.iter().position(|&b| b == b'\n') else {
-            return Ok(torn(events, event_of(rest).err()));
+            return torn(events, event_of(rest).err());
         };
         match event_of(&rest[..end]) {
             Ok(event) => events.push(event),
             Err(reason) if offset + end + 1 >= bytes.len() => {
-                return Ok(torn(events, Some(reason)));
+                return torn(events, Some(reason));
             }
             Err(reason) => {
                 return Err(JournalError::Corrupt {
@@ -276,14 +303,27 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
         }
         offset += end + 1;
     }
-    if !matches!(events.first(), Some(Event::Run(_))) && !events.is_empty() {
-        return Err(JournalError::Corrupt {
+    check_header(path, &events)?;
+    Ok(Contents { events, torn: None })
+}
+
+/// The first event must be a header in the one format this mekara reads: a journal in
+/// another is refused rather than misread.
+fn check_header(path: &Path, events: &[Event]) -> Result<(), JournalError> {
+    match events.first() {
+        None => Ok(()),
+        Some(Event::Run(header)) if header.format == FORMAT => Ok(()),
+        Some(Event::Run(header)) => Err(JournalError::Format {
+            path: path.to_path_buf(),
+            found: header.format.clone(),
+            by: header.mekara.clone(),
+        }),
+        Some(_) => Err(JournalError::Corrupt {
             path: path.to_path_buf(),
             line: 1,
             reason: "the first line is not a `run` header".into(),
-        });
+        }),
     }
-    Ok(Contents { events, torn: None })
 }
 
 /// The event one line of a journal holds.
@@ -301,11 +341,15 @@ pub struct Journal {
     file: File,
     /// Also keeps the journal's length, which it notes with each step's group.
     group: GroupNote,
+    /// The header of a new run, written with its first event so that no journal holds a
+    /// header alone (a run killed in between could not be resumed: its script would be
+    /// unknown).
+    header: Option<Vec<u8>>,
 }
 
 impl Journal {
-    /// Creates the journal of a new run `id` in `dir`, writing its header with the digest
-    /// of the run's handle token.
+    /// Creates the journal of a new run `id` in `dir`, with the digest of the run's handle
+    /// token. Its header is written with the first event appended, in the same write.
     pub fn create(
         dir: &Path,
         id: &str,
@@ -327,15 +371,16 @@ impl Journal {
             path: path.clone(),
             file,
             group,
+            header: None,
         };
         journal.lock()?;
-        journal.append(&Event::Run(RunEvent {
+        journal.header = Some(journal.line(&Event::Run(RunEvent {
             format: FORMAT.to_string(),
             mekara: env!("CARGO_PKG_VERSION").to_string(),
             id: id.to_string(),
             token_sha256,
             at: now_ms(),
-        }))?;
+        }))?);
         Ok(journal)
     }
 
@@ -358,6 +403,7 @@ impl Journal {
             path: path.clone(),
             file,
             group,
+            header: None,
         };
         journal.lock()?;
         let contents = read(&path)?;
@@ -405,20 +451,33 @@ impl Journal {
         Ok(())
     }
 
-    /// Appends one event with a single write.
-    pub fn append(&mut self, event: &Event) -> Result<(), JournalError> {
+    /// `event` as a journal line.
+    fn line(&self, event: &Event) -> Result<Vec<u8>, JournalError> {
         let mut line = serde_json::to_vec(event).map_err(|e| JournalError::Io {
             path: self.path.clone(),
             source: e.into(),
         })?;
         line.push(b'\n');
+        Ok(line)
+    }
+
+    /// Appends one event with a single write (together with the header, for the first).
+    pub fn append(&mut self, event: &Event) -> Result<(), JournalError> {
+        let line = self.line(event)?;
+        let bytes = match self.header.take() {
+            Some(mut header) => {
+                header.extend_from_slice(&line);
+                header
+            }
+            None => line,
+        };
         self.file
-            .write_all(&line)
+            .write_all(&bytes)
             .map_err(|source| JournalError::Io {
                 path: self.path.clone(),
                 source,
             })?;
-        self.group.journal_grew(line.len() as u64);
+        self.group.journal_grew(bytes.len() as u64);
         Ok(())
     }
 
@@ -514,14 +573,16 @@ mod tests {
     #[test]
     fn complete_json_without_newline_is_torn_too() {
         let dir = tempfile::tempdir().expect("tempdir");
-        drop(Journal::create(dir.path(), "r3", None).expect("create"));
+        let mut j = Journal::create(dir.path(), "r3", None).expect("create");
+        j.append(&step_event()).expect("append");
+        drop(j);
         let path = dir.path().join("r3.jsonl");
         let mut f = OpenOptions::new().append(true).open(&path).expect("open");
         f.write_all(br#"{"event":"fail","depth":0,"error":"x","at":1}"#)
             .expect("write");
         drop(f);
         let contents = read(&path).expect("read");
-        assert_eq!(contents.events.len(), 1);
+        assert_eq!(contents.events.len(), 2);
         assert!(contents.torn.is_some());
     }
 

@@ -35,11 +35,16 @@ pub struct RunHistory {
     pub root_fell_back: bool,
     /// The digest of the run's handle token, from its header.
     pub token_sha256: Option<String>,
+    /// Whether a script was ever pushed. A journal without (an empty file, or a header alone
+    /// from a mekara that wrote them apart) was stopped before its script started.
+    pub started: bool,
 }
 
 impl RunHistory {
-    /// Replays `events` into the stack they describe.
-    pub fn replay(events: &[Event]) -> Result<RunHistory, String> {
+    /// Replays the `events` of the journal at `path` into the stack they describe. An event
+    /// that does not fit the stack is reported with its line in the file (the events are
+    /// its lines, in order).
+    pub fn replay(path: &Path, events: &[Event]) -> Result<RunHistory, JournalError> {
         let mut history = RunHistory {
             frames: Vec::new(),
             script: None,
@@ -48,16 +53,25 @@ impl RunHistory {
             outcome: None,
             root_fell_back: false,
             token_sha256: None,
+            started: false,
         };
-        for (line, event) in events.iter().enumerate() {
+        for (index, event) in events.iter().enumerate() {
+            let corrupt = |reason: String| JournalError::Corrupt {
+                path: path.to_path_buf(),
+                line: index + 1,
+                reason,
+            };
+            let deep = history.frames.len();
+            // A push opens a frame at the stack's depth; the other events belong to its top
+            // frame, one less.
             let depth_ok = |depth: usize, expected: usize| {
                 if depth == expected {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "line {}: event for depth {depth}, but the stack is {expected} deep",
-                        line + 1
-                    ))
+                    Err(corrupt(format!(
+                        "a `{}` event at depth {depth}, but the stack is {deep} deep there, so it should be at depth {expected}",
+                        event.kind()
+                    )))
                 }
             };
             let top = history.frames.len().checked_sub(1);
@@ -67,6 +81,7 @@ impl RunHistory {
                     history.token_sha256.clone_from(&run.token_sha256);
                 }
                 Event::Push(push) => {
+                    history.started = true;
                     depth_ok(push.depth, history.frames.len())?;
                     if push.depth == 0 {
                         history.script.get_or_insert_with(|| push.script.clone());
@@ -80,15 +95,13 @@ impl RunHistory {
                     });
                 }
                 Event::Step(step) => {
-                    let top =
-                        top.ok_or_else(|| format!("line {}: a step with no frame", line + 1))?;
+                    let top = top.ok_or_else(|| corrupt("a step with no frame".into()))?;
                     depth_ok(step.depth, top)?;
                     history.frames[top].steps.push(step.record.clone());
                     history.steps += 1;
                 }
                 Event::Fail(fail) => {
-                    let top =
-                        top.ok_or_else(|| format!("line {}: a failure with no frame", line + 1))?;
+                    let top = top.ok_or_else(|| corrupt("a failure with no frame".into()))?;
                     depth_ok(fail.depth, top)?;
                     history.frames[top].failure = Some(fail.error.clone());
                     if top == 0 {
@@ -96,8 +109,7 @@ impl RunHistory {
                     }
                 }
                 Event::Pop(pop) => {
-                    let top =
-                        top.ok_or_else(|| format!("line {}: a pop with no frame", line + 1))?;
+                    let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;
                     history.frames.pop();
                     if top == 0 {
@@ -123,6 +135,9 @@ pub enum RunState {
     FinishedByAgent,
     /// The root script failed and was finished by hand.
     FellBack,
+    /// mekara was stopped after it created the run and before the script started: nothing
+    /// ran, and there is nothing to resume.
+    NotStarted,
 }
 
 impl std::fmt::Display for RunState {
@@ -133,6 +148,7 @@ impl std::fmt::Display for RunState {
             RunState::Completed => "completed",
             RunState::FinishedByAgent => "finished by hand",
             RunState::FellBack => "failed, finished by hand",
+            RunState::NotStarted => "stopped before its script started",
         })
     }
 }
@@ -195,7 +211,12 @@ impl RunStore {
         }
         let mut attempt = 0u32;
         loop {
-            match Journal::create(&self.dir, &new_id(attempt), token_sha256.clone()) {
+            // An id can come from a cassette being replayed: it names files, so it is checked.
+            let id = new_id(attempt);
+            if !is_run_id(&id) {
+                return Err(EngineError::BadRunId { id });
+            }
+            match Journal::create(&self.dir, &id, token_sha256.clone()) {
                 Err(JournalError::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
                 {
@@ -208,12 +229,8 @@ impl RunStore {
 
     /// The journal file of run `id`, refusing ids that are not plain file names.
     pub fn path(&self, id: &str) -> Result<PathBuf, EngineError> {
-        let plain = !id.is_empty()
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         let path = self.dir.join(format!("{id}.jsonl"));
-        if plain && path.is_file() {
+        if is_run_id(id) && path.is_file() {
             Ok(path)
         } else {
             Err(EngineError::RunNotFound { id: id.to_string() })
@@ -249,14 +266,16 @@ impl RunStore {
         ids.into_iter().map(|id| self.summary(id)).collect()
     }
 
-    fn summary(&self, id: String) -> RunSummary {
+    /// What run `id` adds up to, as `mekara runs` lists it.
+    pub fn summary(&self, id: String) -> RunSummary {
         let path = self.dir.join(format!("{id}.jsonl"));
         let history = journal::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|c| RunHistory::replay(&c.events));
+            .and_then(|c| RunHistory::replay(&path, &c.events))
+            .map_err(|e| e.to_string());
         match history {
             Ok(h) => RunSummary {
                 state: match h.outcome {
+                    _ if !h.started => RunState::NotStarted,
                     _ if !h.frames.is_empty() && journal::is_busy(&path) => RunState::Active,
                     _ if !h.frames.is_empty() => RunState::Interrupted,
                     _ if h.root_fell_back => RunState::FellBack,
@@ -279,6 +298,17 @@ impl RunStore {
             },
         }
     }
+}
+
+/// Whether `id` can be a run's id: a plain file name of ASCII letters, digits, `-` and `_`
+/// (at most 64), so that `<id>.jsonl` and `<id>.group` stay in the runs folder. Every id
+/// read from outside (a command line, an MCP call, a cassette) is checked with this.
+pub fn is_run_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// `YYYYMMDD-HHMMSS-xxxx`: sortable by time, readable, and unlikely to collide.

@@ -7,7 +7,7 @@
 //! without a thread per step. When the command ends, is timed out or is cancelled, the whole
 //! group is killed: a step leaves nothing running behind it.
 
-use std::io::Read;
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -31,6 +31,23 @@ thread_local! {
     /// step: zeroing a fresh one for every step showed in the per-step profile, and sweeping
     /// 16 KiB through the cache for every step costs the shells too.
     static READ_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Put before the command of a step whose process group is noted: the shell waits for
+/// mekara to write a line to its stdin, which mekara does once the note is on disk, then
+/// takes `/dev/null` as stdin as an ungated step has. If mekara dies before that, the pipe
+/// closes, `read` fails and the shell leaves without running the command. It shares the
+/// command's first line, so line numbers in the shell's messages stay the user's.
+/// (Spawning the child stopped would need a `pre_exec` hook, which turns `posix_spawn`
+/// into a `fork`; see `group_note`.)
+const GATE: &str = "read -r _ || exit 125; exec </dev/null; ";
+
+/// `command` held at the [`GATE`].
+fn gated(command: &str) -> String {
+    let mut text = String::with_capacity(GATE.len() + command.len());
+    text.push_str(GATE);
+    text.push_str(command);
+    text
 }
 
 /// How often a running step checks for cancellation while it is silent.
@@ -124,18 +141,34 @@ impl StepRunner for ShellRunner {
             Ok(w) => w,
             Err(e) => return failed_to_start(e),
         };
+        // A step whose group is noted starts held at a gate (see `GATE`): it runs nothing
+        // until its group is on disk, so a mekara killed in between leaves nothing running
+        // that a resume could not find.
+        let gate = match &step.group_note {
+            Some(_) => match std::io::pipe() {
+                Ok(pair) => Some(pair),
+                Err(e) => return failed_to_start(e),
+            },
+            None => None,
+        };
+        let mut gate_release = None;
         let mut command = Command::new(&self.shell);
+        command.arg("-c");
+        let stdin = if let Some((gate_in, gate_out)) = gate {
+            command.arg(gated(&step.command));
+            gate_release = Some(gate_out);
+            Stdio::from(gate_in)
+        } else {
+            command.arg(&step.command);
+            self.dev_null
+                .as_ref()
+                .and_then(|f| f.try_clone().ok())
+                .map_or_else(Stdio::null, Stdio::from)
+        };
         command
-            .arg("-c")
-            .arg(&step.command)
             .current_dir(&step.working_dir)
             .envs(&step.env)
-            .stdin(
-                self.dev_null
-                    .as_ref()
-                    .and_then(|f| f.try_clone().ok())
-                    .map_or_else(Stdio::null, Stdio::from),
-            )
+            .stdin(stdin)
             .stdout(writer)
             .stderr(stderr);
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
@@ -147,6 +180,11 @@ impl StepRunner for ShellRunner {
         if let (Some(note), Some(after)) = (&step.group_note, spawned_after) {
             let pid = i32::try_from(child.id()).unwrap_or(0);
             note.note(pid, after, boot_clock_ns());
+        }
+        // The note is written: open the gate. A shell that already died of a syntax error
+        // closed its end, which only makes this write fail.
+        if let Some(mut release) = gate_release.take() {
+            let _ = release.write_all(b"\n");
         }
         // The parent's copies of the write end must be gone for the pipe to reach EOF.
         drop(command);

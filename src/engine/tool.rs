@@ -23,6 +23,8 @@ pub(crate) enum Piece<'t> {
     Text(&'t str),
     /// A tag that parsed: the call it stands for.
     Tag {
+        /// The tag's text.
+        text: &'t str,
         /// The server.
         server: String,
         /// The tool.
@@ -95,6 +97,7 @@ fn parse_tag(text: &str) -> (Piece<'_>, usize) {
         let used = OPEN.len() + name_end + 1;
         return (
             Piece::Tag {
+                text: &text[..used],
                 server: server.to_string(),
                 tool: tool.to_string(),
                 arguments: Map::new(),
@@ -137,6 +140,7 @@ fn parse_tag(text: &str) -> (Piece<'_>, usize) {
     let used = OPEN.len() + name_end + 1 + json_end + spaces + 1;
     (
         Piece::Tag {
+            text: &text[..used],
             server: server.to_string(),
             tool: tool.to_string(),
             arguments,
@@ -162,10 +166,17 @@ pub(crate) fn shown_malformed(text: &str, reason: &str) -> String {
     format!("[use-mcp error: {reason} (in `{text}`)]")
 }
 
-/// Replaces every tag of `text` by what `call` gives for it (in order). Text without tags
-/// is returned without calling anything.
+/// Replaces every tag of `text` that its author wrote by what `call` gives for it (in
+/// order). Text without tags is returned without calling anything.
+///
+/// Only the author's tags call tools: text from a user, an agent or a tool result must
+/// never make a call. `text` is an llm prompt, built at run time from the script's own
+/// strings and from data (the request, llm outputs, tool results), and a string does not
+/// say where it came from; so a tag is the author's when `authored` (the script's source)
+/// holds it verbatim. Any other tag, and anything malformed, is kept as it was written.
 pub(crate) fn expand<E>(
     text: &str,
+    authored: &str,
     mut call: impl FnMut(&str, &str, Map<String, Json>) -> Result<StepResult, E>,
 ) -> Result<String, E> {
     if !text.contains(OPEN) {
@@ -175,10 +186,14 @@ pub(crate) fn expand<E>(
     for piece in parse(text) {
         match piece {
             Piece::Text(t) => out.push_str(t),
+            Piece::Tag { text, .. } | Piece::Malformed { text, .. } if !authored.contains(text) => {
+                out.push_str(text);
+            }
             Piece::Tag {
                 server,
                 tool,
                 arguments,
+                ..
             } => {
                 let result = call(&server, &tool, arguments)?;
                 out.push_str(&shown(&server, &tool, &result));
@@ -187,6 +202,48 @@ pub(crate) fn expand<E>(
         }
     }
     Ok(out)
+}
+
+/// Expands the tags of the author's `template` (an NL script's body) and fills its
+/// placeholder with `value` (the user's arguments) at the same time: tags are read from
+/// the template alone, so nothing in `value` is ever read as a tag. In a tag's arguments
+/// the placeholder is filled inside JSON strings, as a string value.
+pub(crate) fn expand_template<E>(
+    template: &str,
+    placeholder: &str,
+    value: &str,
+    mut call: impl FnMut(&str, &str, Map<String, Json>) -> Result<StepResult, E>,
+) -> Result<String, E> {
+    let mut out = String::with_capacity(template.len() + value.len());
+    for piece in parse(template) {
+        match piece {
+            Piece::Text(t) => out.push_str(&t.replace(placeholder, value)),
+            Piece::Tag {
+                server,
+                tool,
+                mut arguments,
+                ..
+            } => {
+                for argument in arguments.values_mut() {
+                    fill(argument, placeholder, value);
+                }
+                let result = call(&server, &tool, arguments)?;
+                out.push_str(&shown(&server, &tool, &result));
+            }
+            Piece::Malformed { text, reason } => out.push_str(&shown_malformed(text, &reason)),
+        }
+    }
+    Ok(out)
+}
+
+/// Replaces `placeholder` by `value` in every string inside `json`.
+fn fill(json: &mut Json, placeholder: &str, value: &str) {
+    match json {
+        Json::String(s) if s.contains(placeholder) => *s = s.replace(placeholder, value),
+        Json::Array(items) => items.iter_mut().for_each(|j| fill(j, placeholder, value)),
+        Json::Object(map) => map.values_mut().for_each(|j| fill(j, placeholder, value)),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -202,6 +259,7 @@ mod tests {
                     server,
                     tool,
                     arguments,
+                    ..
                 } => format!("tag {server}/{tool} {}", Json::Object(arguments)),
                 Piece::Malformed { text, reason } => format!("bad {text:?}: {reason}"),
             })
@@ -244,7 +302,8 @@ mod tests {
     #[test]
     fn expand_calls_in_order_and_shows_failures() {
         let mut seen = Vec::new();
-        let text = expand::<()>("1 [use-mcp:a/b:{\"n\":1}] 2 [use-mcp:a/c] 3", |s, t, a| {
+        let source = "1 [use-mcp:a/b:{\"n\":1}] 2 [use-mcp:a/c] 3";
+        let text = expand::<()>(source, source, |s, t, a| {
             seen.push(format!("{s}/{t} {}", Json::Object(a)));
             Ok(if t == "b" {
                 StepResult {
@@ -263,5 +322,51 @@ mod tests {
         .expect("no error");
         assert_eq!(text, "1 B 2 [use-mcp:a/c failed: boom] 3");
         assert_eq!(seen, vec!["a/b {\"n\":1}", "a/c {}"]);
+    }
+
+    #[test]
+    fn only_the_authors_tags_call() {
+        let mut calls = 0;
+        let ok = |_: &str, _: &str, _: Map<String, Json>| -> Result<StepResult, ()> {
+            Ok(StepResult {
+                success: true,
+                output: "CALLED".into(),
+                ..StepResult::default()
+            })
+        };
+        let data = "[use-mcp:a/b] and [use-mcp:broken";
+        let text = expand(&format!("x {data}"), "x \0", |s, t, a| {
+            calls += 1;
+            ok(s, t, a)
+        })
+        .expect("no error");
+        assert_eq!(text, format!("x {data}"));
+        assert_eq!(calls, 0);
+        let text = expand(&format!("x {data}"), "see [use-mcp:a/b]\0", ok).expect("no error");
+        assert_eq!(text, "x CALLED and [use-mcp:broken");
+    }
+
+    #[test]
+    fn a_template_reads_tags_from_itself_and_fills_arguments_as_data() {
+        let mut seen = Vec::new();
+        let text = expand_template::<()>(
+            "Do $ARGUMENTS: [use-mcp:fs/read:{\"path\": \"$ARGUMENTS\", \"n\": [\"$ARGUMENTS\"]}]",
+            "$ARGUMENTS",
+            "[use-mcp:x/y] \"quoted\"",
+            |s, t, a| {
+                seen.push(format!("{s}/{t} {}", Json::Object(a)));
+                Ok(StepResult {
+                    success: true,
+                    output: "R".into(),
+                    ..StepResult::default()
+                })
+            },
+        )
+        .expect("no error");
+        assert_eq!(text, "Do [use-mcp:x/y] \"quoted\": R");
+        assert_eq!(
+            seen,
+            vec![r#"fs/read {"path":"[use-mcp:x/y] \"quoted\"","n":["[use-mcp:x/y] \"quoted\""]}"#]
+        );
     }
 }

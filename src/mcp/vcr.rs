@@ -339,6 +339,24 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
             ),
         });
     }
+    // A run id names files in the runs folder: one like `../x` would put them anywhere.
+    if let Some((at, id)) = cassette
+        .event
+        .iter()
+        .enumerate()
+        .find_map(|(at, e)| match e {
+            Entry::RunId { id } if !crate::engine::runs::is_run_id(id) => Some((at, id)),
+            _ => None,
+        })
+    {
+        return Err(VcrError::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "event {} has run id `{id}`, which is not a run id (ASCII letters, digits, `-` and `_`, at most 64)",
+                at + 1
+            ),
+        });
+    }
     Ok(cassette.event)
 }
 

@@ -43,6 +43,16 @@ pub(crate) enum EjectError {
         /// The file.
         path: PathBuf,
     },
+    /// A file it would write, or a folder on the way, is a symbolic link: writing through it
+    /// could change a file outside the project.
+    #[error(
+        "`{}` is a symbolic link; mekara does not write through links (it could change a file outside the project): remove the link, or eject in a project without it",
+        .path.display()
+    )]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+    },
     /// A file could not be written.
     #[error("cannot write `{}`: {source}", .path.display())]
     Write {
@@ -93,7 +103,12 @@ pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected
     })
     .collect();
     // Check every file before writing any, so a refusal leaves nothing half-copied.
-    if !force && let Some((path, _)) = copies.iter().find(|(p, _)| p.exists()) {
+    for (path, _) in &copies {
+        if let Some(link) = first_link(mekara_dir, path) {
+            return Err(EjectError::Symlink { path: link });
+        }
+    }
+    if !force && let Some((path, _)) = copies.iter().find(|(p, _)| p.symlink_metadata().is_ok()) {
         return Err(EjectError::Exists { path: path.clone() });
     }
     for (path, text) in &copies {
@@ -112,4 +127,22 @@ pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected
         name: found,
         files: copies.into_iter().map(|(p, _)| p).collect(),
     })
+}
+
+/// The first symbolic link among `dir` and the paths from it down to `file` (which is
+/// inside it), if there is one. A dangling link counts: writing to it would create its
+/// target, wherever that is.
+fn first_link(dir: &Path, file: &Path) -> Option<PathBuf> {
+    let rest = file.strip_prefix(dir).ok()?;
+    let mut path = dir.to_path_buf();
+    std::iter::once(None)
+        .chain(rest.components().map(Some))
+        .find_map(|part| {
+            if let Some(part) = part {
+                path.push(part);
+            }
+            path.symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+                .then(|| path.clone())
+        })
 }

@@ -67,12 +67,23 @@ impl<'a> NlText<'a> {
     /// command. A script without the placeholder gets the arguments appended on a line of
     /// their own, as Claude Code does, so they are never lost.
     pub(crate) fn instructions(&self, arguments: &str) -> String {
-        if self.body.contains(ARGUMENTS) {
-            self.body.replace(ARGUMENTS, arguments)
-        } else if arguments.trim().is_empty() {
-            self.body.to_string()
+        let (template, tail) = self.template(arguments);
+        let mut text = template.replace(ARGUMENTS, arguments);
+        text.push_str(&tail);
+        text
+    }
+
+    /// The author's part of the instructions (with `$ARGUMENTS` still in it), and what
+    /// follows it: the arguments on a line of their own when the body has no placeholder.
+    /// Kept apart so that prompt tags are read from the author's text alone.
+    pub(crate) fn template(&self, arguments: &str) -> (&'a str, String) {
+        if self.body.contains(ARGUMENTS) || arguments.trim().is_empty() {
+            (self.body, String::new())
         } else {
-            format!("{}\n\nARGUMENTS: {arguments}\n", self.body.trim_end())
+            (
+                self.body.trim_end(),
+                format!("\n\nARGUMENTS: {arguments}\n"),
+            )
         }
     }
 }

@@ -522,3 +522,357 @@ fn a_listing_into_a_closed_pipe_ends_quietly() {
     out.expect_code(141);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
+
+/// A step that notes when it starts and ends, in nanoseconds, one line each in `marks`.
+fn marking_step(name: &str) -> String {
+    format!(
+        "auto(\"echo start-{name} $(date +%s%N) >> marks; sleep 1; echo end-{name} $(date +%s%N) >> marks\")"
+    )
+}
+
+/// Runs `mekara ARGS` under strace, which kills it with SIGKILL when it enters its
+/// `when`-th `pwrite64` (the write of a step's group note): the moment after the step's
+/// shell was spawned and before its group was on disk. Returns what strace saw.
+fn killed_at_the_group_note(project: &Project, args: &[&str], when: u32) -> String {
+    let trace = project.dir.path().join("strace.out");
+    let mut command = project.command(&[]);
+    let mekara = command.get_program().to_owned();
+    command = {
+        let mut strace = std::process::Command::new("strace");
+        strace
+            .args(["-f", "-qq", "-o"])
+            .arg(&trace)
+            .arg("-e")
+            .arg("trace=pwrite64")
+            .arg("-e")
+            .arg(format!("inject=pwrite64:signal=SIGKILL:when={when}"))
+            .arg(mekara)
+            .args(args)
+            .current_dir(project.root())
+            .env_clear()
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        strace
+    };
+    let run = crate::common::run_with_stdin(command, "");
+    let trace = std::fs::read_to_string(&trace).unwrap_or_default();
+    assert!(
+        trace.contains("killed by SIGKILL"),
+        "strace did not kill mekara at pwrite64 #{when}:\n{trace}\n{run:?}"
+    );
+    trace
+}
+
+/// The `start-NAME` and `end-NAME` marks as (start, end) pairs, in the order written.
+fn runs_of(root: &Path, name: &str) -> Vec<(u128, u128)> {
+    let marks = std::fs::read_to_string(root.join("marks")).unwrap_or_default();
+    let times = |kind: &str| -> Vec<u128> {
+        marks
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{kind}-{name} ")))
+            .map(|t| t.trim().parse().expect("a time"))
+            .collect()
+    };
+    times("start").into_iter().zip(times("end")).collect()
+}
+
+/// Regression: a mekara killed after it spawned a step's shell and before it noted the
+/// shell's group left the step running where a resume could not find it, so the resumed
+/// step ran a second time while the first still ran.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs strace (installed by .ci/run)"
+)]
+fn sigkill_between_spawn_and_group_note_never_runs_a_step_twice() {
+    // `when`: the note of the first step, then of the second (the first having ended).
+    for (when, killed_in) in [(1, "one"), (2, "two")] {
+        let project = Project::new();
+        project.script(
+            "marks",
+            "Mark.",
+            Some(&format!(
+                "def execute(request):\n    {}\n    {}\n",
+                marking_step("one"),
+                marking_step("two")
+            )),
+        );
+        let root = project.root();
+        killed_at_the_group_note(&project, &["run", "marks"], when);
+        // Whatever the killed mekara spawned had a second to run before the resume.
+        std::thread::sleep(Duration::from_millis(1200));
+        let id = project.run_ids().remove(0);
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(0);
+        let marks = std::fs::read_to_string(root.join("marks")).unwrap_or_default();
+        for name in ["one", "two"] {
+            let runs = runs_of(&root, name);
+            assert_eq!(
+                runs.len(),
+                1,
+                "step `{name}` ran once (killed at the note of step `{killed_in}`):\n{marks}"
+            );
+        }
+        // And never two at once: each run of a step ended before the next one started.
+        let (one, two) = (runs_of(&root, "one")[0], runs_of(&root, "two")[0]);
+        assert!(one.1 < two.0, "{marks}");
+    }
+}
+
+/// A project with one run stopped at its llm step (stdin closed), and the run's id.
+fn run_stopped_at_a_prompt() -> (Project, String) {
+    let project = Project::new();
+    project.script(
+        "ask",
+        "Ask.",
+        Some("def execute(request):\n    auto(\"echo 1 >> a.count\")\n    llm(\"Say a word\", expects = [\"word\"])\n"),
+    );
+    project.run(&["run", "ask"], "").expect_code(1);
+    let id = project.run_ids().remove(0);
+    (project, id)
+}
+
+fn journal_path(project: &Project, id: &str) -> std::path::PathBuf {
+    project.root().join(format!(".mekara/runs/{id}.jsonl"))
+}
+
+/// Regression: a journal holding only its header (an older mekara killed right after it
+/// created the run) was listed as "finished by hand" and its resume said it had finished.
+#[test]
+fn a_journal_with_only_its_header_says_its_script_never_started() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let path = journal_path(&project, &id);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    // This mekara writes the header with the first frame, in one write.
+    let first = text.lines().next().expect("a header");
+    assert!(first.contains(r#""event":"run""#), "{text}");
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(r#""event":"push""#)),
+        "{text}"
+    );
+    for (variant, content) in [
+        ("header alone", format!("{first}\n")),
+        ("empty", String::new()),
+    ] {
+        std::fs::write(&path, &content).expect("write");
+        let listed = project.run(&["runs"], "");
+        assert!(
+            listed.stdout.contains("stopped before its script started"),
+            "{variant}: {}",
+            listed.stdout
+        );
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(2);
+        assert_eq!(
+            resumed.stderr,
+            format!(
+                "error: run `{id}` was stopped before its script started: nothing of it ran, so there is nothing to resume; start the script again\n"
+            ),
+            "{variant}"
+        );
+        let shown = project.run(&["runs", "show", &id], "");
+        assert!(
+            shown.stdout.ends_with(
+                "stopped before its script started: nothing ran, so there is nothing to resume\n"
+            ),
+            "{variant}: {}",
+            shown.stdout
+        );
+    }
+}
+
+/// Regression: a journal in a format this mekara does not know was read as if it were its
+/// own.
+#[test]
+fn a_journal_in_an_unknown_format_is_refused_naming_it() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let path = journal_path(&project, &id);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    for format in ["mekara-journal/2", "mekara-journal/0", "something-else"] {
+        std::fs::write(
+            &path,
+            text.replacen("mekara-journal/1", format, 1).replacen(
+                env!("CARGO_PKG_VERSION"),
+                "9.9.9",
+                1,
+            ),
+        )
+        .expect("write");
+        let expected = format!(
+            "journal `{}` is in format `{format}` (written by mekara 9.9.9), which this mekara ({}) cannot read; resume it with a mekara that reads `{format}`, or start the script again",
+            path.display(),
+            env!("CARGO_PKG_VERSION")
+        );
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(1);
+        assert_eq!(resumed.stderr, format!("error: {expected}\n"));
+        let shown = project.run(&["runs", "show", &id], "");
+        assert_eq!(shown.stderr, format!("error: {expected}\n"));
+        let listed = project.run(&["runs"], "");
+        assert!(listed.stdout.contains(&expected), "{}", listed.stdout);
+        // Torn last line or not, the header is checked.
+        std::fs::write(
+            &path,
+            text.replacen("mekara-journal/1", format, 1)
+                .trim_end_matches('\n'),
+        )
+        .expect("write");
+        let torn = project.run(&["run", "--resume", &id], "");
+        assert!(
+            torn.stderr.contains(&format!("is in format `{format}`")),
+            "{}",
+            torn.stderr
+        );
+    }
+}
+
+/// Regression: an event that does not fit the stack was reported at "line 0", and the
+/// depth it named was one off.
+#[test]
+fn an_event_that_does_not_fit_the_stack_is_reported_at_its_line() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let path = journal_path(&project, &id);
+    let text = std::fs::read_to_string(&path).expect("journal");
+    // Line 3 is the step of the root frame (depth 0).
+    assert!(
+        text.lines()
+            .nth(2)
+            .is_some_and(|l| l.contains(r#""event":"step","depth":0"#)),
+        "{text}"
+    );
+    for (depth, line, detail) in [
+        (
+            1,
+            3,
+            "a `step` event at depth 1, but the stack is 1 deep there, so it should be at depth 0",
+        ),
+        (
+            7,
+            3,
+            "a `step` event at depth 7, but the stack is 1 deep there, so it should be at depth 0",
+        ),
+    ] {
+        std::fs::write(
+            &path,
+            text.replacen(
+                r#""event":"step","depth":0"#,
+                &format!(r#""event":"step","depth":{depth}"#),
+                1,
+            ),
+        )
+        .expect("write");
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(1);
+        assert_eq!(
+            resumed.stderr,
+            format!(
+                "error: journal `{}` is damaged at line {line}: {detail}; it cannot be resumed\n",
+                path.display()
+            )
+        );
+    }
+    // A push that skips a depth, on line 2.
+    std::fs::write(
+        &path,
+        text.replacen(
+            r#""event":"push","depth":0"#,
+            r#""event":"push","depth":1"#,
+            1,
+        ),
+    )
+    .expect("write");
+    let resumed = project.run(&["run", "--resume", &id], "");
+    assert!(
+        resumed.stderr.contains(
+            "is damaged at line 2: a `push` event at depth 1, but the stack is 0 deep there, so it should be at depth 0"
+        ),
+        "{}",
+        resumed.stderr
+    );
+}
+
+/// `mekara runs show` of an interrupted run says how to resume it; of a finished one, not.
+#[test]
+fn runs_show_of_an_interrupted_run_says_how_to_resume_it() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let shown = project.run(&["runs", "show", &id], "");
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.ends_with(&format!(
+            "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP `resume` with `{{\"run_id\": \"{id}\"}}`\n"
+        )),
+        "{}",
+        shown.stdout
+    );
+    project
+        .run(&["run", "--resume", &id], "word\n")
+        .expect_code(0);
+    let shown = project.run(&["runs", "show", &id], "");
+    assert!(!shown.stdout.contains("resume"), "{}", shown.stdout);
+}
+
+/// Regression: a crafted `<run>.group` made a resume kill a process group mekara never
+/// started. The note is checked against /proc: a bystander is left alone.
+#[test]
+fn a_crafted_group_note_does_not_make_a_resume_kill_a_bystander() {
+    use std::os::unix::process::CommandExt as _;
+    let (project, id) = run_stopped_at_a_prompt();
+    let note = project.root().join(format!(".mekara/runs/{id}.group"));
+    let boot_ns = || {
+        let uptime = std::fs::read_to_string("/proc/uptime").expect("uptime");
+        let secs: f64 = uptime
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("seconds");
+        // Whole nanoseconds of uptime; precision is not needed here.
+        format!("{:.0}", secs * 1e9)
+    };
+    for (window, what) in [
+        ("1 {now}", "a window since boot"),
+        ("{now} 99999999999999999999", "a window into the future"),
+    ] {
+        let mut bystander = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pgid = bystander.id();
+        std::fs::write(
+            &note,
+            format!("{pgid} {} 999999999\n", window.replace("{now}", &boot_ns())),
+        )
+        .expect("write the note");
+        let resumed = project.run(&["run", "--resume", &id], "");
+        resumed.expect_code(1);
+        assert!(
+            bystander.try_wait().expect("try_wait").is_none(),
+            "{what}: the resume killed a process it never started"
+        );
+        bystander.kill().expect("kill");
+        bystander.wait().expect("reap");
+    }
+}
+
+/// A `<run>.group` that is a link is not written through: what it points at is kept.
+#[test]
+fn a_group_note_that_is_a_link_is_not_written_through() {
+    let (project, id) = run_stopped_at_a_prompt();
+    let note = project.root().join(format!(".mekara/runs/{id}.group"));
+    let victim = crate::common::write_file(&project.dir.path().join("victim"), "precious\n");
+    let _ = std::fs::remove_file(&note);
+    std::os::unix::fs::symlink(&victim, &note).expect("symlink");
+    project.script(
+        "ask",
+        "Ask.",
+        Some("def execute(request):\n    auto(\"echo 1 >> a.count\")\n    llm(\"Say a word\", expects = [\"word\"])\n    auto(\"true\")\n"),
+    );
+    project
+        .run(&["run", "--resume", &id], "word\n")
+        .expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious\n"
+    );
+}

@@ -205,3 +205,94 @@ fn systematize_still_explains_the_placeholder() {
     );
     assert!(run.stdout.contains("ARGUMENTS"), "{}", run.stdout);
 }
+
+/// Regression: eject wrote through symbolic links, and `--force` overwrote a link's target
+/// outside the project.
+#[test]
+fn eject_refuses_to_write_through_a_symbolic_link() {
+    let outside_of = |project: &Project| project.dir.path().join("outside");
+    // The link: where it sits, and whether it points at a file there already.
+    for (link, to_a_file, target_is_there, what) in [
+        (
+            ".mekara/scripts/nl/test/random.md",
+            true,
+            true,
+            "the NL file",
+        ),
+        (
+            ".mekara/scripts/nl/test/random.md",
+            true,
+            false,
+            "a dangling link",
+        ),
+        (
+            ".mekara/scripts/compiled/test/random.star",
+            true,
+            true,
+            "the compiled file",
+        ),
+        (".mekara/scripts/nl", false, true, "a folder on the way"),
+        (".mekara", false, true, "the .mekara folder"),
+    ] {
+        let project = Project::new();
+        let outside = outside_of(&project);
+        let link_path = project.root().join(link);
+        if link == ".mekara" {
+            std::fs::remove_dir_all(&link_path).expect("rm");
+        }
+        std::fs::create_dir_all(link_path.parent().expect("parent")).expect("mkdir");
+        let target = if to_a_file {
+            outside.join("victim.txt")
+        } else {
+            outside.clone()
+        };
+        if target_is_there {
+            if target == outside {
+                std::fs::create_dir_all(&outside).expect("mkdir");
+            } else {
+                crate::common::write_file(&target, "precious\n");
+            }
+        }
+        std::os::unix::fs::symlink(&target, &link_path).expect("symlink");
+        for args in [
+            &["scripts", "eject", "test:random"][..],
+            &["scripts", "eject", "--force", "test:random"][..],
+        ] {
+            let run = mekara(&project, args, "");
+            run.expect_code(2);
+            assert_eq!(
+                project.scrub(&run.stderr),
+                format!(
+                    "error: `[PROJECT]/{link}` is a symbolic link; mekara does not write through links (it could change a file outside the project): remove the link, or eject in a project without it\n"
+                ),
+                "{what}, {args:?}"
+            );
+        }
+        if target_is_there && target != outside {
+            assert_eq!(
+                std::fs::read_to_string(&target).expect("kept"),
+                "precious\n",
+                "{what}"
+            );
+        } else if target == outside {
+            let written: Vec<_> = walk(&outside);
+            assert!(written.is_empty(), "{what}: {written:?}");
+        } else {
+            assert!(!target.exists(), "{what}: the link's target was created");
+        }
+    }
+}
+
+/// The files under `dir`, at any depth.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}

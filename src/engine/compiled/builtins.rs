@@ -182,7 +182,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         // Tags become journaled mcp steps before the llm step, so re-deriving the pending
         // step answers them from the journal instead of calling again, and the journal
         // holds what the agent saw.
-        let prompt = tool::expand(prompt, |server, tool, arguments| {
+        let prompt = tool::expand(prompt, ctx.source, |server, tool, arguments| {
             let call = ToolCall {
                 server: server.to_string(),
                 tool: tool.to_string(),

@@ -57,6 +57,9 @@ mod context_type {
         pub(in crate::engine::compiled) cancel: &'a CancelToken,
         pub(in crate::engine::compiled) default_timeout: Duration,
         pub(in crate::engine::compiled) limits: &'a Limits,
+        /// The script's source: the author's own text, the only place prompt tags that
+        /// call tools may come from (see `tool::expand`).
+        pub(in crate::engine::compiled) source: &'a str,
         pub(in crate::engine::compiled) interrupt: RefCell<Option<Interrupt>>,
         /// `print` output of the running function step; `None` outside one.
         pub(in crate::engine::compiled) capture: RefCell<Option<String>>,

@@ -75,6 +75,9 @@ impl Default for Limits {
 /// A `.star` file that parsed and whose top level ran.
 pub(crate) struct Program {
     module: FrozenModule,
+    /// The text of its string literals: where the author writes the prompt tags that may
+    /// call tools (see `tool::expand`).
+    authored: String,
 }
 
 impl Program {
@@ -89,11 +92,17 @@ impl Program {
     ) -> Result<Program, CodeError> {
         let graph = ModuleGraph::collect(origin, source, find)?;
         let signature = static_check::execute_signature(&graph.root().ast);
+        // The author's own text: the string literals of the script and of its helpers.
+        let authored = graph
+            .nodes
+            .iter()
+            .map(|node| static_check::string_literals(&node.ast))
+            .collect();
         let module = graph.freeze(limits)?;
         match module.get_option("execute") {
             Ok(Some(f)) if f.value().get_type() == "function" => match signature {
                 Some(problem) => Err(problem),
-                None => Ok(Program { module }),
+                None => Ok(Program { module, authored }),
             },
             Ok(Some(f)) => Err(CodeError::new(format!(
                 "error: `execute` must be a function, but it is a `{}`\n --> {origin}\nhint: define `def execute(request):`",
@@ -103,6 +112,13 @@ impl Program {
                 "error: the script defines no `execute` function\n --> {origin}\nhint: define `def execute(request):`; mekara calls it with the script's arguments"
             ))),
         }
+    }
+}
+
+impl Program {
+    /// The text of the script's string literals (see [`static_check::string_literals`]).
+    pub(crate) fn authored(&self) -> &str {
+        &self.authored
     }
 }
 
@@ -221,6 +237,9 @@ pub(crate) struct FrameRun<'a> {
     pub default_timeout: Duration,
     /// Evaluation bounds.
     pub limits: &'a Limits,
+    /// The text of the script's string literals, where the prompt tags that may call
+    /// tools are written.
+    pub source: &'a str,
 }
 
 /// Evaluates `program` over the frame's journal until it completes, fails or suspends.
@@ -238,6 +257,7 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         cancel,
         default_timeout,
         limits,
+        source,
     } = run;
     let ctx = StepContext {
         path,
@@ -251,6 +271,7 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         cancel,
         default_timeout,
         limits,
+        source,
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
         prints: Cell::new(0),
@@ -417,6 +438,9 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
         cancel,
         default_timeout,
         limits,
+        // A served tool cannot hand an llm step to anyone (it is refused), so the tags of
+        // its prompt are not the author's to call.
+        source: "",
         interrupt: RefCell::new(None),
         capture: RefCell::new(None),
         prints: Cell::new(0),

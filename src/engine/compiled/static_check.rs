@@ -13,12 +13,32 @@ use std::collections::HashMap;
 use starlark::codemap::Span;
 use starlark::docs::{DocItem, DocMember};
 use starlark::syntax::AstModule;
-use starlark::syntax::ast::{AstExpr, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP};
+use starlark::syntax::ast::{
+    AstExpr, AstLiteral, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP,
+};
 use starlark::typing::{AstModuleTypecheck, Interface};
 
 use super::builtins::globals;
 use super::diagnostics::{CodeError, render};
 use super::modules::{FindModule, ModuleGraph};
+
+/// The values of every string literal in `ast`, each followed by a NUL (which no tag holds
+/// unescaped): the script author's own text. A prompt tag that calls a tool must be written
+/// whole in one literal; one that comes from data (the request, an llm output, a tool's
+/// result) is not in any.
+pub(crate) fn string_literals(ast: &AstModule) -> String {
+    fn expr(e: &AstExpr, out: &mut String) {
+        if let ExprP::Literal(AstLiteral::String(s)) = &e.node {
+            out.push_str(&s.node);
+            out.push('\0');
+        }
+        e.node.visit_expr(|e| expr(e, out));
+    }
+    let mut out = String::new();
+    // `visit_expr` of a statement reaches the expressions of the statements inside it.
+    ast.statement().node.visit_expr(|e| expr(e, &mut out));
+    out
+}
 
 /// The problems starlark's typechecker finds in `source` and the helper modules it loads
 /// (through `find`), each module checked against the interfaces of those it loads, and

@@ -208,3 +208,40 @@ async fn record_committed_cassettes() {
         .ok();
     client.service.cancel().await.expect("close");
 }
+
+/// Regression: the run id in a cassette named the journal's file unchecked, so a cassette
+/// could make the replay create files anywhere (`../`, an absolute path).
+#[test]
+fn a_cassette_run_id_that_is_not_a_plain_name_is_refused() {
+    let project = Project::new();
+    let recorded = std::fs::read_to_string(cassettes().join("test-random.toml")).expect("cassette");
+    let outside = project.dir.path().join("outside");
+    for id in [
+        format!("{}/escaped", outside.display()),
+        "../../../escaped".to_string(),
+        "a/b".to_string(),
+        String::new(),
+        "x".repeat(65),
+    ] {
+        let cassette = project.dir.path().join("evil.toml");
+        std::fs::write(
+            &cassette,
+            recorded.replacen(
+                "id = \"20261122-035811-2c67\"",
+                &format!("id = \"{id}\""),
+                1,
+            ),
+        )
+        .expect("write");
+        let run = project.run(&["vcr", "replay", cassette.to_str().expect("utf-8")], "");
+        run.expect_code(1);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: cassette `{}` is malformed: event 4 has run id `{id}`, which is not a run id (ASCII letters, digits, `-` and `_`, at most 64)\n",
+                cassette.display()
+            )
+        );
+        assert!(!outside.exists(), "nothing is written outside");
+    }
+}
