@@ -93,7 +93,12 @@ pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected
     })
     .collect();
     // Check every file before writing any, so a refusal leaves nothing half-copied.
-    if !force && let Some((path, _)) = copies.iter().find(|(p, _)| p.exists()) {
+    if !force
+        && let Some((path, _)) = copies.iter().find(|(p, _)| {
+            // A command file install generated is mekara's, not the person's: eject replaces it.
+            p.exists() && !std::fs::read_to_string(p).is_ok_and(|t| super::nl::is_generated(&t))
+        })
+    {
         return Err(EjectError::Exists { path: path.clone() });
     }
     for (path, text) in &copies {

@@ -472,6 +472,9 @@ impl Resolver {
 fn first_file(level: Level, candidates: &[PathBuf]) -> Result<Option<ScriptFile>, ScriptError> {
     for path in candidates {
         match std::fs::read_to_string(path) {
+            // A command file install generated for a bundled script stands for that script:
+            // read past it, so the bundled script (and its compiled file) is the one found.
+            Ok(text) if super::nl::is_generated(&text) => {}
             Ok(text) => {
                 return Ok(Some(ScriptFile {
                     level,

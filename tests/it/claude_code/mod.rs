@@ -345,3 +345,56 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
     );
     assert!(project.run_ids().is_empty());
 }
+
+/// The text of the first request the model got for `prompt`, in an installed project.
+fn first_shown(claude: &Path, project: &Project, prompt: &str) -> String {
+    let session = claude_p(claude, project, prompt, vec![vec![text("Noted.")]]);
+    let main = session.standin.main_requests();
+    main.first()
+        .unwrap_or_else(|| panic!("no request for `{prompt}`\n{session}"))
+        .message_text()
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
+#[test]
+fn bundled_scripts_are_typeable_commands_after_install() {
+    let claude = claude();
+    let (project, _) = installed_project();
+
+    // Compiled: the instruction is the reroute to `start`, with the arguments as typed; the
+    // command file says the same call, and Claude Code no longer says there is no command.
+    let shown = first_shown(&claude, &project, "/compile deploy \"fast\"");
+    assert!(
+        !shown.contains("no command with that name"),
+        "Claude Code did not find `/compile`:\n{shown}"
+    );
+    assert!(
+        shown.contains("<command-name>/compile</command-name>")
+            && shown.contains("Call the `mcp__mekara__start` tool with `name` `compile`"),
+        "the command file was not expanded:\n{shown}"
+    );
+    assert!(
+        shown.contains(
+            "UserPromptSubmit hook additional context: `/compile` is a compiled mekara script"
+        ) && shown.contains(r#"{"name":"compile","arguments":"deploy \"fast\""}"#),
+        "the hook's instruction is missing:\n{shown}"
+    );
+    // Only the call: not the Markdown that the hook says not to follow by hand.
+    assert!(!shown.contains("## Rules"), "{shown}");
+
+    // NL only: its instructions, the arguments in place of every `$ARGUMENTS`, no hook text.
+    let shown = first_shown(&claude, &project, "/systematize release-notes");
+    assert!(
+        !shown.contains("no command with that name"),
+        "Claude Code did not find `/systematize`:\n{shown}"
+    );
+    assert!(
+        shown.contains("The name to give the script, if the user chose one: `release-notes`.")
+            && !shown.contains("$ARGUMENTS"),
+        "the instructions are missing:\n{shown}"
+    );
+    assert!(!shown.contains("hook additional context"), "{shown}");
+}
