@@ -203,18 +203,16 @@ pub(crate) fn plan(
                 }
             }
             plan_link(&mut plan, &commands, &nl_dir, &link_target)?;
-            plan_bundled_commands(&mut plan, &commands, &nl_dir);
+            plan_bundled_commands(&mut plan, &commands, &nl_dir)?;
         }
         Direction::Uninstall => {
-            for file in commands::bundled() {
-                let path = nl_dir.join(&file.rel);
-                if commands::is_ours(&path) {
-                    plan.changes.push(Change {
-                        path,
-                        action: Action::RemoveGenerated,
-                        details: Vec::new(),
-                    });
-                }
+            // Every file install generated, also for a bundled script this mekara no longer has.
+            for path in generated_files(&nl_dir)? {
+                plan.changes.push(Change {
+                    path,
+                    action: Action::RemoveGenerated,
+                    details: Vec::new(),
+                });
             }
             if links_to(&commands, &nl_dir) {
                 let restore = installed
@@ -425,7 +423,11 @@ fn undo_install(
 /// Plans the command files that make the bundled scripts typeable as `/name`: written where
 /// the commands folder links to (the NL scripts folder), refreshed when mekara's text for
 /// them changed, and never in place of a file of the person's.
-fn plan_bundled_commands(plan: &mut Plan, commands: &Path, nl_dir: &Path) {
+fn plan_bundled_commands(
+    plan: &mut Plan,
+    commands: &Path,
+    nl_dir: &Path,
+) -> Result<(), InstallError> {
     let linked = links_to(commands, nl_dir)
         || plan.changes.iter().any(|c| {
             c.path == commands
@@ -436,10 +438,21 @@ fn plan_bundled_commands(plan: &mut Plan, commands: &Path, nl_dir: &Path) {
         });
     if !linked {
         // plan_link has said why the commands folder is left as it is.
-        return;
+        return Ok(());
     }
     let base = plan.scope.base().to_path_buf();
-    for file in commands::bundled() {
+    let current = commands::bundled();
+    // A command for a bundled script this mekara no longer has (an upgrade dropped it).
+    for path in generated_files(nl_dir)? {
+        if !current.iter().any(|f| nl_dir.join(&f.rel) == path) {
+            plan.changes.push(Change {
+                path,
+                action: Action::RemoveGenerated,
+                details: vec!["mekara no longer has that bundled script".to_string()],
+            });
+        }
+    }
+    for file in current {
         let path = nl_dir.join(&file.rel);
         // A real commands folder's file of that name is moved into the NL folder by now.
         let theirs = commands.join(&file.rel);
@@ -468,6 +481,20 @@ fn plan_bundled_commands(plan: &mut Plan, commands: &Path, nl_dir: &Path) {
             )],
         });
     }
+    Ok(())
+}
+
+/// The command files install generated under the NL scripts folder.
+fn generated_files(nl_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
+    let mut files = Vec::new();
+    if nl_dir.is_dir() {
+        walk(nl_dir, Path::new(""), &mut files)?;
+    }
+    Ok(files
+        .into_iter()
+        .map(|f| nl_dir.join(f))
+        .filter(|p| commands::is_ours(p))
+        .collect())
 }
 
 /// Plans `.claude/commands` → the NL scripts folder.

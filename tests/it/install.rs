@@ -547,11 +547,22 @@ fn a_second_install_refreshes_an_old_command_file_and_never_touches_your_own() {
         ".mekara/scripts/nl/compile.md",
         "My own compile: $ARGUMENTS\n",
     );
+    // Left by an older mekara for a bundled script this one no longer has.
+    project.write(
+        ".mekara/scripts/nl/retired.md",
+        "---\nmekara-bundled: retired\n---\n\nGone.\n",
+    );
 
     let again = mekara(&project, &["install"]);
     again.expect_code(0);
     insta::assert_snapshot!("install_refresh_commands", again.stdout);
     assert_eq!(command_file(&project, "systematize"), fresh);
+    assert!(
+        !project
+            .root()
+            .join(".mekara/scripts/nl/retired.md")
+            .exists()
+    );
     assert_eq!(
         command_file(&project, "compile"),
         "My own compile: $ARGUMENTS\n"
