@@ -172,6 +172,19 @@ fn user_prompt_answer(name: &str, args: &str) -> String {
     .to_string()
 }
 
+/// The body of the command file `mekara install` generates for a bundled compiled script
+/// (`/compile`): what the model reads when the person types `/name`. It says the same as
+/// [`user_prompt_answer`], which adds the call as JSON, so the two never disagree; without the
+/// hook it is still enough.
+pub(crate) fn bundled_command_body(name: &str) -> String {
+    let start = claude_tool_name(AgentTool::Start);
+    format!(
+        "`/{name}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
+         steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
+         text typed after `/{name}`, exactly; then do what its reply says, step by step.\n"
+    )
+}
+
 /// The PreToolUse answer: deny the Skill call, naming the call to make instead.
 fn skill_answer(skill: &str, args: &str) -> String {
     let start = claude_tool_name(AgentTool::Start);

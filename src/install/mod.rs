@@ -11,6 +11,7 @@
 //! This module owns the clients' configuration files; it knows mekara's tools and hooks
 //! only through [`crate::mcp::tools::ALL`] and [`crate::hooks::Hook::ALL`].
 
+mod commands;
 mod edits;
 mod record;
 
@@ -139,6 +140,8 @@ pub(crate) enum Action {
     },
     /// Remove a file that only held what install added.
     Remove,
+    /// Remove a command file install generated for a bundled script.
+    RemoveGenerated,
 }
 
 /// A change, with what it does in words.
@@ -200,8 +203,17 @@ pub(crate) fn plan(
                 }
             }
             plan_link(&mut plan, &commands, &nl_dir, &link_target)?;
+            plan_bundled_commands(&mut plan, &commands, &nl_dir)?;
         }
         Direction::Uninstall => {
+            // Every file install generated, also for a bundled script this mekara no longer has.
+            for path in generated_files(&nl_dir)? {
+                plan.changes.push(Change {
+                    path,
+                    action: Action::RemoveGenerated,
+                    details: Vec::new(),
+                });
+            }
             if links_to(&commands, &nl_dir) {
                 let restore = installed
                     .as_ref()
@@ -360,7 +372,12 @@ fn undo_install(
         let mut gone: std::collections::HashSet<PathBuf> = plan
             .changes
             .iter()
-            .filter(|c| matches!(c.action, Action::Remove | Action::RemoveSymlink))
+            .filter(|c| {
+                matches!(
+                    c.action,
+                    Action::Remove | Action::RemoveSymlink | Action::RemoveGenerated
+                )
+            })
             .map(|c| c.path.clone())
             .collect();
         gone.extend(record.moved_commands.iter().map(|f| nl_dir.join(f)));
@@ -401,6 +418,83 @@ fn undo_install(
         ));
     }
     Ok(())
+}
+
+/// Plans the command files that make the bundled scripts typeable as `/name`: written where
+/// the commands folder links to (the NL scripts folder), refreshed when mekara's text for
+/// them changed, and never in place of a file of the person's.
+fn plan_bundled_commands(
+    plan: &mut Plan,
+    commands: &Path,
+    nl_dir: &Path,
+) -> Result<(), InstallError> {
+    let linked = links_to(commands, nl_dir)
+        || plan.changes.iter().any(|c| {
+            c.path == commands
+                && matches!(
+                    c.action,
+                    Action::Symlink { .. } | Action::MoveAndLink { .. }
+                )
+        });
+    if !linked {
+        // plan_link has said why the commands folder is left as it is.
+        return Ok(());
+    }
+    let base = plan.scope.base().to_path_buf();
+    let current = commands::bundled();
+    // A command for a bundled script this mekara no longer has (an upgrade dropped it).
+    for path in generated_files(nl_dir)? {
+        if !current.iter().any(|f| nl_dir.join(&f.rel) == path) {
+            plan.changes.push(Change {
+                path,
+                action: Action::RemoveGenerated,
+                details: vec!["mekara no longer has that bundled script".to_string()],
+            });
+        }
+    }
+    for file in current {
+        let path = nl_dir.join(&file.rel);
+        // A real commands folder's file of that name is moved into the NL folder by now.
+        let theirs = commands.join(&file.rel);
+        let moved_in = !links_to(commands, nl_dir) && theirs.exists();
+        let exists = path.exists() || moved_in;
+        if exists && (moved_in || !commands::is_ours(&path)) {
+            plan.kept.push(format!(
+                "`{}` is your own script: left as is, and `/{}` runs it instead of the bundled one",
+                display(&base, &path),
+                file.rel.with_extension("").display()
+            ));
+            continue;
+        }
+        if exists && std::fs::read_to_string(&path).is_ok_and(|t| t == file.text) {
+            continue;
+        }
+        plan.changes.push(Change {
+            path,
+            action: Action::Write {
+                text: file.text,
+                created: !exists,
+            },
+            details: vec![format!(
+                "the command `/{}` for the bundled script",
+                file.rel.with_extension("").display()
+            )],
+        });
+    }
+    Ok(())
+}
+
+/// The command files install generated under the NL scripts folder.
+fn generated_files(nl_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
+    let mut files = Vec::new();
+    if nl_dir.is_dir() {
+        walk(nl_dir, Path::new(""), &mut files)?;
+    }
+    Ok(files
+        .into_iter()
+        .map(|f| nl_dir.join(f))
+        .filter(|p| commands::is_ours(p))
+        .collect())
 }
 
 /// Plans `.claude/commands` → the NL scripts folder.
@@ -557,7 +651,9 @@ pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
                 remove_empty_dirs(path)?;
                 symlink(target, path)?;
             }
-            Action::RemoveSymlink => std::fs::remove_file(path).map_err(io("remove", path))?,
+            Action::RemoveSymlink | Action::RemoveGenerated => {
+                std::fs::remove_file(path).map_err(io("remove", path))?;
+            }
             Action::RestoreCommands {
                 files,
                 dropped,
@@ -728,6 +824,10 @@ impl fmt::Display for Report<'_> {
                 Action::Write { created: false, .. } => {
                     format!("{} {path}", would("updated", "would update"))
                 }
+                Action::RemoveGenerated => format!(
+                    "{} {path} (the command install wrote for a bundled script)",
+                    would("removed", "would remove")
+                ),
                 Action::Remove => format!(
                     "{} {path} (it held only mekara's entries)",
                     would("removed", "would remove")

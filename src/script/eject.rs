@@ -108,7 +108,13 @@ pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected
             return Err(EjectError::Symlink { path: link });
         }
     }
-    if !force && let Some((path, _)) = copies.iter().find(|(p, _)| p.symlink_metadata().is_ok()) {
+    if !force
+        && let Some((path, _)) = copies.iter().find(|(p, _)| {
+            // A command file install generated is mekara's, not the person's: eject replaces it.
+            p.symlink_metadata().is_ok()
+                && !std::fs::read_to_string(p).is_ok_and(|t| super::nl::is_generated(&t))
+        })
+    {
         return Err(EjectError::Exists { path: path.clone() });
     }
     for (path, text) in &copies {

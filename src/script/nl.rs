@@ -3,6 +3,19 @@
 /// The placeholder that a script's arguments replace.
 pub(crate) const ARGUMENTS: &str = "$ARGUMENTS";
 
+/// The front-matter key that marks a command file `mekara install` generated for a bundled
+/// script (its value is the script's name). Such a file is Claude Code's way to `/name`, not
+/// a script of its folder's level: the resolver reads past it to the bundled script.
+pub(crate) const GENERATED_KEY: &str = "mekara-bundled";
+
+/// Whether `text` is a command file `mekara install` generated for a bundled script.
+pub(crate) fn is_generated(text: &str) -> bool {
+    NlText::parse(text)
+        .front_matter
+        .iter()
+        .any(|(k, _)| *k == GENERATED_KEY)
+}
+
 /// An NL script split into its front matter (`---` fenced `key: value` lines, as Claude
 /// Code commands and Agent Skills write them) and its body.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -628,8 +628,12 @@ fn first_file(level: Level, candidates: &[PathBuf]) -> Result<Option<ScriptFile>
             path: path.clone(),
             source,
         })?;
-        if found.is_some() {
-            return Ok(found);
+        match found {
+            // A command file install generated for a bundled script stands for that script:
+            // read past it, so the bundled script (and its compiled file) is the one found.
+            Some(file) if super::nl::is_generated(&file.text) => {}
+            Some(file) => return Ok(Some(file)),
+            None => {}
         }
     }
     Ok(None)

@@ -65,6 +65,35 @@ impl Project {
         cmd
     }
 
+    /// A command line typed in the project root (`sh -c LINE`), with the `mekara` under test
+    /// first on `PATH` and the same hermetic environment as [`Project::command`].
+    pub fn shell(&self, line: &str) -> Command {
+        let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
+            .parent()
+            .expect("the binary has a folder");
+        let hermetic = self.command(&[]);
+        let mut shell = Command::new("/bin/sh");
+        shell
+            .arg("-c")
+            .arg(line)
+            .current_dir(self.root())
+            .env_clear();
+        for (key, value) in hermetic.get_envs() {
+            if let Some(value) = value {
+                shell.env(key, value);
+            }
+        }
+        shell.env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
+        shell
+    }
+
     /// Runs `mekara ARGS` with `stdin` piped in, and waits.
     pub fn run(&self, args: &[&str], stdin: &str) -> Run {
         run_with_stdin(self.command(args), stdin)

@@ -492,3 +492,133 @@ fn the_release_binary_is_at_most_25_mb() {
         "the release binary is {size} bytes, over 25 MiB: does [profile.release] still strip it?"
     );
 }
+
+/// The file of the command `/name` in an installed project (through the commands link).
+fn command_file(project: &Project, name: &str) -> String {
+    std::fs::read_to_string(project.root().join(format!(".claude/commands/{name}.md")))
+        .unwrap_or_else(|e| panic!("no command file for `/{name}`: {e}"))
+}
+
+#[test]
+fn every_bundled_script_but_the_demos_gets_a_command_that_does_not_shadow_it() {
+    let project = Project::new();
+    mekara(&project, &["install"]).expect_code(0);
+
+    // NL only: the script's own instructions, `$ARGUMENTS` left for Claude Code to replace.
+    let systematize = command_file(&project, "systematize");
+    assert!(
+        systematize.contains("The name to give the script, if the user chose one: `$ARGUMENTS`."),
+        "{systematize}"
+    );
+    // Compiled: the call to `start`, not the Markdown mekara would have the agent skip.
+    let compile = command_file(&project, "compile");
+    assert!(
+        compile.contains("call the `mcp__mekara__start` tool with `name` `compile`")
+            || compile.contains("Call the `mcp__mekara__start` tool with `name` `compile`"),
+        "{compile}"
+    );
+    assert!(!compile.contains("## Rules"), "{compile}");
+    let commands = std::fs::read_dir(project.root().join(".claude/commands"))
+        .expect("the commands folder")
+        .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+        .collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(
+        commands.into_iter().collect::<Vec<_>>(),
+        ["compile.md", "systematize.md"],
+        "the demos get no command"
+    );
+
+    // The files stand for the bundled scripts: still bundled, and `compile` still compiled.
+    let listed = mekara(&project, &["scripts"]);
+    insta::assert_snapshot!("install_bundled_commands_scripts", listed.stdout);
+    let shown = mekara(&project, &["scripts", "show", "compile"]);
+    assert!(
+        shown.stdout.contains("bundled:compiled/compile.star"),
+        "{}",
+        shown.stdout
+    );
+
+    // install.json records them, so uninstall knows they are install's.
+    let record = std::fs::read_to_string(project.root().join(".mekara/install.json"))
+        .expect("the install record");
+    assert!(
+        record.contains(".mekara/scripts/nl/compile.md")
+            && record.contains(".mekara/scripts/nl/systematize.md"),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_second_install_refreshes_an_old_command_file_and_never_touches_your_own() {
+    let project = Project::new();
+    mekara(&project, &["install"]).expect_code(0);
+    let fresh = command_file(&project, "systematize");
+    // As left by an older mekara: marked, different text.
+    let old = fresh.replace("Look back over this conversation.", "Look back.");
+    project.write(".mekara/scripts/nl/systematize.md", &old);
+    // The person's own `/compile`: no mark.
+    project.write(
+        ".mekara/scripts/nl/compile.md",
+        "My own compile: $ARGUMENTS\n",
+    );
+    // Left by an older mekara for a bundled script this one no longer has.
+    project.write(
+        ".mekara/scripts/nl/retired.md",
+        "---\nmekara-bundled: retired\n---\n\nGone.\n",
+    );
+
+    let again = mekara(&project, &["install"]);
+    again.expect_code(0);
+    insta::assert_snapshot!("install_refresh_commands", again.stdout);
+    assert_eq!(command_file(&project, "systematize"), fresh);
+    assert!(
+        !project
+            .root()
+            .join(".mekara/scripts/nl/retired.md")
+            .exists()
+    );
+    assert_eq!(
+        command_file(&project, "compile"),
+        "My own compile: $ARGUMENTS\n"
+    );
+    // Yours is the script now, at the project level.
+    let shown = mekara(&project, &["scripts", "show", "compile"]);
+    assert!(
+        shown.stdout.contains(".mekara/scripts/nl/compile.md"),
+        "{}",
+        shown.stdout
+    );
+
+    mekara(&project, &["uninstall"]).expect_code(0);
+    assert!(
+        !project
+            .root()
+            .join(".mekara/scripts/nl/systematize.md")
+            .exists()
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.root().join(".mekara/scripts/nl/compile.md"))
+            .expect("yours stays"),
+        "My own compile: $ARGUMENTS\n"
+    );
+}
+
+#[test]
+fn eject_replaces_a_generated_command_without_force() {
+    let project = Project::new();
+    mekara(&project, &["install"]).expect_code(0);
+    mekara(&project, &["scripts", "eject", "compile"]).expect_code(0);
+    let nl = command_file(&project, "compile");
+    assert!(nl.contains("## Rules"), "not the script's own text:\n{nl}");
+    assert!(
+        project
+            .root()
+            .join(".mekara/scripts/compiled/compile.star")
+            .is_file()
+    );
+    // Ejected, it is the person's: the next install leaves it.
+    mekara(&project, &["install"]).expect_code(0);
+    assert_eq!(command_file(&project, "compile"), nl);
+    // And without the mark, eject refuses as it always did.
+    mekara(&project, &["scripts", "eject", "compile"]).expect_code(2);
+}

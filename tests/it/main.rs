@@ -26,4 +26,5 @@ mod shell;
 mod stack;
 mod terminal;
 mod transcripts;
+mod tutorial;
 mod workflows;

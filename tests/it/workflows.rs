@@ -60,7 +60,7 @@ fn compile_checks_the_written_script_and_completes() {
         out.contains("Steps 2 and 3: read the NL file shown above"),
         "{out}"
     );
-    assert_eq!(out.matches("$ mekara check hello").count(), 1, "{out}");
+    assert_eq!(out.matches("; mekara check hello").count(), 1, "{out}");
     assert!(out.contains("hello: ok"), "{out}");
     assert!(out.contains("Step 5: try the compiled script"), "{out}");
     assert!(out.contains("completed"), "{out}");
@@ -76,14 +76,14 @@ fn compile_asks_for_fixes_then_falls_back_with_the_api() {
     );
     let run = mekara(&project, &["run", "compile", "hello"], &"\n".repeat(10));
     let out = &run.stdout;
-    assert_eq!(out.matches("$ mekara check hello").count(), 5, "{out}");
+    assert_eq!(out.matches("; mekara check hello").count(), 5, "{out}");
     assert_eq!(
-        out.matches("Step 4: `mekara check hello` reported the errors above")
-            .count(),
-        5
+        out.matches("Step 4: the check above failed.").count(),
+        5,
+        "{out}"
     );
     assert!(
-        out.contains("`mekara check hello` still fails after 5 attempts"),
+        out.contains("still fails its check after 5 attempts"),
         "{out}"
     );
     // The fallback hands over the NL instructions, the script API included.
@@ -295,4 +295,118 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     found
+}
+
+/// `mekara run compile NAME` answering every llm step with Enter (the agent writes nothing):
+/// the transcript, scrubbed.
+fn compile_writing_nothing(project: &Project, name: &str) -> String {
+    let run = mekara(project, &["run", "compile", name], &"\n".repeat(12));
+    project.scrub(&run.stdout)
+}
+
+/// Regression: the check loop passed ("NL only, nothing to check") when no compiled script
+/// had been written, and went on to the trial run.
+#[test]
+fn compile_does_not_pass_when_no_compiled_script_was_written() {
+    let project = Project::new();
+    project.script("hello", "1. Run `echo hi`.\n", None);
+    let out = compile_writing_nothing(&project, "hello");
+    assert_eq!(
+        out.matches(
+            "│ no compiled script at [PROJECT]/.mekara/scripts/compiled/hello.star: write it there"
+        )
+        .count(),
+        5,
+        "{out}"
+    );
+    assert!(!out.contains("hello: NL only, nothing to check"), "{out}");
+    assert!(
+        out.contains("still fails its check after 5 attempts"),
+        "{out}"
+    );
+    assert!(!out.contains("Step 5: try"), "{out}");
+    // Regression: the fallback's script API held a real prompt tag, which called a tool.
+    assert!(!out.contains("[use-mcp] tag"), "{out}");
+}
+
+/// Regression: the prompt said `scripts/compiled/NAME.star`, without `.mekara/`, so an agent
+/// could write the file where mekara never looks. The prompt names the one path, and a file
+/// anywhere else does not pass.
+#[test]
+fn compile_names_the_exact_path_and_only_that_file_passes() {
+    let project = Project::new();
+    project.script("hello", "1. Run `echo hi`.\n", None);
+    let star = "def execute(request):\n    auto(\"echo hi\", context = \"Step 1\")\n";
+    project.write("scripts/compiled/hello.star", star);
+    let out = compile_writing_nothing(&project, "hello");
+    assert!(
+        out.contains(
+            "write its compiled script to exactly `[PROJECT]/.mekara/scripts/compiled/hello.star`"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("│ no compiled script at [PROJECT]/.mekara/"),
+        "{out}"
+    );
+
+    // A user's script: beside it, in `~/.mekara`.
+    let user = Project::new();
+    crate::common::write_file(
+        &user.home().join(".mekara/scripts/nl/mine.md"),
+        "1. Run `echo hi`.\n",
+    );
+    let out = compile_writing_nothing(&user, "mine");
+    assert!(
+        out.contains("to exactly `[HOME]/.mekara/scripts/compiled/mine.star`"),
+        "{out}"
+    );
+
+    // An Agent Skill: `mekara.star` beside its `SKILL.md`.
+    let skills = Project::new();
+    skills.write(".agents/skills/tidy/SKILL.md", "1. Run `echo hi`.\n");
+    let out = compile_writing_nothing(&skills, "tidy");
+    assert!(
+        out.contains("to exactly `[PROJECT]/.agents/skills/tidy/mekara.star`"),
+        "{out}"
+    );
+
+    // A bundled script is compiled in the project, once ejected.
+    let bundled = Project::new();
+    let out = compile_writing_nothing(&bundled, "systematize");
+    assert!(
+        out.contains("`systematize` is a bundled script: run `mekara scripts eject systematize`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn compile_passes_with_the_file_in_place_and_tries_it_where_effects_are_safe() {
+    let project = Project::new();
+    project.script(
+        "hello",
+        "1. Run `echo hi`.\n",
+        Some("def execute(request):\n    auto(\"echo hi\", context = \"Step 1\")\n"),
+    );
+    let out = compile_writing_nothing(&project, "hello");
+    assert!(out.contains("hello: ok"), "{out}");
+    assert!(!out.contains("│ no compiled script"), "{out}");
+    // Regression: the trial ran in the user's project, and each "try again" stacked its
+    // effects on the last.
+    let trial = out
+        .split("Step 5: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no trial step:\n{out}"));
+    for words in [
+        "where its effects are safe",
+        "scratch copy",
+        "`git worktree add`",
+        r#""working_dir""#,
+        "undo every change the trial made before trying again",
+    ] {
+        assert!(
+            trial.contains(words),
+            "`{words}` is not in step 5:\n{trial}"
+        );
+    }
 }

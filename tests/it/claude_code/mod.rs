@@ -262,7 +262,7 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
     ];
     let turns = calls
         .iter()
-        .map(|(id, tool, input)| vec![tool_use(id, &format!("mcp__mekara__{tool}"), input.clone())])
+        .map(|(id, tool, input)| mekara_call(id, tool, input.clone()))
         .chain([vec![text("All done.")]])
         .collect();
     let session = claude_p(&claude, &project, "Run the nested test script.", turns);
@@ -344,4 +344,253 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
         "not mekara's reason:\n{result}"
     );
     assert!(project.run_ids().is_empty());
+}
+
+/// The text of the first request the model got for `prompt`, in an installed project.
+fn first_shown(claude: &Path, project: &Project, prompt: &str) -> String {
+    let session = claude_p(claude, project, prompt, vec![vec![text("Noted.")]]);
+    let main = session.standin.main_requests();
+    main.first()
+        .unwrap_or_else(|| panic!("no request for `{prompt}`\n{session}"))
+        .message_text()
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
+#[test]
+fn bundled_scripts_are_typeable_commands_after_install() {
+    let claude = claude();
+    let (project, _) = installed_project();
+
+    // Compiled: the instruction is the reroute to `start`, with the arguments as typed; the
+    // command file says the same call, and Claude Code no longer says there is no command.
+    let shown = first_shown(&claude, &project, "/compile deploy \"fast\"");
+    assert!(
+        !shown.contains("no command with that name"),
+        "Claude Code did not find `/compile`:\n{shown}"
+    );
+    assert!(
+        shown.contains("<command-name>/compile</command-name>")
+            && shown.contains("Call the `mcp__mekara__start` tool with `name` `compile`"),
+        "the command file was not expanded:\n{shown}"
+    );
+    assert!(
+        shown.contains(
+            "UserPromptSubmit hook additional context: `/compile` is a compiled mekara script"
+        ) && shown.contains(r#"{"name":"compile","arguments":"deploy \"fast\""}"#),
+        "the hook's instruction is missing:\n{shown}"
+    );
+    // Only the call: not the Markdown that the hook says not to follow by hand.
+    assert!(!shown.contains("## Rules"), "{shown}");
+
+    // NL only: its instructions, the arguments in place of every `$ARGUMENTS`, no hook text.
+    let shown = first_shown(&claude, &project, "/systematize release-notes");
+    assert!(
+        !shown.contains("no command with that name"),
+        "Claude Code did not find `/systematize`:\n{shown}"
+    );
+    assert!(
+        shown.contains("The name to give the script, if the user chose one: `release-notes`.")
+            && !shown.contains("$ARGUMENTS"),
+        "the instructions are missing:\n{shown}"
+    );
+    assert!(!shown.contains("hook additional context"), "{shown}");
+}
+
+/// The prompts `docs/tutorial.md` types in Claude Code: `/compile NAME`, then `/NAME`.
+fn tutorial_prompts() -> (String, String) {
+    let prompts = crate::tutorial::claude_code_prompts();
+    let [compile, run] = prompts.as_slice() else {
+        panic!("the tutorial types two prompts in Claude Code, not {prompts:?}");
+    };
+    (compile.clone(), run.clone())
+}
+
+/// One scripted model turn that calls one of mekara's tools.
+fn mekara_call(id: &str, tool: &str, input: Json) -> standin::Turn {
+    vec![tool_use(id, &format!("mcp__mekara__{tool}"), input)]
+}
+
+/// The issue's "done when": in an empty project, `mekara install`; `/compile` on a new NL
+/// script, the stand-in model playing the agent (it writes the `.star` with the Write tool,
+/// with one mistake that the check must catch and the loop report, then fixes it, tries the
+/// script and finishes); then the compiled script typed as its `/name`. The script and the
+/// prompts are the tutorial's.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
+#[test]
+fn the_first_hour_in_claude_code() {
+    let claude = claude();
+    let (project, root) = installed_project();
+    // The person lets the agent write files, as one does to have a script compiled.
+    project.write(
+        ".claude/settings.local.json",
+        &json!({
+            "enabledMcpjsonServers": ["mekara"],
+            "permissions": {"defaultMode": "acceptEdits", "allow": ["Read", "Edit", "Write"]},
+        })
+        .to_string(),
+    );
+    let nl_path = ".mekara/scripts/nl/describe.md";
+    project.write(nl_path, &crate::tutorial::file(nl_path));
+    project.write("notes.txt", "Things to remember: buy milk.\n");
+    let star_path = ".mekara/scripts/compiled/describe.star";
+    let star = crate::tutorial::file(star_path);
+    let mistaken = star.replacen("context = ", "contxt = ", 1);
+    assert_ne!(
+        mistaken, star,
+        "the tutorial's script has no `context =` to misspell"
+    );
+    let star_file = root.join(star_path).display().to_string();
+    let (compile_prompt, run_prompt) = tutorial_prompts();
+    let name = run_prompt.trim_start_matches('/').to_string();
+
+    let turns = vec![
+        mekara_call(
+            "toolu_compile",
+            "start",
+            json!({"name": "compile", "arguments": name}),
+        ),
+        vec![tool_use(
+            "toolu_write",
+            "Write",
+            json!({"file_path": star_file, "content": mistaken}),
+        )],
+        mekara_call(
+            "toolu_check",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        vec![tool_use(
+            "toolu_read",
+            "Read",
+            json!({"file_path": star_file}),
+        )],
+        vec![tool_use(
+            "toolu_fix",
+            "Write",
+            json!({"file_path": star_file, "content": star}),
+        )],
+        mekara_call(
+            "toolu_recheck",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        mekara_call("toolu_try", "start", json!({"name": name, "arguments": ""})),
+        mekara_call(
+            "toolu_try_file",
+            "continue_compiled_script",
+            json!({"outputs": {"file": "notes.txt"}}),
+        ),
+        mekara_call(
+            "toolu_try_done",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        mekara_call(
+            "toolu_step5",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        mekara_call(
+            "toolu_step6",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        vec![text(
+            "`describe` is compiled: step 1 is automatic, steps 2 and 3 stay with me.",
+        )],
+    ];
+    let session = claude_p(&claude, &project, &compile_prompt, turns);
+    assert_eq!(
+        session.standin.turns_left(),
+        0,
+        "not every turn was asked for\n{session}"
+    );
+    let shown = session.standin.main_requests()[0].message_text();
+    assert!(
+        !shown.contains("no command with that name")
+            && shown.contains(r#"{"name":"compile","arguments":"describe"}"#),
+        "`/compile` did not reach the model as the reroute:\n{shown}"
+    );
+    let result = |id: &str| {
+        let (text, is_error) = session.tool_result(id);
+        assert!(!is_error, "`{id}` failed:\n{text}\n{session}");
+        text
+    };
+    let started = result("toolu_compile");
+    assert!(
+        started.contains(&format!(
+            "write its compiled script to exactly `{star_file}`"
+        )),
+        "{started}"
+    );
+    result("toolu_write");
+    // The mistake: `mekara check` catches it, and the loop reports it to the agent.
+    let checked = result("toolu_check");
+    assert!(
+        checked.contains("Unexpected parameter named `contxt`")
+            && checked.contains("Step 4: the check above failed."),
+        "the check did not report the mistake:\n{checked}"
+    );
+    result("toolu_fix");
+    let rechecked = result("toolu_recheck");
+    assert!(
+        rechecked.contains("describe: ok")
+            && rechecked.contains("Step 5: try the compiled script where its effects are safe"),
+        "{rechecked}"
+    );
+    let tried = result("toolu_try");
+    assert!(
+        tried.contains("`$ ls`") && tried.contains("notes.txt"),
+        "{tried}"
+    );
+    assert!(result("toolu_step6").contains("## Done"), "{session}");
+
+    // Then the compiled script, typed as its command.
+    let turns = vec![
+        mekara_call("toolu_run", "start", json!({"name": name, "arguments": ""})),
+        mekara_call(
+            "toolu_file",
+            "continue_compiled_script",
+            json!({"outputs": {"file": "notes.txt"}}),
+        ),
+        mekara_call(
+            "toolu_done",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        vec![text("notes.txt is a reminder to buy milk.")],
+    ];
+    let session = claude_p(&claude, &project, &run_prompt, turns);
+    assert_eq!(
+        session.standin.turns_left(),
+        0,
+        "not every turn was asked for\n{session}"
+    );
+    let shown = session.standin.main_requests()[0].message_text();
+    assert!(
+        shown.contains(&format!("<command-name>{run_prompt}</command-name>"))
+            && shown.contains(&format!(
+                "UserPromptSubmit hook additional context: `{run_prompt}` is a compiled mekara script"
+            ))
+            && shown.contains(&format!(r#"{{"name":"{name}","arguments":""}}"#)),
+        "`{run_prompt}` did not reach the model as the reroute:\n{shown}"
+    );
+    let (ran, is_error) = session.tool_result("toolu_run");
+    assert!(
+        !is_error && ran.contains("`$ ls`") && ran.contains("notes.txt"),
+        "{ran}"
+    );
+    let (done, _) = session.tool_result("toolu_done");
+    assert!(done.contains("## Done"), "{done}");
+    assert_eq!(
+        project.run_ids().len(),
+        2,
+        "the compile run and the describe run"
+    );
 }
