@@ -25,4 +25,5 @@ mod shell;
 mod stack;
 mod terminal;
 mod transcripts;
+mod values;
 mod workflows;

@@ -34,7 +34,7 @@ pub(crate) use builtins::{dialect, globals};
 pub(crate) use context::JournalWriter;
 pub(crate) use diagnostics::CodeError;
 pub(crate) use static_check::typecheck;
-pub(crate) use values::unrepresentable_number;
+pub(crate) use values::unfit;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
 use diagnostics::{LastStatement, at_end_of_file, is_limit, render};
