@@ -69,3 +69,25 @@ fn outcome_mark(success: bool, allow_failure: bool) -> &'static str {
         "✗"
     }
 }
+
+/// The most of a script's arguments a reply or a hook repeats back (`status`, the hooks): the
+/// arguments themselves may be megabytes, and whoever reads the reply has them already.
+pub(crate) const SHOWN_ARGUMENTS: usize = 4096;
+
+/// `text` whole when it is at most `max` bytes; else its first `max` bytes (to a character
+/// boundary) and a note of how many bytes were cut.
+pub(crate) fn clipped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return text.into();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… [{} more bytes not shown]",
+        &text[..end],
+        text.len() - end
+    )
+    .into()
+}

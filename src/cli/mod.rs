@@ -87,18 +87,25 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     init_logging(cli.log_file.as_deref());
-    let result = match cli.command {
-        Command::Run(args) => run::run(args),
-        Command::Scripts(args) => scripts::run(args),
-        Command::Check(args) => check::run(args),
-        Command::Runs(args) => runs::run(args),
-        Command::Mcp(args) => mcp::run(args),
-        Command::Vcr(args) => vcr::run(args),
-        Command::Tools(args) => tools::run(args),
-        Command::Serve(args) => serve::run(args),
-        Command::Install(args) => install::run(args, install::Direction::Install),
-        Command::Uninstall(args) => install::run(args, install::Direction::Uninstall),
-        Command::Hook(args) => hook::run(args),
+    // A panic is a bug; it must still end like any other internal error (exit 2, a message
+    // saying so), never with Rust's 101. The panic's own message, printed by the standard
+    // hook, says where.
+    let dispatched =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command)));
+    let result = match dispatched {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(ToString::to_string)
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            eprintln!(
+                "mekara failed: {what}; this is a bug in mekara, please report it with the \
+                 command that caused it"
+            );
+            return Exit::Usage.into();
+        }
     };
     match result {
         Ok(exit) => exit.into(),
@@ -112,6 +119,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
+/// Runs one command.
+fn dispatch(command: Command) -> anyhow::Result<Exit> {
+    // The tests' way to reach the panic handling in `run`: debug builds only.
+    #[cfg(debug_assertions)]
+    assert!(
+        std::env::var_os("MEKARA_DEBUG_PANIC").is_none(),
+        "`MEKARA_DEBUG_PANIC` is set"
+    );
+    match command {
+        Command::Run(args) => run::run(args),
+        Command::Scripts(args) => scripts::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Mcp(args) => mcp::run(args),
+        Command::Vcr(args) => vcr::run(args),
+        Command::Tools(args) => tools::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Install(args) => install::run(args, install::Direction::Install),
+        Command::Uninstall(args) => install::run(args, install::Direction::Uninstall),
+        Command::Hook(args) => hook::run(args),
+    }
+}
+
 /// A command line that asks for something impossible (the checks clap cannot make).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -120,6 +150,19 @@ struct UsageError(String);
 /// Fails the command as a usage error (exit 2) with `message`.
 fn usage<T>(message: impl Into<String>) -> anyhow::Result<T> {
     Err(UsageError(message.into()).into())
+}
+
+/// The `--timeout` of `run`, `mcp` and `serve`, checked.
+fn timeout_arg(secs: f64) -> anyhow::Result<std::time::Duration> {
+    crate::engine::runner::timeout_from_secs(secs).map_or_else(
+        || {
+            usage(format!(
+                "`--timeout` must be {}",
+                crate::engine::runner::TIMEOUT_RULE
+            ))
+        },
+        Ok,
+    )
 }
 
 /// The exit code of a command that failed with `e`: the first error in its chain that

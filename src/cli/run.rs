@@ -7,7 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::io::{IsTerminal, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
 use serde_json::{Map, Value as Json};
@@ -43,11 +43,9 @@ pub(super) struct RunArgs {
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return super::usage("`--timeout` must be a positive number of seconds");
-    }
+    let default_timeout = super::timeout_arg(args.timeout)?;
     let settings = Settings {
-        default_timeout: Duration::from_secs_f64(args.timeout),
+        default_timeout,
         ..Settings::default()
     };
     let client = crate::client::McpClient::for_locations(&locations);

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 
@@ -41,9 +40,7 @@ pub(super) struct ServeArgs {
 }
 
 pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return super::usage("`--timeout` must be a positive number of seconds");
-    }
+    let default_timeout = super::timeout_arg(args.timeout)?;
     let http = args.http.options()?;
     let config = match &args.config {
         Some(path) => Config::read(path)?,
@@ -114,7 +111,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         tools,
         EnvRunner::new(env, crate::client::McpClient::for_locations(&locations)),
         cwd,
-        Duration::from_secs_f64(args.timeout),
+        default_timeout,
         limits,
     );
 

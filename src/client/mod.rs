@@ -44,6 +44,7 @@ pub(crate) use config::Secrets;
 pub(crate) use error::ClientError;
 pub(crate) use policy::Policy;
 
+use crate::engine::compiled::unfit;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
@@ -271,6 +272,18 @@ impl McpClient {
                 duration_ms,
                 ..StepResult::default()
             },
+            Ok(output) if let Some(found) = output.structured.as_ref().and_then(unfit) => {
+                StepResult {
+                    success: false,
+                    error: Some(found.describe(&format!(
+                        "the structured content of `{}/{}`",
+                        call.server, call.tool
+                    ))),
+                    output: output.text,
+                    duration_ms,
+                    ..StepResult::default()
+                }
+            }
             Ok(output) => StepResult {
                 success: !output.is_error,
                 error: output.is_error.then(|| {

@@ -122,12 +122,19 @@ impl Policy {
         })?;
         for (name, server) in &parsed.servers {
             if let Some(t) = server.timeout
-                && !(t > 0.0 && t.is_finite())
+                && crate::engine::runner::timeout_from_secs(t).is_none()
             {
                 return Err(ClientError::Config {
                     file,
                     reason: format!(
-                        "`[servers.{name}] timeout` must be a positive number of seconds, got `{t}`"
+                        "`[servers.{name}] timeout` must be {}, got `{}`",
+                        crate::engine::runner::TIMEOUT_RULE,
+                        // `1e300`, not three hundred digits.
+                        if t.abs() < 1e15 {
+                            t.to_string()
+                        } else {
+                            format!("{t:e}")
+                        }
                     ),
                 });
             }

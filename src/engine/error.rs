@@ -68,15 +68,22 @@ pub enum EngineError {
         /// Every expected name.
         expected: Vec<String>,
     },
-    /// A value from outside holds a number no script can hold; it was not journaled.
+    /// A value from outside cannot be given to a script (a number no script can hold, or
+    /// nesting too deep); it was not journaled.
+    #[error("{detail}; the step is still pending")]
+    Unfit {
+        /// What is wrong, e.g. "output `n` at `.a[2]` is the number `1e400`, ...".
+        detail: String,
+    },
+    /// A script's arguments are longer than a run keeps.
     #[error(
-        "{what} is the number `{number}`, which a script cannot hold (it is beyond a 64-bit float and not a whole number); the step is still pending"
+        "the script's arguments are {bytes} bytes, more than the {limit} bytes a run keeps; pass a file's path instead of its text"
     )]
-    Unrepresentable {
-        /// Which value, e.g. "output `n` at `.a[2]`".
-        what: String,
-        /// The number as it was sent.
-        number: String,
+    ArgumentsTooLong {
+        /// Their length.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
     },
     /// Starting another script would nest scripts deeper than the limit.
     #[error(
@@ -155,7 +162,8 @@ impl EngineError {
             | EngineError::Cancelled { .. }
             | EngineError::WrongCall { .. }
             | EngineError::Outputs { .. }
-            | EngineError::Unrepresentable { .. }
+            | EngineError::Unfit { .. }
+            | EngineError::ArgumentsTooLong { .. }
             | EngineError::TooDeep { .. } => Exit::Failure,
         }
     }

@@ -19,7 +19,7 @@ use super::journal::{
 use super::observer::{FrameEvent, Observer};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
-use super::step::{StepInput, StepRecord, StepResult};
+use super::step::{MAX_KEPT, StepInput, StepRecord, StepResult};
 use super::tool::NL_TAG_CONTEXT;
 use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
@@ -351,6 +351,12 @@ impl Executor {
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
         let script = self.resolver.resolve(name)?;
+        if request.len() > MAX_KEPT {
+            return Err(EngineError::ArgumentsTooLong {
+                bytes: request.len(),
+                limit: MAX_KEPT,
+            });
+        }
         if self.stack.len() >= self.settings.max_depth {
             return Err(EngineError::TooDeep {
                 path: self.path(),
@@ -410,20 +416,10 @@ impl Executor {
                 expected,
             });
         }
-        if let Some((output, (at, number))) = outputs.iter().find_map(|(name, value)| {
-            super::compiled::unrepresentable_number(value).map(|found| (name.clone(), found))
+        if let Some(detail) = outputs.iter().find_map(|(name, value)| {
+            super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
         }) {
-            return Err(EngineError::Unrepresentable {
-                what: format!(
-                    "output `{output}`{}",
-                    if at.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" at `{at}`")
-                    }
-                ),
-                number,
-            });
+            return Err(EngineError::Unfit { detail });
         }
         self.record_in_top(
             StepInput::Llm { prompt, expects },

@@ -149,3 +149,16 @@ fn no_client(call: &ToolCall) -> StepResult {
         ..StepResult::default()
     }
 }
+
+/// The longest timeout mekara takes: a year. A longer one (`1e300` seconds) would overflow
+/// the clock arithmetic that enforces it.
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// A timeout given in seconds (a script's `timeout`, `--timeout`, a server's `timeout` in
+/// `.mekara/config.toml`), or `None` unless it is positive and at most [`MAX_TIMEOUT`].
+pub(crate) fn timeout_from_secs(secs: f64) -> Option<Duration> {
+    (secs > 0.0 && secs <= MAX_TIMEOUT.as_secs_f64()).then(|| Duration::from_secs_f64(secs))
+}
+
+/// What a refused timeout is told: the rule [`timeout_from_secs`] applies.
+pub(crate) const TIMEOUT_RULE: &str = "a positive number of seconds, at most 31536000 (a year)";

@@ -18,10 +18,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open};
 
 use super::group_note::boot_clock_ns;
 use super::runner::{CancelToken, Ran, ShellStep, StepRunner};
-use super::step::StepResult;
-
-/// The most output kept of one step (head and tail); the rest is counted and dropped.
-const MAX_KEPT: usize = 8 * 1024 * 1024;
+use super::step::{Kept, StepResult};
 
 /// A step's output is read in pieces of at most this.
 const READ_SIZE: usize = 16 * 1024;
@@ -193,7 +190,7 @@ impl StepRunner for ShellRunner {
             let _ = kill_process_group(group, Signal::KILL);
         };
 
-        let mut output = Output::default();
+        let mut output = Kept::default();
         let mut buf = READ_BUFFER.take();
         if buf.is_empty() {
             buf = vec![0; READ_SIZE];
@@ -321,46 +318,4 @@ enum Stop {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Collected output: everything up to [`MAX_KEPT`], else its head and tail.
-#[derive(Default)]
-struct Output {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    dropped: usize,
-}
-
-impl Output {
-    fn push(&mut self, mut bytes: &[u8]) {
-        let half = MAX_KEPT / 2;
-        if self.head.len() < half {
-            let take = bytes.len().min(half - self.head.len());
-            self.head.extend_from_slice(&bytes[..take]);
-            bytes = &bytes[take..];
-        }
-        self.tail.extend_from_slice(bytes);
-        if self.tail.len() > 2 * half {
-            let excess = self.tail.len() - half;
-            self.tail.drain(..excess);
-            self.dropped += excess;
-        }
-    }
-
-    fn into_string(mut self) -> String {
-        if self.tail.len() > MAX_KEPT / 2 {
-            let excess = self.tail.len() - MAX_KEPT / 2;
-            self.tail.drain(..excess);
-            self.dropped += excess;
-        }
-        let mut text = String::from_utf8_lossy(&self.head).into_owned();
-        if self.dropped > 0 {
-            text.push_str(&format!(
-                "\n[... {} bytes of output not kept ...]\n",
-                self.dropped
-            ));
-        }
-        text.push_str(&String::from_utf8_lossy(&self.tail));
-        text
-    }
 }

@@ -274,3 +274,60 @@ impl fmt::Display for StepRecord {
         write!(f, "[{}] {}", self.index, self.input.summary())
     }
 }
+
+/// The most kept of one step's text (a shell step's output, a function step's prints, an
+/// llm step's prompt), head and tail; the rest is counted and dropped. Also the most a value
+/// a step takes or gives may hold as JSON.
+pub(crate) const MAX_KEPT: usize = 8 * 1024 * 1024;
+
+/// Text collected up to [`MAX_KEPT`]: all of it, else its head and tail with a note of how
+/// much was dropped between them.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    dropped: usize,
+}
+
+impl Kept {
+    /// `text` kept as [`Kept`] keeps it.
+    pub(crate) fn text(text: &str) -> String {
+        if text.len() <= MAX_KEPT {
+            return text.to_string();
+        }
+        let mut kept = Kept::default();
+        kept.push(text.as_bytes());
+        kept.into_string()
+    }
+
+    /// Adds `bytes` at the end.
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+        let half = MAX_KEPT / 2;
+        if self.head.len() < half {
+            let take = bytes.len().min(half - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        self.tail.extend_from_slice(bytes);
+        if self.tail.len() > 2 * half {
+            let excess = self.tail.len() - half;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+    }
+
+    /// What was kept, with the note where text was dropped.
+    pub(crate) fn into_string(mut self) -> String {
+        if self.tail.len() > MAX_KEPT / 2 {
+            let excess = self.tail.len() - MAX_KEPT / 2;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!("\n[... {} bytes not kept ...]\n", self.dropped));
+        }
+        text.push_str(&String::from_utf8_lossy(&self.tail));
+        text
+    }
+}

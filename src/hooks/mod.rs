@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
+use crate::display::SHOWN_ARGUMENTS;
 use crate::mcp::tools::AgentTool;
 use crate::paths::Locations;
 use crate::script::Resolver;
@@ -149,19 +150,32 @@ fn is_compiled(name: &str, cwd: &Path) -> bool {
     }
 }
 
-/// The `mcp__mekara__start` arguments, as JSON: quoting that keeps any text intact.
-fn start_arguments(name: &str, args: &str) -> String {
-    json!({ "name": name, "arguments": args }).to_string()
+/// How to call `mcp__mekara__start`, after "Call the `…` tool with": its arguments as JSON
+/// (quoting that keeps any text intact), set apart by `gap`. Arguments longer than
+/// [`SHOWN_ARGUMENTS`] are not repeated (the answer would carry megabytes back to the
+/// model, which has them whole): the call names them by `source` instead.
+fn start_call(name: &str, args: &str, source: &str, gap: &str) -> String {
+    if args.len() <= SHOWN_ARGUMENTS {
+        let call = json!({ "name": name, "arguments": args });
+        return format!("exactly these arguments (JSON):{gap}{call}{gap}");
+    }
+    format!(
+        "the arguments {} plus `arguments`: {source}, exactly ({} bytes, too long to repeat \
+         here);{gap}",
+        json!({ "name": name }),
+        args.len()
+    )
 }
 
 /// The UserPromptSubmit answer: context the model reads beside the expanded command.
 fn user_prompt_answer(name: &str, args: &str) -> String {
     let start = claude_tool_name(AgentTool::Start);
+    let source = format!("the text after `/{name}` in the user's prompt");
     let context = format!(
         "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
-         hand: mekara runs its automatic steps itself. Call the `{start}` tool with exactly \
-         these arguments (JSON):\n\n{}\n\nthen do what its reply says, step by step.",
-        start_arguments(name, args)
+         hand: mekara runs its automatic steps itself. Call the `{start}` tool with {}then do \
+         what its reply says, step by step.",
+        start_call(name, args, &source, "\n\n")
     );
     json!({
         "hookSpecificOutput": {
@@ -190,9 +204,8 @@ fn skill_answer(skill: &str, args: &str) -> String {
     let start = claude_tool_name(AgentTool::Start);
     let reason = format!(
         "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
-         Call the `{start}` tool with exactly these arguments (JSON): {} and then do what its \
-         reply says.",
-        start_arguments(skill, args)
+         Call the `{start}` tool with {}and then do what its reply says.",
+        start_call(skill, args, "the `args` of your Skill call", " ")
     );
     json!({
         "hookSpecificOutput": {

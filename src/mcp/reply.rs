@@ -581,7 +581,7 @@ pub(crate) fn refusal(
                 Unchanged::Run,
             )
         }
-        EngineError::Unrepresentable { .. } => refused(
+        EngineError::Unfit { .. } => refused(
             &format!(
                 "{error}. Call `continue_compiled_script` again with a number a script can \
                  hold, or with the number as a string."
@@ -698,7 +698,8 @@ pub(crate) fn status(
             shown_dir(&frame.working_dir, cwd)
         );
         if !frame.request.is_empty() {
-            let _ = write!(text, " with arguments {}", quote(&frame.request));
+            let shown = crate::display::clipped(&frame.request, crate::display::SHOWN_ARGUMENTS);
+            let _ = write!(text, " with arguments {}", quote(&shown));
         }
         text.push('\n');
     }

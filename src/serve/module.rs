@@ -14,7 +14,7 @@ use starlark::values::list::ListRef;
 
 use super::ServeError;
 use super::schema::{Shape, default_json};
-use crate::engine::compiled::{self, Limits};
+use crate::engine::compiled::{self, Limits, unfit};
 
 /// A loaded module.
 pub(crate) struct ToolModule {
@@ -138,6 +138,13 @@ impl ServedFunction {
         let mut checked = Map::new();
         for param in &self.params {
             if let Some(value) = arguments.get(&param.name) {
+                if let Some(found) = unfit(value) {
+                    return Err(format!(
+                        "tool `{}`: {}",
+                        self.name,
+                        found.describe(&format!("argument `{}`", param.name))
+                    ));
+                }
                 let value = param
                     .shape
                     .check(value, &param.name)

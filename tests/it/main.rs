@@ -27,4 +27,5 @@ mod stack;
 mod terminal;
 mod transcripts;
 mod tutorial;
+mod values;
 mod workflows;

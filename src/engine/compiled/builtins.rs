@@ -12,18 +12,18 @@ use starlark::environment::{Globals, GlobalsBuilder, LibraryExtension};
 use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::syntax::{Dialect, DialectTypes};
-use starlark::values::Value;
+use starlark::values::{Heap, Value};
 
 use super::Suspension;
 use super::context::{Interrupt, StepContext, step_context};
 use super::declared::{Declared, DictOrNone, Expects, Seconds, StepType};
 use super::diagnostics::{is_limit, locate_in_function, render};
 use super::values::{
-    alloc_json, error_value, expects_map, function_name, json_of, keyword_values, result_struct,
-    seconds, string_map,
+    alloc_json, check_depth, error_value, expects_map, function_name, json_of, keyword_values,
+    result_struct, seconds, string_map, unfit,
 };
 use crate::engine::runner::{Ran, ShellStep, ToolCall};
-use crate::engine::step::{StepInput, StepResult};
+use crate::engine::step::{Kept, StepInput, StepResult};
 use crate::engine::tool;
 
 /// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
@@ -51,11 +51,11 @@ pub(crate) fn globals() -> &'static Globals {
             LibraryExtension::Filter,
             LibraryExtension::Partial,
             LibraryExtension::Print,
-            LibraryExtension::Json,
             LibraryExtension::Typing,
             LibraryExtension::SetType,
         ])
         .with(step_builtins)
+        .with(|builder| builder.namespace("json", json_members))
         .build()
     })
 }
@@ -138,7 +138,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let kwargs_json = match kwargs {
             None => Map::new(),
             Some(k) if k.is_none() => Map::new(),
-            Some(k) => match json_of(k, "the keyword arguments of a function step")? {
+            Some(k) => match json_of(k, "the dict of keyword arguments of a function step")? {
                 Json::Object(map) => map,
                 other => anyhow::bail!(
                     "the keyword arguments of a function step must be a dict, got `{other}`"
@@ -201,7 +201,10 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             Some(v) if v.is_none() => None,
             Some(v) => Some(expects_map(v)?),
         };
-        let suspension = Suspension::Llm { prompt, expects };
+        let suspension = Suspension::Llm {
+            prompt: Kept::text(&prompt),
+            expects,
+        };
         let Some(result) = ctx.replay(&suspension.input())? else {
             return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
         };
@@ -235,7 +238,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let arguments = match arguments {
             None => Map::new(),
             Some(a) if a.is_none() => Map::new(),
-            Some(a) => match json_of(a, "the arguments of an mcp step")? {
+            Some(a) => match json_of(a, "the dict of arguments of an mcp step")? {
                 Json::Object(map) => map,
                 other => {
                     anyhow::bail!("the arguments of an mcp step must be a dict, got `{other}`")
@@ -308,6 +311,35 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
     }
 }
 
+/// `json.encode` and `json.decode`, in place of starlark's own: a value nested too deep is
+/// refused before the conversion recurses into it, `json.decode` refuses a number no
+/// script can hold (starlark's panics on `1e400`) and keeps whole numbers of any size
+/// exact (starlark's turns those beyond 64 bits into floats).
+#[starlark_module]
+fn json_members(builder: &mut GlobalsBuilder) {
+    /// The JSON text of `x` (None, bool, int, float, str, list, tuple, dict, struct).
+    fn encode(#[starlark(require = pos)] x: Value) -> anyhow::Result<String> {
+        check_depth(x, "the value given to `json.encode`")?;
+        x.to_json()
+    }
+
+    /// The value the JSON text `x` holds.
+    fn decode<'v>(#[starlark(require = pos)] x: &str, heap: Heap<'v>) -> anyhow::Result<Value<'v>> {
+        let what = "the JSON given to `json.decode`";
+        let json: Json = serde_json::from_str(x).map_err(|e| {
+            if e.to_string().starts_with("recursion limit exceeded") {
+                anyhow::anyhow!("{what} is nested too deep to read: {e}")
+            } else {
+                anyhow::anyhow!("{what} is not valid JSON: {e}")
+            }
+        })?;
+        if let Some(found) = unfit(&json) {
+            anyhow::bail!("{}", found.describe(what));
+        }
+        Ok(alloc_json(heap, &json))
+    }
+}
+
 /// Calls a tool of another MCP server now. Its text is shown as the step's output, as a
 /// shell step's would be.
 fn call_tool(ctx: &StepContext<'_>, call: &ToolCall) -> Ran {
@@ -332,7 +364,7 @@ fn call_function<'v>(
     kwargs: &Map<String, Json>,
 ) -> StepResult {
     let named = keyword_values(eval.heap(), kwargs);
-    *ctx.capture.borrow_mut() = Some(String::new());
+    *ctx.capture.borrow_mut() = Some(Kept::default());
     let started = std::time::Instant::now();
     let returned = eval.eval_function(f, &[], &named).map_err(|e| {
         if is_limit(&e) {
@@ -341,7 +373,12 @@ fn call_function<'v>(
             e
         }
     });
-    let output = ctx.capture.borrow_mut().take().unwrap_or_default();
+    let output = ctx
+        .capture
+        .borrow_mut()
+        .take()
+        .map(Kept::into_string)
+        .unwrap_or_default();
     let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
     let (value, error) = match returned {
         Ok(v) if v.is_none() => (None, None),

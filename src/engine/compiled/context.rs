@@ -19,7 +19,7 @@ use crate::engine::group_note::GroupNote;
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
 use crate::engine::runner::{CancelToken, Ran, StepRunner};
-use crate::engine::step::{StepInput, StepRecord, StepResult};
+use crate::engine::step::{Kept, StepInput, StepRecord, StepResult};
 
 /// Appends a step to the run's journal.
 pub(crate) type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), JournalError> + 'a;
@@ -40,8 +40,8 @@ mod context_type {
     #![allow(unsafe_code)]
 
     use super::{
-        CancelToken, Cell, Duration, GroupNote, Interrupt, JournalWriter, Limits, Observer, Path,
-        ProvidesStaticType, RefCell, StepRecord, StepRunner,
+        CancelToken, Cell, Duration, GroupNote, Interrupt, JournalWriter, Kept, Limits, Observer,
+        Path, ProvidesStaticType, RefCell, StepRecord, StepRunner,
     };
 
     #[derive(ProvidesStaticType)]
@@ -62,7 +62,7 @@ mod context_type {
         pub(in crate::engine::compiled) source: &'a str,
         pub(in crate::engine::compiled) interrupt: RefCell<Option<Interrupt>>,
         /// `print` output of the running function step; `None` outside one.
-        pub(in crate::engine::compiled) capture: RefCell<Option<String>>,
+        pub(in crate::engine::compiled) capture: RefCell<Option<Kept>>,
         /// Prints outside function steps in this evaluation so far.
         pub(in crate::engine::compiled) prints: Cell<usize>,
         /// How many of the frame's prints were reported, in this evaluation or before.
@@ -83,8 +83,8 @@ pub(super) struct StepPrinter<'c, 'a> {
 impl starlark::PrintHandler for StepPrinter<'_, '_> {
     fn println(&self, text: &str) -> starlark::Result<()> {
         if let Some(buffer) = self.ctx.capture.borrow_mut().as_mut() {
-            buffer.push_str(text);
-            buffer.push('\n');
+            buffer.push(text.as_bytes());
+            buffer.push(b"\n");
             self.ctx.observer.output(format!("{text}\n").as_bytes());
         } else {
             let n = self.ctx.prints.get();

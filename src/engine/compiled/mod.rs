@@ -37,7 +37,7 @@ pub(crate) use context::JournalWriter;
 pub(crate) use diagnostics::CodeError;
 pub(crate) use modules::FindModule;
 pub(crate) use static_check::typecheck;
-pub(crate) use values::unrepresentable_number;
+pub(crate) use values::unfit;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
 use diagnostics::{LastStatement, is_limit, render};

@@ -9,10 +9,12 @@ use std::time::Duration;
 use serde_json::{Map, Value as Json};
 use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::list::{AllocList, ListRef};
-use starlark::values::structs::AllocStruct;
+use starlark::values::structs::{AllocStruct, StructRef};
+use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, Value};
 
-use crate::engine::step::StepResult;
+use crate::engine::runner::{TIMEOUT_RULE, timeout_from_secs};
+use crate::engine::step::{MAX_KEPT, StepResult};
 
 /// A function's keyword arguments, from JSON to values on `heap`.
 pub(super) fn keyword_values<'v, 'k>(
@@ -26,32 +28,142 @@ pub(super) fn keyword_values<'v, 'k>(
 }
 
 /// Starlark to JSON; `what` names the value in the error.
+/// Values are refused beyond [`MAX_KEPT`] bytes of JSON, as a step's text is cut there: a
+/// step's value is journaled and shown whole, so it cannot be cut.
 pub(super) fn json_of(value: Value<'_>, what: &str) -> anyhow::Result<Json> {
-    value.to_json_value().map_err(|e| {
+    check_depth(value, what)?;
+    let json = value.to_json_value().map_err(|e| {
         anyhow::anyhow!("{what} must be JSON data (None, bool, int, float, str, list, dict): {e}")
-    })
+    })?;
+    let size = json_size(&json);
+    if size > MAX_KEPT {
+        anyhow::bail!(
+            "{what} is {size} bytes of JSON, more than the {MAX_KEPT} bytes a step keeps; pass a smaller value (a file's path instead of its text, for example)"
+        );
+    }
+    Ok(json)
 }
 
-/// The first number in `json` that a script cannot hold, with where it is (`.a[2]`): one
-/// beyond a 64-bit float that is not a whole number either (`1e400`). Such a value must be
-/// refused before it is journaled: every later evaluation of the run would meet it again.
-pub(crate) fn unrepresentable_number(json: &Json) -> Option<(String, String)> {
+/// The length of `json` as JSON text, without writing it out.
+fn json_size(json: &Json) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and a value already converted serializes.
+    let _ = serde_json::to_writer(&mut count, json);
+    count.0
+}
+
+/// How deep values that cross between a script and the outside (step results, llm outputs,
+/// tool arguments, `json.encode` and `json.decode`) may be nested: `[[1]]` is 2 deep.
+/// Deeper values would overflow the stack in the conversions (and serde_json reads no
+/// more than 128 levels back from the journal), so they are refused with this number.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// A value from outside that a script cannot be given, and where in it the fault is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unfit {
+    /// Where in the value (`.a[2]`), empty for the value itself.
+    pub at: String,
+    /// What is wrong, as the rest of a sentence ("is the number `1e400`, ...").
+    pub problem: String,
+}
+
+impl Unfit {
+    /// `what` (e.g. "output `n`") with where the fault is, then the problem.
+    pub(crate) fn describe(&self, what: &str) -> String {
+        if self.at.is_empty() {
+            format!("{what} {}", self.problem)
+        } else {
+            format!("{what} at `{}` {}", self.at, self.problem)
+        }
+    }
+}
+
+/// The first thing in `json` a script cannot hold: a number beyond a 64-bit float that is
+/// not a whole number either (`1e400`), or nesting deeper than [`MAX_DEPTH`]. Such a value
+/// must be refused before it is journaled: every later evaluation of the run would meet it
+/// again.
+pub(crate) fn unfit(json: &Json) -> Option<Unfit> {
+    unfit_below(json, 0)
+}
+
+fn unfit_below(json: &Json, depth: usize) -> Option<Unfit> {
+    let nested = matches!(json, Json::Array(_) | Json::Object(_));
+    if nested && depth >= MAX_DEPTH {
+        return Some(Unfit {
+            at: String::new(),
+            problem: too_deep(),
+        });
+    }
+    // Where a number is matters to whoever sent it; a path of a hundred `[0]` does not.
+    let inside = |at: String, found: Unfit| Unfit {
+        at: if found.problem == too_deep() {
+            found.at
+        } else {
+            format!("{at}{}", found.at)
+        },
+        problem: found.problem,
+    };
     match json {
         Json::Number(n) => {
             let holds = n.as_i64().is_some()
                 || n.as_u64().is_some()
                 || n.as_f64().is_some_and(f64::is_finite)
                 || n.to_string().parse::<num_bigint::BigInt>().is_ok();
-            (!holds).then(|| (String::new(), n.to_string()))
+            (!holds).then(|| Unfit {
+                at: String::new(),
+                problem: format!(
+                    "is the number `{n}`, which a script cannot hold (it is beyond a 64-bit float and not a whole number)"
+                ),
+            })
         }
         Json::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
-            unrepresentable_number(item).map(|(at, n)| (format!("[{i}]{at}"), n))
+            unfit_below(item, depth + 1).map(|found| inside(format!("[{i}]"), found))
         }),
-        Json::Object(map) => map
-            .iter()
-            .find_map(|(k, v)| unrepresentable_number(v).map(|(at, n)| (format!(".{k}{at}"), n))),
+        Json::Object(map) => map.iter().find_map(|(k, v)| {
+            unfit_below(v, depth + 1).map(|found| inside(format!(".{k}"), found))
+        }),
         _ => None,
     }
+}
+
+/// The problem of a value nested too deep.
+fn too_deep() -> String {
+    format!(
+        "is nested more than {MAX_DEPTH} levels deep, the limit for values a script takes or gives"
+    )
+}
+
+/// Refuses a Starlark value nested deeper than [`MAX_DEPTH`] before anything recurses into
+/// it all the way (starlark's JSON conversion and `repr` would overflow the stack).
+pub(super) fn check_depth(value: Value<'_>, what: &str) -> anyhow::Result<()> {
+    fn depth_over(value: Value<'_>, depth: usize) -> bool {
+        let children: Vec<Value<'_>> = if let Some(list) = ListRef::from_value(value) {
+            list.iter().collect()
+        } else if let Some(tuple) = TupleRef::from_value(value) {
+            tuple.iter().collect()
+        } else if let Some(dict) = DictRef::from_value(value) {
+            dict.iter().flat_map(|(k, v)| [k, v]).collect()
+        } else if let Some(s) = StructRef::from_value(value) {
+            s.iter().map(|(_, v)| v).collect()
+        } else {
+            return false;
+        };
+        depth >= MAX_DEPTH || children.into_iter().any(|c| depth_over(c, depth + 1))
+    }
+    if depth_over(value, 0) {
+        anyhow::bail!("{what} {}", too_deep());
+    }
+    Ok(())
 }
 
 /// JSON to Starlark. Written out because starlark's own conversion turns integers too big
@@ -63,7 +175,7 @@ pub(super) fn alloc_json<'v>(heap: Heap<'v>, json: &Json) -> Value<'v> {
             match (digits.parse::<num_bigint::BigInt>(), n.as_f64()) {
                 (Ok(big), _) => heap.alloc(big),
                 (Err(_), Some(float)) if float.is_finite() => heap.alloc(float),
-                // Refused before it is journaled (`unrepresentable_number`); a journal from
+                // Refused before it is journaled (`unfit`); a journal from
                 // before that check may still hold one. starlark's own conversion panics on
                 // it, so it arrives as its text.
                 (Err(_), _) => heap.alloc(digits),
@@ -94,13 +206,12 @@ pub(super) fn seconds(value: Value<'_>) -> anyhow::Result<Duration> {
     } else {
         -1.0
     };
-    if !(secs > 0.0 && secs.is_finite()) {
-        anyhow::bail!(
-            "`timeout` must be a positive number of seconds, got `{}`",
+    timeout_from_secs(secs).ok_or_else(|| {
+        anyhow::anyhow!(
+            "`timeout` must be {TIMEOUT_RULE}, got `{}`",
             value.to_repr()
-        );
-    }
-    Ok(Duration::from_secs_f64(secs))
+        )
+    })
 }
 
 /// A dict of strings (`env`); values that are not strings are taken as their `str()`.

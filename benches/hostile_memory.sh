@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Peak memory of `mekara run` on hostile scripts (issue 14): one line per script with its
+# exit code, wall time and peak resident memory (from `/usr/bin/time`), each stopped after
+# LIMIT seconds (default 60) and, as a guard for the machine, at 8 GiB of address space.
+#
+#   bash benches/hostile_memory.sh [MEKARA] [LIMIT]
+#
+# MEKARA (default: target/release/mekara, else target/debug/mekara) is the binary measured.
+# A script that ends with exit code 1 failed as a script should (a Starlark error, the
+# fallback); 124 is the time limit; 2 is an internal error; 134 or 139 a crash.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mekara=${1:-}
+if [ -z "$mekara" ]; then
+  mekara=$repo/target/release/mekara
+  [ -x "$mekara" ] || mekara=$repo/target/debug/mekara
+fi
+limit=${2:-60}
+project=$(mktemp -d)
+trap 'rm -rf "$project"' EXIT
+mkdir -p "$project/.mekara/scripts/nl" "$project/.mekara/scripts/compiled" "$project/home"
+
+# name|body of `execute` (\n for new lines, 4-space indents)
+scripts=(
+  'repeat-string|x = "x" * 2147483647'
+  'repeat-list|l = [1] * 2147483647'
+  'double-string-40|s = "x"\n    for i in range(40):\n        s = s + s'
+  'double-list-40|l = [1]\n    for i in range(40):\n        l = l + l'
+  'deep-json-encode|l = []\n    for i in range(150):\n        l = [l]\n    json.encode(l)'
+  'deep-function-value|auto(deep, {})'
+  'big-prints|auto(loud, {})'
+)
+printf '%-22s %6s %9s %12s\n' script exit seconds "peak RSS"
+for entry in "${scripts[@]}"; do
+  name=${entry%%|*}
+  body=${entry#*|}
+  echo "Hostile: $name." >"$project/.mekara/scripts/nl/$name.md"
+  printf 'def deep():\n    d = {}\n    for i in range(300):\n        d = {"a": d}\n    return d\n\ndef loud():\n    s = ("x" * 1024) * 1024\n    for i in range(64):\n        print(s)\n\ndef execute(request):\n    %b\n' \
+    "$body" >"$project/.mekara/scripts/compiled/$name.star"
+  out=$(mktemp)
+  set +e
+  (cd "$project" && ulimit -v $((8 * 1024 * 1024)) && HOME="$project/home" \
+    /usr/bin/time -o "$out" -f '%e %M' timeout "$limit" "$mekara" run "$name" \
+    </dev/null >/dev/null 2>&1)
+  code=$?
+  set -e
+  # The last line: `time` writes "Command exited with non-zero status N" before it.
+  read -r seconds kib < <(tail -n 1 "$out") || true
+  rm -f "$out"
+  printf '%-22s %6s %9s %9s MiB\n' "$name" "$code" "$seconds" "$((${kib:-0} / 1024))"
+done

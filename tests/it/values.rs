@@ -1,0 +1,503 @@
+//! Values that could poison a run (issue 14): numbers no script can hold (`1e400`) and values
+//! nested too deep, at every door they come in by: `json.decode`, `json.encode`, a function
+//! step's arguments and value, an MCP tool's structured content, a served tool's argument,
+//! a timeout in a script, on the command line or in `.mekara/config.toml`. Each is refused
+//! with a clear error before it reaches the journal, and the process (or the MCP session)
+//! goes on. Also: big integers come back exactly when a run is resumed, and a panic ends
+//! with exit code 2 and a message, never 101.
+
+use serde_json::{Value as Json, json};
+
+use crate::common::{Project, outside_client};
+use crate::mcp::client::Client;
+
+const NL: &str = "---\ndescription: Hostile values\n---\n1. Do it by hand.\n";
+
+/// Helpers every hostile script shares: `f` returns its argument, `deep_list(n)` is a list
+/// nested `n` deep, `deep_dict(n)` a dict nested `n` deep.
+const HELPERS: &str = "
+def f(v):
+    return v
+
+def deep_list(n):
+    l = []
+    for i in range(n - 1):
+        l = [l]
+    return l
+
+def deep_dict(n):
+    d = {}
+    for i in range(n - 1):
+        d = {\"a\": d}
+    return d
+";
+
+/// A project with script `h` whose `execute` body is `body` (indented by 4).
+fn hostile(body: &str) -> Project {
+    let project = Project::new();
+    project.script(
+        "h",
+        NL,
+        Some(&format!("{HELPERS}\ndef execute(request):\n    {body}\n")),
+    );
+    project
+}
+
+/// Runs `h` in the terminal and returns stdout and stderr together, checking that it
+/// failed (exit 1) with a Starlark error or failed step, not a crash.
+fn run_fails(project: &Project) -> String {
+    let run = project.run(&["run", "h"], "");
+    run.expect_code(1);
+    format!("{}{}", run.stdout, run.stderr)
+}
+
+/// Regression: `json.decode` of `1e400` panicked inside starlark (exit 101), and one that
+/// reached a step was journaled and broke the run for good. It is a Starlark error with
+/// its line; a whole number of any size decodes exactly (it used to become a float).
+#[test]
+fn json_decode_refuses_a_number_no_script_can_hold_and_keeps_big_integers_exact() {
+    for (text, shown) in [
+        (
+            r#""1e400""#,
+            "the JSON given to `json.decode` is the number `1e+400`",
+        ),
+        (
+            r#""[1, {\"a\": -2.5E+999}]""#,
+            "the JSON given to `json.decode` at `[1].a` is the number `-2.5e+999`",
+        ),
+    ] {
+        let project = hostile(&format!("auto(f, {{\"v\": json.decode({text})}})"));
+        let out = run_fails(&project);
+        assert!(out.contains(shown), "{out}");
+        assert!(out.contains("h.star:18:"), "the line is named: {out}");
+        let [id] = project.run_ids().try_into().expect("one run");
+        assert!(
+            !project.journal(&id).contains(r#""event":"step""#),
+            "no step was journaled"
+        );
+    }
+    let big = "1234567890123456789012345678901234567890";
+    let project = hostile(&format!(
+        "x = json.decode(\"[{big}]\")[0]\n    print(type(x), x == {big}, x)"
+    ));
+    let run = project.run(&["run", "h"], "");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains(&format!("int True {big}")),
+        "{}",
+        run.stdout
+    );
+}
+
+/// The deep-nesting variants of one check: each fails naming the limit and where: the line
+/// in `execute`, or the function step whose value it was.
+const DEEP: &[(&str, &str, &str)] = &[
+    (
+        "print(len(json.encode(deep_list(150))))",
+        "the value given to `json.encode` is nested more than 100 levels deep",
+        "h.star:18:",
+    ),
+    (
+        "auto(deep_dict, {\"n\": 300})",
+        "the value a function step returns is nested more than 100 levels deep",
+        "h[0]",
+    ),
+    (
+        "auto(f, {\"v\": deep_list(100)})",
+        "the dict of keyword arguments of a function step is nested more than 100 levels deep",
+        "h.star:18:",
+    ),
+    (
+        "json.decode(\"[\" * 101 + \"]\" * 101)",
+        "the JSON given to `json.decode` is nested more than 100 levels deep",
+        "h.star:18:",
+    ),
+    (
+        "json.decode(\"[\" * 10000 + \"]\" * 10000)",
+        "the JSON given to `json.decode` is nested too deep to read",
+        "h.star:18:",
+    ),
+];
+
+/// Regression: a value nested a few hundred levels deep overflowed the stack and aborted
+/// the process (a function step returning a 300-deep dict in `mekara run`).
+#[test]
+fn values_nested_too_deep_are_script_errors_in_the_terminal() {
+    for (body, shown, place) in DEEP {
+        let project = hostile(body);
+        let out = run_fails(&project);
+        assert!(out.contains(shown), "{body}: {out}");
+        assert!(out.contains(place), "{body}: the place is named: {out}");
+    }
+    // Exactly at the limit goes through, and comes back whole.
+    let project = hostile(
+        "r = auto(f, {\"v\": deep_list(99)})\n    print(json.encode(r.value) == json.encode(deep_list(99)))",
+    );
+    let run = project.run(&["run", "h"], "");
+    run.expect_code(0);
+    assert!(run.stdout.contains("True"), "{}", run.stdout);
+}
+
+/// Regression: in `mekara mcp` a 150-deep `json.encode` overflowed the stack of the thread
+/// that evaluates scripts, which took the whole server (and every session) down.
+#[tokio::test]
+async fn values_nested_too_deep_are_script_errors_and_the_server_keeps_answering() {
+    for (body, shown, place) in DEEP {
+        let project = hostile(body);
+        let client = Client::start(&project, &[]).await;
+        let text = client.call("start", json!({"name": "h"})).await.ok();
+        assert!(text.contains(shown), "{body}: {text}");
+        assert!(text.contains(place), "{body}: {text}");
+        let status = client.call("status", json!({})).await.ok();
+        assert!(
+            status.contains("`h`"),
+            "{body}: the server answers: {status}"
+        );
+    }
+}
+
+/// Regression: an llm output nested too deep was journaled (or crashed the server); it is
+/// refused like an unrepresentable number, and the step stays pending.
+#[tokio::test]
+async fn an_llm_output_nested_too_deep_is_refused_before_the_journal() {
+    let project = hostile("r = llm(\"Give n\", expects = [\"n\"])\n    print(r.outputs)");
+    let client = Client::start(&project, &[]).await;
+    client.call("start", json!({"name": "h"})).await.ok();
+    let deep: Json = serde_json::from_str(&format!("{}{}", "[".repeat(101), "]".repeat(101)))
+        .expect("101 deep parses");
+    let text = client
+        .call("continue_compiled_script", json!({"outputs": {"n": deep}}))
+        .await
+        .err();
+    assert!(
+        text.contains("output `n` is nested more than 100 levels deep"),
+        "{text}"
+    );
+    let [id] = project.run_ids().try_into().expect("one run");
+    assert!(
+        !project.journal(&id).contains("[[[["),
+        "nothing was journaled"
+    );
+    let done = client
+        .call("continue_compiled_script", json!({"outputs": {"n": [[1]]}}))
+        .await
+        .ok();
+    assert!(done.contains("completed"), "{done}");
+}
+
+/// Regression: a served tool's argument holding `1e400` reached the function (as text,
+/// silently); it is a tool error naming the argument, and the server goes on.
+#[tokio::test]
+async fn a_served_tool_refuses_an_argument_no_script_can_hold() {
+    let project = Project::new();
+    project.write("tools.star", "def echo(v):\n    return v\n");
+    let client =
+        Client::start_command(&project, &project.root(), &["serve", "tools.star"], &[]).await;
+    for (raw, shown) in [
+        (r#"{"v": 1e400}"#, "argument `v` is the number `1e+400`"),
+        (
+            r#"{"v": {"a": [2, -1E+999]}}"#,
+            "argument `v` at `.a[1]` is the number `-1e+999`",
+        ),
+        (
+            &format!(r#"{{"v": {}{}}}"#, "[".repeat(101), "]".repeat(101)),
+            "argument `v` is nested more than 100 levels deep",
+        ),
+    ] {
+        let arguments: Json = serde_json::from_str(raw).expect("json");
+        let text = client.call("echo", arguments).await.err();
+        assert!(text.contains(shown), "{raw}: {text}");
+    }
+    let big = "1234567890123456789012345678901234567890";
+    let arguments: Json = serde_json::from_str(&format!(r#"{{"v": {big}}}"#)).expect("json");
+    let text = client.call("echo", arguments).await.ok();
+    assert!(text.contains(big), "{text}");
+}
+
+/// A project whose `.mcp.json` declares `raw`, a server whose tool `emit` sends `structured`
+/// (raw JSON text) as its structured content.
+fn raw_server_project(structured: &str) -> Project {
+    let python = outside_client(
+        "py/bin/python",
+        "the Python MCP SDK's virtualenv",
+        "tests/python/install.sh",
+    );
+    let server = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python/raw_structured_server.py");
+    let project = hostile(
+        "r = mcp(\"raw\", \"emit\", {}, allow_failure = True)\n    print(\"success:\", r.success, \"structured:\", r.structured)\n    print(\"error:\", r.error)",
+    );
+    project.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"raw": {"command": python, "args": [server, structured]}}})
+            .to_string(),
+    );
+    project
+}
+
+/// Regression: an MCP tool's structured content holding `1e400` was journaled, then broke
+/// every later evaluation of the run. The step fails, saying why, and nothing of the value
+/// is journaled; a big whole number goes through exactly.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the Python virtualenv (bash tests/python/install.sh) and --features clients"
+)]
+fn structured_content_no_script_can_hold_is_refused_before_the_journal() {
+    for (structured, shown) in [
+        (
+            r#"{"n": 1e400}"#,
+            "the structured content of `raw/emit` at `.n` is the number `1e+400`",
+        ),
+        (
+            r#"{"a": [1, {"b": -3e999}]}"#,
+            "the structured content of `raw/emit` at `.a[1].b` is the number `-3e+999`",
+        ),
+        (
+            &format!(r#"{{"n": {}{}}}"#, "[".repeat(100), "]".repeat(100)),
+            "the structured content of `raw/emit` is nested more than 100 levels deep",
+        ),
+    ] {
+        let project = raw_server_project(structured);
+        let run = project.run(&["run", "h"], "");
+        run.expect_code(0);
+        assert!(
+            run.stdout.contains("success: False structured: None"),
+            "{}",
+            run.stdout
+        );
+        assert!(run.stdout.contains(shown), "{}", run.stdout);
+        let [id] = project.run_ids().try_into().expect("one run");
+        let journal = project.journal(&id);
+        assert!(
+            !journal.contains("e999") && !journal.contains("e400") && !journal.contains("[[[["),
+            "{journal}"
+        );
+    }
+    let big = "1234567890123456789012345678901234567890";
+    let project = raw_server_project(&format!(r#"{{"n": {big}}}"#));
+    let run = project.run(&["run", "h"], "");
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains(&format!("success: True structured: {{\"n\": {big}}}")),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Regression: a timeout beyond what the clock can add (`1e300` seconds) panicked (exit
+/// 101) in a script, on the command line and in `.mekara/config.toml`.
+#[test]
+fn timeouts_too_long_are_refused_with_the_rule() {
+    let project = hostile("auto(\"true\", timeout = 1e300)");
+    let out = run_fails(&project);
+    assert!(
+        out.contains("`timeout` must be a positive number of seconds, at most 31536000 (a year), got `1e+300`"),
+        "{out}"
+    );
+    for value in ["1e300", "1e400", "inf", "-1", "31536001"] {
+        let run = project.run(&["run", &format!("--timeout={value}"), "h"], "");
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains(
+                "`--timeout` must be a positive number of seconds, at most 31536000 (a year)"
+            ),
+            "{value}: {}",
+            run.stderr
+        );
+    }
+    project.write(".mcp.json", r#"{"mcpServers": {"x": {"command": "true"}}}"#);
+    project.write(".mekara/config.toml", "[servers.x]\ntimeout = 1e300\n");
+    let run = project.run(&["tools", "list"], "");
+    assert!(
+        run.stderr.contains("`[servers.x] timeout` must be a positive number of seconds, at most 31536000 (a year), got `1e300`"),
+        "{run:?}"
+    );
+}
+
+/// Integers beyond 128 bits from a function step, a shell step's JSON and an llm output
+/// must come back exactly when the run is resumed, so the resumed run takes the branch the
+/// live one would have taken.
+#[tokio::test]
+async fn big_integers_round_trip_exactly_across_a_resume() {
+    let big = "1234567890123456789012345678901234567890";
+    let project = hostile(&format!(
+        "a = auto(f, {{\"v\": [{big}, {{\"x\": -{big}}}]}}).value\n    s = json.decode(auto(\"echo '[{big}]'\").output)\n    g = llm(\"Give n\", expects = [\"n\"]).outputs[\"n\"]\n    llm(\"Stop here\")\n    same = a == [{big}, {{\"x\": -{big}}}] and s == [{big}] and g == {big}\n    auto(\"echo \" + (\"same branch\" if same else \"OTHER branch\") + \" \" + str(g) + \" \" + str(a[1][\"x\"]))"
+    ));
+    let first = Client::start(&project, &[]).await;
+    first.call("start", json!({"name": "h"})).await.ok();
+    let n: Json = serde_json::from_str(big).expect("big");
+    let text = first
+        .call("continue_compiled_script", json!({"outputs": {"n": n}}))
+        .await
+        .ok();
+    assert!(text.contains("Stop here"), "{text}");
+    let [id] = project.run_ids().try_into().expect("one run");
+    drop(first);
+
+    // A new server resumes the run from its journal alone.
+    let second = Client::start(&project, &[]).await;
+    second.call("resume", json!({"run_id": id})).await.ok();
+    let text = second
+        .call("continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .ok();
+    assert!(
+        text.contains(&format!("same branch {big} -{big}")),
+        "{text}"
+    );
+}
+
+/// A panic is a bug, but it must still end like an internal error: exit 2 and a message,
+/// not Rust's 101. `MEKARA_DEBUG_PANIC` makes one in debug builds (the tests' builds) only.
+#[test]
+fn a_panic_exits_2_with_a_message() {
+    let project = Project::new();
+    let run = crate::common::run_with_stdin(
+        {
+            let mut cmd = project.command(&["scripts"]);
+            cmd.env("MEKARA_DEBUG_PANIC", "1");
+            cmd
+        },
+        "",
+    );
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("mekara failed: ")
+            && run
+                .stderr
+                .contains("this is a bug in mekara, please report it"),
+        "{}",
+        run.stderr
+    );
+}
+
+// ── caps ────────────────────────────────────────────────────────────────────────────────
+
+/// 1 MiB of `x`, built without a single huge repetition.
+const MIB: &str = "(\"x\" * 1024) * 1024";
+
+/// Regression: a function step's prints were journaled whole (shell output is cut at
+/// 8 MiB). They are cut the same way, head and tail kept, with a note of how much was cut.
+#[test]
+fn a_function_steps_prints_are_cut_like_shell_output() {
+    assert_cut(
+        &format!(
+            "def p():\n    s = {MIB}\n    print(\"first line\")\n    for i in range(12):\n        print(s)\n    print(\"last line\")\n\ndef execute(request):\n    auto(p, {{}})\n"
+        ),
+        ("first line", "last line"),
+    );
+}
+
+/// Runs script `star` to its end (Enter for each llm step) and checks that its journal kept
+/// less than 9 MiB: the text from `ends.0` to `ends.1`, cut in the middle with a note.
+fn assert_cut(star: &str, ends: (&str, &str)) {
+    let project = Project::new();
+    project.script("h", NL, Some(star));
+    let run = project.run(&["run", "h"], "\n");
+    run.expect_code(0);
+    let [id] = project.run_ids().try_into().expect("one run");
+    let journal = project.journal(&id);
+    assert!(journal.len() < 9 * 1024 * 1024, "{} bytes", journal.len());
+    assert!(journal.contains(ends.0) && journal.contains(ends.1));
+    assert!(
+        journal.contains("bytes not kept ..."),
+        "the note says what was cut"
+    );
+}
+
+/// Regression: a function step's value and an llm prompt were journaled and echoed whole,
+/// however big. A value is refused past 8 MiB (it cannot be cut and stay a value); a
+/// prompt is cut like an output.
+#[test]
+fn a_huge_function_value_is_refused_and_a_huge_prompt_is_cut() {
+    for (body, shown) in [
+        (
+            format!("auto(f, {{\"v\": 9 * [{MIB}]}})"),
+            "the dict of keyword arguments of a function step is 9437218 bytes of JSON, more than the 8388608 bytes a step keeps",
+        ),
+        (
+            format!("auto(lambda: 9 * [{MIB}], {{}})"),
+            "the value a function step returns is 9437212 bytes of JSON, more than the 8388608 bytes a step keeps",
+        ),
+    ] {
+        let project = hostile(&body);
+        let out = run_fails(&project);
+        assert!(
+            out.contains(shown),
+            "{}",
+            &out[out.len().saturating_sub(3000)..]
+        );
+        if let [id] = &project.run_ids()[..] {
+            let journal = project.journal(id);
+            assert!(journal.len() < 10_000, "{} bytes", journal.len());
+        }
+    }
+    assert_cut(
+        &format!(
+            "def execute(request):\n    llm(\"start of the prompt\" + 9 * {MIB} + \"end of the prompt\")\n"
+        ),
+        ("start of the prompt", "end of the prompt"),
+    );
+}
+
+/// Regression: 15 MiB of arguments were journaled and repeated whole by `status` and by
+/// the hooks. `start` refuses arguments past 8 MiB; `status` and the hooks repeat at most
+/// 4 KiB of them, saying how much they left out.
+#[tokio::test]
+async fn long_arguments_are_refused_or_not_repeated() {
+    let project = hostile("llm(\"wait\")");
+    let client = Client::start(&project, &[]).await;
+    let huge = "y".repeat(9 * 1024 * 1024);
+    let text = client
+        .call("start", json!({"name": "h", "arguments": huge}))
+        .await
+        .err();
+    assert!(
+        text.contains(
+            "the script's arguments are 9437184 bytes, more than the 8388608 bytes a run keeps"
+        ),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(project.run_ids().is_empty(), "no run was started");
+    let long = "z".repeat(100_000);
+    client
+        .call("start", json!({"name": "h", "arguments": long}))
+        .await
+        .ok();
+    let status = client.call("status", json!({})).await.ok();
+    assert!(status.len() < 10_000, "{} bytes", status.len());
+    assert!(
+        status.contains("… [95904 more bytes not shown]"),
+        "{status}"
+    );
+
+    // The hooks: the model has the arguments already; the answer names where.
+    let input = json!({
+        "session_id": "s", "cwd": project.root(), "hook_event_name": "UserPromptSubmit",
+        "prompt": format!("/h {long}"),
+    });
+    let run = project.run(&["hook", "reroute-user-commands"], &input.to_string());
+    run.expect_code(0);
+    assert!(run.stdout.len() < 10_000, "{} bytes", run.stdout.len());
+    assert!(
+        run.stdout.contains("the text after `/h` in the user's prompt, exactly (100000 bytes, too long to repeat here)"),
+        "{}",
+        run.stdout
+    );
+    let input = json!({
+        "session_id": "s", "cwd": project.root(), "hook_event_name": "PreToolUse",
+        "tool_name": "Skill", "tool_input": {"skill": "h", "args": long}, "tool_use_id": "t",
+    });
+    let run = project.run(&["hook", "reroute-agent-commands"], &input.to_string());
+    run.expect_code(0);
+    assert!(run.stdout.len() < 10_000, "{} bytes", run.stdout.len());
+    assert!(
+        run.stdout
+            .contains("the `args` of your Skill call, exactly (100000 bytes"),
+        "{}",
+        run.stdout
+    );
+}
