@@ -121,8 +121,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
 /// Runs one command.
 fn dispatch(command: Command) -> anyhow::Result<Exit> {
-    // The tests' way to reach the panic handling in `run`: debug builds only.
-    #[cfg(debug_assertions)]
+    // The tests' way to reach the panic handling in `run`, in the build that ships (a release
+    // build is what CI tests): a variable nobody sets by chance, asking for exactly this.
     assert!(
         std::env::var_os("MEKARA_DEBUG_PANIC").is_none(),
         "`MEKARA_DEBUG_PANIC` is set"
@@ -246,23 +246,40 @@ const DEFAULT_LOG: &str = "warn,rmcp::service=error,rmcp::transport=off";
 
 /// The log filter for `MEKARA_LOG` (`None` when unset): the default, then the user's
 /// directives on top. A bare level (`debug`) is mekara's own: dependencies keep the default
-/// unless named (`rmcp=debug`).
+/// unless named (`rmcp=debug`). Naming a target drops the default's directives for it and
+/// for the targets inside it (`rmcp=debug` hears `rmcp::service` too), since a more specific
+/// directive would otherwise win.
 fn log_filter(user: Option<&str>) -> String {
-    let mut filter = DEFAULT_LOG.to_string();
-    for directive in user.unwrap_or_default().split(',').map(str::trim) {
-        if directive.is_empty() {
-            continue;
-        }
-        filter.push(',');
-        if directive
-            .parse::<tracing_subscriber::filter::LevelFilter>()
-            .is_ok()
-        {
-            filter.push_str("mekara=");
-        }
-        filter.push_str(directive);
-    }
-    filter
+    let user: Vec<String> = user
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            if d.parse::<tracing_subscriber::filter::LevelFilter>().is_ok() {
+                format!("mekara={d}")
+            } else {
+                d.to_string()
+            }
+        })
+        .collect();
+    let named: Vec<&str> = user
+        .iter()
+        .map(|d| d.split(['=', '[']).next().unwrap_or_default())
+        .collect();
+    let inside = |target: &str, of: &str| {
+        target == of || target.strip_prefix(of).is_some_and(|t| t.starts_with("::"))
+    };
+    DEFAULT_LOG
+        .split(',')
+        .filter(|d| {
+            let target = d.split('=').next().unwrap_or_default();
+            !d.contains('=') || !named.iter().any(|n| inside(target, n))
+        })
+        .map(str::to_string)
+        .chain(user.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Diagnostics go to stderr (or a file), never stdout; `MEKARA_LOG` sets the filter. Every
@@ -390,4 +407,31 @@ fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, Eng
         .runs_dir()
         .map(crate::engine::runs::RunStore::new)
         .ok_or(EngineError::NoRunsDir)
+}
+
+#[cfg(test)]
+mod log_filter_tests {
+    use super::log_filter;
+
+    #[test]
+    fn a_bare_level_is_mekaras_and_a_named_target_replaces_the_defaults_inside_it() {
+        assert_eq!(
+            log_filter(Some("debug")),
+            "warn,rmcp::service=error,rmcp::transport=off,mekara=debug"
+        );
+        assert_eq!(
+            log_filter(Some("debug, rmcp=debug")),
+            "warn,mekara=debug,rmcp=debug"
+        );
+        assert_eq!(
+            log_filter(Some("rmcp::transport=info")),
+            "warn,rmcp::service=error,rmcp::transport=info"
+        );
+        // `rmcpx` is not inside `rmcp`.
+        assert_eq!(
+            log_filter(Some("rmcpx=debug")),
+            "warn,rmcp::service=error,rmcp::transport=off,rmcpx=debug"
+        );
+        assert_eq!(log_filter(None), super::DEFAULT_LOG);
+    }
 }

@@ -46,8 +46,6 @@ pub(crate) struct Reply {
     pub text: String,
     /// Whether the call was refused or failed (`isError`).
     pub is_error: bool,
-    /// The handle of the run the call moved or showed, for `structuredContent.run_id`.
-    pub run_id: Option<String>,
 }
 
 impl Reply {
@@ -56,7 +54,6 @@ impl Reply {
         Reply {
             text,
             is_error: false,
-            run_id: None,
         }
     }
 
@@ -65,14 +62,7 @@ impl Reply {
         Reply {
             text,
             is_error: true,
-            run_id: None,
         }
-    }
-
-    /// The same reply, naming the handle of its run.
-    pub(crate) fn with_run(mut self, handle: Option<String>) -> Reply {
-        self.run_id = handle;
-        self
     }
 }
 

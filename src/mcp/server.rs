@@ -248,14 +248,14 @@ impl ServerHandler for Server {
         };
         let reply = self.run(tool, request.arguments, &context).await?;
         let content = vec![ContentBlock::text(reply.text)];
-        let mut result = if reply.is_error {
+        // The run's handle is in the text only, never in `structuredContent`: Claude Code
+        // gives the model a result's structured content *instead of* its text, so the reply
+        // (what ran, what is pending, how to go on) would not reach the agent.
+        let result = if reply.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
         };
-        if let Some(handle) = reply.run_id {
-            result.structured_content = Some(serde_json::json!({ "run_id": handle }));
-        }
         Ok(result.into())
     }
 

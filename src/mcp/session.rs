@@ -150,7 +150,6 @@ impl Session {
             });
         let journal = run.as_deref().map(|run| JournalRef { run });
         let handle = self.executor.handle();
-        let shown = handle.clone();
         let mut text = preface;
         text.push_str(&reply::steps_executed(&events, journal.as_ref()));
         match outcome {
@@ -163,7 +162,7 @@ impl Session {
                 ));
                 self.last = Some(pending);
                 self.interrupted = None;
-                Reply::ok(text).with_run(shown)
+                Reply::ok(text)
             }
             Err(error) => {
                 if let EngineError::Cancelled { .. } = &error {
@@ -175,7 +174,7 @@ impl Session {
                     self.last.as_ref(),
                     handle.as_deref().or(self.executor.run_id()),
                 ));
-                Reply::error(text).with_run(shown)
+                Reply::error(text)
             }
         }
     }
@@ -204,6 +203,5 @@ impl Session {
             self.last.as_ref(),
             self.interrupted.as_deref(),
         ))
-        .with_run(self.executor.handle())
     }
 }

@@ -895,7 +895,8 @@ fn stdout_carries_only_protocol_while_a_step_floods_its_own_output() {
 fn stdout_carries_only_protocol_with_debug_logging() {
     let project = noisy_project();
     let mut cmd = project.command(&["mcp"]);
-    cmd.env("MEKARA_LOG", "debug");
+    // A bare level raises mekara's own logs; naming rmcp makes the protocol layer speak too.
+    cmd.env("MEKARA_LOG", "debug,rmcp=debug");
     let stderr = drive_noisy(&project, cmd);
     // The logs are there, on stderr.
     assert!(
@@ -1703,11 +1704,8 @@ fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
     );
     let server = HttpServer::start(&project);
     let started = stateless_call(&server, 1, "start", &serde_json::json!({"name": "two"}));
-    let handle = started["structuredContent"]["run_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no run_id in {started}"))
-        .to_string();
     let text = |r: &serde_json::Value| r["content"][0]["text"].as_str().unwrap_or("").to_string();
+    let handle = crate::mcp::client::handle(&text(&started));
     assert!(text(&started).contains("first word"), "{started}");
     // A call without the handle reaches no run, and says what to pass.
     let lost = stateless_call(

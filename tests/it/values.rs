@@ -326,19 +326,18 @@ async fn big_integers_round_trip_exactly_across_a_resume() {
         "a = auto(f, {{\"v\": [{big}, {{\"x\": -{big}}}]}}).value\n    s = json.decode(auto(\"echo '[{big}]'\").output)\n    g = llm(\"Give n\", expects = [\"n\"]).outputs[\"n\"]\n    llm(\"Stop here\")\n    same = a == [{big}, {{\"x\": -{big}}}] and s == [{big}] and g == {big}\n    auto(\"echo \" + (\"same branch\" if same else \"OTHER branch\") + \" \" + str(g) + \" \" + str(a[1][\"x\"]))"
     ));
     let first = Client::start(&project, &[]).await;
-    first.call("start", json!({"name": "h"})).await.ok();
+    let handle = crate::mcp::client::handle(&first.call("start", json!({"name": "h"})).await.ok());
     let n: Json = serde_json::from_str(big).expect("big");
     let text = first
         .call("continue_compiled_script", json!({"outputs": {"n": n}}))
         .await
         .ok();
     assert!(text.contains("Stop here"), "{text}");
-    let [id] = project.run_ids().try_into().expect("one run");
     drop(first);
 
-    // A new server resumes the run from its journal alone.
+    // A new server resumes the run from its journal alone, by its handle.
     let second = Client::start(&project, &[]).await;
-    second.call("resume", json!({"run_id": id})).await.ok();
+    second.call("resume", json!({"run_id": handle})).await.ok();
     let text = second
         .call("continue_compiled_script", json!({"outputs": {}}))
         .await
@@ -350,7 +349,7 @@ async fn big_integers_round_trip_exactly_across_a_resume() {
 }
 
 /// A panic is a bug, but it must still end like an internal error: exit 2 and a message,
-/// not Rust's 101. `MEKARA_DEBUG_PANIC` makes one in debug builds (the tests' builds) only.
+/// not Rust's 101. `MEKARA_DEBUG_PANIC` makes one on purpose.
 #[test]
 fn a_panic_exits_2_with_a_message() {
     let project = Project::new();

@@ -588,9 +588,11 @@ fn the_first_hour_in_claude_code() {
     );
     let (done, _) = session.tool_result("toolu_done");
     assert!(done.contains("## Done"), "{done}");
+    // The trial in step 5 is a `start` without `parent`: a run of its own beside the compile
+    // run (which goes on when it ends), not nested in it.
     assert_eq!(
         project.run_ids().len(),
-        2,
-        "the compile run and the describe run"
+        3,
+        "the compile run, its trial and the describe run"
     );
 }
