@@ -1174,6 +1174,24 @@ fn a_tag_in_data_never_calls_a_tool() {
         std::fs::read_to_string(&target).expect("written by the author's tag"),
         "pwned"
     );
+    // So does a tag the author wrote in a helper module the script loads.
+    std::fs::remove_file(&target).expect("remove");
+    project.write(
+        ".mekara/scripts/lib/prompts.star",
+        &format!("LOOK = 'Look: {tag}'\n"),
+    );
+    project.script(
+        "authored-in-helper",
+        "Look.",
+        Some("load(\"//lib/prompts.star\", \"LOOK\")\n\ndef execute(request):\n    llm(LOOK)\n"),
+    );
+    project
+        .run(&["run", "authored-in-helper"], "\n")
+        .expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("written by the helper's tag"),
+        "pwned"
+    );
 }
 
 /// Regression: secrets from `${VAR}` were redacted everywhere but the log: at
