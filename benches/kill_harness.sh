@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Exactly once under SIGKILL (issue 14): runs a script of short shell steps, kills mekara with
+# SIGKILL at random moments (its steps' shells live on, as after a crash), resumes after each
+# kill, and lets the last resume finish. Then it counts, over every run:
+#
+#   kills        SIGKILLs that landed while mekara was running
+#   overlapping  a step that started while an earlier copy of itself was still running
+#                (must be 0: a resume kills the orphaned group before it runs the step again)
+#   rerun        a journaled step that started again after a kill (must be 0: what the
+#                journal holds is never run twice)
+#   again        a step that finished twice; allowed only for a step whose result was not
+#                journaled yet: its mekara was killed while it ran and it finished on its own
+#                before the resume (or was killed between its end and the journal write)
+#   unfinished   a step that never finished in a run that mekara reports as completed (must
+#                be 0)
+#
+#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN]
+#
+# MEKARA (default: target/release/mekara) is the binary tested; RUNS (default 20) runs of 8
+# steps each; up to KILLS_PER_RUN (default 8) kills per run. Loopback only: nothing leaves
+# the machine. Time: about RUNS x 3 s.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mekara=${1:-$repo/target/release/mekara}
+runs=${2:-20}
+kills_per_run=${3:-8}
+[ -x "$mekara" ] || { echo "no mekara binary at $mekara: cargo build --release" >&2; exit 2; }
+mekara=$(cd "$(dirname "$mekara")" && pwd)/$(basename "$mekara")
+work=$(mktemp -d)
+trap 'pkill -KILL -f "$work/step.sh" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# A step: says if an earlier copy of itself still runs, notes its pid, works ~0.1-0.3 s.
+cat >"$work/step.sh" <<'EOF'
+#!/bin/sh
+log=$1 i=$2
+# Alive, and not a zombie that nobody reaped yet (an orphan's parent here may not reap).
+if [ -f "$log.pid.$i" ]; then
+  old=$(cat "$log.pid.$i")
+  state=$(cut -d')' -f2 "/proc/$old/stat" 2>/dev/null | cut -d' ' -f2)
+  if [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]; then
+    echo "overlap $i $old $state" >>"$log"
+  fi
+fi
+echo $$ >"$log.pid.$i"
+echo "start $i" >>"$log"
+sleep 0.$(( ($$ % 3) + 1 ))
+echo "end $i" >>"$log"
+EOF
+project=$work/project
+mkdir -p "$project/.mekara/scripts/nl" "$project/.mekara/scripts/compiled" "$work/home"
+echo "Run eight short steps." >"$project/.mekara/scripts/nl/steps.md"
+cat >"$project/.mekara/scripts/compiled/steps.star" <<EOF
+def execute(request):
+    for i in range(8):
+        auto("sh $work/step.sh " + request + " " + str(i))
+EOF
+export HOME=$work/home
+
+random_delay() { awk -v seed="$RANDOM" 'BEGIN { srand(seed); printf "%.3f", rand() * 0.6 }'; }
+
+kills=0 overlapping=0 rerun=0 again=0 unfinished=0 completed=0
+started=$(date +%s)
+for run in $(seq 1 "$runs"); do
+  log=$work/log.$run
+  : >"$log"
+  (cd "$project" && exec "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) &
+  pid=$!
+  id=
+  for _ in $(seq 1 "$kills_per_run"); do
+    sleep "$(random_delay)"
+    if kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null; then
+      kills=$((kills + 1))
+    fi
+    wait "$pid" 2>/dev/null || true
+    [ -n "$id" ] || id=$(ls -t "$project/.mekara/runs" | grep '\.jsonl$' | head -1 | sed 's/\.jsonl$//')
+    # What the journal held when mekara died, and how far the steps' log was then.
+    journaled=$(grep -c '"event":"step"' "$project/.mekara/runs/$id.jsonl" 2>/dev/null || true)
+    echo "$(wc -l <"$log") ${journaled:-0}" >>"$log.marks"
+    state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
+    case $state in *completed*) break ;; esac
+    (cd "$project" && exec "$mekara" run --resume "$id" </dev/null >/dev/null 2>&1) &
+    pid=$!
+  done
+  wait "$pid" 2>/dev/null || true
+  # The last resume runs to the end, unkilled.
+  state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
+  case $state in
+    *completed*) ;;
+    *) (cd "$project" && "$mekara" run --resume "$id" </dev/null >/dev/null 2>&1) || true ;;
+  esac
+  state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
+  done_run=0
+  case $state in *completed*) completed=$((completed + 1)) done_run=1 ;; esac
+  overlapping=$((overlapping + $(grep -c '^overlap' "$log" || true)))
+  # A step the journal held at a kill must not start again after it.
+  while read -r lines journaled; do
+    rerun=$((rerun + $(tail -n +"$((lines + 1))" "$log" |
+      awk -v j="$journaled" '$1 == "start" && $2 < j' | wc -l)))
+  done < <(cat "$log.marks" 2>/dev/null || true)
+  for i in 0 1 2 3 4 5 6 7; do
+    ends=$(grep -c "^end $i\$" "$log" || true)
+    if [ "$ends" -gt 1 ]; then again=$((again + ends - 1)); fi
+    if [ "$ends" -eq 0 ] && [ "$done_run" = 1 ]; then unfinished=$((unfinished + 1)); fi
+  done
+done
+elapsed=$(( $(date +%s) - started ))
+printf 'runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  (%d s)\n' \
+  "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$elapsed"
