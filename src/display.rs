@@ -91,3 +91,13 @@ pub(crate) fn clipped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     )
     .into()
 }
+
+/// The message a panic was raised with (`panic!("...")` gives a `&str` or a `String`), or
+/// "no message".
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("no message")
+}

@@ -95,11 +95,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let result = match dispatched {
         Ok(result) => result,
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(ToString::to_string)
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".to_string());
+            let what = crate::display::panic_message(payload.as_ref());
             eprintln!(
                 "mekara failed: {what}; this is a bug in mekara, please report it with the \
                  command that caused it"

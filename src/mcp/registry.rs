@@ -191,12 +191,9 @@ impl Registry {
             session.call(&call, progress, preface)
         }));
         let mut reply = handled.unwrap_or_else(|panic| {
-            let message = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("no message");
-            Reply::error(reply::internal_error(message))
+            Reply::error(reply::internal_error(crate::display::panic_message(
+                panic.as_ref(),
+            )))
         });
         self.settle(&slot, &session, driving, &mut reply);
         // Cleared while the session is still held: the next holder sets its own.
