@@ -49,7 +49,7 @@ pub struct GroupNote {
 const WIDTH: usize = 64;
 
 /// The note file of run `id` in the runs folder `dir`.
-fn path(dir: &Path, id: &str) -> PathBuf {
+pub(crate) fn path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.group"))
 }
 
