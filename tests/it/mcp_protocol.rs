@@ -910,9 +910,9 @@ fn stdout_carries_only_protocol_with_debug_logging() {
 // ---------------------------------------------------------------------------------------
 
 /// `mekara mcp --http 127.0.0.1:0`, with the port it printed.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -922,7 +922,7 @@ impl HttpServer {
     }
 
     /// `mekara ARGS --http 127.0.0.1:0` (`mcp` or `serve ...`) with `env` set.
-    fn start_with(project: &Project, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+    pub(crate) fn start_with(project: &Project, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut command = project.command(args);
         command.args(["--http", "127.0.0.1:0"]);
         for (name, value) in env {
@@ -1396,7 +1396,7 @@ impl HttpServer {
     }
 
     /// The text the server has logged so far.
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.stderr.lock().expect("stderr lock").clone()
     }
 }

@@ -247,6 +247,60 @@ fn without_the_installed_permissions_the_same_call_is_refused() {
 fn a_scripted_sequence_of_calls_completes_test_nested() {
     let claude = claude();
     let (project, _) = installed_project();
+    // Over stdio a call without `run_id` goes to the run the connection drives.
+    complete_test_nested(&claude, &project, &json!({}));
+}
+
+/// Issue 19: Claude Code speaks MCP `2026-07-28` over HTTP, which has no sessions, so each
+/// call reached a fresh executor and the call after `start` found nothing pending. The model
+/// passes the handle `start` gave as `run_id`, and the run goes to its end.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
+#[test]
+fn over_http_the_model_passes_the_handle_and_test_nested_completes() {
+    let claude = claude();
+    let (project, _) = installed_project();
+    let server =
+        crate::mcp_protocol::HttpServer::start_with(&project, &["mcp"], &[("MEKARA_LOG", "debug")]);
+    project.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"mekara": {
+            "type": "http",
+            "url": format!("http://127.0.0.1:{}/mcp", server.port),
+        }}})
+        .to_string(),
+    );
+    complete_test_nested(&claude, &project, &json!({"run_id": standin::HANDLE}));
+    // What Claude Code spoke: `server/discover`, then requests without a session, each
+    // naming its protocol version, mekara logging it.
+    let log = server.log();
+    let requests: Vec<&str> = log
+        .lines()
+        .filter_map(|l| {
+            l.split_once("mekara::transport::http: POST request ")
+                .map(|(_, r)| r)
+        })
+        .collect();
+    assert!(
+        requests.first() == Some(&"`server/discover`, protocol `2026-07-28`")
+            && requests
+                .iter()
+                .all(|r| r.ends_with(", protocol `2026-07-28`")),
+        "not all in `2026-07-28`:\n{log}"
+    );
+    let calls = requests
+        .iter()
+        .filter(|r| r.starts_with("`tools/call`"))
+        .count();
+    assert_eq!(calls, 5, "every call went over HTTP:\n{log}");
+}
+
+/// `test:nested` carried to its end by the scripted model (a `start`, then each step's
+/// call with `with` added to its arguments), checked in the replies the model got and in
+/// the journal.
+fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Session {
     let calls = [
         (
             "toolu_1",
@@ -272,10 +326,19 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
     ];
     let turns = calls
         .iter()
-        .map(|(id, tool, input)| mekara_call(id, tool, input.clone()))
+        .enumerate()
+        .map(|(i, (id, tool, input))| {
+            let mut input = input.clone();
+            if i > 0
+                && let (Some(input), Some(with)) = (input.as_object_mut(), with.as_object())
+            {
+                input.extend(with.clone());
+            }
+            mekara_call(id, tool, input)
+        })
         .chain([vec![text("All done.")]])
         .collect();
-    let session = claude_p(&claude, &project, "Run the nested test script.", turns);
+    let session = claude_p(claude, project, "Run the nested test script.", turns);
     assert_eq!(
         session.standin.turns_left(),
         0,
@@ -291,7 +354,7 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
     ];
     for ((id, tool, _), want) in calls.iter().zip(expected) {
         let (result, is_error) = session.tool_result(id);
-        assert!(!is_error, "`{tool}` ({id}) failed:\n{result}");
+        assert!(!is_error, "`{tool}` ({id}) failed:\n{result}\n{session}");
         assert!(
             result.contains(want),
             "`{tool}` ({id}) did not reply `{want}`:\n{result}"
@@ -299,7 +362,7 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
     }
 
     // The journal says the same: every frame pushed was popped, the root last.
-    let events = journal_events(&project);
+    let events = journal_events(project);
     let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
     assert_eq!(count("push"), count("pop"), "{events:#?}");
     let last = events.last().expect("events");
@@ -312,6 +375,7 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
         .find(|e| e["input"]["kind"] == "llm" && e["result"]["outputs"]["guess"].is_string())
         .unwrap_or_else(|| panic!("the guess is not journaled: {events:#?}"));
     assert_eq!(guess["result"]["outputs"]["guess"], "50");
+    session
 }
 
 #[cfg_attr(

@@ -54,6 +54,21 @@ impl Recorded {
         out
     }
 
+    /// The run handle the latest tool result of the conversation shows, if any.
+    pub fn latest_handle(&self) -> Option<String> {
+        self.messages()
+            .iter()
+            .rev()
+            .filter_map(|m| m.get("content").and_then(Json::as_array))
+            .flat_map(|c| c.iter().rev())
+            .filter(|c| c.get("type").and_then(Json::as_str) == Some("tool_result"))
+            .find_map(|c| {
+                let mut text = String::new();
+                collect_text(c.get("content").unwrap_or(&Json::Null), &mut text);
+                crate::mcp::client::find_handle(&text)
+            })
+    }
+
     /// The `tool_result` blocks of the messages, by `tool_use_id`: (text, is_error).
     pub fn tool_result(&self, id: &str) -> Option<(String, bool)> {
         self.messages()
@@ -97,8 +112,13 @@ fn collect_text(content: &Json, out: &mut String) {
     }
 }
 
-/// One scripted answer of the model: its content blocks (`text` or `tool_use`).
+/// One scripted answer of the model: its content blocks (`text` or `tool_use`). A string
+/// [`HANDLE`] in a block is replaced, when the turn is given, by the mekara run handle that
+/// the latest tool result shows, as a model copies it from the reply.
 pub type Turn = Vec<Json>;
+
+/// The place of the run handle in a [`Turn`].
+pub const HANDLE: &str = "<the handle from the latest tool result>";
 
 /// A text block.
 pub fn text(t: &str) -> Json {
@@ -210,11 +230,18 @@ async fn answer(
         body: body.clone(),
     };
     let main = recorded.is_main();
+    let handle = recorded.latest_handle();
     let turn = {
         let mut state = state.lock().expect("state");
         state.recorded.push(recorded);
         if main { state.turns.pop_front() } else { None }
     };
+    let turn = turn.map(|blocks| {
+        blocks
+            .into_iter()
+            .map(|block| with_handle(block, handle.as_deref()))
+            .collect::<Turn>()
+    });
     if path.ends_with("/count_tokens") {
         return Ok(json_response(json!({"input_tokens": 1})));
     }
@@ -295,4 +322,21 @@ fn json_response(value: Json) -> Response<Full<Bytes>> {
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(value.to_string())))
         .expect("a valid response")
+}
+
+/// `value` with every string [`HANDLE`] replaced by `handle` (left as it is when there is
+/// none, so that mekara refuses it and the test shows why).
+fn with_handle(value: Json, handle: Option<&str>) -> Json {
+    match value {
+        Json::String(s) if s == HANDLE => Json::String(handle.map_or(s, str::to_string)),
+        Json::Array(items) => {
+            Json::Array(items.into_iter().map(|v| with_handle(v, handle)).collect())
+        }
+        Json::Object(map) => Json::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, with_handle(v, handle)))
+                .collect(),
+        ),
+        other => other,
+    }
 }

@@ -161,14 +161,18 @@ pub fn run_id(text: &str) -> String {
 
 /// The run handle a reply names (the first `<run id>.<token>`).
 pub fn handle(text: &str) -> String {
+    find_handle(text).unwrap_or_else(|| panic!("no run handle in:\n{text}"))
+}
+
+/// The first run handle (`<run id>.<token>`, in backticks) in `text`, if any.
+pub fn find_handle(text: &str) -> Option<String> {
     text.split('`')
         .find(|w| {
             w.split_once('.').is_some_and(|(run, token)| {
                 run.len() == 20 && token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
             })
         })
-        .unwrap_or_else(|| panic!("no run handle in:\n{text}"))
-        .to_string()
+        .map(str::to_string)
 }
 
 /// Whether process `pid` is alive.
