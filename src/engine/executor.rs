@@ -266,11 +266,17 @@ impl Executor {
             Leftover::NotOurs(_) | Leftover::None => {}
         }
         let history = RunHistory::replay(journal.path(), &contents.events)?;
-        if !history.started {
-            return Err(EngineError::RunNotStarted { id: id.to_string() });
-        }
-        if history.frames.is_empty() {
-            return Err(EngineError::RunFinished { id: id.to_string() });
+        if !history.started || history.frames.is_empty() {
+            // Opening the run made its group note; a run that is not going on keeps none
+            // (a call naming a finished run must leave its files as they were).
+            if let Err(e) = journal.close() {
+                tracing::debug!("run {id}: {e}");
+            }
+            return Err(if history.started {
+                EngineError::RunFinished { id: id.to_string() }
+            } else {
+                EngineError::RunNotStarted { id: id.to_string() }
+            });
         }
         let mut stack = Vec::new();
         for state in history.frames {

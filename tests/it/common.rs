@@ -179,6 +179,21 @@ impl Project {
         )
     }
 
+    /// Every file of the project's run store (journals, locks, notes), by name, byte for
+    /// byte: compare two to show that a call changed nothing.
+    pub fn runs_snapshot(&self) -> std::collections::BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(self.root().join(".mekara/runs"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        (name, std::fs::read(e.path()).unwrap_or_default())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The journal text of run `id`.
     pub fn journal(&self, id: &str) -> String {
         std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl")))

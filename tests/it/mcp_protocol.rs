@@ -1311,27 +1311,48 @@ fn the_protocol_line_check_tells_protocol_from_noise() {
 
 /// Calls tool `name` in HTTP session `session` and returns the tool result's text.
 fn http_call(server: &HttpServer, session: &str, id: u64, name: &str, arguments: Json) -> String {
-    let body = json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    })
-    .to_string();
-    let response = server.post(
-        "/mcp",
-        None,
-        &[
+    result_text(&http_tool(server, Some(session), id, name, &arguments))
+}
+
+/// Calls tool `name` over HTTP and returns the tool result: in `session` (protocol
+/// `2025-06-18`), or, without one, as MCP `2026-07-28` sends it: no `initialize`, no
+/// session, the protocol version in a header and in the request's `_meta`, the method and
+/// tool named in headers.
+fn http_tool(
+    server: &HttpServer,
+    session: Option<&str>,
+    id: u64,
+    name: &str,
+    arguments: &Json,
+) -> Json {
+    let mut params = json!({"name": name, "arguments": arguments});
+    let headers = if let Some(session) = session {
+        vec![
             ("mcp-session-id", session),
             ("mcp-protocol-version", "2025-06-18"),
-        ],
-        &body,
-    );
+        ]
+    } else {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "stateless-test", "version": "0"}
+        });
+        vec![
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", name),
+        ]
+    };
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let response = server.post("/mcp", None, &headers, &body.to_string());
     assert_eq!(response.status, 200, "{response:#?}");
     let messages = response.messages();
     let answer = messages
         .iter()
         .find(|m| m["id"] == id)
         .unwrap_or_else(|| panic!("no answer to {name}: {response:#?}"));
-    result_text(&answer["result"])
+    assert!(answer.get("result").is_some(), "{answer}");
+    answer["result"].clone()
 }
 
 /// Opens an HTTP session: `initialize`, then `notifications/initialized`.
@@ -1645,48 +1666,14 @@ fn http_out_of_file_descriptors_the_server_backs_off_logs_once_and_recovers() {
     );
 }
 
-/// A `tools/call` as MCP `2026-07-28` sends it: no `initialize`, no session, the protocol
-/// version in a header and in the request's `_meta`, the method and tool named in headers.
+/// A `tools/call` as MCP `2026-07-28` sends it (see [`http_tool`]).
 fn stateless_call(
     server: &HttpServer,
     id: u32,
     tool: &str,
     arguments: &serde_json::Value,
 ) -> serde_json::Value {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {
-            "name": tool, "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "stateless-test", "version": "0"}
-            }
-        }
-    })
-    .to_string();
-    let response = server.post(
-        "/mcp",
-        None,
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", tool),
-        ],
-        &body,
-    );
-    assert_eq!(response.status, 200, "{}", response.body);
-    let json = response
-        .body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|l| l.contains("\"result\"") || l.contains("\"error\""))
-        .unwrap_or(response.body.trim())
-        .to_string();
-    let message: serde_json::Value = serde_json::from_str(&json).expect("a JSON-RPC message");
-    assert!(message.get("result").is_some(), "{message}");
-    message["result"].clone()
+    http_tool(server, None, id.into(), tool, arguments)
 }
 
 /// Regression (issue 19): over `2026-07-28` every request reached a fresh executor, so the
@@ -1695,18 +1682,16 @@ fn stateless_call(
 #[test]
 fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
     let project = Project::new();
-    project.script(
-        "two",
-        "---\ndescription: Two llm steps\n---\n1. Ask twice.\n",
-        Some(
-            "def execute(request):\n    a = llm(\"first word\", expects = {\"word\": \"a word\"})\n    auto(\"echo \" + a.outputs[\"word\"] + \" >> out\")\n    b = llm(\"second word\", expects = {\"word\": \"a word\"})\n    auto(\"echo \" + b.outputs[\"word\"] + \" >> out\")\n",
-        ),
-    );
+    crate::mcp::handles::two_steps(&project);
     let server = HttpServer::start(&project);
-    let started = stateless_call(&server, 1, "start", &serde_json::json!({"name": "two"}));
-    let text = |r: &serde_json::Value| r["content"][0]["text"].as_str().unwrap_or("").to_string();
-    let handle = crate::mcp::client::handle(&text(&started));
-    assert!(text(&started).contains("first word"), "{started}");
+    let started = stateless_call(
+        &server,
+        1,
+        "start",
+        &serde_json::json!({"name": "two", "arguments": "s"}),
+    );
+    let handle = crate::mcp::client::handle(&result_text(&started));
+    assert!(result_text(&started).contains("first word"), "{started}");
     // A call without the handle reaches no run, and says what to pass.
     let lost = stateless_call(
         &server,
@@ -1715,21 +1700,145 @@ fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
         &serde_json::json!({"outputs": {"word": "x"}}),
     );
     assert_eq!(lost["isError"], true, "{lost}");
-    assert!(text(&lost).contains("run_id"), "{lost}");
+    assert!(result_text(&lost).contains("run_id"), "{lost}");
     let second = stateless_call(
         &server,
         3,
         "continue_compiled_script",
         &serde_json::json!({"run_id": handle, "outputs": {"word": "one"}}),
     );
-    assert!(text(&second).contains("second word"), "{second}");
+    assert!(result_text(&second).contains("second word"), "{second}");
     let done = stateless_call(
         &server,
         4,
         "continue_compiled_script",
         &serde_json::json!({"run_id": handle, "outputs": {"word": "two"}}),
     );
-    assert!(text(&done).contains("## Done"), "{done}");
-    let out = std::fs::read_to_string(project.root().join("out")).expect("output");
+    assert!(result_text(&done).contains("## Done"), "{done}");
+    let out = std::fs::read_to_string(project.root().join("out-s")).expect("output");
     assert_eq!(out, "one\ntwo\n");
+}
+
+/// Two runs interleaved on one HTTP server, one driven in a sessionful `2025-06-18` session
+/// (its calls after `start` name no run), the other by stateless `2026-07-28` requests, and
+/// a third by another `mekara mcp` process on the same project: each gets its own outputs.
+#[test]
+fn two_runs_interleaved_on_one_http_server_and_a_third_from_another_process() {
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    let server = HttpServer::start(&project);
+    let session = http_session(&server);
+    let mut other = Session::in_project(&project);
+    let a = http_call(
+        &server,
+        &session,
+        1,
+        "start",
+        json!({"name": "two", "arguments": "a"}),
+    );
+    let b = result_text(&stateless_call(
+        &server,
+        1,
+        "start",
+        &json!({"name": "two", "arguments": "b"}),
+    ));
+    let c = result_text(&other.call("start", json!({"name": "two", "arguments": "c"})));
+    let [a, b, c] = [a, b, c].map(|t| crate::mcp::client::handle(&t));
+    assert!(a != b && b != c && a != c);
+
+    let word = |word: &str| json!({"outputs": {"word": word}});
+    let by = |handle: &str, word: &str| json!({"run_id": handle, "outputs": {"word": word}});
+    let step = "continue_compiled_script";
+    let replies = [
+        http_call(&server, &session, 2, step, word("a1")),
+        result_text(&stateless_call(&server, 2, step, &by(&b, "b1"))),
+        result_text(&other.call(step, by(&c, "c1"))),
+        result_text(&stateless_call(&server, 3, step, &by(&b, "b2"))),
+        result_text(&other.call(step, word("c2"))),
+        http_call(&server, &session, 3, step, by(&a, "a2")),
+    ];
+    for (i, reply) in replies.iter().enumerate() {
+        let want = if i < 3 { "second word" } else { "## Done" };
+        assert!(reply.contains(want), "reply {i}:\n{reply}");
+    }
+    crate::mcp::handles::each_run_got_its_own_outputs(&project);
+}
+
+/// Over HTTP, sessionful and stateless alike, a guessed or wrong handle, a bare run id and
+/// a finished run's handle are refused, saying what to do, and the run store is the same
+/// byte for byte afterwards.
+#[test]
+fn over_http_a_guessed_wrong_or_finished_handle_is_refused_and_changes_nothing() {
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    let server = HttpServer::start(&project);
+    let session = http_session(&server);
+    let real = crate::mcp::client::handle(&result_text(&stateless_call(
+        &server,
+        1,
+        "start",
+        &json!({"name": "two", "arguments": "x"}),
+    )));
+    let (id, token) = real.split_once('.').expect("a handle");
+    let guesses = [
+        format!("{id}.{}", "0".repeat(32)),
+        format!("{id}.{}", &token[..31]),
+        format!("{id}.{token}0"),
+        format!("{id}.{}", token.to_uppercase()),
+        id.to_string(),
+        format!("20200101-000000-0000.{token}"),
+    ];
+    let refused = |what: &str| {
+        let before = project.runs_snapshot();
+        let mut n = 10;
+        for guess in &guesses {
+            for session in [None, Some(session.as_str())] {
+                n += 1;
+                for (tool, arguments) in [
+                    (
+                        "continue_compiled_script",
+                        json!({"run_id": guess, "outputs": {"word": "w"}}),
+                    ),
+                    ("finish_nl_script", json!({"run_id": guess})),
+                    ("status", json!({"run_id": guess})),
+                ] {
+                    let result = http_tool(&server, session, n, tool, &arguments);
+                    assert_eq!(result["isError"], true, "{what} `{guess}` {tool}: {result}");
+                    let text = result_text(&result);
+                    assert!(
+                        text.contains("Refused:") || text.contains("not found"),
+                        "{what} `{guess}` {tool}:\n{text}"
+                    );
+                }
+            }
+        }
+        assert!(
+            project.runs_snapshot() == before,
+            "{what}: a refused call changed the run store"
+        );
+    };
+    refused("waiting run");
+    let by = |word: &str| json!({"run_id": real, "outputs": {"word": word}});
+    stateless_call(&server, 2, "continue_compiled_script", &by("one"));
+    let done = stateless_call(&server, 3, "continue_compiled_script", &by("two"));
+    assert!(result_text(&done).contains("## Done"), "{done}");
+    refused("finished run");
+    let before = project.runs_snapshot();
+    for session in [None, Some(session.as_str())] {
+        let finished = http_tool(&server, session, 40, "continue_compiled_script", &by("w"));
+        assert_eq!(finished["isError"], true, "{finished}");
+        assert!(
+            result_text(&finished).contains("already finished"),
+            "{finished}"
+        );
+    }
+    // Regression: taking the finished run up left a `.group` note beside its journal.
+    assert!(
+        project.runs_snapshot() == before,
+        "a call on the finished run changed the run store"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.root().join("out-x")).expect("output"),
+        "one\ntwo\n"
+    );
 }

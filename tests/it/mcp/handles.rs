@@ -7,8 +7,8 @@ use serde_json::json;
 use super::client::{Client, handle};
 use crate::common::Project;
 
-/// A script with two llm steps, each writing what it got to `out-<request>`.
-fn two_steps(project: &Project) {
+/// A script `two` with two llm steps, each writing what it got to `out-<request>`.
+pub(crate) fn two_steps(project: &Project) {
     project.script(
         "two",
         "---\ndescription: Two llm steps\n---\n1. Ask twice.\n",
@@ -16,6 +16,16 @@ fn two_steps(project: &Project) {
             "def execute(request):\n    a = llm(\"first word\", expects = {\"word\": \"a word\"})\n    auto(\"echo \" + a.outputs[\"word\"] + \" >> out-\" + request)\n    b = llm(\"second word\", expects = {\"word\": \"a word\"})\n    auto(\"echo \" + b.outputs[\"word\"] + \" >> out-\" + request)\n",
         ),
     );
+}
+
+/// Checks that runs `a`, `b` and `c` of [`two_steps`], given `a1`, `a2` and so on, each
+/// wrote only their own words.
+pub(crate) fn each_run_got_its_own_outputs(project: &Project) {
+    for (name, words) in [("a", "a1\na2\n"), ("b", "b1\nb2\n"), ("c", "c1\nc2\n")] {
+        let out =
+            std::fs::read_to_string(project.root().join(format!("out-{name}"))).expect("output");
+        assert_eq!(out, words, "run {name} got only its own outputs");
+    }
 }
 
 async fn give(client: &Client, handle: &str, word: &str) -> String {
@@ -72,11 +82,7 @@ async fn two_runs_interleaved_on_one_server_and_a_third_from_another_process() {
     assert!(give(&other, &c, "c2").await.contains("## Done"));
     let last = give(&client, &a, "a2").await;
     assert!(last.contains("## Done"), "{last}");
-    for (name, words) in [("a", "a1\na2\n"), ("b", "b1\nb2\n"), ("c", "c1\nc2\n")] {
-        let out =
-            std::fs::read_to_string(project.root().join(format!("out-{name}"))).expect("output");
-        assert_eq!(out, words, "run {name} got only its own outputs");
-    }
+    each_run_got_its_own_outputs(&project);
 }
 
 #[tokio::test]
@@ -130,6 +136,7 @@ async fn a_guessed_wrong_or_finished_handle_is_refused_and_changes_nothing() {
 
     give(&client, &real, "one").await;
     assert!(give(&client, &real, "two").await.contains("## Done"));
+    let before = project.runs_snapshot();
     let finished = other
         .call(
             "continue_compiled_script",
@@ -138,6 +145,10 @@ async fn a_guessed_wrong_or_finished_handle_is_refused_and_changes_nothing() {
         .await
         .err();
     assert!(finished.contains("already finished"), "{finished}");
+    assert!(
+        project.runs_snapshot() == before,
+        "a call on the finished run changed the run store"
+    );
 }
 
 /// The MCP Inspector's `--cli` way: a new server process per call, the handle carrying the

@@ -4,6 +4,6 @@
 mod claude;
 pub mod client;
 mod flows;
-mod handles;
+pub(crate) mod handles;
 mod replies;
 mod vcr;
