@@ -13,6 +13,7 @@ use std::path::Path;
 use serde_json::{Value as Json, json};
 
 use crate::display::SHOWN_ARGUMENTS;
+use crate::mcp::reply::AFTER_START;
 use crate::mcp::tools::AgentTool;
 use crate::paths::Locations;
 use crate::script::Resolver;
@@ -192,8 +193,7 @@ fn user_prompt_answer(name: &str, args: &str) -> String {
     let source = format!("the text after `/{name}` in the user's prompt");
     let context = format!(
         "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
-         hand: mekara runs its automatic steps itself. Call the `{start}` tool with {}then do \
-         what its reply says, step by step.",
+         hand: mekara runs its automatic steps itself. Call the `{start}` tool with {}{AFTER_START}",
         start_call(name, args, &source, "\n\n")
     );
     json!({
@@ -214,7 +214,7 @@ pub(crate) fn bundled_command_body(name: &str) -> String {
     format!(
         "`/{name}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
          steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
-         text typed after `/{name}`, exactly; then do what its reply says, step by step.\n"
+         text typed after `/{name}`, exactly; {AFTER_START}\n"
     )
 }
 
@@ -223,7 +223,7 @@ fn skill_answer(skill: &str, args: &str) -> String {
     let start = claude_tool_name(AgentTool::Start);
     let reason = format!(
         "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
-         Call the `{start}` tool with {}and then do what its reply says.",
+         Call the `{start}` tool with {}and {AFTER_START}",
         start_call(skill, args, "the `args` of your Skill call", " ")
     );
     json!({

@@ -332,6 +332,25 @@ fn with_handle(handle: Option<&str>) -> String {
     })
 }
 
+/// What to do once `start` is called, said wherever an agent is sent to `start` (the
+/// hooks, the command files `mekara install` writes, the prompts of compiled scripts), after
+/// "Call the `start` tool with …": follow the replies, passing the run's handle on.
+pub(crate) const AFTER_START: &str = "then do what its reply says, step by step, passing the \
+     run's handle that the reply gives (`<run id>.<token>`) as `run_id` in every later call for \
+     that run.";
+
+/// The text of `prompts/get` for compiled script `name`: the call to `start`, not the NL
+/// instructions (which the agent follows by hand only when a step fails, as the reply then
+/// says).
+pub(crate) fn compiled_prompt(name: &str, arguments: &str) -> String {
+    let call = serde_json::json!({ "name": name, "arguments": arguments });
+    format!(
+        "`{name}` is a compiled mekara script: mekara runs its automatic steps itself. Do not \
+         follow its Markdown instructions by hand. Call mekara's `start` tool with exactly \
+         these arguments (JSON):\n\n{call}\n\n{AFTER_START}\n"
+    )
+}
+
 /// The line that tells the agent the run's handle is the value to pass on.
 fn handle_line(handle: &str) -> String {
     format!(
@@ -924,7 +943,8 @@ pub(crate) fn eject_refused(error: &EjectError) -> String {
 pub(crate) const INSTRUCTIONS: &str = "mekara runs workflow scripts. When the user asks for a script \
      (`/name args`), call `start`; then do exactly the one pending item each reply names, and \
      make the call it names (`continue_compiled_script` for an llm step, `finish_nl_script` \
-     only when a whole NL script is done).";
+     only when a whole NL script is done). Each reply gives the run's handle \
+     (`<run id>.<token>`): pass it as `run_id` in every call for that run.";
 
 /// A step starting, for progress notifications: `test:random[0] $ shuf -i 1-100 -n 1`.
 pub(crate) fn step_started(frame: &str, index: usize, input: &StepInput) -> String {

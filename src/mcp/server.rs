@@ -332,7 +332,11 @@ impl ServerHandler for Server {
             ));
         }
         let description = script.description();
-        let text = script.instructions(&arguments);
+        let text = if script.compiled.is_some() {
+            reply::compiled_prompt(&script.name.to_string(), &arguments)
+        } else {
+            script.instructions(&arguments)
+        };
         let result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
         Ok(if description.is_empty() {
             result

@@ -650,7 +650,8 @@ fn the_first_hour_in_claude_code() {
     let rechecked = result("toolu_recheck");
     assert!(
         rechecked.contains("describe: ok")
-            && rechecked.contains("Step 5: try the compiled script where its effects are safe"),
+            && rechecked.contains("Step 5: try the compiled script where its effects are safe")
+            && rechecked.contains("pass the handle its replies give as `run_id`"),
         "{rechecked}"
     );
     let tried = result("toolu_try");

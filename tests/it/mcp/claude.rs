@@ -50,15 +50,7 @@ async fn every_tool_the_hooks_and_the_installer_name_exists_on_the_server() {
     // The installer allows every tool, no more, no fewer.
     assert_eq!(allowed, served, "allowed by install vs served");
 
-    let prompt = json!({"prompt": "/deploy now", "cwd": project.root()}).to_string();
-    let skill =
-        json!({"tool_name": "Skill", "tool_input": {"skill": "deploy"}, "cwd": project.root()})
-            .to_string();
-    for (hook, input) in [
-        ("reroute-user-commands", prompt),
-        ("reroute-agent-commands", skill),
-    ] {
-        let run = run_with_stdin(project.command(&["hook", hook]), &input);
+    for (hook, run) in reroutes_of_deploy(&project) {
         let named = mentioned_tools(&run.stdout);
         assert!(!named.is_empty(), "{hook} named no tool: {}", run.stdout);
         assert!(
@@ -66,6 +58,71 @@ async fn every_tool_the_hooks_and_the_installer_name_exists_on_the_server() {
             "{hook} names {named:?}; served: {served:?}"
         );
     }
+}
+
+/// What the two hooks say when `/deploy now` is typed and when the agent calls the Skill
+/// `deploy`, by hook.
+fn reroutes_of_deploy(project: &Project) -> [(&'static str, crate::common::Run); 2] {
+    let prompt = json!({"prompt": "/deploy now", "cwd": project.root()}).to_string();
+    let skill =
+        json!({"tool_name": "Skill", "tool_input": {"skill": "deploy"}, "cwd": project.root()})
+            .to_string();
+    [
+        ("reroute-user-commands", prompt),
+        ("reroute-agent-commands", skill),
+    ]
+    .map(|(hook, input)| {
+        let run = run_with_stdin(project.command(&["hook", hook]), &input);
+        (hook, run)
+    })
+}
+
+/// Issue 19: every text that sends an agent to `start` also says to pass the run's handle
+/// as `run_id` (a stateless `2026-07-28` client reaches the run by nothing else): the two
+/// hooks, the `/compile` command file `mekara install` writes, the server's instructions,
+/// and the prompt of a compiled script, which is the call to `start`, not the Markdown to
+/// follow by hand. An NL script's prompt stays its instructions.
+#[tokio::test]
+async fn every_text_that_sends_the_agent_to_start_says_to_pass_the_handle() {
+    let project = Project::new();
+    project.script(
+        "deploy",
+        "---\ndescription: Deploy\n---\nDeploy $ARGUMENTS from the console.\n",
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    project.script("notes", "Write notes on $ARGUMENTS.\n", None);
+    let passes = "as `run_id` in every later call for that run";
+    for (hook, run) in reroutes_of_deploy(&project) {
+        assert!(run.stdout.contains(passes), "{hook}: {}", run.stdout);
+    }
+    let install = project
+        .command(&["install"])
+        .output()
+        .expect("mekara install");
+    assert!(install.status.success(), "{install:?}");
+    let command = std::fs::read_to_string(project.root().join(".claude/commands/compile.md"))
+        .expect("the /compile command file");
+    assert!(command.contains(passes), "{command}");
+
+    let client = Client::start(&project, &[]).await;
+    let instructions = client
+        .service
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .unwrap_or_default();
+    assert!(
+        instructions.contains("pass it as `run_id` in every call for that run"),
+        "{instructions}"
+    );
+    let compiled = super::flows::prompt_text(&client, "deploy", "now").await;
+    assert!(
+        compiled.contains(r#"{"name":"deploy","arguments":"now"}"#)
+            && compiled.contains(passes)
+            && !compiled.contains("from the console"),
+        "{compiled}"
+    );
+    let nl = super::flows::prompt_text(&client, "notes", "x").await;
+    assert_eq!(nl, "Write notes on x.\n");
 }
 
 #[tokio::test]

@@ -488,7 +488,7 @@ async fn every_arguments_placeholder_is_replaced() {
 }
 
 /// The text of `prompts/get` of `name` with `arguments`.
-async fn prompt_text(client: &Client, name: &str, arguments: &str) -> String {
+pub(crate) async fn prompt_text(client: &Client, name: &str, arguments: &str) -> String {
     let prompt = client
         .service
         .get_prompt(
