@@ -204,12 +204,10 @@ impl Gate {
             .as_ref()
             .and_then(|m| m.get("method"))
             .and_then(Json::as_str);
-        tracing::debug!(
-            "{} request{}, protocol {}",
-            parts.method,
-            method.map(|m| format!(" `{m}`")).unwrap_or_default(),
-            protocol_version(&parts.headers, message.as_ref())
-        );
+        if parts.method == Method::POST {
+            let header = parts.headers.get("mcp-protocol-version");
+            super::log_request(message.as_ref(), header.and_then(|h| h.to_str().ok()));
+        }
         let _opening = match method {
             Some("initialize") => {
                 let guard = self.opening.lock().await;
@@ -257,21 +255,6 @@ fn repeated_header(headers: &HeaderMap) -> Option<&'static str> {
     once.into_iter()
         .find(|(name, _)| headers.get_all(name).iter().nth(1).is_some())
         .map(|(_, shown)| shown)
-}
-
-/// The protocol version a request speaks, for the log: its `MCP-Protocol-Version` header
-/// (sent on every request after `initialize`, and by `2026-07-28` on every request), or the
-/// version an `initialize` asks for.
-fn protocol_version(headers: &HeaderMap, message: Option<&Json>) -> String {
-    let asked = message
-        .filter(|m| m.get("method").and_then(Json::as_str) == Some("initialize"))
-        .and_then(|m| m.pointer("/params/protocolVersion"))
-        .and_then(Json::as_str);
-    match (headers.get("mcp-protocol-version"), asked) {
-        (Some(header), _) => format!("`{}`", String::from_utf8_lossy(header.as_bytes())),
-        (None, Some(asked)) => format!("`{asked}` asked by initialize"),
-        (None, None) => "not named".to_string(),
-    }
 }
 
 /// Whether `message`, posted without a session, is a request of a protocol version that has

@@ -4,7 +4,8 @@
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin and stdout, answering malformed lines;
 //! - [`http`]: Streamable HTTP at `/mcp`, with the loopback `Host` and `Origin` checks and
 //!   bounds on what clients can make it hold;
-//! - this file: the protocol errors both handlers give for requests they cannot take.
+//! - this file: the protocol errors both handlers give for requests they cannot take, and
+//!   the debug line each logs for a request (its method and protocol version).
 //!
 //! It knows nothing of scripts, runs or served functions: a handler is any
 //! [`rmcp::ServerHandler`].
@@ -17,6 +18,33 @@ use rmcp::model::{CallToolRequestParams, CustomRequest, GetPromptRequestParams};
 
 pub(crate) use http::{HttpLimits, HttpOptions, serve_http};
 pub(crate) use stdio::serve_stdio;
+
+/// The debug log line for a request: its method and the protocol version it speaks, which
+/// tells which MCP version a client chose (`header` is HTTP's `MCP-Protocol-Version`). The
+/// version is the header's, else the one in the request's `_meta` (`2026-07-28` and later),
+/// else the one an `initialize` asks for.
+pub(crate) fn log_request(message: Option<&serde_json::Value>, header: Option<&str>) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let method = message
+        .and_then(|m| m.get("method"))
+        .and_then(serde_json::Value::as_str);
+    let named = message.and_then(|m| {
+        m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .or_else(|| {
+                (method == Some("initialize"))
+                    .then(|| m.pointer("/params/protocolVersion"))
+                    .flatten()
+            })
+            .and_then(serde_json::Value::as_str)
+    });
+    let method = method.map(|m| format!(" `{m}`")).unwrap_or_default();
+    let version = header
+        .or(named)
+        .map_or_else(|| "not named".to_string(), |v| format!("`{v}`"));
+    tracing::debug!("request{method}, protocol {version}");
+}
 
 /// Methods of the protocol that rmcp would pass on as custom requests only when their
 /// params are malformed.

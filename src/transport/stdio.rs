@@ -200,7 +200,14 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 fn read_message(line: &str) -> Result<ClientJsonRpcMessage, Option<Json>> {
     let parsed = serde_json::from_str::<ClientJsonRpcMessage>(line);
     let error = match parsed {
-        Ok(message) => return Ok(message),
+        Ok(message) => {
+            if matches!(message, ClientJsonRpcMessage::Request(_))
+                && tracing::enabled!(tracing::Level::DEBUG)
+            {
+                super::log_request(serde_json::from_str(line).ok().as_ref(), None);
+            }
+            return Ok(message);
+        }
         Err(error) => error,
     };
     let value: Json = match serde_json::from_str(line) {

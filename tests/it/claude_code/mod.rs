@@ -98,6 +98,7 @@ fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("MEKARA_LOG_FILE", project.home().join("mekara.log"))
+        .env("MEKARA_LOG", "debug")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -247,8 +248,31 @@ fn without_the_installed_permissions_the_same_call_is_refused() {
 fn a_scripted_sequence_of_calls_completes_test_nested() {
     let claude = claude();
     let (project, _) = installed_project();
-    // Over stdio a call without `run_id` goes to the run the connection drives.
+    // Claude Code speaks `2026-07-28` over stdio too (no `initialize`), and a call without
+    // `run_id` still goes to the run the connection (the one process) drives.
     complete_test_nested(&claude, &project, &json!({}));
+    let log = std::fs::read_to_string(project.home().join("mekara.log")).expect("mekara's log");
+    assert_protocol(&log, "2026-07-28");
+}
+
+/// Checks that every request mekara logged (`MEKARA_LOG=debug`) in `log` spoke protocol
+/// `version`, the first a `server/discover`, and that five were tool calls.
+fn assert_protocol(log: &str, version: &str) {
+    let requests: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("mekara::transport: request ").map(|(_, r)| r))
+        .collect();
+    let protocol = format!(", protocol `{version}`");
+    assert!(
+        requests.first() == Some(&format!("`server/discover`{protocol}").as_str())
+            && requests.iter().all(|r| r.ends_with(&protocol)),
+        "not all in `{version}`:\n{log}"
+    );
+    let calls = requests
+        .iter()
+        .filter(|r| r.starts_with("`tools/call`"))
+        .count();
+    assert_eq!(calls, 5, "every call was logged:\n{log}");
 }
 
 /// Issue 19: Claude Code speaks MCP `2026-07-28` over HTTP, which has no sessions, so each
@@ -274,27 +298,8 @@ fn over_http_the_model_passes_the_handle_and_test_nested_completes() {
     );
     complete_test_nested(&claude, &project, &json!({"run_id": standin::HANDLE}));
     // What Claude Code spoke: `server/discover`, then requests without a session, each
-    // naming its protocol version, mekara logging it.
-    let log = server.log();
-    let requests: Vec<&str> = log
-        .lines()
-        .filter_map(|l| {
-            l.split_once("mekara::transport::http: POST request ")
-                .map(|(_, r)| r)
-        })
-        .collect();
-    assert!(
-        requests.first() == Some(&"`server/discover`, protocol `2026-07-28`")
-            && requests
-                .iter()
-                .all(|r| r.ends_with(", protocol `2026-07-28`")),
-        "not all in `2026-07-28`:\n{log}"
-    );
-    let calls = requests
-        .iter()
-        .filter(|r| r.starts_with("`tools/call`"))
-        .count();
-    assert_eq!(calls, 5, "every call went over HTTP:\n{log}");
+    // naming its protocol version.
+    assert_protocol(&server.log(), "2026-07-28");
 }
 
 /// `test:nested` carried to its end by the scripted model (a `start`, then each step's
