@@ -41,7 +41,20 @@ struct Session {
 
 impl Session {
     /// Spawns `cmd` (a `mekara mcp` command) and does the MCP handshake.
-    fn start(mut cmd: Command) -> Session {
+    fn start(cmd: Command) -> Session {
+        let mut server = Session::spawn(cmd);
+        server.send_line(INIT);
+        let init = server.response(&json!(0));
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "mekara",
+            "initialize: {init}"
+        );
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    /// Spawns `cmd` (a `mekara mcp` command), without a handshake.
+    fn spawn(mut cmd: Command) -> Session {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -74,7 +87,7 @@ impl Session {
             }
         });
         let stdin = child.stdin.take();
-        let mut server = Session {
+        Session {
             child,
             stdin,
             lines,
@@ -82,15 +95,7 @@ impl Session {
             pending: VecDeque::new(),
             stderr,
             next_id: 1,
-        };
-        server.send_line(INIT);
-        let init = server.response(&json!(0));
-        assert_eq!(
-            init["result"]["serverInfo"]["name"], "mekara",
-            "initialize: {init}"
-        );
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
+        }
     }
 
     /// `mekara mcp` in `project`.
@@ -1841,4 +1846,70 @@ fn over_http_a_guessed_wrong_or_finished_handle_is_refused_and_changes_nothing()
         std::fs::read_to_string(project.root().join("out-x")).expect("output"),
         "one\ntwo\n"
     );
+}
+
+/// The versions with an `initialize` handshake that rmcp knows (`ProtocolVersion::
+/// KNOWN_VERSIONS` before `2026-07-28`), all served as the README says.
+const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// `initialize` asking for protocol `version`.
+fn initialize_asking(version: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "mcp-protocol-tests", "version": "0"},
+    }})
+    .to_string()
+}
+
+/// The README's promise: every protocol version rmcp knows is served, over stdio and HTTP.
+/// An `initialize` is answered with the version it asks for, and one asking for
+/// `2026-07-28` (which has no handshake) with the newest that has one.
+#[test]
+fn every_protocol_version_is_served_over_stdio_and_http() {
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    for (asked, answered) in HANDSHAKE_VERSIONS
+        .iter()
+        .map(|v| (*v, *v))
+        .chain([("2026-07-28", "2025-11-25")])
+    {
+        let mut stdio = Session::spawn(project.command(&["mcp"]));
+        stdio.send_line(&initialize_asking(asked));
+        let init = stdio.response(&json!(0));
+        assert_eq!(init["result"]["protocolVersion"], answered, "stdio: {init}");
+        let response = server.post("/mcp", None, &[], &initialize_asking(asked));
+        response.assert_initialized();
+        let init = &response.messages()[0];
+        assert_eq!(init["result"]["protocolVersion"], answered, "http: {init}");
+    }
+}
+
+/// Over stdio, `2026-07-28` (no `initialize`, the version in each request's `_meta`, as
+/// Claude Code 2.1 speaks it) still has one connection: a call without `run_id` goes to the
+/// run the connection drives, as in the versions before.
+#[test]
+fn over_stdio_2026_07_28_a_call_without_run_id_goes_to_the_run_the_connection_drives() {
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    let mut stdio = Session::spawn(project.command(&["mcp"]));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless-test", "version": "0"}
+    });
+    let mut call = |name: &str, arguments: Json| {
+        let reply = stdio.request(
+            "tools/call",
+            Some(json!({"name": name, "arguments": arguments, "_meta": meta})),
+        );
+        assert!(reply["result"]["isError"] != true, "{reply}");
+        result_text(&reply["result"])
+    };
+    let started = call("start", json!({"name": "two", "arguments": "s"}));
+    assert!(started.contains("first word"), "{started}");
+    let word = |w: &str| json!({"outputs": {"word": w}});
+    assert!(call("continue_compiled_script", word("one")).contains("second word"));
+    assert!(call("continue_compiled_script", word("two")).contains("## Done"));
+    let out = std::fs::read_to_string(project.root().join("out-s")).expect("output");
+    assert_eq!(out, "one\ntwo\n");
 }
