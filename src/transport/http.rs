@@ -204,9 +204,17 @@ impl Gate {
             .as_ref()
             .and_then(|m| m.get("method"))
             .and_then(Json::as_str);
-        if parts.method == Method::POST {
+        if parts.method == Method::POST && tracing::enabled!(tracing::Level::DEBUG) {
+            // A request in a session is read here only for the log.
+            let read = message
+                .is_none()
+                .then(|| serde_json::from_slice::<Json>(&body).ok())
+                .flatten();
             let header = parts.headers.get("mcp-protocol-version");
-            super::log_request(message.as_ref(), header.and_then(|h| h.to_str().ok()));
+            super::log_request(
+                message.as_ref().or(read.as_ref()),
+                header.and_then(|h| h.to_str().ok()),
+            );
         }
         let _opening = match method {
             Some("initialize") => {

@@ -40,9 +40,10 @@ pub(crate) fn log_request(message: Option<&serde_json::Value>, header: Option<&s
             .and_then(serde_json::Value::as_str)
     });
     let method = method.map(|m| format!(" `{m}`")).unwrap_or_default();
-    let version = header
-        .or(named)
-        .map_or_else(|| "not named".to_string(), |v| format!("`{v}`"));
+    let version = header.or(named).map_or_else(
+        || "not named (the one `initialize` agreed on)".to_string(),
+        |v| format!("`{v}`"),
+    );
     tracing::debug!("request{method}, protocol {version}");
 }
 

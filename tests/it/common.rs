@@ -381,6 +381,14 @@ fn is_run_id(s: &str) -> bool {
         && c[16..].iter().all(char::is_ascii_hexdigit)
 }
 
+/// The requests a server logged at `MEKARA_LOG=debug` in `log`, in order: each its method
+/// and protocol version (`` `tools/call`, protocol `2026-07-28` ``).
+pub fn logged_requests(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter_map(|l| l.split_once("mekara::transport: request ").map(|(_, r)| r))
+        .collect()
+}
+
 /// An outside client or server that tests drive mekara with or against, installed under
 /// `target/test-clients/` by `install`. The tests that use one are ignored unless the
 /// `clients` feature is on (`cargo test --features clients`, as `.ci/run` does); with it

@@ -15,6 +15,7 @@ mod durability;
 mod exit_codes;
 mod helpers;
 mod hooks;
+mod inspector;
 mod install;
 mod mcp;
 mod mcp_client;

@@ -258,10 +258,7 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
 /// Checks that every request mekara logged (`MEKARA_LOG=debug`) in `log` spoke protocol
 /// `version`, the first a `server/discover`, and that five were tool calls.
 fn assert_protocol(log: &str, version: &str) {
-    let requests: Vec<&str> = log
-        .lines()
-        .filter_map(|l| l.split_once("mekara::transport: request ").map(|(_, r)| r))
-        .collect();
+    let requests = crate::common::logged_requests(log);
     let protocol = format!(", protocol `{version}`");
     assert!(
         requests.first() == Some(&format!("`server/discover`{protocol}").as_str())
