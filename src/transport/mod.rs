@@ -19,10 +19,11 @@ use rmcp::model::{CallToolRequestParams, CustomRequest, GetPromptRequestParams};
 pub(crate) use http::{HttpLimits, HttpOptions, serve_http};
 pub(crate) use stdio::serve_stdio;
 
-/// The debug log line for a request: its method and the protocol version it speaks, which
-/// tells which MCP version a client chose (`header` is HTTP's `MCP-Protocol-Version`). The
-/// version is the header's, else the one in the request's `_meta` (`2026-07-28` and later),
-/// else the one an `initialize` asks for.
+/// The debug log line for a message a client sent: its method and the protocol version it
+/// speaks, which tells which MCP version a client chose (`header` is HTTP's
+/// `MCP-Protocol-Version`): the header's, else the one in the message's `_meta`
+/// (`2026-07-28` and later). An `initialize` says the version it asks for instead (the
+/// answer may be an older one: rmcp answers `2026-07-28` with `2025-11-25`).
 pub(crate) fn log_request(message: Option<&serde_json::Value>, header: Option<&str>) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
@@ -30,21 +31,24 @@ pub(crate) fn log_request(message: Option<&serde_json::Value>, header: Option<&s
     let method = message
         .and_then(|m| m.get("method"))
         .and_then(serde_json::Value::as_str);
-    let named = message.and_then(|m| {
-        m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .or_else(|| {
-                (method == Some("initialize"))
-                    .then(|| m.pointer("/params/protocolVersion"))
-                    .flatten()
-            })
+    let version = |pointer: &str| {
+        message
+            .and_then(|m| m.pointer(pointer))
             .and_then(serde_json::Value::as_str)
-    });
-    let method = method.map(|m| format!(" `{m}`")).unwrap_or_default();
-    let version = header.or(named).map_or_else(
-        || "not named (the one `initialize` agreed on)".to_string(),
-        |v| format!("`{v}`"),
-    );
-    tracing::debug!("request{method}, protocol {version}");
+    };
+    let named =
+        header.or_else(|| version("/params/_meta/io.modelcontextprotocol~1protocolVersion"));
+    let shown = method.map(|m| format!(" `{m}`")).unwrap_or_default();
+    match (method, named) {
+        (Some("initialize"), _) => tracing::debug!(
+            "request{shown}, asking for protocol `{}`",
+            version("/params/protocolVersion").unwrap_or("?")
+        ),
+        (_, Some(named)) => tracing::debug!("request{shown}, protocol `{named}`"),
+        (_, None) => {
+            tracing::debug!("request{shown}, protocol not named (the one `initialize` agreed on)");
+        }
+    }
 }
 
 /// Methods of the protocol that rmcp would pass on as custom requests only when their

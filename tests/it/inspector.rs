@@ -132,7 +132,7 @@ fn assert_four_sessions_of_2025_11_25(log: &str) {
     let requests = crate::common::logged_requests(log);
     let count = |what: &str| requests.iter().filter(|r| r.starts_with(what)).count();
     assert!(
-        count("`initialize`, protocol `2025-11-25`") == 4
+        count("`initialize`, asking for protocol `2025-11-25`") == 4
             && count("`initialize`") == 4
             && count("`tools/call`") == 4,
         "{log}"
