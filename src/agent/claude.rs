@@ -1,13 +1,13 @@
 //! `--agent claude`: Claude Code headless. Each question is one `claude -p --output-format
-//! json` with the prompt on stdin; an llm step's expected outputs go as `--json-schema`, so
-//! they come back as `structured_output`. The first question starts a session and the next
-//! ones `--resume` it, so Claude keeps the context of the whole run, as over MCP.
+//! json` with the prompt on stdin; an llm step that expects outputs gets `--json-schema`, so
+//! the outputs come back as `structured_output`. The first question starts a session and
+//! the next ones `--resume` it, so Claude keeps the context of the whole run, as over MCP.
 
 use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::{Agent, Kind, Reply, Request, run_agent, shell_quote};
+use super::{Agent, Reply, Request, run_agent, shell_quote};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 
@@ -26,7 +26,7 @@ impl ClaudeAgent {
     /// The command line for `request` (the prompt goes on stdin).
     fn command(&self, request: &Request) -> String {
         let mut command = format!("{} -p --output-format json", self.program);
-        if request.kind == Kind::Llm {
+        if request.wants_outputs() {
             command.push_str(" --json-schema ");
             command.push_str(&shell_quote(&request.schema.to_string()));
         }
@@ -54,14 +54,14 @@ impl Agent for ClaudeAgent {
             timeout,
             cancel,
         ) {
-            Ok(stdout) => read_result(&stdout, request.kind),
+            Ok(stdout) => read_result(&stdout, request.wants_outputs()),
             Err(stopped) => stopped.into(),
         }
     }
 }
 
 /// Reads the result object `claude -p --output-format json` prints.
-fn read_result(stdout: &str, kind: Kind) -> Reply {
+fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
     let result: Json = match serde_json::from_str(stdout.trim()) {
         Ok(Json::Object(result)) => Json::Object(result),
         _ => {
@@ -106,7 +106,7 @@ fn read_result(stdout: &str, kind: Kind) -> Reply {
         let said = if text.is_empty() { subtype } else { text };
         return Reply::Failed(format!("Claude Code failed: {said}"), report);
     }
-    if kind != Kind::Llm {
+    if !wants_outputs {
         return Reply::Outputs(serde_json::Map::new(), report);
     }
     match result.get("structured_output") {

@@ -69,6 +69,14 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// Whether the agent is to give outputs: an llm step that expects some.
+    pub(crate) fn wants_outputs(&self) -> bool {
+        self.kind == Kind::Llm
+            && self.schema["properties"]
+                .as_object()
+                .is_some_and(|p| !p.is_empty())
+    }
+
     /// The request as the `--agent-command` contract writes it on the agent's stdin
     /// (`docs/agent-command.md`).
     pub(crate) fn to_json(&self) -> Json {
