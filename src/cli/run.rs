@@ -52,6 +52,10 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     };
     let client = crate::client::McpClient::for_locations(&locations);
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
+    if args.unattended.dry_run {
+        let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+        return super::unattended::dry_run(&resolver, &name);
+    }
     if args.unattended.agent_given() {
         let start = match &args.resume {
             Some(id) => super::unattended::Start::Resume(id.clone()),

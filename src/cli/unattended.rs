@@ -67,6 +67,9 @@ pub(super) struct UnattendedArgs {
     /// Write a JUnit XML report of the run's steps to FILE.
     #[arg(long, value_name = "FILE", requires = "unattended_agent")]
     junit: Option<PathBuf>,
+    /// Run nothing: list the steps the script's source calls, and which go to the agent.
+    #[arg(long, conflicts_with = "resume")]
+    pub(super) dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -572,4 +575,66 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
         escape(id),
         elapsed.as_secs_f64()
     )
+}
+
+/// `--dry-run`: what a run of script `name` would do, as far as its source tells, without
+/// running anything.
+pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
+    let script = resolver.resolve(name)?;
+    let shown = script.name.to_string();
+    let Some(compiled) = &script.compiled else {
+        outln!(
+            "dry run of `{shown}`, an NL script: nothing runs. The agent does all of it, in one \
+             agent step."
+        )?;
+        return Ok(Exit::Success);
+    };
+    let steps = match crate::engine::compiled::planned_steps(&shown, &compiled.text) {
+        Ok(steps) => steps,
+        Err(error) => {
+            outln!(
+                "dry run of `{shown}`: its compiled script does not parse, so a run falls back at \
+                 once and the agent does the NL instructions by hand:\n{error}"
+            )?;
+            return Ok(Exit::Failure);
+        }
+    };
+    let mut out = format!(
+        "dry run of `{shown}`, a compiled script: nothing runs. The step calls in its source, in \
+         order (a call in a loop, a branch or a function may run any number of times, or not at \
+         all; a failed step hands the rest to the agent, from the NL instructions):\n"
+    );
+    for step in &steps {
+        let what = match (step.builtin, &step.what) {
+            ("auto", Some(call)) if call.ends_with("(…)") => call.clone(),
+            ("auto", Some(command)) => format!("$ {command}"),
+            ("llm", Some(prompt)) => crate::display::clipped(prompt.trim(), 120).into_owned(),
+            ("call_script", Some(name)) => {
+                format!("{name} (`mekara run --dry-run {name}` lists its steps)")
+            }
+            (_, Some(text)) => text.clone(),
+            (_, None) => "(computed when it runs)".to_string(),
+        };
+        let kind = match step.builtin {
+            "llm" => "llm → agent",
+            other => other,
+        };
+        let _ = write!(out, "  line {:<4} {kind:<12} {what}", step.line);
+        if !step.expects.is_empty() {
+            let _ = write!(out, " (expects {})", crate::display::quoted(&step.expects));
+        }
+        if let Some(context) = &step.context {
+            let _ = write!(out, "  # {context}");
+        }
+        out.push('\n');
+    }
+    let agent = steps.iter().filter(|s| s.builtin == "llm").count();
+    let _ = writeln!(
+        out,
+        "{} written, {} of them for the agent.",
+        count(steps.len(), "step call"),
+        agent
+    );
+    outln!("{}", out.trim_end())?;
+    Ok(Exit::Success)
 }

@@ -523,3 +523,26 @@ fn unattended_flags_without_an_agent_and_bad_limits_are_usage_errors() {
     }
     assert!(!Path::new(&project.root().join("agent/calls.jsonl")).exists());
 }
+
+#[test]
+fn dry_run_lists_the_step_calls_and_those_for_the_agent_and_runs_nothing() {
+    let project = project();
+    mekara_snapshot!(
+        "dry_run_compiled",
+        project,
+        project.command(&[
+            "run",
+            "--dry-run",
+            "--agent-command",
+            AGENT_COMMAND,
+            "colour"
+        ])
+    );
+    mekara_snapshot!(
+        "dry_run_nl",
+        project,
+        project.command(&["run", "--dry-run", "plain"])
+    );
+    assert!(project.run_ids().is_empty(), "a dry run made a run");
+    assert!(calls(&project).is_empty(), "a dry run started the agent");
+}
