@@ -176,13 +176,13 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
     };
     let store = parts.store.clone();
-    let (mut session, mut reply) = match start {
+    let (mut session, first) = match start {
         Start::New {
             name,
             arguments,
             working_dir,
         } => {
-            let mut session = Session::new(
+            let session = Session::new(
                 parts.resolver,
                 parts.store,
                 parts.runner,
@@ -195,11 +195,10 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 working_dir: working_dir.map(|d| d.display().to_string()),
                 parent: None,
             };
-            let reply = session.call(&call, &progress, String::new());
-            (session, reply)
+            (session, call)
         }
         Start::Resume(id) => {
-            let (mut session, torn) = Session::resume(
+            let (session, torn) = Session::resume(
                 parts.resolver,
                 parts.store,
                 parts.runner,
@@ -214,19 +213,19 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 );
             }
             eprintln!("resuming run {id}");
-            let reply = session.call(
-                &AgentCall::Resume { run_id: None },
-                &progress,
-                String::new(),
-            );
-            (session, reply)
+            (session, AgentCall::Resume { run_id: None })
         }
     };
+    // Ctrl-C stops the running step or agent, and the run ends resumable (exit 130).
     let cancel = session.cancel_token();
     let _ctrl_c = signal_hook::flag::register(signal_hook::consts::SIGINT, cancel.flag());
+    let mut reply = session.call(&first, &progress, String::new());
     let mut agent = args.agent();
     let run_id = session.run_id().map(str::to_string);
     let end = loop {
+        if reply.is_error && session.interrupted() {
+            break End::Interrupted;
+        }
         if reply.is_error {
             break End::Failed(reply.text.trim().to_string());
         }

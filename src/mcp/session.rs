@@ -77,6 +77,11 @@ impl Session {
         Ok((session, torn))
     }
 
+    /// Whether the last call was cancelled mid-step (Ctrl-C): the run is left resumable.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted.is_some()
+    }
+
     /// What the last reply left pending.
     pub(crate) fn pending(&self) -> Option<&Pending> {
         self.last.as_ref()

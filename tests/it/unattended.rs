@@ -58,6 +58,15 @@ else:
     print(json.dumps(answer))
 "##;
 
+/// The steps the agent is asked about when a run stopped during the second llm step is
+/// resumed: that one again, not the first.
+const STOPPED_AT_THE_SECOND_STEP: [&str; 4] = [
+    "colour[1]",
+    "colour[3]",
+    "colour[3]",
+    "colour[4] > plain[0]",
+];
+
 fn project() -> Project {
     let project = Project::new();
     project.script("colour", NL, Some(STAR));
@@ -326,14 +335,37 @@ fn a_hanging_agent_is_killed_with_its_process_group_at_the_timeout() {
         "{error}"
     );
     assert_eq!(calls(&project).len(), 2, "not asked again after a timeout");
-    let pid: i32 = std::fs::read_to_string(project.root().join("agent/hang.pid"))
-        .expect("the agent noted its child")
-        .parse()
-        .expect("a pid");
+    let pid = hang_pid(&project);
     assert!(
         gone(pid),
         "the agent's background child {pid} is still running"
     );
+}
+
+/// Spawns `mekara ARGS` and waits until the file `marker` (under the project) exists.
+fn spawn_until(project: &Project, args: &[&str], marker: &str, never: &str) -> std::process::Child {
+    let child = project
+        .command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mekara");
+    let marker = project.root().join(marker);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "{never}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// The pid of the background child a hanging agent started.
+fn hang_pid(project: &Project) -> i32 {
+    std::fs::read_to_string(project.root().join("agent/hang.pid"))
+        .expect("the agent noted its child")
+        .parse()
+        .expect("a pid")
 }
 
 /// Whether process `pid` has ended (a zombie waiting for its parent counts as ended).
@@ -354,34 +386,18 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
     let project = project();
     // The second llm step hangs: mekara is killed while the agent works on it.
     answers(&project, &json!({"colour[3]#1": {"hang": true}}));
-    let mut child = project
-        .command(&["run", "--agent-command", AGENT_COMMAND, "colour"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mekara");
-    let hanging = project.root().join("agent/hanging");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !hanging.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the agent never reached the second step"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn_until(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "colour"],
+        "agent/hanging",
+        "the agent never reached the second step",
+    );
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap mekara");
     let id = project.run_ids().pop().expect("a run");
     let (resumed, steps) = resume_to_the_end(&project, &id);
     assert_eq!(
-        steps,
-        [
-            "colour[1]",
-            "colour[3]",
-            "colour[3]",
-            "colour[4] > plain[0]"
-        ],
+        steps, STOPPED_AT_THE_SECOND_STEP,
         "the answered step was not asked again; the one killed was"
     );
     assert!(resumed.stderr.contains(&format!("resuming run {id}")));
@@ -545,4 +561,59 @@ fn dry_run_lists_the_step_calls_and_those_for_the_agent_and_runs_nothing() {
     );
     assert!(project.run_ids().is_empty(), "a dry run made a run");
     assert!(calls(&project).is_empty(), "a dry run started the agent");
+}
+
+#[test]
+fn ctrl_c_during_an_agent_step_stops_the_agent_and_leaves_the_run_resumable() {
+    let project = project();
+    answers(&project, &json!({"colour[3]#1": {"hang": true}}));
+    let child = spawn_until(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "--json", "colour"],
+        "agent/hanging",
+        "the agent never reached the second step",
+    );
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(interrupted.success());
+    let run = Run::from_output(child.wait_with_output().expect("wait for mekara"));
+    run.expect_code(130);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "interrupted");
+    let pid = hang_pid(&project);
+    assert!(
+        gone(pid),
+        "the agent's background child {pid} is still running"
+    );
+    let id = summary["run_id"].as_str().expect("a string");
+    let (_, steps) = resume_to_the_end(&project, id);
+    assert_eq!(steps, STOPPED_AT_THE_SECOND_STEP);
+}
+
+/// Regression: Ctrl-C was handled only once the first agent step was reached; during the
+/// auto steps before it, it killed mekara without a summary.
+#[test]
+fn ctrl_c_during_an_auto_step_before_the_first_agent_step_ends_with_a_summary() {
+    let project = project();
+    project.script(
+        "slow",
+        "---\ndescription: Slow\n---\n1. Wait.\n",
+        Some("def execute(request):\n    auto(\"touch started && sleep 30\")\n    llm(\"Say hi.\")\n"),
+    );
+    let child = spawn_until(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "--json", "slow"],
+        "started",
+        "the step never started",
+    );
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let run = Run::from_output(child.wait_with_output().expect("wait for mekara"));
+    run.expect_code(130);
+    assert_eq!(json_summary(&run)["state"], "interrupted");
+    assert!(calls(&project).is_empty());
 }
