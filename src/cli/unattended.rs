@@ -39,7 +39,7 @@ pub(super) struct UnattendedArgs {
     #[arg(long, value_enum, value_name = "AGENT")]
     agent: Option<AgentName>,
     /// Run unattended: this command does the llm steps and NL scripts, through the JSON
-    /// contract of docs/agent-command.md (run with `sh -c`, once per step).
+    /// contract of docs/agent-command.md (run through the shell, once per step).
     #[arg(long, value_name = "CMD")]
     agent_command: Option<String>,
     /// How long one agent answer may take, in seconds, before the agent and everything it
@@ -74,7 +74,8 @@ pub(super) struct UnattendedArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum AgentName {
-    /// Claude Code: `claude -p --output-format json --json-schema … --resume SESSION`.
+    // Claude Code: `claude -p --output-format json --json-schema … --resume SESSION`. (No doc
+    // comment: one would turn `mekara run --help` into clap's long form.)
     Claude,
 }
 
