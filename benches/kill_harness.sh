@@ -14,20 +14,27 @@
 #   unfinished   a step that never finished in a run that mekara reports as completed (must
 #                be 0)
 #
-#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN]
+#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN] [LOAD]
 #
 # MEKARA (default: target/release/mekara) is the binary tested; RUNS (default 20) runs of 8
-# steps each; up to KILLS_PER_RUN (default 8) kills per run. Loopback only: nothing leaves
-# the machine. Time: about RUNS x 3 s.
+# steps each; up to KILLS_PER_RUN (default 8) kills per run; LOAD (default 0) busy loops kept
+# running meanwhile, so that mekara is descheduled at any point (the kill window it once had
+# showed only under load). Loopback only: nothing leaves the machine. Time: about RUNS x 3 s.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mekara=${1:-$repo/target/release/mekara}
 runs=${2:-20}
 kills_per_run=${3:-8}
+load=${4:-0}
 [ -x "$mekara" ] || { echo "no mekara binary at $mekara: cargo build --release" >&2; exit 2; }
 mekara=$(cd "$(dirname "$mekara")" && pwd)/$(basename "$mekara")
 work=$(mktemp -d)
-trap 'pkill -KILL -f "$work/step.sh" 2>/dev/null || true; rm -rf "$work"' EXIT
+burners=()
+trap 'pkill -KILL -f "$work/step.sh" 2>/dev/null || true; for b in "${burners[@]}"; do kill "$b" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+for _ in $(seq 1 "$load"); do
+  (while :; do :; done) &
+  burners+=($!)
+done
 
 # A step: says if an earlier copy of itself still runs, notes its pid, works ~0.1-0.3 s.
 cat >"$work/step.sh" <<'EOF'
@@ -56,6 +63,12 @@ def execute(request):
 EOF
 export HOME=$work/home
 
+# The id of the run whose journal is not among the journals listed in $1.
+new_run() {
+  comm -13 <(echo "$1") <(ls "$project/.mekara/runs" 2>/dev/null | grep '\.jsonl$') |
+    head -1 | sed 's/\.jsonl$//'
+}
+
 random_delay() { awk -v seed="$RANDOM" 'BEGIN { srand(seed); printf "%.3f", rand() * 0.6 }'; }
 
 kills=0 overlapping=0 rerun=0 again=0 unfinished=0 completed=0
@@ -63,6 +76,7 @@ started=$(date +%s)
 for run in $(seq 1 "$runs"); do
   log=$work/log.$run
   : >"$log"
+  before=$(ls "$project/.mekara/runs" 2>/dev/null | grep '\.jsonl$' || true)
   (cd "$project" && exec "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) &
   pid=$!
   id=
@@ -72,7 +86,14 @@ for run in $(seq 1 "$runs"); do
       kills=$((kills + 1))
     fi
     wait "$pid" 2>/dev/null || true
-    [ -n "$id" ] || id=$(ls -t "$project/.mekara/runs" | grep '\.jsonl$' | head -1 | sed 's/\.jsonl$//')
+    # This run's journal: the one that was not there before it started. A kill before mekara
+    # created it leaves none, and the run is started again.
+    [ -n "$id" ] || id=$(new_run "$before")
+    if [ -z "$id" ]; then
+      (cd "$project" && exec "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) &
+      pid=$!
+      continue
+    fi
     # What the journal held when mekara died, and how far the steps' log was then.
     journaled=$(grep -c '"event":"step"' "$project/.mekara/runs/$id.jsonl" 2>/dev/null || true)
     echo "$(wc -l <"$log") ${journaled:-0}" >>"$log.marks"
@@ -82,6 +103,11 @@ for run in $(seq 1 "$runs"); do
     pid=$!
   done
   wait "$pid" 2>/dev/null || true
+  [ -n "$id" ] || id=$(new_run "$before")
+  if [ -z "$id" ]; then
+    (cd "$project" && "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) || true
+    id=$(new_run "$before")
+  fi
   # The last resume runs to the end, unkilled.
   state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
   case $state in
@@ -104,5 +130,5 @@ for run in $(seq 1 "$runs"); do
   done
 done
 elapsed=$(( $(date +%s) - started ))
-printf 'runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  (%d s)\n' \
-  "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$elapsed"
+printf 'runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  load %d  (%d s)\n' \
+  "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$load" "$elapsed"

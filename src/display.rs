@@ -14,6 +14,22 @@ pub(crate) fn format_time(ms: u64) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
+/// `512 B`, `12.3 KiB`, `4.0 MiB`: a size in bytes, for people.
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    #[allow(clippy::cast_precision_loss)] // a size shown to one decimal
+    let mut size = n as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
+}
+
 /// `a string`, `an array`, … for error messages.
 pub(crate) fn json_type(value: &Json) -> &'static str {
     match value {

@@ -26,6 +26,10 @@
 // crate-private, so the compiler reports what nothing uses.
 pub mod engine;
 pub mod paths;
+
+// The portable process backend reads no boot clock: only the benches use `nix` then.
+#[cfg(not(all(target_os = "linux", not(feature = "force-portable"))))]
+use nix as _;
 pub mod script;
 
 mod agent;

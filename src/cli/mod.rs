@@ -48,7 +48,7 @@ enum Command {
     Scripts(scripts::ScriptsArgs),
     /// Parse compiled scripts and report errors, without running anything.
     Check(check::CheckArgs),
-    /// List runs, or show one run's journal.
+    /// List runs, show one run's journal, or prune old runs.
     Runs(runs::RunsArgs),
     /// Serve mekara to agents over MCP (stdio, or Streamable HTTP with `--http`).
     Mcp(mcp::McpArgs),

@@ -1,11 +1,11 @@
 //! `mekara runs`: the runs of this project, and one run's journal, readably.
 
 use super::output::{out, outln};
-use clap::{Args, Subcommand};
+use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
-use crate::display::{format_time, step_mark};
+use crate::display::{bytes, count, format_time, step_mark};
 use crate::engine::journal::{Event, Origin, Outcome};
-use crate::engine::runs::RunState;
+use crate::engine::runs::{PruneRule, RunState, RunStore, RunSummary};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
 use crate::mcp::reply::resume_call;
@@ -23,6 +23,59 @@ enum RunsCommand {
         /// The run's id, as `mekara runs` lists it.
         id: String,
     },
+    /// Remove old runs (never one another mekara process is driving)
+    ///
+    /// Say which runs go with at least one of `--older-than`, `--keep` and `--state`;
+    /// `--dry-run` lists them first. A run's journal and step note go together; a step a
+    /// killed mekara left running is killed first.
+    #[command(group(ArgGroup::new("which").required(true).multiple(true).args(["older_than", "keep", "state"])))]
+    Prune {
+        /// Only runs with no activity for at least this long: `30d`, `12h`, `2weeks`.
+        #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+        older_than: Option<std::time::Duration>,
+        /// Keep the N newest runs (of the states chosen) and remove the older ones.
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Only runs in this state (repeat it for several). Without it, every run that
+        /// ended; interrupted runs go only when named, because they can still be resumed.
+        #[arg(long, value_enum, value_name = "STATE")]
+        state: Vec<PruneState>,
+        /// List what would be removed, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// A state `--state` names, as `mekara runs` shows it.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PruneState {
+    /// completed
+    Completed,
+    /// failed, finished by hand
+    Failed,
+    /// finished by hand
+    Finished,
+    /// interrupted (it could still be resumed)
+    Interrupted,
+    /// stopped before its script started
+    NotStarted,
+}
+
+impl From<PruneState> for RunState {
+    fn from(state: PruneState) -> RunState {
+        match state {
+            PruneState::Completed => RunState::Completed,
+            PruneState::Failed => RunState::FellBack,
+            PruneState::Finished => RunState::FinishedByAgent,
+            PruneState::Interrupted => RunState::Interrupted,
+            PruneState::NotStarted => RunState::NotStarted,
+        }
+    }
+}
+
+fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{e}; write a duration such as `30d`, `12h` or `2weeks`"))
 }
 
 pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
@@ -42,9 +95,9 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 "STATE",
                 "STARTED"
             )?;
-            for r in runs {
+            for r in &runs {
                 let script = r.script.replace('/', ":");
-                match r.problem {
+                match &r.problem {
                     Some(problem) => outln!("{:20}  unreadable: {problem}", r.id)?,
                     None => outln!(
                         "{:20}  {:24}  {:24}  {:20}  {}",
@@ -56,6 +109,26 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     )?,
                 }
             }
+            let total: u64 = runs.iter().map(|r| r.bytes).sum();
+            outln!(
+                "\n{}, {} in {}; `mekara runs prune` removes old ones",
+                count(runs.len(), "run"),
+                bytes(total),
+                store.dir().display()
+            )?;
+        }
+        Some(RunsCommand::Prune {
+            older_than,
+            keep,
+            state,
+            dry_run,
+        }) => {
+            let rule = PruneRule {
+                older_than,
+                keep,
+                states: state.into_iter().map(RunState::from).collect(),
+            };
+            return prune(&store, &rule, dry_run);
         }
         Some(RunsCommand::Show { id }) => {
             let contents = store.read(&id)?;
@@ -86,6 +159,72 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
         }
     }
     Ok(Exit::Success)
+}
+
+/// `mekara runs prune`: removes what `rule` selects (or lists it, for a dry run).
+fn prune(store: &RunStore, rule: &PruneRule, dry_run: bool) -> anyhow::Result<Exit> {
+    let runs = store.list();
+    let chosen = rule.select(&runs, crate::engine::journal::now_ms());
+    let unreadable = runs.iter().filter(|r| r.problem.is_some()).count();
+    if chosen.is_empty() {
+        outln!(
+            "no run to remove: none of the {} matches",
+            count(runs.len(), "run")
+        )?;
+    } else if dry_run {
+        let total: u64 = chosen.iter().map(|r| r.bytes).sum();
+        outln!(
+            "would remove {} ({}); nothing was removed:",
+            count(chosen.len(), "run"),
+            bytes(total)
+        )?;
+        for r in &chosen {
+            outln!("  {}", prune_line(r))?;
+        }
+    } else {
+        let (mut removed, mut freed, mut skipped) = (0, 0, 0);
+        for r in &chosen {
+            match store.remove(&r.id) {
+                Ok(b) => {
+                    removed += 1;
+                    freed += b;
+                    outln!("removed {}", prune_line(r))?;
+                }
+                Err(e) => {
+                    skipped += 1;
+                    outln!("kept {}: {e}", r.id)?;
+                }
+            }
+        }
+        outln!(
+            "removed {}, {} freed; {} left",
+            count(removed, "run"),
+            bytes(freed),
+            count(runs.len() - removed, "run")
+        )?;
+        if skipped > 0 {
+            return Ok(Exit::Failure);
+        }
+    }
+    if unreadable > 0 {
+        outln!(
+            "{} cannot be read and {} never removed by prune: `mekara runs` names {}",
+            count(unreadable, "run"),
+            if unreadable == 1 { "is" } else { "are" },
+            if unreadable == 1 { "it" } else { "them" }
+        )?;
+    }
+    Ok(Exit::Success)
+}
+
+fn prune_line(r: &RunSummary) -> String {
+    format!(
+        "{}  {}  {}  last active {}",
+        r.id,
+        r.script.replace('/', ":"),
+        r.state,
+        format_time(r.last_at.max(r.started_at))
+    )
 }
 
 fn show_event(out: &mut String, event: &Event) {

@@ -33,8 +33,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::time::{ClockId, clock_gettime};
 use rustix::process::{Pid, Signal, kill_process_group};
+
+use super::process::{self, clock_ns};
 
 /// The note of one run: where its running step's process group is written down.
 #[derive(Debug, Clone)]
@@ -49,16 +50,8 @@ pub struct GroupNote {
 const WIDTH: usize = 64;
 
 /// The note file of run `id` in the runs folder `dir`.
-fn path(dir: &Path, id: &str) -> PathBuf {
+pub(crate) fn path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.group"))
-}
-
-/// Nanoseconds on the boot clock, which `/proc/<pid>/stat` start times are counted on.
-pub(crate) fn boot_clock_ns() -> u64 {
-    let Ok(t) = clock_gettime(ClockId::CLOCK_BOOTTIME) else {
-        return 0;
-    };
-    u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec()).unwrap_or(0)
 }
 
 impl GroupNote {
@@ -140,7 +133,7 @@ impl GroupNote {
         let journal_len = self.journal_len.load(Ordering::Relaxed);
         let found = parse(&text)
             .filter(|note| note.journal_len >= journal_len)
-            .map_or(Leftover::None, |note| match ours(&note, boot_clock_ns()) {
+            .map_or(Leftover::None, |note| match ours(&note, clock_ns()) {
                 Err(why) => {
                     tracing::warn!(
                         "`{}` names process group {}, which is not one mekara started: {why}; nothing was killed",
@@ -197,15 +190,15 @@ fn ours(note: &Noted, now: u64) -> Result<bool, String> {
     if note.after > note.before || note.before - note.after > MAX_WINDOW_NS || note.before > now {
         return Err("its spawn window is not one mekara could have noted".into());
     }
-    match process_stat(note.pgid) {
+    match process::process(note.pgid) {
         Some(leader) if !started_within(leader.started_ns, note.after, note.before) => Ok(false),
         Some(leader) if leader.pgid != note.pgid => {
             Err("its leader no longer leads that group".into())
         }
         Some(_) => Ok(true),
         None => {
-            let tick = 1_000_000_000 / clock_ticks_per_second();
-            match group_members(note.pgid)
+            let tick = process::start_resolution_ns();
+            match process::group_members(note.pgid)
                 .into_iter()
                 .find(|member| member.started_ns + tick < note.after)
             {
@@ -217,26 +210,6 @@ fn ours(note: &Noted, now: u64) -> Result<bool, String> {
             }
         }
     }
-}
-
-/// What `/proc/<pid>/stat` says of a process.
-struct Stat {
-    pid: i32,
-    pgid: i32,
-    /// When it started, on the boot clock.
-    started_ns: u64,
-}
-
-/// The live processes in group `pgid`.
-fn group_members(pgid: i32) -> Vec<Stat> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(process_stat)
-        .filter(|stat| stat.pgid == pgid)
-        .collect()
 }
 
 /// What a note says.
@@ -268,38 +241,11 @@ fn parse(text: &str) -> Option<Noted> {
     })
 }
 
-/// `/proc` counts start times in clock ticks (usually 10 ms), so the window is widened by
-/// a tick on each side.
+/// Start times are known to [`process::start_resolution_ns`] (a clock tick on Linux, a
+/// second from `ps`), so the window is widened by that much on each side.
 fn started_within(started_ns: u64, after: u64, before: u64) -> bool {
-    let tick = 1_000_000_000 / clock_ticks_per_second();
+    let tick = process::start_resolution_ns();
     started_ns + tick >= after && started_ns <= before + tick
-}
-
-/// The unit of `/proc` times, per second (100 on Linux).
-fn clock_ticks_per_second() -> u64 {
-    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
-        Ok(Some(ticks)) if ticks > 0 => ticks.unsigned_abs(),
-        _ => 100,
-    }
-}
-
-/// Process `pid`'s group and start time; `None` if there is no such process (a zombie
-/// counts as none: it runs nothing).
-fn process_stat(pid: i32) -> Option<Stat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses; the fields follow the last `)`.
-    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-    // Field 3 of the file (the state) is the first after the name; the group is field 5,
-    // the start time (in clock ticks) field 22.
-    if matches!(fields.first(), Some(&"Z" | &"X")) {
-        return None;
-    }
-    let ticks: u64 = fields.get(19)?.parse().ok()?;
-    Some(Stat {
-        pid,
-        pgid: fields.get(2)?.parse().ok()?,
-        started_ns: ticks * (1_000_000_000 / clock_ticks_per_second()),
-    })
 }
 
 #[cfg(test)]
@@ -350,7 +296,7 @@ mod tests {
         use std::os::unix::process::CommandExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let note = GroupNote::open(dir.path(), "r1").expect("open");
-        let after = boot_clock_ns();
+        let after = clock_ns();
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .process_group(0)
@@ -358,7 +304,7 @@ mod tests {
             .expect("spawn sleep");
         let pgid = i32::try_from(child.id()).expect("pid fits");
         note.set_journal_len(100);
-        note.note(pgid, after, boot_clock_ns());
+        note.note(pgid, after, clock_ns());
 
         // The step's result was journaled after the note: its group is not touched.
         note.set_journal_len(180);
@@ -370,7 +316,7 @@ mod tests {
 
         // Nothing was journaled after the note: the step was in flight, so it is killed.
         note.set_journal_len(100);
-        note.note(pgid, after, boot_clock_ns());
+        note.note(pgid, after, clock_ns());
         assert_eq!(note.kill_leftover(), Leftover::Killed(pgid));
         let status = child.wait().expect("wait");
         assert_eq!(
@@ -381,7 +327,7 @@ mod tests {
 
     #[test]
     fn notes_that_cannot_be_ours_are_refused() {
-        let now = boot_clock_ns();
+        let now = clock_ns();
         let me = i32::try_from(std::process::id()).expect("pid fits");
         let note = |pgid, after, before| Noted {
             pgid,
@@ -419,13 +365,15 @@ mod tests {
             .spawn()
             .expect("spawn sleep");
         let pgid = i32::try_from(bystander.id()).expect("pid fits");
-        // Noted as spawned a while after it really was.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let later = boot_clock_ns();
-        note.note(pgid, later, boot_clock_ns());
+        // Noted as spawned a while (more than the start times' resolution) after it was.
+        std::thread::sleep(std::time::Duration::from_nanos(
+            2 * process::start_resolution_ns() + 50_000_000,
+        ));
+        let later = clock_ns();
+        note.note(pgid, later, clock_ns());
         assert_eq!(note.kill_leftover(), Leftover::Reused(pgid));
         // A window as wide as the uptime.
-        note.note(pgid, 1, boot_clock_ns());
+        note.note(pgid, 1, clock_ns());
         assert_eq!(note.kill_leftover(), Leftover::NotOurs(pgid));
         assert!(bystander.try_wait().expect("try_wait").is_none(), "killed");
         bystander.kill().expect("kill");
@@ -456,8 +404,8 @@ mod tests {
     #[test]
     fn our_own_start_time_is_read_and_a_reused_pid_is_told_apart() {
         let me = i32::try_from(std::process::id()).expect("pid fits");
-        let started = process_stat(me).expect("our own /proc entry").started_ns;
-        assert!(started <= boot_clock_ns());
+        let started = process::process(me).expect("our own process").started_ns;
+        assert!(started <= clock_ns());
         assert!(started_within(started, started, started));
         // A note from long after we started is not us.
         let later = started + 60 * 1_000_000_000;

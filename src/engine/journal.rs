@@ -148,6 +148,17 @@ pub enum Event {
 }
 
 impl Event {
+    /// When it was journaled (Unix ms).
+    pub fn at(&self) -> u64 {
+        match self {
+            Event::Run(e) => e.at,
+            Event::Push(e) => e.at,
+            Event::Step(e) => e.at,
+            Event::Fail(e) => e.at,
+            Event::Pop(e) => e.at,
+        }
+    }
+
     /// The event's name, as the journal writes it.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -390,6 +401,41 @@ impl Journal {
     /// Opens run `id` in `dir` to continue it: takes the lock, reads the events, and cuts
     /// off a torn last record so that new events follow complete ones.
     pub fn open(dir: &Path, id: &str) -> Result<(Journal, Contents), JournalError> {
+        let journal = Journal::take(dir, id)?;
+        let io = |source| JournalError::Io {
+            path: journal.path.clone(),
+            source,
+        };
+        let contents = read(&journal.path)?;
+        if let Some(torn) = &contents.torn {
+            journal.file.set_len(torn.offset).map_err(io)?;
+        }
+        let len = journal.file.metadata().map_err(io)?.len();
+        journal.group.set_journal_len(len);
+        Ok((journal, contents))
+    }
+
+    /// Removes run `id`'s journal and group note from `dir`, holding the run's lock while
+    /// it does, so that a run another process drives is refused, not lost. A step a killed
+    /// mekara left running is killed first. Returns the bytes freed.
+    pub fn remove(dir: &Path, id: &str) -> Result<u64, JournalError> {
+        let note_bytes =
+            std::fs::symlink_metadata(super::group_note::path(dir, id)).map_or(0, |m| m.len());
+        let journal = Journal::take(dir, id)?;
+        let io = |source| JournalError::Io {
+            path: journal.path.clone(),
+            source,
+        };
+        let len = journal.file.metadata().map_err(io)?.len();
+        journal.group.set_journal_len(len);
+        let _ = journal.group.kill_leftover();
+        std::fs::remove_file(&journal.path).map_err(io)?;
+        journal.group.remove();
+        Ok(len + note_bytes)
+    }
+
+    /// Opens run `id`'s journal and group note in `dir` and takes the run's lock.
+    fn take(dir: &Path, id: &str) -> Result<Journal, JournalError> {
         let path = dir.join(format!("{id}.jsonl"));
         let io = |source| JournalError::Io {
             path: path.clone(),
@@ -409,13 +455,15 @@ impl Journal {
             header: None,
         };
         journal.lock()?;
-        let contents = read(&path)?;
-        if let Some(torn) = &contents.torn {
-            journal.file.set_len(torn.offset).map_err(io)?;
+        // `mekara runs prune` removes a run while holding its lock: a process that opened the
+        // file just before would otherwise go on writing to a file that no longer exists.
+        if std::os::unix::fs::MetadataExt::nlink(&journal.file.metadata().map_err(io)?) == 0 {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the run was removed (`mekara runs prune`) while it was being opened",
+            )));
         }
-        let len = journal.file.metadata().map_err(io)?.len();
-        journal.group.set_journal_len(len);
-        Ok((journal, contents))
+        Ok(journal)
     }
 
     fn lock(&self) -> Result<(), JournalError> {
@@ -609,6 +657,32 @@ mod tests {
                 .contains("is damaged at line 2: unknown event \"stop\""),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_held_run_is_not_removed_and_an_open_after_removal_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut j = Journal::create(dir.path(), "r6", None).expect("create");
+        j.append(&step_event()).expect("append");
+        let err = Journal::remove(dir.path(), "r6").expect_err("busy");
+        assert!(matches!(err, JournalError::Busy { .. }), "{err}");
+        assert!(j.path().exists());
+        drop(j);
+        // A process that opened the file before it was removed must not write to it after.
+        let early = OpenOptions::new()
+            .read(true)
+            .open(dir.path().join("r6.jsonl"))
+            .expect("open");
+        let freed = Journal::remove(dir.path(), "r6").expect("remove");
+        assert!(freed > 0);
+        assert!(!dir.path().join("r6.jsonl").exists());
+        assert!(!dir.path().join("r6.group").exists());
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::nlink(&early.metadata().expect("metadata")),
+            0
+        );
+        let err = Journal::open(dir.path(), "r6").expect_err("gone");
+        assert!(matches!(err, JournalError::Io { .. }), "{err}");
     }
 
     #[test]

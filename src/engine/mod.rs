@@ -12,6 +12,7 @@ pub(crate) mod group_note;
 pub mod handle;
 pub mod journal;
 pub(crate) mod observer;
+pub(crate) mod process;
 pub(crate) mod runner;
 pub mod runs;
 pub(crate) mod shell;

@@ -4,6 +4,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 
 use super::error::EngineError;
+use super::group_note;
 use super::journal::{self, Contents, Event, Journal, JournalError, Outcome, PushEvent};
 use super::step::StepRecord;
 
@@ -166,6 +167,10 @@ pub struct RunSummary {
     pub started_at: u64,
     /// Steps journaled.
     pub steps: usize,
+    /// When the last event was journaled (Unix ms): the run's last activity.
+    pub last_at: u64,
+    /// What its files take on disk, in bytes (the journal and the step group note).
+    pub bytes: u64,
     /// Why the journal cannot be read, when it cannot.
     pub problem: Option<String>,
 }
@@ -269,11 +274,19 @@ impl RunStore {
     /// What run `id` adds up to, as `mekara runs` lists it.
     pub fn summary(&self, id: String) -> RunSummary {
         let path = self.dir.join(format!("{id}.jsonl"));
+        let bytes = [path.clone(), group_note::path(&self.dir, &id)]
+            .iter()
+            .filter_map(|p| std::fs::symlink_metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
         let history = journal::read(&path)
-            .and_then(|c| RunHistory::replay(&path, &c.events))
+            .and_then(|c| {
+                let last_at = c.events.last().map_or(0, Event::at);
+                RunHistory::replay(&path, &c.events).map(|h| (h, last_at))
+            })
             .map_err(|e| e.to_string());
         match history {
-            Ok(h) => RunSummary {
+            Ok((h, last_at)) => RunSummary {
                 state: match h.outcome {
                     _ if !h.started => RunState::NotStarted,
                     _ if !h.frames.is_empty() && journal::is_busy(&path) => RunState::Active,
@@ -285,6 +298,8 @@ impl RunStore {
                 script: h.script.unwrap_or_default(),
                 started_at: h.started_at,
                 steps: h.steps,
+                last_at,
+                bytes,
                 problem: None,
                 id,
             },
@@ -294,9 +309,66 @@ impl RunStore {
                 state: RunState::Interrupted,
                 started_at: 0,
                 steps: 0,
+                last_at: 0,
+                bytes,
                 problem: Some(problem),
             },
         }
+    }
+
+    /// Removes run `id` (its journal and its group note), holding the run's lock while it
+    /// does: a run another process drives is refused ([`JournalError::Busy`]). A step that a
+    /// killed mekara left running is killed first, as a resume would. Returns the bytes
+    /// freed.
+    pub fn remove(&self, id: &str) -> Result<u64, EngineError> {
+        self.path(id)?;
+        Ok(Journal::remove(&self.dir, id)?)
+    }
+}
+
+/// Which runs `mekara runs prune` removes.
+#[derive(Debug, Clone, Default)]
+pub struct PruneRule {
+    /// Only runs whose last activity is at least this old.
+    pub older_than: Option<std::time::Duration>,
+    /// Keep this many of the newest runs (by start) among those the states select.
+    pub keep: Option<usize>,
+    /// Only runs in these states; empty means every ended run (interrupted runs can still
+    /// be resumed, so they go only when asked for by name).
+    pub states: Vec<RunState>,
+}
+
+impl PruneRule {
+    /// The states a rule without `states` selects: every ended run.
+    pub const ENDED: [RunState; 4] = [
+        RunState::Completed,
+        RunState::FinishedByAgent,
+        RunState::FellBack,
+        RunState::NotStarted,
+    ];
+
+    /// The runs of `runs` (oldest first, as [`RunStore::list`] gives them) this rule
+    /// removes at time `now_ms`, oldest first. Active and unreadable runs are never chosen.
+    pub fn select<'a>(&self, runs: &'a [RunSummary], now_ms: u64) -> Vec<&'a RunSummary> {
+        let states: &[RunState] = if self.states.is_empty() {
+            &Self::ENDED
+        } else {
+            &self.states
+        };
+        let mut chosen: Vec<&RunSummary> = runs
+            .iter()
+            .filter(|r| r.problem.is_none() && r.state != RunState::Active)
+            .filter(|r| states.contains(&r.state))
+            .collect();
+        chosen.sort_by_key(|r| (r.started_at, r.id.clone()));
+        if let Some(keep) = self.keep {
+            chosen.truncate(chosen.len().saturating_sub(keep));
+        }
+        if let Some(age) = self.older_than {
+            let age = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
+            chosen.retain(|r| now_ms.saturating_sub(r.last_at.max(r.started_at)) >= age);
+        }
+        chosen
     }
 }
 

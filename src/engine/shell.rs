@@ -3,8 +3,8 @@
 //! A command runs as `bash -c` (or `sh -c` where there is no bash) in its own process
 //! group, with stdin from `/dev/null` and stdout and stderr sharing one pipe, so the output
 //! keeps the order in which it was written. The runner reads the pipe and watches the child
-//! through a pidfd in one `poll` loop, which gives live output, timeouts and cancellation
-//! without a thread per step. When the command ends, is timed out or is cancelled, the whole
+//! (through a pidfd on Linux, see `process`) in one `poll` loop, which gives live output,
+//! timeouts and cancellation without a thread per step. When the command ends, is timed out or is cancelled, the whole
 //! group is killed: a step leaves nothing running behind it.
 
 use std::io::{Read, Write as _};
@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{Pid, PidfdFlags, Signal, kill_process_group, pidfd_open};
+use rustix::process::{Pid, Signal, kill_process_group};
 
-use super::group_note::boot_clock_ns;
+use super::process::{ExitWatch, clock_ns};
 use super::runner::{CancelToken, Ran, ShellStep, StepRunner};
 use super::step::{Kept, StepResult};
 
@@ -169,14 +169,14 @@ impl StepRunner for ShellRunner {
             .stdout(writer)
             .stderr(stderr);
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let spawned_after = step.group_note.as_ref().map(|_| boot_clock_ns());
+        let spawned_after = step.group_note.as_ref().map(|_| clock_ns());
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => return failed_to_start(e),
         };
         if let (Some(note), Some(after)) = (&step.group_note, spawned_after) {
             let pid = i32::try_from(child.id()).unwrap_or(0);
-            note.note(pid, after, boot_clock_ns());
+            note.note(pid, after, clock_ns());
         }
         // The note is written: open the gate. A shell that already died of a syntax error
         // closed its end, which only makes this write fail.
@@ -199,8 +199,7 @@ impl StepRunner for ShellRunner {
         let mut exited = false;
         let mut stopped: Option<Stop> = None;
         let deadline = started + step.timeout;
-        // Without a pidfd (very old kernels) the exit is noticed at the next tick instead.
-        let pidfd = pidfd_open(group, PidfdFlags::empty()).ok();
+        let watch = ExitWatch::new(&child);
         let mut drain_until: Option<Instant> = None;
 
         while pipe_open || !exited {
@@ -220,7 +219,9 @@ impl StepRunner for ShellRunner {
             }
             let wait = match (exited, drain_until) {
                 (true, Some(until)) => until.saturating_duration_since(now),
-                _ => TICK.min(deadline.saturating_duration_since(now)),
+                _ => watch
+                    .tick(TICK, pipe_open)
+                    .min(deadline.saturating_duration_since(now)),
             };
             let timeout = Timespec {
                 tv_sec: wait.as_secs().try_into().unwrap_or(i64::MAX),
@@ -231,7 +232,8 @@ impl StepRunner for ShellRunner {
                 fds.push(PollFd::new(&reader, PollFlags::IN));
                 fds.len() - 1
             });
-            let pidfd_at = match (&pidfd, exited) {
+            let exit_fd = watch.fd();
+            let exit_at = match (&exit_fd, exited) {
                 (Some(fd), false) => {
                     fds.push(PollFd::new(fd, PollFlags::IN));
                     Some(fds.len() - 1)
@@ -243,7 +245,7 @@ impl StepRunner for ShellRunner {
                 continue;
             }
             let ready = |at: Option<usize>| at.is_some_and(|i| !fds[i].revents().is_empty());
-            let (pipe_ready, child_ready) = (ready(pipe_at), ready(pidfd_at));
+            let (pipe_ready, child_ready) = (ready(pipe_at), ready(exit_at));
             drop(fds);
             if pipe_ready {
                 match reader.read(&mut buf) {
@@ -255,13 +257,9 @@ impl StepRunner for ShellRunner {
                 }
             }
             if !exited {
-                // With a pidfd the child stays a zombie until `wait` below, so its group id
-                // cannot be reused before the group is killed. Without one (old kernels),
-                // `try_wait` notices the exit at the next tick.
-                exited = match &pidfd {
-                    Some(_) => child_ready,
-                    None => matches!(child.try_wait(), Ok(Some(_))),
-                };
+                // The child stays a zombie until `wait` below, so its group id cannot be
+                // handed to another process before the group is killed.
+                exited = watch.exited(child_ready);
             }
             if exited && drain_until.is_none() {
                 kill_group();

@@ -1,5 +1,6 @@
 //! Claude Code hooks: `mekara hook reroute-user-commands` (UserPromptSubmit) and
-//! `mekara hook reroute-agent-commands` (PreToolUse on the `Skill` tool).
+//! `mekara hook reroute-agent-commands` (PreToolUse on the `Skill` tool, and on the
+//! `SlashCommand` tool through which Claude Code before 2.0.73 offered commands).
 //!
 //! Both send a compiled script to `mcp__mekara__start` instead of letting the agent follow
 //! its Markdown by hand. They run on every prompt, so this module only parses the hook's
@@ -30,7 +31,7 @@ pub(crate) fn claude_tool_name(tool: AgentTool) -> String {
 pub(crate) enum Hook {
     /// UserPromptSubmit: a typed `/name args` for a compiled script.
     RerouteUserCommands,
-    /// PreToolUse (matcher `Skill`): the agent reaching for a compiled script.
+    /// PreToolUse (matcher `Skill|SlashCommand`): the agent reaching for a compiled script.
     RerouteAgentCommands,
 }
 
@@ -58,7 +59,16 @@ impl Hook {
     pub(crate) fn matcher(self) -> Option<&'static str> {
         match self {
             Hook::RerouteUserCommands => None,
-            Hook::RerouteAgentCommands => Some("Skill"),
+            Hook::RerouteAgentCommands => Some("Skill|SlashCommand"),
+        }
+    }
+
+    /// Matchers earlier mekaras registered it with: `install` replaces them and `uninstall`
+    /// removes them too.
+    pub(crate) fn earlier_matchers(self) -> &'static [&'static str] {
+        match self {
+            Hook::RerouteUserCommands => &[],
+            Hook::RerouteAgentCommands => &["Skill"],
         }
     }
 
@@ -105,16 +115,25 @@ pub(crate) fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>,
                 .map(|(name, args)| user_prompt_answer(name, args))
         }
         Hook::RerouteAgentCommands => {
-            if input.get("tool_name").and_then(Json::as_str) != Some("Skill") {
+            let tool = input.get("tool_name").and_then(Json::as_str);
+            if !matches!(tool, Some("Skill" | "SlashCommand")) {
                 return Ok(None);
             }
             let tool_input = input
                 .get("tool_input")
                 .ok_or(HookInputError::MissingField("tool_input"))?;
-            let skill = str_field(tool_input, "skill")?;
-            let args = tool_input.get("args").and_then(Json::as_str).unwrap_or("");
-            let skill = skill.trim().trim_start_matches('/');
-            compiled(skill).then(|| skill_answer(skill, args.trim()))
+            let (skill, args) = if tool == Some("Skill") {
+                let skill = str_field(tool_input, "skill")?;
+                let args = tool_input.get("args").and_then(Json::as_str).unwrap_or("");
+                (skill.trim().trim_start_matches('/'), args.trim())
+            } else {
+                // `SlashCommand` takes the command as typed: `/name args`.
+                match user_command(str_field(tool_input, "command")?) {
+                    Some(command) => command,
+                    None => return Ok(None),
+                }
+            };
+            compiled(skill).then(|| skill_answer(skill, args))
         }
     })
 }

@@ -277,6 +277,15 @@ pub(super) fn claude_settings(path: &Path, direction: Direction) -> Result<Edit,
                 for hook in Hook::ALL {
                     let dotted = format!("hooks.{}", hook.event());
                     let entries = state.array(hooks_map, hook.event(), &dotted)?;
+                    for earlier in hook.earlier_matchers() {
+                        if remove_hook(entries, hook, Some(earlier)) {
+                            added.push(format!(
+                                "- hook {} (matcher `{earlier}`, from an earlier mekara): `{}`",
+                                hook.event(),
+                                hook.command()
+                            ));
+                        }
+                    }
                     if !entries.iter().any(|e| runs_hook(e, hook)) {
                         entries.push(hook_entry(hook));
                         added.push(format!("+ hook {}: `{}`", describe(hook), hook.command()));
@@ -298,14 +307,18 @@ pub(super) fn claude_settings(path: &Path, direction: Direction) -> Result<Edit,
                         let Some(Json::Array(entries)) = hooks_map.get_mut(hook.event()) else {
                             continue;
                         };
-                        let before = entries.len();
-                        remove_hook(entries, hook);
-                        if entries.len() != before {
-                            state.details.push(format!(
-                                "- hook {}: `{}`",
-                                describe(hook),
-                                hook.command()
-                            ));
+                        let matchers = std::iter::once(hook.matcher())
+                            .chain(hook.earlier_matchers().iter().copied().map(Some));
+                        for matcher in matchers {
+                            if remove_hook(entries, hook, matcher) {
+                                let shown = match matcher {
+                                    Some(m) => format!("{} (matcher `{m}`)", hook.event()),
+                                    None => hook.event().to_string(),
+                                };
+                                state
+                                    .details
+                                    .push(format!("- hook {shown}: `{}`", hook.command()));
+                            }
                         }
                         if entries.is_empty() {
                             hooks_map.shift_remove(hook.event());
@@ -338,14 +351,18 @@ pub(super) fn claude_settings(path: &Path, direction: Direction) -> Result<Edit,
     })
 }
 
-/// Takes `hook`'s command out of the entries for its matcher, and entries left empty.
-fn remove_hook(entries: &mut Vec<Json>, hook: Hook) {
+/// Takes `hook`'s command out of the entries for `matcher`, and entries it leaves empty.
+/// Returns whether there was one to take.
+fn remove_hook(entries: &mut Vec<Json>, hook: Hook, matcher: Option<&str>) -> bool {
+    let mut removed = false;
     for entry in entries.iter_mut() {
-        if entry.get("matcher").and_then(Json::as_str) != hook.matcher() {
+        if entry.get("matcher").and_then(Json::as_str) != matcher {
             continue;
         }
         if let Some(Json::Array(hs)) = entry.get_mut("hooks") {
+            let before = hs.len();
             hs.retain(|h| !is_hook_command(h, hook));
+            removed |= hs.len() != before;
         }
     }
     entries.retain(|e| {
@@ -353,6 +370,7 @@ fn remove_hook(entries: &mut Vec<Json>, hook: Hook) {
             .and_then(Json::as_array)
             .is_none_or(|hs| !hs.is_empty())
     });
+    removed
 }
 
 fn describe(hook: Hook) -> String {

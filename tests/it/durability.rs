@@ -113,17 +113,16 @@ fn wait_until_dead(pid: &str) -> bool {
     true
 }
 
-#[test]
-fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
+/// A project whose `steps` run was SIGKILLed in its fourth step, and the pids of that step
+/// and of what it started in the background, both still running: nothing is left to kill them.
+fn killed_mid_step() -> (Project, String, String) {
     let project = Project::new();
     project.script("steps", "Run the steps.", Some(SCRIPT));
     let root = project.root();
-
     let mut child = project.spawn(&["run", "steps"]);
     wait_for(&root.join("started"));
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap");
-    // Nothing is left to kill the step: it and what it started in the background go on.
     let (step, background) = (
         pid_in(&root.join("step.pid")),
         pid_in(&root.join("background.pid")),
@@ -132,6 +131,13 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
         alive(&step) && alive(&background),
         "the orphaned step runs on"
     );
+    (project, step, background)
+}
+
+#[test]
+fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
+    let (project, step, background) = killed_mid_step();
+    let root = project.root();
     assert_eq!(
         (
             lines(&root.join("a.count")),
@@ -180,6 +186,38 @@ fn sigkill_mid_step_then_resume_runs_each_finished_step_once() {
         resumed.stdout
     );
     assert!(project.run(&["runs"], "").stdout.contains("completed"));
+}
+
+/// A run a killed mekara left with a step running: pruning it (it is interrupted, so only
+/// by name) kills that step's group as a resume would, and removes the run's files.
+#[test]
+fn pruning_an_interrupted_run_kills_the_step_it_left_running() {
+    let (project, step, background) = killed_mid_step();
+    let root = project.root();
+
+    let kept = project.run(&["runs", "prune", "--keep", "0"], "");
+    kept.expect_code(0);
+    assert!(kept.stdout.contains("no run to remove"), "{}", kept.stdout);
+    assert!(
+        alive(&step),
+        "an interrupted run is not pruned unless named"
+    );
+
+    let pruned = project.run(&["runs", "prune", "--state", "interrupted"], "");
+    pruned.expect_code(0);
+    assert!(
+        wait_until_dead(&step) && wait_until_dead(&background),
+        "pruning killed the step and its background child:\n{}",
+        pruned.stdout
+    );
+    assert!(project.run_ids().is_empty());
+    let left: Vec<_> = std::fs::read_dir(root.join(".mekara/runs"))
+        .expect("runs folder")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != ".gitignore")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

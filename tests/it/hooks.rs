@@ -163,6 +163,49 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_call_to_make() {
     assert_eq!(start_arguments(reason)["arguments"], "");
 }
 
+/// Claude Code before 2.0.73 offered commands through `SlashCommand`, whose input is the
+/// command as typed.
+fn slash_command(project: &Project, command: &str) -> Run {
+    let input = json!({
+        "session_id": "s", "cwd": project.root(), "hook_event_name": "PreToolUse",
+        "tool_name": "SlashCommand", "tool_input": {"command": command}, "tool_use_id": "toolu_1",
+    });
+    hook(project, "reroute-agent-commands", &input.to_string())
+}
+
+#[test]
+fn a_slash_command_call_for_a_compiled_script_is_denied_like_a_skill_call() {
+    let project = project();
+    for (command, arguments) in [
+        ("/deploy to \"prod\"\nnow", "to \"prod\"\nnow"),
+        ("/deploy", ""),
+        ("  //deploy   staging ", "staging"),
+    ] {
+        let run = slash_command(&project, command);
+        let answer: Json = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{command:?}: {e}: {:?}", run.stdout));
+        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+        let reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .expect("reason");
+        assert!(
+            reason.starts_with("`deploy` is a compiled mekara script"),
+            "{reason}"
+        );
+        assert_eq!(
+            start_arguments(reason),
+            json!({"name": "deploy", "arguments": arguments}),
+            "{command:?}"
+        );
+    }
+    for other in ["/notes x", "/help", "deploy now", "", "/"] {
+        assert_eq!(slash_command(&project, other).stdout, "", "{other:?}");
+    }
+    let malformed = json!({"tool_name": "SlashCommand", "tool_input": {"cmd": "/deploy"}, "cwd": project.root()});
+    let run = hook(&project, "reroute-agent-commands", &malformed.to_string());
+    assert_eq!(run.stdout, "");
+}
+
 #[test]
 fn a_skill_call_for_anything_else_is_left_alone() {
     let project = project();

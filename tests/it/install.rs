@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::common::{Project, Run};
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 
 /// `PATH` with the `mekara` under test on it, as after a real installation.
 fn path_with_mekara() -> String {
@@ -287,6 +287,58 @@ fn other_settings_and_their_key_order_survive_and_uninstall_restores_them() {
             .contains("nothing to change, already uninstalled"),
         "{}",
         again.stdout
+    );
+}
+
+/// mekara before the `SlashCommand` matcher registered its PreToolUse hook for `Skill` only:
+/// a new install replaces that entry (never two entries running the hook), and uninstall
+/// takes out either.
+#[test]
+fn an_earlier_skill_only_hook_is_replaced_and_uninstalled() {
+    let project = Project::new();
+    let earlier = r#"{
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]},
+      {"matcher": "Skill", "hooks": [{"type": "command", "command": "mekara hook reroute-agent-commands"}]}
+    ]
+  }
+}
+"#;
+    project.write(".claude/settings.json", earlier);
+    let run = mekara(&project, &["install"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("- hook PreToolUse (matcher `Skill`, from an earlier mekara)"),
+        "{}",
+        run.stdout
+    );
+    let installed: Json =
+        serde_json::from_str(&read(&project, ".claude/settings.json")).expect("json");
+    let matchers: Vec<&str> = installed["hooks"]["PreToolUse"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["matcher"].as_str().expect("matcher"))
+        .collect();
+    assert_eq!(matchers, ["Bash", "Skill|SlashCommand"]);
+    let again = mekara(&project, &["install"]);
+    again.expect_code(0);
+    assert_eq!(
+        read(&project, ".claude/settings.json"),
+        serde_json::to_string_pretty(&installed).expect("json") + "\n",
+        "a second install changes nothing:\n{}",
+        again.stdout
+    );
+
+    // An uninstall by this mekara of what the earlier one installed.
+    project.write(".claude/settings.json", earlier);
+    mekara(&project, &["uninstall"]).expect_code(0);
+    let left: Json = serde_json::from_str(&read(&project, ".claude/settings.json")).expect("json");
+    assert_eq!(
+        left,
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit"}]}]}})
     );
 }
 

@@ -19,6 +19,7 @@ mod install;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod prune;
 mod python_client;
 mod resolution;
 mod serve;

@@ -183,7 +183,20 @@ fn runs_and_runs_show() {
     // listing by script and state so the snapshot does not depend on it.
     let listing = project.run(&["runs"], "");
     let mut lines: Vec<&str> = listing.stdout.lines().collect();
-    lines[1..].sort_by_key(|line| line.split_whitespace().skip(1).collect::<Vec<_>>());
+    let table = lines
+        .iter()
+        .position(|l| l.is_empty())
+        .expect("a blank line before the total");
+    lines[1..table].sort_by_key(|line| line.split_whitespace().skip(1).collect::<Vec<_>>());
+    // The total's size depends on how long the steps took (their durations are journaled).
+    let total = lines[table + 1]
+        .split_once(", ")
+        .expect("count, size")
+        .0
+        .to_string();
+    let total =
+        format!("{total}, [SIZE] in [PROJECT]/.mekara/runs; `mekara runs prune` removes old ones");
+    lines[table + 1] = &total;
     let sorted = Run {
         stdout: lines.iter().flat_map(|l| [l, "\n"]).collect(),
         ..listing

@@ -27,6 +27,16 @@ fn claude() -> PathBuf {
     )
 }
 
+/// The installed Claude Code 2.0.72: the last that offered commands to the model through its
+/// `SlashCommand` tool.
+fn claude_2_0() -> PathBuf {
+    crate::common::outside_client(
+        "claude-code-2.0/node_modules/.bin/claude",
+        "Claude Code 2.0.72",
+        "tests/claude-2.0/install.sh",
+    )
+}
+
 /// `PATH` with the `mekara` under test first: Claude Code runs `mekara mcp` and the hooks by
 /// that name, as `mekara install` registers them.
 fn path_with_mekara() -> String {
@@ -310,10 +320,54 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
 )]
 #[test]
 fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
-    let claude = claude();
+    let (_, result) = agent_command_call(
+        &claude(),
+        "Skill",
+        json!({"skill": "test:random", "args": "say \"hi\"\nthen 7"}),
+    );
+    assert!(
+        result
+            .starts_with("PreToolUse:Skill hook error: `test:random` is a compiled mekara script")
+            && result.contains(r#"{"name":"test:random","arguments":"say \"hi\"\nthen 7"}"#),
+        "not mekara's reason:\n{result}"
+    );
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code 2.0.72 (bash tests/claude-2.0/install.sh) and --features clients"
+)]
+#[test]
+fn a_slash_command_call_in_claude_code_2_0_is_denied_with_the_reason() {
+    let (session, result) = agent_command_call(
+        &claude_2_0(),
+        "SlashCommand",
+        json!({"command": "/test:random say \"hi\" then 7"}),
+    );
+    let offered = session
+        .standin
+        .main_requests()
+        .first()
+        .map(|r| r.body["tools"].to_string())
+        .unwrap_or_default();
+    assert!(
+        offered.contains("\"SlashCommand\""),
+        "Claude Code 2.0.72 offered no SlashCommand tool:\n{session}"
+    );
+    assert!(
+        result.contains("`test:random` is a compiled mekara script")
+            && result.contains(r#"{"name":"test:random","arguments":"say \"hi\" then 7"}"#),
+        "not mekara's reason:\n{result}"
+    );
+}
+
+/// The model calls `tool` (`Skill`, or `SlashCommand` before 2.0.73) with `input` for the
+/// compiled `test:random` in an installed project; the call must be refused (by the hook) and
+/// start no run. Returns the session and the refusal the model got.
+fn agent_command_call(claude: &Path, tool: &str, input: Json) -> (Session, String) {
     let (project, _) = installed_project();
-    // Claude Code checks that a skill exists before any hook sees the call: the script must
-    // be one of the project's commands, which install links to the NL scripts.
+    // Claude Code checks that a command exists before any hook sees the call: the script
+    // must be one of the project's commands, which install links to the NL scripts.
     let out = project
         .command(&["scripts", "eject", "test/random"])
         .output()
@@ -326,24 +380,15 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
             .is_file()
     );
     let session = claude_p(
-        &claude,
+        claude,
         &project,
         "Play the number game.",
-        vec![vec![tool_use(
-            "toolu_skill",
-            "Skill",
-            json!({"skill": "test:random", "args": "say \"hi\"\nthen 7"}),
-        )]],
+        vec![vec![tool_use("toolu_command", tool, input)]],
     );
-    let (result, is_error) = session.tool_result("toolu_skill");
-    assert!(is_error, "the Skill call was not refused:\n{result}");
-    assert!(
-        result
-            .starts_with("PreToolUse:Skill hook error: `test:random` is a compiled mekara script")
-            && result.contains(r#"{"name":"test:random","arguments":"say \"hi\"\nthen 7"}"#),
-        "not mekara's reason:\n{result}"
-    );
+    let (result, is_error) = session.tool_result("toolu_command");
+    assert!(is_error, "the {tool} call was not refused:\n{result}");
     assert!(project.run_ids().is_empty());
+    (session, result)
 }
 
 /// The text of the first request the model got for `prompt`, in an installed project.
