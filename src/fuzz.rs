@@ -150,6 +150,7 @@ fn journal_events() -> impl Strategy<Value = Vec<Event>> {
                             Outcome::Failed
                         },
                         error: (!success).then_some(output),
+                        agent: None,
                         at: 5,
                     }));
                 }

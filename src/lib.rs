@@ -8,6 +8,8 @@
 //!   executor that holds the stack of frames;
 //! - [`mcp`] serves the engine to agents; [`serve`] serves Starlark functions as MCP tools;
 //!   both speak MCP through [`transport`] (stdio and Streamable HTTP);
+//! - [`agent`] starts agent processes that answer llm steps in unattended runs
+//!   (`mekara run --agent …`), with the text [`mcp`] renders;
 //! - [`cli`] is the command line: `mekara run`, `scripts`, `check`, `runs`, `mcp`, `serve`.
 //! - [`display`] holds the few formatting helpers the command line and the servers share.
 //!
@@ -30,6 +32,7 @@ pub mod paths;
 use nix as _;
 pub mod script;
 
+mod agent;
 mod cli;
 mod client;
 mod display;

@@ -25,7 +25,7 @@ pub(super) struct McpArgs {
 }
 
 pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
-    let default_timeout = super::timeout_arg(args.timeout)?;
+    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
     let settings = Settings {
         default_timeout,
         ..Settings::default()

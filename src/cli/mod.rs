@@ -12,6 +12,7 @@ mod runs;
 mod scripts;
 mod serve;
 mod tools;
+mod unattended;
 mod vcr;
 
 use std::ffi::OsString;
@@ -148,12 +149,13 @@ fn usage<T>(message: impl Into<String>) -> anyhow::Result<T> {
     Err(UsageError(message.into()).into())
 }
 
-/// The `--timeout` of `run`, `mcp` and `serve`, checked.
-fn timeout_arg(secs: f64) -> anyhow::Result<std::time::Duration> {
+/// A timeout flag in seconds (`--timeout` of `run`, `mcp` and `serve`, `--agent-timeout`),
+/// checked.
+fn timeout_arg(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
     crate::engine::runner::timeout_from_secs(secs).map_or_else(
         || {
             usage(format!(
-                "`--timeout` must be {}",
+                "`{flag}` must be {}",
                 crate::engine::runner::TIMEOUT_RULE
             ))
         },

@@ -38,18 +38,47 @@ pub(super) struct RunArgs {
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     timeout: f64,
+    #[command(flatten)]
+    pub(super) unattended: super::unattended::UnattendedArgs,
 }
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
-    let default_timeout = super::timeout_arg(args.timeout)?;
+    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
     let settings = Settings {
         default_timeout,
         ..Settings::default()
     };
     let client = crate::client::McpClient::for_locations(&locations);
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
+    if args.unattended.dry_run {
+        let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+        return super::unattended::dry_run(&resolver, &name);
+    }
+    if args.unattended.agent_given() {
+        let start = match &args.resume {
+            Some(id) => super::unattended::Start::Resume(id.clone()),
+            None => super::unattended::Start::New {
+                name: super::script_named(
+                    &resolver,
+                    args.name.as_deref().unwrap_or_default(),
+                    "run",
+                )?,
+                arguments: args.arguments.join(" "),
+                working_dir: args.working_dir.clone(),
+            },
+        };
+        let cwd = std::env::current_dir()?;
+        let session = super::unattended::Parts {
+            resolver,
+            store,
+            runner,
+            settings,
+            cwd,
+        };
+        return super::unattended::run(&args.unattended, session, start);
+    }
     let terminal = Terminal::default();
     let started = Instant::now();
 

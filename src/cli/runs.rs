@@ -264,6 +264,7 @@ fn show_event(out: &mut String, event: &Event) {
             let indent = "  ".repeat(pop.depth);
             let how = match pop.outcome {
                 Outcome::Completed => "completed",
+                Outcome::FinishedByAgent if pop.agent.is_some() => "finished by the agent process",
                 Outcome::FinishedByAgent => "finished by hand",
                 Outcome::Failed => "failed",
             };
@@ -272,6 +273,12 @@ fn show_event(out: &mut String, event: &Event) {
                 out.push_str(&format!(": {}", indent_lines(error, &indent)));
             }
             out.push('\n');
+            if let Some(agent) = &pop.agent {
+                out.push_str(&format!(
+                    "{indent}    agent: {}\n",
+                    crate::display::agent_report(agent)
+                ));
+            }
         }
     }
 }
@@ -305,6 +312,12 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
         out.push_str(&format!(
             "{body}→ {}\n",
             serde_json::Value::Object(outputs.clone())
+        ));
+    }
+    if let Some(agent) = &record.result.agent {
+        out.push_str(&format!(
+            "{body}agent: {}\n",
+            crate::display::agent_report(agent)
         ));
     }
     if let Some(error) = &record.result.error {

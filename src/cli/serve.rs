@@ -40,7 +40,7 @@ pub(super) struct ServeArgs {
 }
 
 pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
-    let default_timeout = super::timeout_arg(args.timeout)?;
+    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
     let http = args.http.options()?;
     let config = match &args.config {
         Some(path) => Config::read(path)?,

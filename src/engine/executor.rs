@@ -19,7 +19,7 @@ use super::journal::{
 use super::observer::{FrameEvent, Observer};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
-use super::step::{MAX_KEPT, StepInput, StepRecord, StepResult};
+use super::step::{AgentReport, MAX_KEPT, StepInput, StepRecord, StepResult};
 use super::tool::NL_TAG_CONTEXT;
 use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
@@ -394,16 +394,18 @@ impl Executor {
         outputs: Map<String, Json>,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
-        let pending = self.advance(observer)?;
-        let Pending::Llm {
-            prompt, expects, ..
-        } = pending
-        else {
-            return Err(EngineError::WrongCall {
-                expected: Waiting::LlmStep,
-                waiting: pending.waiting(),
-            });
-        };
+        self.answer_llm(outputs, None, observer)
+    }
+
+    /// [`Executor::continue_llm`], with what the agent process that answered reported
+    /// journaled beside the outputs (`mekara run --agent …`).
+    pub fn answer_llm(
+        &mut self,
+        outputs: Map<String, Json>,
+        agent: Option<AgentReport>,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
+        let (prompt, expects) = self.pending_llm(observer)?;
         let expected: Vec<String> = expects.iter().flat_map(|e| e.keys().cloned()).collect();
         let missing: Vec<String> = expected
             .iter()
@@ -432,14 +434,68 @@ impl Executor {
             StepResult {
                 success: true,
                 outputs: Some(outputs),
+                duration_ms: agent.as_ref().and_then(|a| a.wall_ms),
+                agent,
                 ..StepResult::default()
             },
         )?;
         self.advance(observer)
     }
 
+    /// The prompt and `expects` of the pending llm step; an error when something else is
+    /// pending.
+    fn pending_llm(
+        &mut self,
+        observer: &dyn Observer,
+    ) -> Result<(String, Option<Map<String, Json>>), EngineError> {
+        match self.advance(observer)? {
+            Pending::Llm {
+                prompt, expects, ..
+            } => Ok((prompt, expects)),
+            pending => Err(EngineError::WrongCall {
+                expected: Waiting::LlmStep,
+                waiting: pending.waiting(),
+            }),
+        }
+    }
+
+    /// Fails the pending llm step: the agent process that was to do it could not (`mekara
+    /// run --agent …`). The frame stops as on any failed step, and falls back.
+    pub fn fail_llm(
+        &mut self,
+        error: String,
+        agent: AgentReport,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
+        let (prompt, expects) = self.pending_llm(observer)?;
+        let record = self.record_step(
+            StepInput::Llm { prompt, expects },
+            None,
+            StepResult {
+                success: false,
+                error: Some(error),
+                duration_ms: agent.wall_ms,
+                agent: Some(agent),
+                ..StepResult::default()
+            },
+            false,
+        )?;
+        observer.step_finished(&self.label(), &record);
+        self.advance(observer)
+    }
+
     /// Finishes the pending NL script or NL fallback, done by hand, and runs on.
     pub fn finish_nl(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
+        self.finish_nl_by(None, observer)
+    }
+
+    /// [`Executor::finish_nl`], with what the agent process that did the work reported
+    /// journaled in the frame's end (`mekara run --agent …`).
+    pub fn finish_nl_by(
+        &mut self,
+        agent: Option<AgentReport>,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
         let pending = self.advance(observer)?;
         if !matches!(pending, Pending::Nl { .. } | Pending::Fallback { .. }) {
             return Err(EngineError::WrongCall {
@@ -447,7 +503,7 @@ impl Executor {
                 waiting: pending.waiting(),
             });
         }
-        self.pop(Outcome::FinishedByAgent, None, observer)?;
+        self.pop_with(Outcome::FinishedByAgent, None, agent, observer)?;
         self.advance(observer)
     }
 
@@ -754,12 +810,23 @@ impl Executor {
         error: Option<String>,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
+        self.pop_with(outcome, error, None, observer)
+    }
+
+    fn pop_with(
+        &mut self,
+        outcome: Outcome,
+        error: Option<String>,
+        agent: Option<AgentReport>,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
         let label = self.label();
         let depth = self.stack.len() - 1;
         self.append(&Event::Pop(PopEvent {
             depth,
             outcome,
             error: error.clone(),
+            agent,
             at: now_ms(),
         }))?;
         let frame = self

@@ -122,6 +122,9 @@ pub struct PopEvent {
     /// Why, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// An NL frame finished by an agent process (`mekara run --agent …`): what it reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<super::step::AgentReport>,
     /// Unix time in milliseconds.
     pub at: u64,
 }

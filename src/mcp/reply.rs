@@ -500,6 +500,33 @@ fn with_newline(text: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
+// Unattended runs: the same text, to an agent process mekara starts (`mekara run --agent`)
+
+/// What an agent process is told before the reply text: it has no mekara tools, and answers
+/// by returning.
+pub(crate) const UNATTENDED: &str = "mekara is running this workflow unattended and started \
+     you for one item of it. You have no mekara tools: where the text below says to call \
+     `continue_compiled_script`, end your turn giving the expected outputs as your \
+     structured answer; where it says to call `finish_nl_script`, do the work, then end your \
+     turn. Do not ask the user anything: nobody is watching.";
+
+/// The whole prompt for an agent process: [`UNATTENDED`], why its last answer was refused
+/// (when it was), then the reply text an agent over MCP would read.
+pub(crate) fn unattended_prompt(reply: &str, previous_error: Option<&str>) -> String {
+    let mut out = format!("{UNATTENDED}\n\n");
+    if let Some(error) = previous_error {
+        let _ = write!(
+            out,
+            "Your last answer for this item was refused:\n\n<error>\n{}</error>\n\n\
+             Answer again, fixing that.\n\n",
+            with_newline(error)
+        );
+    }
+    out.push_str(reply);
+    out
+}
+
+// ---------------------------------------------------------------------------------------
 // Refusals
 
 /// The refusal of a call whose arguments do not fit its tool.

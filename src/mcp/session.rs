@@ -11,8 +11,19 @@ use super::reply::{self, JournalRef, Reply};
 use super::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
 use crate::engine::runs::RunStore;
+use crate::engine::step::AgentReport;
 use crate::engine::{Claim, EngineError, Executor, Pending, Settings, StepRunner};
 use crate::script::Resolver;
+
+/// What an agent process did with the pending item.
+pub(crate) enum Answered {
+    /// The llm step's outputs.
+    Outputs(serde_json::Map<String, serde_json::Value>),
+    /// It could not do the llm step: the step fails with this error.
+    Failed(String),
+    /// It did the NL script or fallback.
+    Finished,
+}
 
 /// A run an agent drives (or, before its first `start`, will drive).
 pub(crate) struct Session {
@@ -43,6 +54,68 @@ impl Session {
             last: None,
             interrupted: None,
         }
+    }
+
+    /// A session that takes run `id` up from its journal, as the person who owns the run's
+    /// files (`mekara run --resume ID --agent …`).
+    pub(crate) fn resume(
+        resolver: Resolver,
+        store: RunStore,
+        runner: Box<dyn StepRunner>,
+        settings: Settings,
+        cwd: PathBuf,
+        id: &str,
+    ) -> Result<(Session, Option<TornTail>), EngineError> {
+        let (executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+        let session = Session {
+            executor,
+            cwd,
+            shown: HashSet::new(),
+            last: None,
+            interrupted: None,
+        };
+        Ok((session, torn))
+    }
+
+    /// Whether the last call was cancelled mid-step (Ctrl-C): the run is left resumable.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted.is_some()
+    }
+
+    /// What the last reply left pending.
+    pub(crate) fn pending(&self) -> Option<&Pending> {
+        self.last.as_ref()
+    }
+
+    /// The frames on the stack, root first.
+    pub(crate) fn frames(&self) -> &[crate::engine::executor::Frame] {
+        self.executor.frames()
+    }
+
+    /// What an agent process (`mekara run --agent …`) did with the pending item, journaled
+    /// with what it reported; the reply is the one the MCP call doing the same would get.
+    pub(crate) fn answer(
+        &mut self,
+        answer: Answered,
+        report: AgentReport,
+        progress: &dyn Fn(Progress<'_>),
+    ) -> Reply {
+        let history = History::new(progress);
+        let (tool, outcome) = match answer {
+            Answered::Outputs(outputs) => (
+                AgentTool::Continue,
+                self.executor.answer_llm(outputs, Some(report), &history),
+            ),
+            Answered::Failed(error) => (
+                AgentTool::Continue,
+                self.executor.fail_llm(error, report, &history),
+            ),
+            Answered::Finished => (
+                AgentTool::Finish,
+                self.executor.finish_nl_by(Some(report), &history),
+            ),
+        };
+        self.reply(tool, outcome, history.into_events(), String::new())
     }
 
     /// The token that stops the running step of this session from another thread.

@@ -29,5 +29,6 @@ mod stack;
 mod terminal;
 mod transcripts;
 mod tutorial;
+mod unattended;
 mod values;
 mod workflows;

@@ -205,9 +205,13 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             prompt: Kept::text(&prompt),
             expects,
         };
-        let Some(result) = ctx.replay(&suspension.input())? else {
+        let input = suspension.input();
+        let index = ctx.cursor.get();
+        let Some(result) = ctx.replay(&input)? else {
             return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
         };
+        // An agent process that could not do the step failed it (`mekara run --agent …`).
+        ctx.check_failure(index, &input, &result, false)?;
         let heap = eval.heap();
         let outputs = Json::Object(result.outputs.unwrap_or_default());
         Ok(result_struct(

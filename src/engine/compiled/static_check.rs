@@ -14,11 +14,11 @@ use starlark::codemap::Span;
 use starlark::docs::{DocItem, DocMember};
 use starlark::syntax::AstModule;
 use starlark::syntax::ast::{
-    AstExpr, AstLiteral, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP,
+    ArgumentP, AstExpr, AstLiteral, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP,
 };
 use starlark::typing::{AstModuleTypecheck, Interface};
 
-use super::builtins::globals;
+use super::builtins::{dialect, globals};
 use super::diagnostics::{CodeError, render};
 use super::modules::{FindModule, ModuleGraph};
 
@@ -38,6 +38,84 @@ pub(crate) fn string_literals(ast: &AstModule) -> String {
     // `visit_expr` of a statement reaches the expressions of the statements inside it.
     ast.statement().node.visit_expr(|e| expr(e, &mut out));
     out
+}
+
+/// A step builtin called in a script's source, as `mekara run --dry-run` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PlannedStep {
+    /// The line of the call, from 1.
+    pub line: usize,
+    /// `auto`, `llm`, `call_script` or `mcp`.
+    pub builtin: &'static str,
+    /// The first argument when it is written out: a string's text, or `f(…)` for a function
+    /// called as a step.
+    pub what: Option<String>,
+    /// The `context` given as a string, if any.
+    pub context: Option<String>,
+    /// The names in an `expects` written as a dict.
+    pub expects: Vec<String>,
+}
+
+/// The step builtins called in `source`, in the order they are written. Which of them run,
+/// and how often, is known only by running the script.
+pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedStep>, String> {
+    const STEPS: [&str; 4] = ["auto", "llm", "call_script", "mcp"];
+    fn literal(e: &AstExpr) -> Option<String> {
+        match &e.node {
+            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
+            _ => None,
+        }
+    }
+    fn expr(e: &AstExpr, out: &mut Vec<(Span, PlannedStep)>) {
+        if let ExprP::Call(callee, args) = &e.node
+            && let ExprP::Identifier(name) = &callee.node
+            && let Some(builtin) = STEPS.iter().find(|b| **b == name.node.ident)
+        {
+            let mut step = PlannedStep {
+                line: 0,
+                builtin,
+                what: None,
+                context: None,
+                expects: Vec::new(),
+            };
+            for arg in &args.args {
+                match &arg.node {
+                    ArgumentP::Positional(value) if step.what.is_none() => {
+                        step.what = match &value.node {
+                            // `auto(function, kwargs)`
+                            ExprP::Identifier(f) if *builtin == "auto" => {
+                                Some(format!("{}(…)", f.node.ident))
+                            }
+                            _ => literal(value),
+                        };
+                    }
+                    ArgumentP::Named(name, value) if name.node == "context" => {
+                        step.context = literal(value);
+                    }
+                    ArgumentP::Named(name, value) if name.node == "expects" => {
+                        if let ExprP::Dict(pairs) = &value.node {
+                            step.expects = pairs.iter().filter_map(|(k, _)| literal(k)).collect();
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.push((e.span, step));
+        }
+        e.node.visit_expr(|e| expr(e, out));
+    }
+    let ast =
+        AstModule::parse(origin, source.to_string(), &dialect()).map_err(|e| e.to_string())?;
+    let mut found = Vec::new();
+    ast.statement().node.visit_expr(|e| expr(e, &mut found));
+    found.sort_by_key(|(span, _)| span.begin());
+    Ok(found
+        .into_iter()
+        .map(|(span, mut step)| {
+            step.line = ast.file_span(span).resolve_span().begin.line + 1;
+            step
+        })
+        .collect())
 }
 
 /// The problems starlark's typechecker finds in `source` and the helper modules it loads

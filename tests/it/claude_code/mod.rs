@@ -708,3 +708,120 @@ fn the_first_hour_in_claude_code() {
         "the compile run, its trial and the describe run"
     );
 }
+
+/// `mekara run --agent claude ARGS` in `project`, with the Claude Code under test on `PATH`
+/// and talking to `standin`.
+fn unattended(project: &Project, standin: &StandIn, args: &[&str]) -> crate::common::Run {
+    let claude_dir = claude().parent().expect("a folder").to_path_buf();
+    let mut command = project.command(args);
+    command
+        .env(
+            "PATH",
+            format!("{}:{}", claude_dir.display(), path_with_mekara()),
+        )
+        .env("ANTHROPIC_BASE_URL", standin.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1");
+    crate::common::run_with_stdin(command, "")
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
+)]
+#[test]
+fn an_unattended_run_with_claude_gets_structured_outputs_keeps_one_session_and_resumes_after_a_limit()
+ {
+    let project = Project::new();
+    let root = project.root().canonicalize().expect("canonical root");
+    crate::common::write_file(
+        &project.home().join(".claude.json"),
+        &json!({
+            "projects": { root.display().to_string(): { "hasTrustDialogAccepted": true } }
+        })
+        .to_string(),
+    );
+    // The model gives the step's outputs through Claude Code's structured-output tool; every
+    // other turn is the stand-in's "Done.".
+    let standin = StandIn::start(vec![vec![tool_use(
+        "toolu_out",
+        "StructuredOutput",
+        json!({"guess": 50}),
+    )]]);
+    let run = unattended(
+        &project,
+        &standin,
+        &[
+            "run",
+            "--agent",
+            "claude",
+            "--json",
+            "--max-agent-steps",
+            "1",
+            "test:random",
+        ],
+    );
+    run.expect_code(1);
+    let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(summary["state"], "stopped", "{summary}\n{}", run.stderr);
+    assert_eq!(summary["agent_steps"], 1);
+    let first_requests = standin.main_requests().len();
+    let offered: Vec<String> = standin.main_requests()[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        offered.iter().any(|t| t == "StructuredOutput"),
+        "{offered:?}"
+    );
+    let events = journal_events(&project);
+    let answered = events
+        .iter()
+        .find(|e| e["input"]["kind"] == "llm")
+        .expect("the llm step is journaled");
+    assert_eq!(answered["result"]["outputs"], json!({"guess": 50}));
+    let agent = &answered["result"]["agent"];
+    let session = agent["session"].as_str().expect("Claude's session id");
+    assert!(agent["cost_usd"].is_number(), "{agent}");
+    assert!(agent["output_tokens"].is_u64(), "{agent}");
+
+    let id = summary["run_id"].as_str().expect("the run id");
+    let resumed = unattended(
+        &project,
+        &standin,
+        &["run", "--resume", id, "--agent", "claude", "--json"],
+    );
+    resumed.expect_code(0);
+    let summary: Json = serde_json::from_str(&resumed.stdout).expect("a JSON summary");
+    assert_eq!(
+        summary["state"], "completed",
+        "{summary}\n{}",
+        resumed.stderr
+    );
+    assert_eq!(summary["agent_steps"], 2);
+    // The second call resumed the first's session: the model saw the first step's prompt and
+    // its own structured answer before the second step.
+    let second = standin.main_requests()[first_requests..]
+        .first()
+        .cloned()
+        .expect("the resumed run asked the model");
+    let shown = second.message_text();
+    assert!(
+        shown.contains("Step 2: ask the user to guess")
+            && shown.contains("Step 4: the user was told"),
+        "the second call does not carry the first's history:\n{shown}"
+    );
+    let events = journal_events(&project);
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e["input"]["kind"] == "llm")
+        .expect("the second llm step");
+    assert_eq!(
+        last["result"]["agent"]["session"], session,
+        "one session for the run"
+    );
+}

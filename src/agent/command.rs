@@ -1,0 +1,114 @@
+//! `--agent-command CMD`: any agent CLI, through the JSON contract of
+//! `docs/agent-command.md`. CMD gets the [`Request`] as JSON on stdin and answers on stdout
+//! with `{"outputs": {...}}` or `{"error": "..."}`, and may add what it knows of itself
+//! (`session`, `cost_usd`, `input_tokens`, `output_tokens`).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+use super::{Agent, Reply, Request, run_agent};
+use crate::display::json_type;
+use crate::engine::CancelToken;
+use crate::engine::step::AgentReport;
+
+/// The generic adapter: a shell command line.
+pub(crate) struct CommandAgent {
+    command: String,
+}
+
+impl CommandAgent {
+    pub(crate) fn new(command: String) -> CommandAgent {
+        CommandAgent { command }
+    }
+}
+
+impl Agent for CommandAgent {
+    fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
+        let input = request.to_json().to_string();
+        match run_agent(
+            &self.command,
+            input.as_bytes(),
+            &request.working_dir,
+            timeout,
+            cancel,
+        ) {
+            Ok(stdout) => read_answer(&stdout),
+            Err(stopped) => stopped.into(),
+        }
+    }
+}
+
+/// Reads the agent's answer: one JSON object, `{"outputs": {...}}` or `{"error": "..."}`.
+fn read_answer(stdout: &str) -> Reply {
+    let shown = || crate::display::clipped(stdout.trim(), 2000).into_owned();
+    let answer: Json = match serde_json::from_str(stdout.trim()) {
+        Ok(answer) => answer,
+        Err(_) if stdout.trim().is_empty() => {
+            return Reply::Malformed(
+                "the agent wrote nothing on stdout; it must write one JSON object, \
+                 `{\"outputs\": {...}}` or `{\"error\": \"...\"}`"
+                    .to_string(),
+                AgentReport::default(),
+            );
+        }
+        Err(e) => {
+            return Reply::Malformed(
+                format!(
+                    "the agent's answer is not JSON ({e}); it must write one JSON object, \
+                     `{{\"outputs\": {{...}}}}` or `{{\"error\": \"...\"}}`; it wrote: {}",
+                    shown()
+                ),
+                AgentReport::default(),
+            );
+        }
+    };
+    let Json::Object(mut answer) = answer else {
+        return Reply::Malformed(
+            format!(
+                "the agent's answer is {}, not an object `{{\"outputs\": {{...}}}}` or \
+                 `{{\"error\": \"...\"}}`",
+                json_type(&answer)
+            ),
+            AgentReport::default(),
+        );
+    };
+    let report = report_of(&answer);
+    if let Some(error) = answer.remove("error").filter(|e| !e.is_null()) {
+        let error = error
+            .as_str()
+            .map_or_else(|| error.to_string(), str::to_string);
+        return Reply::Failed(format!("the agent said: {error}"), report);
+    }
+    match answer.remove("outputs") {
+        Some(Json::Object(outputs)) => Reply::Outputs(outputs, report),
+        Some(other) => Reply::Malformed(
+            format!(
+                "`outputs` in the agent's answer is {}, not an object",
+                json_type(&other)
+            ),
+            report,
+        ),
+        None => Reply::Malformed(
+            format!(
+                "the agent's answer has neither `outputs` nor `error`: {}",
+                shown()
+            ),
+            report,
+        ),
+    }
+}
+
+/// What the answer says of the agent itself; fields of the wrong type are left out.
+fn report_of(answer: &Map<String, Json>) -> AgentReport {
+    AgentReport {
+        session: answer
+            .get("session")
+            .and_then(Json::as_str)
+            .map(str::to_string),
+        cost_usd: answer.get("cost_usd").and_then(Json::as_f64),
+        input_tokens: answer.get("input_tokens").and_then(Json::as_u64),
+        output_tokens: answer.get("output_tokens").and_then(Json::as_u64),
+        ..AgentReport::default()
+    }
+}

@@ -1,0 +1,257 @@
+//! Agent processes as step runners (`mekara run --agent claude`, `--agent-command CMD`): the
+//! request mekara gives an agent for one llm step or NL script, the answer it reads back,
+//! and the two adapters that start the agent ([`command`], [`claude`]).
+//!
+//! An adapter only runs the agent once and reads what it said. Deciding what to ask (the
+//! prompt is the MCP reply, rendered by `crate::mcp`), checking the outputs, asking again,
+//! journaling and the run's limits belong to the driver in `crate::cli`. Nothing here knows
+//! the engine's frames.
+
+pub(crate) mod claude;
+pub(crate) mod command;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json, json};
+
+use crate::engine::journal::Event;
+use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::step::AgentReport;
+use crate::engine::{CancelToken, ShellRunner, StepRunner};
+
+/// The version of the request's shape, in its `version` field.
+pub(crate) const REQUEST_VERSION: u32 = 1;
+
+/// What the agent is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// One llm step of a compiled script: give its outputs.
+    Llm,
+    /// A whole NL script: do it, then return.
+    Nl,
+    /// A compiled script that failed: finish it by hand, then return.
+    Fallback,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Llm => "llm",
+            Kind::Nl => "nl",
+            Kind::Fallback => "fallback",
+        }
+    }
+}
+
+/// One question to the agent.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    /// The run's id; also the session key, stable for the run.
+    pub run_id: String,
+    /// The pending item's path: `test:random[1]`.
+    pub step: String,
+    pub kind: Kind,
+    /// The text an agent driving the run over MCP would be given at this point.
+    pub prompt: String,
+    /// The expected outputs, as a JSON Schema of the `outputs` object.
+    pub schema: Json,
+    /// The agent's own session from its last answer in this run, to continue.
+    pub session: Option<String>,
+    /// 1, or 2 when the first answer was refused.
+    pub attempt: u32,
+    /// Why the previous answer was refused.
+    pub previous_error: Option<String>,
+    /// What the agent may still spend, when the run has a cost limit.
+    pub budget_usd: Option<f64>,
+    /// The folder the agent runs in.
+    pub working_dir: PathBuf,
+}
+
+impl Request {
+    /// Whether the agent is to give outputs: an llm step that expects some.
+    pub(crate) fn wants_outputs(&self) -> bool {
+        self.kind == Kind::Llm
+            && self.schema["properties"]
+                .as_object()
+                .is_some_and(|p| !p.is_empty())
+    }
+
+    /// The request as the `--agent-command` contract writes it on the agent's stdin
+    /// (`docs/agent-command.md`).
+    pub(crate) fn to_json(&self) -> Json {
+        json!({
+            "version": REQUEST_VERSION,
+            "run_id": self.run_id,
+            "session_key": self.run_id,
+            "step": self.step,
+            "kind": self.kind.name(),
+            "prompt": self.prompt,
+            "unattended": crate::mcp::reply::UNATTENDED,
+            "output_schema": self.schema,
+            "agent_session": self.session,
+            "attempt": self.attempt,
+            "previous_error": self.previous_error,
+            "budget_usd": self.budget_usd,
+        })
+    }
+}
+
+/// What came of asking the agent.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// The outputs it gave (`{}` for an NL script).
+    Outputs(Map<String, Json>, AgentReport),
+    /// Its answer could not be read; worth asking again with this error.
+    Malformed(String, AgentReport),
+    /// It said it could not do the step, or it failed, hung or crashed.
+    Failed(String, AgentReport),
+    /// The run was stopped (Ctrl-C) while the agent worked.
+    Cancelled,
+}
+
+/// An agent process mekara starts for each question.
+pub(crate) trait Agent {
+    /// Asks once, and waits at most `timeout` for the answer.
+    fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply;
+}
+
+/// The JSON Schema of an llm step's outputs, from its `expects`: an object with exactly the
+/// expected names, each described by its `expects` text.
+pub(crate) fn outputs_schema(expects: Option<&Map<String, Json>>) -> Json {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, description) in expects.into_iter().flatten() {
+        let mut property = Map::new();
+        if let Some(d) = description.as_str().filter(|d| !d.trim().is_empty()) {
+            property.insert("description".into(), Json::String(d.trim().to_string()));
+        }
+        properties.insert(name.clone(), Json::Object(property));
+        required.push(Json::String(name.clone()));
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// What a run's agent answers add up to, from its journal.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Spent {
+    /// Agent answers journaled (steps answered or failed, NL scripts finished).
+    pub answers: usize,
+    /// Their cost, as far as the agent reported it.
+    pub cost_usd: f64,
+    /// The agent's session of the last answer that named one.
+    pub session: Option<String>,
+}
+
+impl Spent {
+    /// Adds up the agent reports of `events`.
+    pub(crate) fn of(events: &[Event]) -> Spent {
+        let mut spent = Spent::default();
+        for event in events {
+            let report = match event {
+                Event::Step(step) => step.record.result.agent.as_ref(),
+                Event::Pop(pop) => pop.agent.as_ref(),
+                _ => None,
+            };
+            if let Some(report) = report {
+                spent.answers += 1;
+                spent.cost_usd += report.cost_usd.unwrap_or(0.0);
+                if report.session.is_some() {
+                    spent.session.clone_from(&report.session);
+                }
+            }
+        }
+        spent
+    }
+}
+
+/// Why an agent process gave no answer to read.
+enum Stopped {
+    /// It failed, hung or crashed, or could not be started.
+    Failed(String),
+    /// The run was stopped (Ctrl-C).
+    Cancelled,
+}
+
+impl From<Stopped> for Reply {
+    fn from(stopped: Stopped) -> Reply {
+        match stopped {
+            Stopped::Failed(error) => Reply::Failed(error, AgentReport::default()),
+            Stopped::Cancelled => Reply::Cancelled,
+        }
+    }
+}
+
+/// Runs `command` through the shell as shell steps run (its own process group, killed
+/// whole when it ends, times out or is cancelled), with `stdin` as its input. Its stdout is
+/// the answer; its stderr goes on to mekara's.
+fn run_agent(
+    command: &str,
+    stdin: &[u8],
+    working_dir: &Path,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<String, Stopped> {
+    let files = tempfile::Builder::new()
+        .prefix("mekara-agent-")
+        .tempdir()
+        .map_err(|e| {
+            Stopped::Failed(format!("cannot make a folder for the agent's answer: {e}"))
+        })?;
+    let request = files.path().join("request");
+    let answer = files.path().join("answer");
+    std::fs::write(&request, stdin)
+        .map_err(|e| Stopped::Failed(format!("cannot write the agent's request: {e}")))?;
+    // The shell's own stdout and stderr are the step's one pipe: the agent's stdout goes to
+    // a file instead, so what it logs on stderr cannot mix into its answer.
+    let step = ShellStep {
+        command: format!(
+            "{{ {command}\n}} <{} >{}",
+            shell_quote(&request.display().to_string()),
+            shell_quote(&answer.display().to_string())
+        ),
+        working_dir: working_dir.to_path_buf(),
+        env: std::collections::BTreeMap::new(),
+        timeout,
+        group_note: None,
+    };
+    let ran = ShellRunner::new().run_shell(
+        &step,
+        &mut |chunk| {
+            use std::io::Write as _;
+            let _ = std::io::stderr().write_all(chunk);
+        },
+        cancel,
+    );
+    let result = match ran {
+        Ran::Cancelled => return Err(Stopped::Cancelled),
+        Ran::Done(result) => result,
+    };
+    let stdout = std::fs::read_to_string(&answer).unwrap_or_default();
+    if let Some(error) = result.error {
+        let error = error.replace("the command and everything", "it and everything");
+        let error = if error.starts_with("killed") {
+            format!("the agent was {error}")
+        } else {
+            format!("the agent {error}")
+        };
+        let said = crate::display::clipped(stdout.trim(), 2000);
+        let error = if said.is_empty() {
+            error
+        } else {
+            format!("{error}; it wrote: {said}")
+        };
+        return Err(Stopped::Failed(error));
+    }
+    Ok(stdout)
+}
+
+/// `'text'` for `sh`.
+pub(crate) fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

@@ -1,0 +1,640 @@
+//! `mekara run --agent claude` / `--agent-command CMD`: an unattended run. mekara runs the
+//! auto steps and starts an agent process for each llm step, NL script and fallback, with
+//! the text an agent over MCP would read (the same [`Session`] renders it). Answers are
+//! checked as over MCP and journaled with what the agent reported; limits on agent steps,
+//! cost and time stop the run between steps, resumable. For CI: exit codes, a `--json`
+//! summary on stdout and a `--junit` report.
+//!
+//! Progress goes to stderr, so that stdout holds only the closing line, or the JSON summary.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::{ArgGroup, Args, ValueEnum};
+use serde_json::{Value as Json, json};
+
+use super::output::outln;
+use crate::agent::claude::ClaudeAgent;
+use crate::agent::command::CommandAgent;
+use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::display::count;
+use crate::engine::journal::Event;
+use crate::engine::runs::RunStore;
+use crate::engine::step::{AgentReport, StepRecord};
+use crate::engine::{Pending, Settings, StepRunner};
+use crate::exit::Exit;
+use crate::mcp::history::Progress;
+use crate::mcp::reply::Reply;
+use crate::mcp::session::{Answered, Session};
+use crate::mcp::tools::AgentCall;
+use crate::script::Resolver;
+
+/// The flags of an unattended run.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("unattended_agent").args(["agent", "agent_command"])))]
+pub(super) struct UnattendedArgs {
+    /// Run unattended: this agent does the llm steps and NL scripts (Claude Code headless,
+    /// `claude` on PATH).
+    #[arg(long, value_enum, value_name = "AGENT")]
+    agent: Option<AgentName>,
+    /// Run unattended: this command does the llm steps and NL scripts, through the JSON
+    /// contract of docs/agent-command.md (run through the shell, once per step).
+    #[arg(long, value_name = "CMD")]
+    agent_command: Option<String>,
+    /// How long one agent answer may take, in seconds, before the agent and everything it
+    /// started are killed and the step fails.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 1200.0,
+        requires = "unattended_agent"
+    )]
+    agent_timeout: f64,
+    /// Stop before an agent step once the run has had this many agent answers.
+    #[arg(long, value_name = "N", requires = "unattended_agent")]
+    max_agent_steps: Option<usize>,
+    /// Stop before an agent step once the run's agents reported spending this much (US
+    /// dollars); what is left is passed on as the agent's own budget where it has one.
+    #[arg(long, value_name = "USD", requires = "unattended_agent")]
+    max_cost: Option<f64>,
+    /// Stop before an agent step once this invocation has run this long (`90s`, `20m`, `1h`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "unattended_agent")]
+    max_duration: Option<Duration>,
+    /// Print a JSON summary of the run on stdout instead of the closing line.
+    #[arg(long, requires = "unattended_agent")]
+    json: bool,
+    /// Write a JUnit XML report of the run's steps to FILE.
+    #[arg(long, value_name = "FILE", requires = "unattended_agent")]
+    junit: Option<PathBuf>,
+    /// Run nothing: list the steps the script's source calls, and which go to the agent.
+    #[arg(long, conflicts_with = "resume")]
+    pub(super) dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AgentName {
+    // Claude Code: `claude -p --output-format json --json-schema … --resume SESSION`. (No doc
+    // comment: one would turn `mekara run --help` into clap's long form.)
+    Claude,
+}
+
+impl UnattendedArgs {
+    /// Whether the run is unattended.
+    pub(super) fn agent_given(&self) -> bool {
+        self.agent.is_some() || self.agent_command.is_some()
+    }
+
+    fn agent(&self) -> Box<dyn Agent> {
+        match (&self.agent, &self.agent_command) {
+            (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
+            (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent::new()),
+        }
+    }
+
+    /// How to resume a run stopped here, with the same agent.
+    fn resume_command(&self, id: &str) -> String {
+        let agent = match (&self.agent, &self.agent_command) {
+            (_, Some(command)) => {
+                format!("--agent-command {}", crate::agent::shell_quote(command))
+            }
+            _ => "--agent claude".to_string(),
+        };
+        format!("mekara run --resume {id} {agent}")
+    }
+}
+
+/// What the session is built from.
+pub(super) struct Parts {
+    pub resolver: Resolver,
+    pub store: RunStore,
+    pub runner: Box<dyn StepRunner>,
+    pub settings: Settings,
+    pub cwd: PathBuf,
+}
+
+/// A new run, or one taken up again.
+pub(super) enum Start {
+    New {
+        name: String,
+        arguments: String,
+        working_dir: Option<PathBuf>,
+    },
+    Resume(String),
+}
+
+/// How an unattended run ended, for the summary.
+#[derive(Debug, Clone, PartialEq)]
+enum End {
+    Completed,
+    /// A step failed and the script fell back; the agent finished it.
+    FellBack,
+    /// A limit stopped it before an agent step.
+    Limit(String),
+    /// The agent could not finish an NL script or fallback, or mekara refused what came.
+    Failed(String),
+    Interrupted,
+}
+
+impl End {
+    fn state(&self) -> &'static str {
+        match self {
+            End::Completed => "completed",
+            End::FellBack => "fell_back",
+            End::Limit(_) => "stopped",
+            End::Failed(_) => "failed",
+            End::Interrupted => "interrupted",
+        }
+    }
+
+    fn exit(&self) -> Exit {
+        match self {
+            End::Completed => Exit::Success,
+            End::Interrupted => Exit::Interrupted,
+            End::FellBack | End::Limit(_) | End::Failed(_) => Exit::Failure,
+        }
+    }
+
+    fn resumable(&self) -> bool {
+        matches!(self, End::Limit(_) | End::Failed(_) | End::Interrupted)
+    }
+}
+
+/// Runs the script (or resumes the run) with the agent answering, to its end or a limit.
+pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::Result<Exit> {
+    let agent_timeout = super::timeout_arg("--agent-timeout", args.agent_timeout)?;
+    if let Some(cost) = args.max_cost
+        && !(cost.is_finite() && cost >= 0.0)
+    {
+        return super::usage(format!(
+            "`--max-cost` must be a number of US dollars, 0 or more, not `{cost}`"
+        ));
+    }
+    let started = Instant::now();
+    let progress = |p: Progress<'_>| {
+        if let Progress::Started(step) = p {
+            eprintln!("▶ {step}");
+        }
+    };
+    let store = parts.store.clone();
+    let (mut session, first) = match start {
+        Start::New {
+            name,
+            arguments,
+            working_dir,
+        } => {
+            let session = Session::new(
+                parts.resolver,
+                parts.store,
+                parts.runner,
+                parts.settings,
+                parts.cwd,
+            );
+            let call = AgentCall::Start {
+                name,
+                arguments,
+                working_dir: working_dir.map(|d| d.display().to_string()),
+                parent: None,
+            };
+            (session, call)
+        }
+        Start::Resume(id) => {
+            let (session, torn) = Session::resume(
+                parts.resolver,
+                parts.store,
+                parts.runner,
+                parts.settings,
+                parts.cwd,
+                &id,
+            )?;
+            if let Some(torn) = torn {
+                eprintln!(
+                    "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped",
+                    torn.len, torn.offset
+                );
+            }
+            eprintln!("resuming run {id}");
+            (session, AgentCall::Resume { run_id: None })
+        }
+    };
+    // Ctrl-C stops the running step or agent, and the run ends resumable (exit 130).
+    let cancel = session.cancel_token();
+    let _ctrl_c = signal_hook::flag::register(signal_hook::consts::SIGINT, cancel.flag());
+    let mut reply = session.call(&first, &progress, String::new());
+    let mut agent = args.agent();
+    let run_id = session.run_id().map(str::to_string);
+    let end = loop {
+        if reply.is_error && session.interrupted() {
+            break End::Interrupted;
+        }
+        if reply.is_error {
+            break End::Failed(reply.text.trim().to_string());
+        }
+        let Some(pending) = session.pending().cloned() else {
+            break End::Failed("nothing is pending".to_string());
+        };
+        let (kind, path, expects) = match &pending {
+            Pending::Finished { fell_back, .. } => {
+                break if *fell_back {
+                    End::FellBack
+                } else {
+                    End::Completed
+                };
+            }
+            Pending::Llm { path, expects, .. } => (Kind::Llm, path.clone(), expects.clone()),
+            Pending::Nl { path, .. } => (Kind::Nl, path.clone(), None),
+            Pending::Fallback { path, .. } => (Kind::Fallback, path.clone(), None),
+        };
+        let id = session.run_id().unwrap_or_default().to_string();
+        let spent = spent_of(&store, &id);
+        if let Some(limit) = limit_reached(args, &spent, started.elapsed()) {
+            break End::Limit(format!("stopped before `{path}`: {limit}"));
+        }
+        let mut request = Request {
+            run_id: id,
+            step: path.clone(),
+            kind,
+            prompt: reply.text.clone(),
+            schema: outputs_schema(expects.as_ref()),
+            session: spent.session.clone(),
+            attempt: 1,
+            previous_error: None,
+            budget_usd: args.max_cost.map(|max| (max - spent.cost_usd).max(0.0)),
+            working_dir: session
+                .frames()
+                .last()
+                .map_or_else(|| PathBuf::from("."), |f| f.working_dir.clone()),
+        };
+        eprintln!("… asking the agent: {} `{path}`", kind_name(kind));
+        match ask(
+            agent.as_mut(),
+            &mut session,
+            &mut request,
+            agent_timeout,
+            &cancel,
+            &progress,
+        ) {
+            Asked::Next(next) => reply = next,
+            Asked::Stop(end) => break end,
+        }
+    };
+    let id = session
+        .run_id()
+        .map(str::to_string)
+        .or(run_id)
+        .unwrap_or_default();
+    finish(args, &store, &id, &end, started.elapsed())
+}
+
+/// What came of asking the agent about the pending item.
+enum Asked {
+    /// The answer was journaled; the run went on to this reply.
+    Next(Reply),
+    Stop(End),
+}
+
+/// Asks the agent, and asks once more when its answer does not fit; journals the answer, or
+/// the step's failure.
+fn ask(
+    agent: &mut dyn Agent,
+    session: &mut Session,
+    request: &mut Request,
+    timeout: Duration,
+    cancel: &crate::engine::CancelToken,
+    progress: &dyn Fn(Progress<'_>),
+) -> Asked {
+    let started = Instant::now();
+    let mut total = AgentReport::default();
+    loop {
+        let answer = agent.ask(request, timeout, cancel);
+        let (answer, report) = match answer {
+            AgentReply::Cancelled => return Asked::Stop(End::Interrupted),
+            AgentReply::Outputs(outputs, report) => (Ok(outputs), report),
+            AgentReply::Malformed(error, report) => (Err((error, true)), report),
+            AgentReply::Failed(error, report) => (Err((error, false)), report),
+        };
+        add(&mut total, &report, request.attempt, started.elapsed());
+        if total.session.is_some() {
+            request.session.clone_from(&total.session);
+        }
+        let refused = match answer {
+            Ok(outputs) if request.kind == Kind::Llm => {
+                eprintln!("  answered{}", cost_note(&total));
+                let reply = session.answer(Answered::Outputs(outputs), total.clone(), progress);
+                if !reply.is_error {
+                    return Asked::Next(reply);
+                }
+                (reply.text, true)
+            }
+            Ok(_) => {
+                eprintln!("  done{}", cost_note(&total));
+                return Asked::Next(session.answer(Answered::Finished, total.clone(), progress));
+            }
+            Err(refused) => refused,
+        };
+        let (error, worth_again) = refused;
+        eprintln!("  {}", error.trim().replace('\n', "\n  "));
+        if worth_again && request.attempt == 1 {
+            request.attempt = 2;
+            request.previous_error = Some(error);
+            eprintln!(
+                "… asking the agent again: {} `{}`",
+                kind_name(request.kind),
+                request.step
+            );
+            continue;
+        }
+        if request.kind != Kind::Llm {
+            return Asked::Stop(End::Failed(format!(
+                "the agent did not finish {} `{}`: {}",
+                kind_name(request.kind),
+                request.step,
+                error.trim()
+            )));
+        }
+        // The step fails; the script falls back (or ends) as on any failed step.
+        return Asked::Next(session.answer(Answered::Failed(error), total, progress));
+    }
+}
+
+/// Adds one attempt's report into the step's.
+fn add(total: &mut AgentReport, report: &AgentReport, attempt: u32, elapsed: Duration) {
+    let sum_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    let sum_u = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
+    if report.session.is_some() {
+        total.session.clone_from(&report.session);
+    }
+    total.cost_usd = sum_f(total.cost_usd, report.cost_usd);
+    total.input_tokens = sum_u(total.input_tokens, report.input_tokens);
+    total.output_tokens = sum_u(total.output_tokens, report.output_tokens);
+    total.attempts = attempt;
+    total.wall_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+}
+
+fn cost_note(report: &AgentReport) -> String {
+    format!(": {}", crate::display::agent_report(report))
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Llm => "llm step",
+        Kind::Nl => "NL script",
+        Kind::Fallback => "failed script, to finish by hand",
+    }
+}
+
+fn spent_of(store: &RunStore, id: &str) -> Spent {
+    store
+        .read(id)
+        .map(|contents| Spent::of(&contents.events))
+        .unwrap_or_default()
+}
+
+/// The limit the next agent step would cross, named with its flag.
+fn limit_reached(args: &UnattendedArgs, spent: &Spent, elapsed: Duration) -> Option<String> {
+    if let Some(max) = args.max_agent_steps
+        && spent.answers >= max
+    {
+        return Some(format!(
+            "the run has had {} (`--max-agent-steps {max}`)",
+            count(spent.answers, "agent answer")
+        ));
+    }
+    if let Some(max) = args.max_cost
+        && spent.cost_usd >= max
+    {
+        return Some(format!(
+            "the run's agents spent ${:.4} (`--max-cost {max}`)",
+            spent.cost_usd
+        ));
+    }
+    if let Some(max) = args.max_duration
+        && elapsed >= max
+    {
+        return Some(format!(
+            "this run took {} (`--max-duration {}`)",
+            humantime::format_duration(Duration::from_secs(elapsed.as_secs())),
+            humantime::format_duration(max)
+        ));
+    }
+    None
+}
+
+/// Reports how the run ended (the closing line or the JSON summary, and the JUnit file).
+fn finish(
+    args: &UnattendedArgs,
+    store: &RunStore,
+    id: &str,
+    end: &End,
+    elapsed: Duration,
+) -> anyhow::Result<Exit> {
+    let events = store.read(id).map(|c| c.events).unwrap_or_default();
+    let spent = Spent::of(&events);
+    let steps = steps_of(&events);
+    let failed = steps
+        .iter()
+        .rev()
+        .find(|(_, record)| !record.result.success && !record.allow_failure);
+    let resume = end.resumable().then(|| args.resume_command(id));
+    let exit = end.exit();
+    match end {
+        End::Limit(why) | End::Failed(why) => eprintln!("{why}"),
+        _ => {}
+    }
+    if let Some(resume) = &resume {
+        eprintln!("the run is saved: resume it with `{resume}`");
+    }
+    if let Some(file) = &args.junit {
+        std::fs::write(file, junit(id, &steps, end, elapsed)).map_err(|e| {
+            anyhow::anyhow!("cannot write the JUnit report `{}`: {e}", file.display())
+        })?;
+    }
+    if args.json {
+        let summary = json!({
+            "run_id": id,
+            "state": end.state(),
+            "exit_code": exit.code(),
+            "steps": steps.len(),
+            "agent_steps": spent.answers,
+            "failed_step": failed.map(|(path, record)| json!({
+                "step": path,
+                "error": record.result.error,
+            })),
+            "cost_usd": spent.cost_usd,
+            "duration_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            "stopped_by": match end {
+                End::Limit(why) | End::Failed(why) => Json::String(why.clone()),
+                _ => Json::Null,
+            },
+            "resume": resume,
+        });
+        outln!("{}", serde_json::to_string_pretty(&summary)?)?;
+    } else {
+        let how = match end {
+            End::Completed => "completed",
+            End::FellBack => "failed and was finished by the agent",
+            End::Limit(_) => "stopped at a limit",
+            End::Failed(_) => "stopped: the agent could not go on",
+            End::Interrupted => "interrupted",
+        };
+        outln!(
+            "── run {id} {how}: {}, {} (${:.4}) in {:.1} s ──",
+            count(steps.len(), "step"),
+            count(spent.answers, "agent answer"),
+            spent.cost_usd,
+            elapsed.as_secs_f64()
+        )?;
+    }
+    Ok(exit)
+}
+
+/// The run's steps, each with its path (`test:random[1]`), in journal order.
+fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
+    let mut scripts: Vec<String> = Vec::new();
+    let mut steps = Vec::new();
+    for event in events {
+        match event {
+            Event::Push(push) => {
+                scripts.truncate(push.depth);
+                scripts.push(push.script.replace('/', ":"));
+            }
+            Event::Step(step) => {
+                let script = scripts.get(step.depth).cloned().unwrap_or_default();
+                steps.push((
+                    format!("{script}[{}]", step.record.index),
+                    step.record.clone(),
+                ));
+            }
+            Event::Pop(pop) => scripts.truncate(pop.depth),
+            _ => {}
+        }
+    }
+    steps
+}
+
+/// A JUnit XML report: one test case per step, failed steps as failures, and a run that did
+/// not complete as a failed case of its own.
+fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration) -> String {
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let mut cases = String::new();
+    let mut failures = 0;
+    for (path, record) in steps {
+        let seconds = record.result.duration_ms.unwrap_or(0) as f64 / 1000.0;
+        let _ = write!(
+            cases,
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"{seconds:.3}\"",
+            escape(id),
+            escape(&format!("{path} {}", record.input.summary()))
+        );
+        match &record.result.error {
+            Some(error) if !record.allow_failure => {
+                failures += 1;
+                let _ = write!(
+                    cases,
+                    ">\n      <failure message=\"{}\"/>\n    </testcase>\n",
+                    escape(error)
+                );
+            }
+            _ => cases.push_str("/>\n"),
+        }
+    }
+    let tests = steps.len() + 1;
+    let _ = write!(
+        cases,
+        "    <testcase classname=\"{}\" name=\"run\" time=\"{:.3}\"",
+        escape(id),
+        elapsed.as_secs_f64()
+    );
+    if *end == End::Completed {
+        cases.push_str("/>\n");
+    } else {
+        failures += 1;
+        let why = match end {
+            End::Limit(why) | End::Failed(why) => why.clone(),
+            other => other.state().replace('_', " "),
+        };
+        let _ = write!(
+            cases,
+            ">\n      <failure message=\"{}\"/>\n    </testcase>\n",
+            escape(&why)
+        );
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"mekara run {}\" tests=\"{tests}\" failures=\"{failures}\" time=\"{:.3}\">\n{cases}  </testsuite>\n</testsuites>\n",
+        escape(id),
+        elapsed.as_secs_f64()
+    )
+}
+
+/// `--dry-run`: what a run of script `name` would do, as far as its source tells, without
+/// running anything.
+pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
+    let script = resolver.resolve(name)?;
+    let shown = script.name.to_string();
+    let Some(compiled) = &script.compiled else {
+        outln!(
+            "dry run of `{shown}`, an NL script: nothing runs. The agent does all of it, in one \
+             agent step."
+        )?;
+        return Ok(Exit::Success);
+    };
+    let steps = match crate::engine::compiled::planned_steps(&shown, &compiled.text) {
+        Ok(steps) => steps,
+        Err(error) => {
+            outln!(
+                "dry run of `{shown}`: its compiled script does not parse, so a run falls back at \
+                 once and the agent does the NL instructions by hand:\n{error}"
+            )?;
+            return Ok(Exit::Failure);
+        }
+    };
+    let mut out = format!(
+        "dry run of `{shown}`, a compiled script: nothing runs. The step calls in its source, in \
+         order (a call in a loop, a branch or a function may run any number of times, or not at \
+         all; a failed step hands the rest to the agent, from the NL instructions):\n"
+    );
+    for step in &steps {
+        let what = match (step.builtin, &step.what) {
+            ("auto", Some(call)) if call.ends_with("(…)") => call.clone(),
+            ("auto", Some(command)) => format!("$ {command}"),
+            ("llm", Some(prompt)) => crate::display::clipped(prompt.trim(), 120).into_owned(),
+            ("call_script", Some(name)) => {
+                format!("{name} (`mekara run --dry-run {name}` lists its steps)")
+            }
+            (_, Some(text)) => text.clone(),
+            (_, None) => "(computed when it runs)".to_string(),
+        };
+        let kind = match step.builtin {
+            "llm" => "llm → agent",
+            other => other,
+        };
+        let _ = write!(out, "  line {:<4} {kind:<12} {what}", step.line);
+        if !step.expects.is_empty() {
+            let _ = write!(out, " (expects {})", crate::display::quoted(&step.expects));
+        }
+        if let Some(context) = &step.context {
+            let _ = write!(out, "  # {context}");
+        }
+        out.push('\n');
+    }
+    let agent = steps.iter().filter(|s| s.builtin == "llm").count();
+    let _ = writeln!(
+        out,
+        "{} written, {} of them for the agent.",
+        count(steps.len(), "step call"),
+        agent
+    );
+    outln!("{}", out.trim_end())?;
+    Ok(Exit::Success)
+}

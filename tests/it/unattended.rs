@@ -1,0 +1,619 @@
+//! Unattended runs with `--agent-command`: mekara starts a small scripted agent (a Python
+//! script the test writes) for each llm step and NL script, with the JSON request of
+//! `docs/agent-command.md` on its stdin. The agent logs every request it gets in
+//! `calls.jsonl`, so the tests check what it was asked, and how many times.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as Json, json};
+
+use crate::common::{Project, Run};
+
+const NL: &str = "---\ndescription: Ask a colour\n---\n1. Say hello.\n2. Name a colour.\n3. Echo it.\n4. Run `plain`.\n";
+
+/// Two llm steps around shell steps, then an NL script called from it.
+const STAR: &str = r#"
+def execute(request):
+    auto("echo hello", context = "Step 1: say hello")
+    r = llm("Step 2: name a colour.", expects = {"colour": "a colour, one word"})
+    auto("echo " + r.outputs["colour"], context = "Step 3: echo it")
+    n = llm("Step 3b: count its letters.", expects = {"letters": "how many"})
+    call_script("plain")
+"#;
+
+const PLAIN: &str = "---\ndescription: An NL script\n---\n1. Imagine a cube.\n";
+
+/// The scripted agent: logs the request, then answers with `ANSWERS[(step kind, attempt)]`
+/// from `answers.json` (keyed `"llm:1"`, `"llm:2"`, `"nl:1"`, `"fallback:1"`), else the
+/// right outputs for the schema. An answer `{"hang": true}` sleeps, with a child in the
+/// background whose pid goes to `hang.pid`; `{"raw": TEXT}` prints TEXT as it is.
+const AGENT: &str = r##"
+import json, os, sys, time
+req = json.load(sys.stdin)
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "calls.jsonl"), "a") as log:
+    log.write(json.dumps(req) + "\n")
+try:
+    answers = json.load(open(os.path.join(here, "answers.json")))
+except FileNotFoundError:
+    answers = {}
+key = "%s:%d" % (req["kind"], req["attempt"])
+steps = [json.loads(l)["step"] for l in open(os.path.join(here, "calls.jsonl"))]
+answer = answers.get(req["step"] + "#" + str(steps.count(req["step"])), answers.get(key))
+if answer is None:
+    props = req["output_schema"]["properties"]
+    answer = {"outputs": {k: ("red" if k == "colour" else 3) for k in props},
+              "cost_usd": 0.25, "session": "sess-" + req["step"],
+              "input_tokens": 100, "output_tokens": 7}
+if isinstance(answer, dict) and answer.get("hang"):
+    pid = os.spawnlp(os.P_NOWAIT, "sleep", "sleep", "300")
+    open(os.path.join(here, "hang.pid"), "w").write(str(pid))
+    open(os.path.join(here, "hanging"), "w").write("")
+    time.sleep(300)
+if isinstance(answer, dict) and "raw" in answer:
+    sys.stdout.write(answer["raw"])
+else:
+    print(json.dumps(answer))
+"##;
+
+/// The steps the agent is asked about when a run stopped during the second llm step is
+/// resumed: that one again, not the first.
+const STOPPED_AT_THE_SECOND_STEP: [&str; 4] = [
+    "colour[1]",
+    "colour[3]",
+    "colour[3]",
+    "colour[4] > plain[0]",
+];
+
+fn project() -> Project {
+    let project = Project::new();
+    project.script("colour", NL, Some(STAR));
+    project.script("plain", PLAIN, None);
+    project.write("agent/agent.py", AGENT);
+    project
+}
+
+const AGENT_COMMAND: &str = "python3 agent/agent.py";
+
+fn answers(project: &Project, answers: &Json) {
+    project.write("agent/answers.json", &answers.to_string());
+}
+
+/// The steps the agent was asked about, in order.
+fn asked_steps(project: &Project) -> Vec<String> {
+    calls(project)
+        .iter()
+        .map(|c| c["step"].as_str().expect("a string").to_string())
+        .collect()
+}
+
+/// The requests the agent got, in order.
+fn calls(project: &Project) -> Vec<Json> {
+    std::fs::read_to_string(project.root().join("agent/calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a logged request"))
+        .collect()
+}
+
+fn run(project: &Project, extra: &[&str]) -> Run {
+    let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json"];
+    args.extend_from_slice(extra);
+    project.run(&args, "")
+}
+
+fn json_summary(run: &Run) -> Json {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr))
+}
+
+/// The steps of the one run's journal, as JSON.
+fn journaled_steps(project: &Project) -> Vec<Json> {
+    let ids = project.run_ids();
+    project
+        .journal(ids.last().expect("a run"))
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).expect("json line"))
+        .filter(|e| e["event"] == "step")
+        .collect()
+}
+
+#[test]
+fn the_agent_answers_every_llm_step_and_the_nl_script_and_the_run_completes() {
+    let project = project();
+    let run = run(&project, &["colour"]);
+    run.expect_code(0);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "completed");
+    assert_eq!(summary["agent_steps"], 3, "{summary}");
+    assert_eq!(summary["cost_usd"], 0.75);
+    assert_eq!(summary["failed_step"], Json::Null);
+    let calls = calls(&project);
+    let kinds: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().expect("a string"),
+                c["step"].as_str().expect("a string"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("llm", "colour[1]"),
+            ("llm", "colour[3]"),
+            ("nl", "colour[4] > plain[0]")
+        ]
+    );
+    // One session key for the whole run: the run id.
+    let id = summary["run_id"].as_str().expect("a string");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["session_key"] == id && c["run_id"] == id)
+    );
+    // The agent's session of one answer is handed to the next.
+    assert_eq!(calls[0]["agent_session"], Json::Null);
+    assert_eq!(calls[1]["agent_session"], "sess-colour[1]");
+    assert_eq!(
+        calls[0]["output_schema"],
+        json!({
+            "type": "object",
+            "properties": {"colour": {"description": "a colour, one word"}},
+            "required": ["colour"],
+            "additionalProperties": false
+        })
+    );
+    // The prompt is the reply an agent over MCP would read: the steps executed, the NL
+    // source once, the step.
+    insta::assert_snapshot!(
+        "first_prompt",
+        project.scrub(calls[0]["prompt"].as_str().expect("a string"))
+    );
+    insta::assert_snapshot!(
+        "second_prompt",
+        project.scrub(calls[1]["prompt"].as_str().expect("a string"))
+    );
+    insta::assert_snapshot!(
+        "nl_prompt",
+        project.scrub(calls[2]["prompt"].as_str().expect("a string"))
+    );
+    // The answers are journaled with what the agent reported.
+    let steps = journaled_steps(&project);
+    let agent = &steps[1]["result"]["agent"];
+    assert_eq!(agent["session"], "sess-colour[1]");
+    assert_eq!(agent["cost_usd"], 0.25);
+    assert_eq!(agent["input_tokens"], 100);
+    assert_eq!(agent["output_tokens"], 7);
+    assert!(agent["wall_ms"].is_u64(), "{agent}");
+    assert_eq!(steps[2]["result"]["output"], "red\n");
+}
+
+#[test]
+fn an_answer_of_the_wrong_shape_is_asked_again_with_the_error() {
+    for (wrong, says) in [
+        (json!({"outputs": {"color": "red"}}), "`colour`"),
+        (json!({"outputs": {}}), "`colour`"),
+        (json!({"raw": "red, obviously"}), "not JSON"),
+        (json!({"raw": ""}), "wrote nothing"),
+        (json!({"outputs": ["red"]}), "not an object"),
+        (json!(["red"]), "not an object"),
+    ] {
+        let project = project();
+        answers(&project, &json!({"colour[1]#1": wrong}));
+        let run = run(&project, &["colour"]);
+        run.expect_code(0);
+        let calls = calls(&project);
+        assert_eq!(
+            calls.len(),
+            4,
+            "{wrong}: asked twice for the first step only"
+        );
+        assert_eq!(calls[1]["attempt"], 2);
+        let error = calls[1]["previous_error"].as_str().unwrap_or_default();
+        assert!(error.contains(says), "{wrong}: {error}");
+        let steps = journaled_steps(&project);
+        assert_eq!(steps[1]["result"]["agent"]["attempts"], 2, "{wrong}");
+    }
+}
+
+#[test]
+fn a_second_wrong_answer_fails_the_step_and_the_script_falls_back_to_the_agent() {
+    let project = project();
+    answers(
+        &project,
+        &json!({"llm:1": {"raw": "{not json"}, "llm:2": {"outputs": {"nope": 1}}}),
+    );
+    let run = run(&project, &["colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "fell_back");
+    assert_eq!(summary["failed_step"]["step"], "colour[1]");
+    let error = summary["failed_step"]["error"].as_str().expect("a string");
+    assert!(
+        error.contains("Refused") && error.contains("`nope`"),
+        "{error}"
+    );
+    let kinds: Vec<String> = calls(&project)
+        .iter()
+        .map(|c| format!("{}:{}", c["kind"].as_str().expect("a string"), c["attempt"]))
+        .collect();
+    assert_eq!(kinds, ["llm:1", "llm:2", "fallback:1"]);
+    let fallback = &calls(&project)[2];
+    assert!(
+        fallback["prompt"]
+            .as_str()
+            .expect("a string")
+            .contains("## Your turn: `colour` failed; finish it by hand"),
+        "{fallback}"
+    );
+}
+
+#[test]
+fn an_agent_that_says_it_cannot_fails_the_step_without_being_asked_again() {
+    let project = project();
+    answers(
+        &project,
+        &json!({"llm:1": {"error": "no colours here", "cost_usd": 0.5}}),
+    );
+    let run = run(&project, &["colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "fell_back");
+    assert_eq!(
+        summary["failed_step"]["error"],
+        "the agent said: no colours here"
+    );
+    assert_eq!(summary["cost_usd"], 0.75, "the failed answer's cost counts");
+    assert_eq!(calls(&project).len(), 2, "the step, then the fallback");
+}
+
+#[test]
+fn an_agent_that_cannot_finish_an_nl_script_stops_the_run_resumable() {
+    let project = project();
+    answers(&project, &json!({"nl:1": {"error": "no cubes"}}));
+    let run = run(&project, &["colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "failed");
+    let id = summary["run_id"].as_str().expect("a string");
+    assert_eq!(
+        summary["resume"],
+        format!("mekara run --resume {id} --agent-command '{AGENT_COMMAND}'")
+    );
+    answers(&project, &json!({}));
+    let (_, steps) = resume_to_the_end(&project, id);
+    assert_eq!(
+        steps,
+        [
+            "colour[1]",
+            "colour[3]",
+            "colour[4] > plain[0]",
+            "colour[4] > plain[0]"
+        ]
+    );
+}
+
+/// Resumes run `id` with the agent, which completes it; what it printed, and every step the
+/// agent was asked about in the run.
+fn resume_to_the_end(project: &Project, id: &str) -> (Run, Vec<String>) {
+    let resumed = run_resume(project, id, &[]);
+    resumed.expect_code(0);
+    assert_eq!(json_summary(&resumed)["state"], "completed");
+    (resumed, asked_steps(project))
+}
+
+fn run_resume(project: &Project, id: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--resume",
+        id,
+        "--agent-command",
+        AGENT_COMMAND,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    project.run(&args, "")
+}
+
+#[test]
+fn a_hanging_agent_is_killed_with_its_process_group_at_the_timeout() {
+    let project = project();
+    answers(&project, &json!({"llm:1": {"hang": true}}));
+    let started = Instant::now();
+    let run = run(&project, &["--agent-timeout", "2", "colour"]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(summary["failed_step"]["step"], "colour[1]");
+    let error = summary["failed_step"]["error"].as_str().expect("a string");
+    assert!(
+        error.starts_with("the agent timed out after 2s; it and everything it started were killed"),
+        "{error}"
+    );
+    assert_eq!(calls(&project).len(), 2, "not asked again after a timeout");
+    let pid = hang_pid(&project);
+    assert!(
+        gone(pid),
+        "the agent's background child {pid} is still running"
+    );
+}
+
+/// Spawns `mekara ARGS` and waits until the file `marker` (under the project) exists.
+fn spawn_until(project: &Project, args: &[&str], marker: &str, never: &str) -> std::process::Child {
+    let child = project
+        .command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mekara");
+    let marker = project.root().join(marker);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "{never}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// The pid of the background child a hanging agent started.
+fn hang_pid(project: &Project) -> i32 {
+    std::fs::read_to_string(project.root().join("agent/hang.pid"))
+        .expect("the agent noted its child")
+        .parse()
+        .expect("a pid")
+}
+
+/// Whether process `pid` has ended (a zombie waiting for its parent counts as ended).
+fn gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let ended = state.is_none_or(|s| s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')));
+        if ended || Instant::now() > deadline {
+            return ended;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
+    let project = project();
+    // The second llm step hangs: mekara is killed while the agent works on it.
+    answers(&project, &json!({"colour[3]#1": {"hang": true}}));
+    let mut child = spawn_until(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "colour"],
+        "agent/hanging",
+        "the agent never reached the second step",
+    );
+    child.kill().expect("SIGKILL mekara");
+    child.wait().expect("reap mekara");
+    let id = project.run_ids().pop().expect("a run");
+    let (resumed, steps) = resume_to_the_end(&project, &id);
+    assert_eq!(
+        steps, STOPPED_AT_THE_SECOND_STEP,
+        "the answered step was not asked again; the one killed was"
+    );
+    assert!(resumed.stderr.contains(&format!("resuming run {id}")));
+    if let Ok(pid) = std::fs::read_to_string(project.root().join("agent/hang.pid")) {
+        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+    }
+}
+
+#[test]
+fn max_agent_steps_stops_before_the_next_agent_step_and_the_run_resumes() {
+    let project = project();
+    let run = run(&project, &["--max-agent-steps", "1", "colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "stopped");
+    assert_eq!(
+        summary["stopped_by"],
+        "stopped before `colour[3]`: the run has had 1 agent answer (`--max-agent-steps 1`)"
+    );
+    assert_eq!(summary["steps"], 3);
+    assert_eq!(calls(&project).len(), 1);
+    let id = summary["run_id"].as_str().expect("a string");
+    // The limit counts the run's answers, so the same limit stops it again at once...
+    let again = run_resume(&project, id, &["--max-agent-steps", "1"]);
+    again.expect_code(1);
+    assert_eq!(calls(&project).len(), 1);
+    // ...and a higher one lets it go on.
+    let resumed = run_resume(&project, id, &["--max-agent-steps", "3"]);
+    resumed.expect_code(0);
+    assert_eq!(json_summary(&resumed)["agent_steps"], 3);
+    assert_eq!(calls(&project).len(), 3);
+}
+
+#[test]
+fn max_cost_and_max_duration_stop_the_run_naming_the_limit() {
+    let project = project();
+    let run = run(&project, &["--max-cost", "0.5", "colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(
+        summary["stopped_by"],
+        "stopped before `colour[4] > plain[0]`: the run's agents spent $0.5000 (`--max-cost 0.5`)"
+    );
+    let budgets: Vec<Json> = calls(&project)
+        .iter()
+        .map(|c| c["budget_usd"].clone())
+        .collect();
+    assert_eq!(
+        budgets,
+        [json!(0.5), json!(0.25)],
+        "what is left goes to the agent"
+    );
+
+    let project = self::project();
+    let run = self::run(&project, &["--max-duration", "1ms", "colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    let stopped = summary["stopped_by"].as_str().expect("a string");
+    assert!(
+        stopped.starts_with("stopped before `colour[1]`: this run took")
+            && stopped.ends_with("(`--max-duration 1ms`)"),
+        "{stopped}"
+    );
+    assert!(calls(&project).is_empty());
+}
+
+#[test]
+fn the_junit_report_and_runs_show_tell_each_step_and_its_agent_cost() {
+    let project = project();
+    answers(&project, &json!({"llm:1": {"outputs": {"nope": 1}}}));
+    let junit = project.root().join("report.xml");
+    let run = project.run(
+        &[
+            "run",
+            "--agent-command",
+            AGENT_COMMAND,
+            "--junit",
+            junit.to_str().expect("a UTF-8 path"),
+            "colour",
+        ],
+        "",
+    );
+    run.expect_code(0);
+    let report = std::fs::read_to_string(&junit).expect("the JUnit report");
+    let report = regex_times(&project.scrub(&report));
+    insta::assert_snapshot!("junit", report);
+    let id = project.run_ids().pop().expect("a run");
+    mekara_snapshot!(
+        "runs_show",
+        project,
+        project.command(&["runs", "show", &id])
+    );
+    mekara_snapshot!("closing_line", project, run);
+}
+
+/// `time="0.123"` written as `time="[S]"`.
+fn regex_times(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("time=\"") {
+        out.push_str(&rest[..at + 6]);
+        rest = &rest[at + 6..];
+        let end = rest.find('"').unwrap_or(0);
+        out.push_str("[S]");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn unattended_flags_without_an_agent_and_bad_limits_are_usage_errors() {
+    let project = project();
+    for args in [
+        &["run", "--json", "colour"][..],
+        &["run", "--max-agent-steps", "2", "colour"],
+        &["run", "--agent", "claude", "--agent-command", "x", "colour"],
+        &[
+            "run",
+            "--agent-command",
+            "x",
+            "--agent-timeout",
+            "0",
+            "colour",
+        ],
+        &["run", "--agent-command", "x", "--max-cost", "-1", "colour"],
+        &[
+            "run",
+            "--agent-command",
+            "x",
+            "--max-duration",
+            "soon",
+            "colour",
+        ],
+    ] {
+        let run = project.run(args, "");
+        run.expect_code(2);
+        assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
+    }
+    assert!(!Path::new(&project.root().join("agent/calls.jsonl")).exists());
+}
+
+#[test]
+fn dry_run_lists_the_step_calls_and_those_for_the_agent_and_runs_nothing() {
+    let project = project();
+    mekara_snapshot!(
+        "dry_run_compiled",
+        project,
+        project.command(&[
+            "run",
+            "--dry-run",
+            "--agent-command",
+            AGENT_COMMAND,
+            "colour"
+        ])
+    );
+    mekara_snapshot!(
+        "dry_run_nl",
+        project,
+        project.command(&["run", "--dry-run", "plain"])
+    );
+    assert!(project.run_ids().is_empty(), "a dry run made a run");
+    assert!(calls(&project).is_empty(), "a dry run started the agent");
+}
+
+#[test]
+fn ctrl_c_during_an_agent_step_stops_the_agent_and_leaves_the_run_resumable() {
+    let project = project();
+    answers(&project, &json!({"colour[3]#1": {"hang": true}}));
+    let child = spawn_until(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "--json", "colour"],
+        "agent/hanging",
+        "the agent never reached the second step",
+    );
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(interrupted.success());
+    let run = Run::from_output(child.wait_with_output().expect("wait for mekara"));
+    run.expect_code(130);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "interrupted");
+    let pid = hang_pid(&project);
+    assert!(
+        gone(pid),
+        "the agent's background child {pid} is still running"
+    );
+    let id = summary["run_id"].as_str().expect("a string");
+    let (_, steps) = resume_to_the_end(&project, id);
+    assert_eq!(steps, STOPPED_AT_THE_SECOND_STEP);
+}
+
+/// Regression: Ctrl-C was handled only once the first agent step was reached; during the
+/// auto steps before it, it killed mekara without a summary.
+#[test]
+fn ctrl_c_during_an_auto_step_before_the_first_agent_step_ends_with_a_summary() {
+    let project = project();
+    project.script(
+        "slow",
+        "---\ndescription: Slow\n---\n1. Wait.\n",
+        Some("def execute(request):\n    auto(\"touch started && sleep 30\")\n    llm(\"Say hi.\")\n"),
+    );
+    let child = spawn_until(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "--json", "slow"],
+        "started",
+        "the step never started",
+    );
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let run = Run::from_output(child.wait_with_output().expect("wait for mekara"));
+    run.expect_code(130);
+    assert_eq!(json_summary(&run)["state"], "interrupted");
+    assert!(calls(&project).is_empty());
+}
