@@ -199,6 +199,15 @@ impl Project {
         std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl")))
             .expect("journal")
     }
+
+    /// Run `id`'s journal without its header line, whose random handle digest (hex) can hold
+    /// any short string a test looks for.
+    pub fn journal_events_text(&self, id: &str) -> String {
+        let journal = self.journal(id);
+        journal
+            .split_once('\n')
+            .map_or(String::new(), |(_, rest)| rest.to_string())
+    }
 }
 
 pub fn write_file(path: &Path, text: &str) -> PathBuf {

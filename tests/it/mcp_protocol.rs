@@ -731,7 +731,7 @@ fn an_output_number_no_script_can_hold_is_refused_before_the_journal() {
     }
     let [id] = project.run_ids().try_into().expect("one run");
     assert!(
-        !project.journal(&id).contains("e400"),
+        !project.journal_events_text(&id).contains("e400"),
         "nothing was journaled"
     );
     // The session still answers, and a whole number of any size goes through exactly.

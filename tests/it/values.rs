@@ -268,7 +268,7 @@ fn structured_content_no_script_can_hold_is_refused_before_the_journal() {
         );
         assert!(run.stdout.contains(shown), "{}", run.stdout);
         let [id] = project.run_ids().try_into().expect("one run");
-        let journal = project.journal(&id);
+        let journal = project.journal_events_text(&id);
         assert!(
             !journal.contains("e999") && !journal.contains("e400") && !journal.contains("[[[["),
             "{journal}"
