@@ -25,6 +25,7 @@ mod resolution;
 mod serve;
 mod shell;
 mod stack;
+mod standin;
 mod terminal;
 mod transcripts;
 mod tutorial;
