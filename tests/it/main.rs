@@ -10,6 +10,7 @@ mod common;
 mod builtins;
 mod bundled;
 mod claude_code;
+mod codex;
 mod conformance;
 mod durability;
 mod exit_codes;
