@@ -136,6 +136,11 @@ fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
     );
 
     // Every call reached `mekara mcp` (no approval refused it) and its reply came back.
+    // mekara's texts name its tools as Codex offers them (`continue_compiled_script` in the
+    // namespace), never by Claude Code's flat `mcp__mekara__<tool>`: Codex answers a call of
+    // that name with "unsupported call".
+    let tools = session.standin.responses()[0].body["tools"].to_string();
+    assert!(!tools.contains("mcp__mekara__"), "{tools}");
     for (call_id, want) in [
         ("call_start", "## Your turn: llm step `test:random[1]`"),
         ("call_guess", "## Your turn: llm step `test:random[3]`"),
@@ -146,7 +151,12 @@ fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
             output.contains(want),
             "`{call_id}` did not reply `{want}`:\n{output}\n{session}"
         );
+        assert!(!output.contains("mcp__mekara__"), "{output}");
     }
+    assert!(
+        output(&session, "call_start").contains("`continue_compiled_script`"),
+        "the reply does not name the next call as Codex offers it"
+    );
     assert!(
         output(&session, "call_start").contains("`$ shuf -i 1-100 -n 1`"),
         "the auto step did not run"
