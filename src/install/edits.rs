@@ -380,7 +380,13 @@ fn describe(hook: Hook) -> String {
     }
 }
 
-/// Codex's `config.toml`: `[mcp_servers.mekara]`.
+/// The setting of a Codex MCP server that lets its tools run without asking: Codex refuses a
+/// tool call that needs approval when nobody can give it (`codex exec` runs with the approval
+/// policy `never`), and asks for each call in the TUI. mekara's tools only run the person's
+/// own scripts, as Claude Code's `permissions.allow` entries say too.
+const CODEX_APPROVAL: (&str, &str) = ("default_tools_approval_mode", "approve");
+
+/// Codex's `config.toml`: `[mcp_servers.mekara]`, with its tools approved.
 pub(super) fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     use toml_edit::{DocumentMut, Item, Table, value};
     let existing = read_optional(path)?;
@@ -395,14 +401,21 @@ pub(super) fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError
         }
     })?;
     let name = hooks::SERVER_NAME;
+    let (approval_key, approval) = CODEX_APPROVAL;
+    let approved = |item: &Item| item.get(approval_key).and_then(Item::as_str) == Some(approval);
+    // What install writes; without the approval setting, what installs before it wrote.
     let is_ours = |item: &Item| {
         item.get("command").and_then(Item::as_str) == Some("mekara")
             && item
                 .get("args")
                 .and_then(Item::as_array)
                 .is_some_and(|a| a.len() == 1 && a.get(0).and_then(|v| v.as_str()) == Some("mcp"))
-            && item.as_table_like().is_some_and(|t| t.len() == 2)
+            && item
+                .as_table_like()
+                .is_some_and(|t| t.len() == 2 || (t.len() == 3 && approved(item)))
     };
+    let approval_detail =
+        format!("+ its tools run without an approval prompt (`{approval_key} = \"{approval}\"`)");
     let mut details = Vec::new();
     let mut kept = Vec::new();
     let shape = |found: &Item| EditError::Shape {
@@ -429,10 +442,21 @@ pub(super) fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError
                     let mut t = Table::new();
                     t.insert("command", value("mekara"));
                     t.insert("args", value(toml_edit::Array::from_iter(["mcp"])));
+                    t.insert(approval_key, value(approval));
                     servers.insert(name, Item::Table(t));
                     details.push(format!("+ MCP server `{name}` (runs `mekara mcp`)"));
+                    details.push(approval_detail);
                 }
-                Some(item) if is_ours(item) => {}
+                Some(item) if is_ours(item) => {
+                    if !approved(item) {
+                        let server = servers
+                            .get_mut(name)
+                            .and_then(Item::as_table_like_mut)
+                            .expect("checked to be ours, a table, just above");
+                        server.insert(approval_key, value(approval));
+                        details.push(approval_detail);
+                    }
+                }
                 Some(_) => kept.push(format!(
                     "`{}` already has a server `{name}` with other settings: left as is",
                     path.display()

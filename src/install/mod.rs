@@ -286,6 +286,14 @@ pub(crate) fn plan(
                  ignores the project's permissions and servers)"
                     .to_string(),
             );
+            if clients.contains(&Client::Codex) {
+                plan.left_for_you.push(
+                    "trust this folder in Codex once: start `codex` in it and trust it when \
+                     asked, or run `codex exec --trust` (until then Codex ignores \
+                     `.codex/config.toml`, so it does not start the `mekara` server)"
+                        .to_string(),
+                );
+            }
         }
         if !on_path("mekara") {
             plan.left_for_you.push(

@@ -68,9 +68,6 @@ impl Project {
     /// A command line typed in the project root (`sh -c LINE`), with the `mekara` under test
     /// first on `PATH` and the same hermetic environment as [`Project::command`].
     pub fn shell(&self, line: &str) -> Command {
-        let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
-            .parent()
-            .expect("the binary has a folder");
         let hermetic = self.command(&[]);
         let mut shell = Command::new("/bin/sh");
         shell
@@ -83,14 +80,7 @@ impl Project {
                 shell.env(key, value);
             }
         }
-        shell.env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        );
+        shell.env("PATH", path_with_mekara());
         shell
     }
 
@@ -208,6 +198,20 @@ impl Project {
             .split_once('\n')
             .map_or(String::new(), |(_, rest)| rest.to_string())
     }
+}
+
+/// `PATH` with the folder of the `mekara` under test first: a shell, or an agent client
+/// running `mekara mcp` and the hooks by that name as `mekara install` registers them, finds
+/// this build.
+pub fn path_with_mekara() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
+        .parent()
+        .expect("the binary has a folder");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 pub fn write_file(path: &Path, text: &str) -> PathBuf {
@@ -378,6 +382,19 @@ fn redact_times(line: &str) -> String {
         }
     }
     out
+}
+
+/// The first run handle (`<run id>.<token>`, as `start` returns it) in `text`.
+pub fn run_handle(text: &str) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    (0..chars.len()).find_map(|i| {
+        let candidate: String = chars[i..].iter().take(20 + 33).collect();
+        let (id, token) = (candidate.get(..20)?, candidate.get(20..)?);
+        let is_token = token.len() == 33
+            && token.starts_with('.')
+            && token[1..].bytes().all(|b| b.is_ascii_hexdigit());
+        (is_run_id(id) && is_token).then_some(candidate)
+    })
 }
 
 fn is_run_id(s: &str) -> bool {

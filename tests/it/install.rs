@@ -519,6 +519,60 @@ fn an_entry_named_mekara_with_other_settings_is_left_alone() {
     assert_eq!(read(&project, ".mcp.json"), mcp);
 }
 
+/// Codex refused every call of mekara's tools ("requires approval, but approval policy is
+/// never") when install wrote the server without `default_tools_approval_mode`: an install
+/// over such an entry adds the setting, and uninstall takes the whole entry out.
+#[test]
+fn a_codex_server_written_without_the_approval_mode_gets_it_and_uninstall_removes_both() {
+    let project = Project::new();
+    let before = "model = \"o3\"\n\n[mcp_servers.github]\ncommand = \"gh\"\n";
+    let old_install = "\n[mcp_servers.mekara]\ncommand = \"mekara\"\nargs = [\"mcp\"]\n";
+    project.write(".codex/config.toml", &format!("{before}{old_install}"));
+    let run = mekara(&project, &["install", "--client", "codex"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains(
+            "  updated .codex/config.toml\n      + its tools run without an approval prompt \
+             (`default_tools_approval_mode = \"approve\"`)\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        read(&project, ".codex/config.toml"),
+        format!("{before}{old_install}default_tools_approval_mode = \"approve\"\n")
+    );
+    let again = mekara(&project, &["install", "--client", "codex"]);
+    assert!(
+        again
+            .stdout
+            .contains("nothing to change, already installed"),
+        "{}",
+        again.stdout
+    );
+    mekara(&project, &["uninstall", "--client", "codex"]).expect_code(0);
+    assert_eq!(read(&project, ".codex/config.toml"), before);
+}
+
+#[test]
+fn a_codex_server_whose_approval_mode_the_person_chose_is_left_alone() {
+    let project = Project::new();
+    let config = "[mcp_servers.mekara]\ncommand = \"mekara\"\nargs = [\"mcp\"]\n\
+                  default_tools_approval_mode = \"prompt\"\n";
+    project.write(".codex/config.toml", config);
+    let run = mekara(&project, &["install", "--client", "codex"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("already has a server `mekara` with other settings: left as is"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(read(&project, ".codex/config.toml"), config);
+    mekara(&project, &["uninstall", "--client", "codex"]).expect_code(0);
+    assert_eq!(read(&project, ".codex/config.toml"), config);
+}
+
 #[test]
 fn the_output_says_when_mekara_is_not_on_path() {
     let project = Project::new();

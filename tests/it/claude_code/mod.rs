@@ -10,8 +10,7 @@
 mod standin;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{Value as Json, json};
 
@@ -37,19 +36,6 @@ fn claude_2_0() -> PathBuf {
     )
 }
 
-/// `PATH` with the `mekara` under test first: Claude Code runs `mekara mcp` and the hooks by
-/// that name, as `mekara install` registers them.
-fn path_with_mekara() -> String {
-    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
-        .parent()
-        .expect("the binary has a folder");
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
 /// A project with `mekara install` run in it, and the two approvals a person gives on the
 /// first interactive launch: trusting the folder (`~/.claude.json`) and approving the
 /// `mekara` server of `.mcp.json` (`.claude/settings.local.json`).
@@ -58,7 +44,7 @@ fn installed_project() -> (Project, PathBuf) {
     let root = project.root().canonicalize().expect("canonical root");
     let out = project
         .command(&["install"])
-        .env("PATH", path_with_mekara())
+        .env("PATH", crate::common::path_with_mekara())
         .output()
         .expect("run mekara install");
     assert!(out.status.success(), "mekara install failed: {out:?}");
@@ -77,72 +63,36 @@ fn installed_project() -> (Project, PathBuf) {
 }
 
 /// What one `claude -p` run left behind.
-struct Session {
-    standin: StandIn,
-    stdout: String,
-    stderr: String,
-}
+type Session = crate::standin::Session<standin::Turn>;
 
 /// Runs `claude -p PROMPT` in the project against a stand-in scripted with `turns`.
 fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::Turn>) -> Session {
     let standin = StandIn::start(turns);
-    let mut child = Command::new(claude)
+    let mut command = Command::new(claude);
+    command
         .arg("-p")
         .arg(prompt)
         .current_dir(project.root())
         .env_clear()
-        .env("PATH", path_with_mekara())
+        .env("PATH", crate::common::path_with_mekara())
         .env("HOME", project.home())
         .env("ANTHROPIC_BASE_URL", standin.url())
         .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("MEKARA_LOG_FILE", project.home().join("mekara.log"))
-        .env("MEKARA_LOG", "debug")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn claude");
-    let deadline = Instant::now() + Duration::from_secs(3 * 60);
-    while child.try_wait().expect("wait for claude").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("claude output");
-    Session {
-        standin,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .env("MEKARA_LOG", "debug");
+    Session::run(command, standin)
 }
 
-impl Session {
-    /// The tool result the model got for `id`, from the main request that carried it.
-    fn tool_result(&self, id: &str) -> (String, bool) {
-        self.standin
-            .main_requests()
-            .iter()
-            .find_map(|r| r.tool_result(id))
-            .unwrap_or_else(|| panic!("no tool result for `{id}` reached the model\n{self}"))
-    }
-}
-
-impl std::fmt::Display for Session {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "claude stdout:\n{}\nclaude stderr:\n{}",
-            self.stdout, self.stderr
-        )?;
-        for r in self.standin.recorded() {
-            writeln!(f, "request {} (main: {})", r.method_and_path, r.is_main())?;
-        }
-        Ok(())
-    }
+/// The tool result the model got for `id`, from the main request that carried it.
+fn tool_result(session: &Session, id: &str) -> (String, bool) {
+    session
+        .standin
+        .main_requests()
+        .iter()
+        .find_map(|r| r.tool_result(id))
+        .unwrap_or_else(|| panic!("no tool result for `{id}` reached the model\n{session}"))
 }
 
 /// The events of a run's journal, parsed.
@@ -193,7 +143,7 @@ fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_wi
 
     // The call reached `mekara mcp` (no permission prompt refused it), ran the auto step,
     // and its reply came back as the tool result.
-    let (result, is_error) = session.tool_result("toolu_start");
+    let (result, is_error) = tool_result(&session, "toolu_start");
     assert!(!is_error, "the start call failed:\n{result}\n{session}");
     assert!(
         result.contains("## Your turn: llm step `test:random[1]`")
@@ -232,7 +182,7 @@ fn without_the_installed_permissions_the_same_call_is_refused() {
             json!({"name": "test/random", "arguments": "7"}),
         )]],
     );
-    let (result, is_error) = session.tool_result("toolu_start");
+    let (result, is_error) = tool_result(&session, "toolu_start");
     assert!(
         is_error && result.contains("permission"),
         "not refused:\n{result}"
@@ -355,7 +305,7 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
         "## Done",
     ];
     for ((id, tool, _), want) in calls.iter().zip(expected) {
-        let (result, is_error) = session.tool_result(id);
+        let (result, is_error) = tool_result(&session, id);
         assert!(!is_error, "`{tool}` ({id}) failed:\n{result}\n{session}");
         assert!(
             result.contains(want),
@@ -451,7 +401,7 @@ fn agent_command_call(claude: &Path, tool: &str, input: Json) -> (Session, Strin
         "Play the number game.",
         vec![vec![tool_use("toolu_command", tool, input)]],
     );
-    let (result, is_error) = session.tool_result("toolu_command");
+    let (result, is_error) = tool_result(&session, "toolu_command");
     assert!(is_error, "the {tool} call was not refused:\n{result}");
     assert!(project.run_ids().is_empty());
     (session, result)
@@ -629,7 +579,7 @@ fn the_first_hour_in_claude_code() {
         "`/compile` did not reach the model as the reroute:\n{shown}"
     );
     let result = |id: &str| {
-        let (text, is_error) = session.tool_result(id);
+        let (text, is_error) = tool_result(&session, id);
         assert!(!is_error, "`{id}` failed:\n{text}\n{session}");
         text
     };
@@ -693,12 +643,12 @@ fn the_first_hour_in_claude_code() {
             && shown.contains(&format!(r#"{{"name":"{name}","arguments":""}}"#)),
         "`{run_prompt}` did not reach the model as the reroute:\n{shown}"
     );
-    let (ran, is_error) = session.tool_result("toolu_run");
+    let (ran, is_error) = tool_result(&session, "toolu_run");
     assert!(
         !is_error && ran.contains("`$ ls`") && ran.contains("notes.txt"),
         "{ran}"
     );
-    let (done, _) = session.tool_result("toolu_done");
+    let (done, _) = tool_result(&session, "toolu_done");
     assert!(done.contains("## Done"), "{done}");
     // The trial in step 5 is a `start` without `parent`: a run of its own beside the compile
     // run (which goes on when it ends), not nested in it.
@@ -717,7 +667,7 @@ fn unattended(project: &Project, standin: &StandIn, args: &[&str]) -> crate::com
     command
         .env(
             "PATH",
-            format!("{}:{}", claude_dir.display(), path_with_mekara()),
+            format!("{}:{}", claude_dir.display(), crate::common::path_with_mekara()),
         )
         .env("ANTHROPIC_BASE_URL", standin.url())
         .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")

@@ -5,29 +5,13 @@
 //! turn, streamed as server-sent events the way the API streams them; when the script runs
 //! out, the answer is a plain "Done." that ends the conversation. Side requests (titles,
 //! token counts, quota checks, anything without tools) get a harmless short answer. Every
-//! request is recorded, in order.
+//! request is recorded, in order (by the shared server of [`crate::standin`]).
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value as Json, json};
 
-/// A request the stand-in received.
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    /// `POST /v1/messages?beta=true`.
-    pub method_and_path: String,
-    /// The JSON body (`null` when there was none or it did not parse).
-    pub body: Json,
-}
+use crate::standin::{Answer, Recorded, Scripted, json_response, sse_response};
 
+/// What a request means in the Messages API.
 impl Recorded {
     /// Whether this is a turn of the main conversation (it offers tools).
     pub fn is_main(&self) -> bool {
@@ -130,72 +114,13 @@ pub fn tool_use(id: &str, name: &str, input: Json) -> Json {
     json!({"type": "tool_use", "id": id, "name": name, "input": input})
 }
 
-#[derive(Default)]
-struct State {
-    turns: VecDeque<Turn>,
-    recorded: Vec<Recorded>,
-}
-
 /// The running stand-in; stops when dropped.
-pub struct StandIn {
-    addr: SocketAddr,
-    state: Arc<Mutex<State>>,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
-}
+pub type StandIn = Scripted<Turn>;
 
 impl StandIn {
-    /// Starts a stand-in on 127.0.0.1 answering with `turns`, in order.
+    /// Starts a stand-in on 127.0.0.1 answering the main conversation with `turns`, in order.
     pub fn start(turns: Vec<Turn>) -> StandIn {
-        let state = Arc::new(Mutex::new(State {
-            turns: turns.into(),
-            recorded: Vec::new(),
-        }));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the stand-in");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("local addr");
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        let served = state.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                loop {
-                    tokio::select! {
-                        _ = &mut rx => break,
-                        accepted = listener.accept() => {
-                            let Ok((stream, _)) = accepted else { continue };
-                            let state = served.clone();
-                            tokio::spawn(async move {
-                                let service = hyper::service::service_fn(move |req| {
-                                    answer(state.clone(), req)
-                                });
-                                let _ = hyper::server::conn::http1::Builder::new()
-                                    .serve_connection(TokioIo::new(stream), service)
-                                    .await;
-                            });
-                        }
-                    }
-                }
-            });
-        });
-        StandIn {
-            addr,
-            state,
-            _shutdown: tx,
-        }
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Every request so far.
-    pub fn recorded(&self) -> Vec<Recorded> {
-        self.state.lock().expect("state").recorded.clone()
+        Scripted::start_with(turns, Recorded::is_main, answer)
     }
 
     /// The main-conversation requests so far.
@@ -205,37 +130,12 @@ impl StandIn {
             .filter(Recorded::is_main)
             .collect()
     }
-
-    /// How many scripted turns were not asked for.
-    pub fn turns_left(&self) -> usize {
-        self.state.lock().expect("state").turns.len()
-    }
 }
 
-async fn answer(
-    state: Arc<Mutex<State>>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let method_and_path = format!("{} {}", req.method(), req.uri());
-    let path = req.uri().path().to_string();
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(http_body_util::Collected::to_bytes)
-        .unwrap_or_default();
-    let body: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
-    let recorded = Recorded {
-        method_and_path,
-        body: body.clone(),
-    };
-    let main = recorded.is_main();
-    let handle = recorded.latest_handle();
-    let turn = {
-        let mut state = state.lock().expect("state");
-        state.recorded.push(recorded);
-        if main { state.turns.pop_front() } else { None }
-    };
+fn answer(request: &Recorded, turn: Option<Turn>) -> Answer {
+    let path = request.path();
+    let body = &request.body;
+    let handle = request.latest_handle();
     let turn = turn.map(|blocks| {
         blocks
             .into_iter()
@@ -243,10 +143,10 @@ async fn answer(
             .collect::<Turn>()
     });
     if path.ends_with("/count_tokens") {
-        return Ok(json_response(json!({"input_tokens": 1})));
+        return json_response(&json!({"input_tokens": 1}));
     }
     if !path.ends_with("/v1/messages") {
-        return Ok(json_response(json!({})));
+        return json_response(&json!({}));
     }
     let content = turn.unwrap_or_else(|| vec![text("Done.")]);
     let stop = if content
@@ -267,16 +167,12 @@ async fn answer(
         let mut message = message;
         message["content"] = Json::Array(content);
         message["stop_reason"] = json!(stop);
-        return Ok(json_response(message));
+        return json_response(&message);
     }
-    let mut sse = String::new();
-    let mut event = |name: &str, data: Json| {
-        sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
-    };
-    event(
+    let mut events = vec![(
         "message_start",
         json!({"type": "message_start", "message": message}),
-    );
+    )];
     for (index, block) in content.iter().enumerate() {
         let (start, delta) = if block.get("type").and_then(Json::as_str) == Some("tool_use") {
             let mut start = block.clone();
@@ -292,36 +188,26 @@ async fn answer(
                 json!({"type": "text_delta", "text": block.get("text").cloned().unwrap_or(json!(""))}),
             )
         };
-        event(
+        events.push((
             "content_block_start",
             json!({"type": "content_block_start", "index": index, "content_block": start}),
-        );
-        event(
+        ));
+        events.push((
             "content_block_delta",
             json!({"type": "content_block_delta", "index": index, "delta": delta}),
-        );
-        event(
+        ));
+        events.push((
             "content_block_stop",
             json!({"type": "content_block_stop", "index": index}),
-        );
+        ));
     }
-    event(
+    events.push((
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
                "usage": {"output_tokens": 1}}),
-    );
-    event("message_stop", json!({"type": "message_stop"}));
-    Ok(Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Full::new(Bytes::from(sse)))
-        .expect("a valid response"))
-}
-
-fn json_response(value: Json) -> Response<Full<Bytes>> {
-    Response::builder()
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(value.to_string())))
-        .expect("a valid response")
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    sse_response(&events)
 }
 
 /// `value` with every string [`HANDLE`] replaced by `handle` (left as it is when there is

@@ -1,0 +1,222 @@
+//! End to end with the real Codex CLI: `mekara install --client codex` in a temporary project,
+//! then `codex exec` with `HOME` in a temporary folder whose `~/.codex/config.toml` points
+//! Codex at a scripted stand-in model ([`standin`]), which records every request. The checks
+//! are on those requests (what the model was really given back) and on mekara's journal.
+//!
+//! Codex is installed by `tests/codex/install.sh` into `target/test-clients/codex/`. The tests
+//! are ignored unless the `clients` feature is on (as in CI); with it on, a missing binary is
+//! a failure.
+
+mod standin;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value as Json, json};
+
+use crate::common::{Project, path_with_mekara, run_handle};
+use standin::{StandIn, Turn, call, say};
+
+/// The namespace Codex gives the model for the tools of the MCP server `mekara`.
+const MEKARA: &str = "mcp__mekara";
+
+/// The installed `codex`.
+fn codex() -> PathBuf {
+    crate::common::outside_client(
+        "codex/node_modules/.bin/codex",
+        "Codex",
+        "tests/codex/install.sh",
+    )
+}
+
+/// A project with `mekara install --client codex` run in it.
+fn installed_project() -> Project {
+    let project = Project::new();
+    let out = project
+        .command(&["install", "--client", "codex"])
+        .env("PATH", path_with_mekara())
+        .output()
+        .expect("run mekara install");
+    assert!(out.status.success(), "mekara install failed: {out:?}");
+    project
+}
+
+/// What one `codex exec` run left behind.
+type Session = crate::standin::Session<Turn>;
+
+/// Runs `codex exec --trust PROMPT` in the project against a stand-in scripted with `turns`.
+/// The person's own `~/.codex/config.toml` selects the stand-in as the model provider (a
+/// project's config may not); `--trust` is what install's output tells the person to do once.
+fn codex_exec(codex: &Path, project: &Project, prompt: &str, turns: Vec<Turn>) -> Session {
+    let standin = StandIn::start(turns);
+    crate::common::write_file(
+        &project.home().join(".codex/config.toml"),
+        &format!(
+            "model = \"stand-in\"\nmodel_provider = \"stand-in\"\n\n\
+             [model_providers.stand-in]\nname = \"stand-in\"\nbase_url = \"{}\"\n\
+             wire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n",
+            standin.base_url()
+        ),
+    );
+    let mut command = Command::new(codex);
+    command
+        .args(["exec", "--skip-git-repo-check", "--trust", prompt])
+        .current_dir(project.root())
+        .env_clear()
+        .env("PATH", path_with_mekara())
+        .env("HOME", project.home())
+        .env("STANDIN_API_KEY", "sk-stand-in")
+        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+    Session::run(command, standin)
+}
+
+/// The tool result the model got for `call_id`.
+fn output(session: &Session, call_id: &str) -> String {
+    session
+        .standin
+        .responses()
+        .iter()
+        .find_map(|r| r.function_output(call_id))
+        .unwrap_or_else(|| panic!("no tool result for `{call_id}` reached the model\n{session}"))
+}
+
+/// A turn calling mekara's `tool` with `arguments` and the handle of the run the last tool
+/// result named, as an agent reads it from mekara's reply.
+fn continue_run(call_id: &str, tool: &str, arguments: Json) -> Turn {
+    call(call_id, MEKARA, tool, move |request| {
+        // Without one (the last call failed), a handle that cannot match: the checks of
+        // the tool results say what went wrong, not a panic in the stand-in's thread.
+        let last = request.last_function_output().unwrap_or_default();
+        let handle = run_handle(&last).unwrap_or_else(|| "no run handle".to_string());
+        let mut arguments = arguments;
+        arguments["run_id"] = json!(handle);
+        arguments
+    })
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Codex (bash tests/codex/install.sh) and --features clients"
+)]
+#[test]
+fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
+    let codex = codex();
+    let project = installed_project();
+    let turns = vec![
+        call(
+            "call_start",
+            MEKARA,
+            "start",
+            |_| json!({"name": "test/random", "arguments": "7"}),
+        ),
+        continue_run(
+            "call_guess",
+            "continue_compiled_script",
+            json!({"outputs": {"guess": "50"}}),
+        ),
+        continue_run(
+            "call_react",
+            "continue_compiled_script",
+            json!({"outputs": {}}),
+        ),
+        say("All done."),
+    ];
+    let session = codex_exec(&codex, &project, "Play test/random.", turns);
+    assert_eq!(
+        session.standin.turns_left(),
+        0,
+        "not every turn was asked for\n{session}"
+    );
+
+    // Codex offers mekara's tools in a namespace named after the server.
+    let offered = session.standin.responses()[0].functions();
+    assert!(
+        offered.contains(&(Some(MEKARA.to_string()), "start".to_string())),
+        "mekara's `start` is not offered as `{MEKARA}` `start`: {offered:?}"
+    );
+
+    // Every call reached `mekara mcp` (no approval refused it) and its reply came back.
+    // mekara's texts name its tools as Codex offers them (`continue_compiled_script` in the
+    // namespace), never by Claude Code's flat `mcp__mekara__<tool>`: Codex answers a call of
+    // that name with "unsupported call".
+    let tools = session.standin.responses()[0].body["tools"].to_string();
+    assert!(!tools.contains("mcp__mekara__"), "{tools}");
+    for (call_id, want) in [
+        ("call_start", "## Your turn: llm step `test:random[1]`"),
+        ("call_guess", "## Your turn: llm step `test:random[3]`"),
+        ("call_react", "## Done"),
+    ] {
+        let output = output(&session, call_id);
+        assert!(
+            output.contains(want),
+            "`{call_id}` did not reply `{want}`:\n{output}\n{session}"
+        );
+        assert!(!output.contains("mcp__mekara__"), "{output}");
+    }
+    assert!(
+        output(&session, "call_start").contains("`continue_compiled_script`"),
+        "the reply does not name the next call as Codex offers it"
+    );
+    assert!(
+        output(&session, "call_start").contains("`$ shuf -i 1-100 -n 1`"),
+        "the auto step did not run"
+    );
+
+    // The journal says the same: the run was started with the arguments, took the guess,
+    // and ended (its root frame popped).
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 1, "expected one run, found {ids:?}");
+    let events: Vec<Json> = project
+        .journal(&ids[0])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a journal line is JSON"))
+        .collect();
+    assert_eq!(events[1]["event"], "push");
+    assert_eq!(events[1]["script"], "test/random");
+    assert_eq!(events[1]["request"], "7");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["result"]["outputs"]["guess"] == "50"),
+        "the guess is not journaled: {events:#?}"
+    );
+    let last = events.last().expect("events");
+    assert_eq!(
+        (last["event"].as_str(), last["depth"].as_u64()),
+        (Some("pop"), Some(0)),
+        "the run did not end: {events:#?}"
+    );
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Codex (bash tests/codex/install.sh) and --features clients"
+)]
+#[test]
+fn without_the_installed_approval_mode_codex_refuses_the_call() {
+    // The control for the test above: it is install's `default_tools_approval_mode` that lets
+    // the call through in `codex exec`, where nobody can answer a prompt.
+    let codex = codex();
+    let project = installed_project();
+    let config = project.root().join(".codex/config.toml");
+    let text = std::fs::read_to_string(&config).expect("read the config");
+    let without: String = text
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with("default_tools_approval_mode"))
+        .collect();
+    assert_ne!(without, text, "install wrote no approval mode:\n{text}");
+    std::fs::write(&config, without).expect("write the config");
+    let turns = vec![call(
+        "call_start",
+        MEKARA,
+        "start",
+        |_| json!({"name": "test/random", "arguments": "7"}),
+    )];
+    let session = codex_exec(&codex, &project, "Play test/random.", turns);
+    let output = output(&session, "call_start");
+    assert!(
+        output.contains("requires approval"),
+        "not refused:\n{output}\n{session}"
+    );
+    assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
+}
