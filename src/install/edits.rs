@@ -240,6 +240,14 @@ pub(super) fn opencode(path: &Path, direction: Direction) -> Result<Edit, EditEr
     server_entry(path, direction, "mcp", &entry)
 }
 
+/// Gemini CLI's `settings.json`: the `mekara` server, trusted. Gemini asks before every call
+/// of an untrusted server's tools, and without a person to ask (`gemini -p`) it does not offer
+/// them to the model at all; `trust` is its one switch for a server's tools.
+pub(super) fn gemini(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let entry = json!({"command": "mekara", "args": ["mcp"], "trust": true});
+    server_entry(path, direction, "mcpServers", &entry)
+}
+
 /// The hook entry `install` adds for `hook`.
 fn hook_entry(hook: Hook) -> Json {
     let command = json!({"type": "command", "command": hook.command()});

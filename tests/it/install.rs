@@ -293,16 +293,11 @@ fn other_settings_and_their_key_order_survive_and_uninstall_restores_them() {
 #[test]
 fn uninstall_after_install_on_a_bare_folder_leaves_it_bare() {
     let project = Project::new();
-    mekara(
-        &project,
-        &["install", "--client", "codex", "--client", "opencode"],
-    )
-    .expect_code(0);
-    mekara(
-        &project,
-        &["uninstall", "--client", "codex", "--client", "opencode"],
-    )
-    .expect_code(0);
+    let clients = [
+        "--client", "codex", "--client", "opencode", "--client", "gemini",
+    ];
+    mekara(&project, &[&["install"][..], &clients].concat()).expect_code(0);
+    mekara(&project, &[&["uninstall"][..], &clients].concat()).expect_code(0);
     // Everything but the project's `.mekara/` was install's, the empty script folders too:
     // it all goes.
     assert_eq!(tree(&project.root()), [".mekara/"]);
@@ -320,6 +315,8 @@ fn a_file_that_does_not_parse_is_named_and_nothing_is_written() {
         ),
         (".codex/config.toml", "[mcp_servers\ncommand = "),
         (".codex/config.toml", "mcp_servers = 3\n"),
+        (".gemini/settings.json", "{\"theme\": \"dark\",}"),
+        (".gemini/settings.json", r#"{"mcpServers": ["mekara"]}"#),
     ]
     .into_iter()
     .enumerate()
@@ -327,7 +324,10 @@ fn a_file_that_does_not_parse_is_named_and_nothing_is_written() {
         let project = Project::new();
         project.write(path, text);
         let before = tree(&project.root());
-        let run = mekara(&project, &["install", "--client", "codex"]);
+        let run = mekara(
+            &project,
+            &["install", "--client", "codex", "--client", "gemini"],
+        );
         run.expect_code(1);
         assert_eq!(run.stdout, "");
         assert_eq!(
@@ -447,6 +447,78 @@ fn codex_and_opencode_configs_keep_their_formatting() {
         restored,
         serde_json::from_str::<Json>(opencode).expect("json")
     );
+}
+
+/// Gemini CLI's settings hold much besides servers (theme, auth, other servers): install adds
+/// the trusted `mekara` server among them, in place, and uninstall takes out only that.
+#[test]
+fn gemini_settings_get_a_trusted_server_and_keep_everything_else() {
+    let project = Project::new();
+    let settings = r#"{
+  "theme": "GitHub",
+  "mcpServers": {
+    "github": {
+      "command": "gh-mcp",
+      "trust": false
+    }
+  },
+  "security": {
+    "auth": {
+      "selectedType": "gemini-api-key"
+    }
+  }
+}
+"#;
+    project.write(".gemini/settings.json", settings);
+    let run = mekara(&project, &["install", "--client", "gemini"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("install_gemini", read(&project, ".gemini/settings.json"));
+    assert!(
+        run.stdout.contains("updated .gemini/settings.json")
+            && run
+                .stdout
+                .contains("start `gemini` in this folder once and trust the folder"),
+        "{}",
+        run.stdout
+    );
+    let again = mekara(&project, &["install", "--client", "gemini"]);
+    assert!(
+        again
+            .stdout
+            .contains("nothing to change, already installed"),
+        "{}",
+        again.stdout
+    );
+    mekara(&project, &["uninstall", "--client", "gemini"]).expect_code(0);
+    assert_eq!(read(&project, ".gemini/settings.json"), settings);
+}
+
+#[test]
+fn gemini_user_scope_writes_the_home_settings() {
+    let project = Project::new();
+    let home_settings = project.home().join(".gemini/settings.json");
+    let run = mekara(&project, &["install", "--user", "--client", "gemini"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("start `gemini` in each folder you use it in once"),
+        "{}",
+        run.stdout
+    );
+    let written: Json =
+        serde_json::from_str(&std::fs::read_to_string(&home_settings).expect("read"))
+            .expect("json");
+    assert_eq!(
+        written,
+        serde_json::json!({"mcpServers": {"mekara": {"command": "mekara", "args": ["mcp"], "trust": true}}})
+    );
+    assert!(
+        !project.root().join(".gemini").exists(),
+        "the project was touched"
+    );
+    mekara(&project, &["uninstall", "--user", "--client", "gemini"]).expect_code(0);
+    assert!(!home_settings.exists(), "{}", home_settings.display());
+    assert!(!project.home().join(".gemini").exists());
 }
 
 #[test]
