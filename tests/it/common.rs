@@ -382,6 +382,30 @@ pub fn outside_client(relative: &str, what: &str, install: &str) -> PathBuf {
     path
 }
 
+/// The events of the project's one run's journal, parsed.
+pub fn journal_events(project: &Project) -> Vec<serde_json::Value> {
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 1, "expected one run, found {ids:?}");
+    project
+        .journal(&ids[0])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a journal line is JSON"))
+        .collect()
+}
+
+/// `PATH` with the `mekara` under test first: agent clients run `mekara mcp` (and Claude
+/// Code the hooks) by that name, as `mekara install` registers them.
+pub fn path_with_mekara() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
+        .parent()
+        .expect("the binary has a folder");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// The npm MCP servers installed by `tests/mcp-servers/install.sh`: the folder holding
 /// `server-everything` and `server-filesystem`.
 pub fn servers() -> PathBuf {

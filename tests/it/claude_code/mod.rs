@@ -10,13 +10,12 @@
 mod standin;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{Value as Json, json};
 
-use crate::common::Project;
-use standin::{StandIn, text, tool_use};
+use crate::common::{Project, journal_events, path_with_mekara};
+use standin::{Session, text, tool_use};
 
 /// The installed `claude`.
 fn claude() -> PathBuf {
@@ -24,19 +23,6 @@ fn claude() -> PathBuf {
         "claude-code/node_modules/.bin/claude",
         "Claude Code",
         "tests/claude/install.sh",
-    )
-}
-
-/// `PATH` with the `mekara` under test first: Claude Code runs `mekara mcp` and the hooks by
-/// that name, as `mekara install` registers them.
-fn path_with_mekara() -> String {
-    let bin = Path::new(env!("CARGO_BIN_EXE_mekara"))
-        .parent()
-        .expect("the binary has a folder");
-    format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     )
 }
 
@@ -66,17 +52,11 @@ fn installed_project() -> (Project, PathBuf) {
     (project, root)
 }
 
-/// What one `claude -p` run left behind.
-struct Session {
-    standin: StandIn,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `claude -p PROMPT` in the project against a stand-in scripted with `turns`.
 fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::Turn>) -> Session {
-    let standin = StandIn::start(turns);
-    let mut child = Command::new(claude)
+    let standin = standin::start(turns);
+    let mut command = Command::new(claude);
+    command
         .arg("-p")
         .arg(prompt)
         .current_dir(project.root())
@@ -87,26 +67,8 @@ fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::
         .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn claude");
-    let deadline = Instant::now() + Duration::from_secs(3 * 60);
-    while child.try_wait().expect("wait for claude").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().expect("claude output");
-    Session {
-        standin,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+    Session::run("claude", standin, command)
 }
 
 impl Session {
@@ -118,31 +80,6 @@ impl Session {
             .find_map(|r| r.tool_result(id))
             .unwrap_or_else(|| panic!("no tool result for `{id}` reached the model\n{self}"))
     }
-}
-
-impl std::fmt::Display for Session {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "claude stdout:\n{}\nclaude stderr:\n{}",
-            self.stdout, self.stderr
-        )?;
-        for r in self.standin.recorded() {
-            writeln!(f, "request {} (main: {})", r.method_and_path, r.is_main())?;
-        }
-        Ok(())
-    }
-}
-
-/// The events of a run's journal, parsed.
-fn journal_events(project: &Project) -> Vec<Json> {
-    let ids = project.run_ids();
-    assert_eq!(ids.len(), 1, "expected one run, found {ids:?}");
-    project
-        .journal(&ids[0])
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a journal line is JSON"))
-        .collect()
 }
 
 #[cfg_attr(
@@ -272,14 +209,7 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
         "not every turn was asked for\n{session}"
     );
 
-    let expected = [
-        "## Your turn: llm step `test:nested[0] > test:random[1]`",
-        "## Your turn: llm step `test:nested[0] > test:random[3]`",
-        "## Your turn: NL script `test:nested[2] > test:imagine-object[0]`",
-        "## Your turn: llm step `test:nested[3]`",
-        "## Done",
-    ];
-    for ((id, tool, _), want) in calls.iter().zip(expected) {
+    for ((id, tool, _), want) in calls.iter().zip(crate::standin::NESTED_REPLIES) {
         let (result, is_error) = session.tool_result(id);
         assert!(!is_error, "`{tool}` ({id}) failed:\n{result}");
         assert!(
@@ -288,15 +218,9 @@ fn a_scripted_sequence_of_calls_completes_test_nested() {
         );
     }
 
-    // The journal says the same: every frame pushed was popped, the root last.
+    // The journal says the run completed.
     let events = journal_events(&project);
-    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
-    assert_eq!(count("push"), count("pop"), "{events:#?}");
-    let last = events.last().expect("events");
-    assert_eq!(
-        (last["event"].as_str(), last["depth"].as_u64()),
-        (Some("pop"), Some(0))
-    );
+    crate::standin::assert_completed(&events);
     let guess = events
         .iter()
         .find(|e| e["input"]["kind"] == "llm" && e["result"]["outputs"]["guess"].is_string())

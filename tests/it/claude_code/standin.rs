@@ -1,42 +1,26 @@
-//! A scripted stand-in for the Anthropic Messages API, for driving the real Claude Code
-//! offline (`ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`).
+//! The stand-in model ([`crate::standin`]) speaking the Anthropic Messages API, for driving
+//! the real Claude Code offline (`ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`).
 //!
 //! Each main-conversation request (one that offers tools) is answered with the next scripted
 //! turn, streamed as server-sent events the way the API streams them; when the script runs
 //! out, the answer is a plain "Done." that ends the conversation. Side requests (titles,
-//! token counts, quota checks, anything without tools) get a harmless short answer. Every
-//! request is recorded, in order.
-
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+//! token counts, quota checks, anything without tools) get a harmless short answer.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use http_body_util::Full;
+use hyper::Response;
 use serde_json::{Value as Json, json};
 
-/// A request the stand-in received.
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    /// `POST /v1/messages?beta=true`.
-    pub method_and_path: String,
-    /// The JSON body (`null` when there was none or it did not parse).
-    pub body: Json,
+pub use crate::standin::{Recorded, Session, StandIn, Turn};
+use crate::standin::{json_response, sse_response};
+
+/// Starts a stand-in answering as the Messages API with `turns`, in order.
+pub fn start(turns: Vec<Turn>) -> StandIn {
+    StandIn::start(turns, answer)
 }
 
+// The Messages API's shape of a recorded request.
 impl Recorded {
-    /// Whether this is a turn of the main conversation (it offers tools).
-    pub fn is_main(&self) -> bool {
-        self.body
-            .get("tools")
-            .and_then(Json::as_array)
-            .is_some_and(|t| !t.is_empty())
-    }
-
     /// The conversation's messages.
     pub fn messages(&self) -> &[Json] {
         self.body
@@ -97,9 +81,6 @@ fn collect_text(content: &Json, out: &mut String) {
     }
 }
 
-/// One scripted answer of the model: its content blocks (`text` or `tool_use`).
-pub type Turn = Vec<Json>;
-
 /// A text block.
 pub fn text(t: &str) -> Json {
     json!({"type": "text", "text": t})
@@ -110,116 +91,13 @@ pub fn tool_use(id: &str, name: &str, input: Json) -> Json {
     json!({"type": "tool_use", "id": id, "name": name, "input": input})
 }
 
-#[derive(Default)]
-struct State {
-    turns: VecDeque<Turn>,
-    recorded: Vec<Recorded>,
-}
-
-/// The running stand-in; stops when dropped.
-pub struct StandIn {
-    addr: SocketAddr,
-    state: Arc<Mutex<State>>,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
-}
-
-impl StandIn {
-    /// Starts a stand-in on 127.0.0.1 answering with `turns`, in order.
-    pub fn start(turns: Vec<Turn>) -> StandIn {
-        let state = Arc::new(Mutex::new(State {
-            turns: turns.into(),
-            recorded: Vec::new(),
-        }));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the stand-in");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("local addr");
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-        let served = state.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                loop {
-                    tokio::select! {
-                        _ = &mut rx => break,
-                        accepted = listener.accept() => {
-                            let Ok((stream, _)) = accepted else { continue };
-                            let state = served.clone();
-                            tokio::spawn(async move {
-                                let service = hyper::service::service_fn(move |req| {
-                                    answer(state.clone(), req)
-                                });
-                                let _ = hyper::server::conn::http1::Builder::new()
-                                    .serve_connection(TokioIo::new(stream), service)
-                                    .await;
-                            });
-                        }
-                    }
-                }
-            });
-        });
-        StandIn {
-            addr,
-            state,
-            _shutdown: tx,
-        }
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Every request so far.
-    pub fn recorded(&self) -> Vec<Recorded> {
-        self.state.lock().expect("state").recorded.clone()
-    }
-
-    /// The main-conversation requests so far.
-    pub fn main_requests(&self) -> Vec<Recorded> {
-        self.recorded()
-            .into_iter()
-            .filter(Recorded::is_main)
-            .collect()
-    }
-
-    /// How many scripted turns were not asked for.
-    pub fn turns_left(&self) -> usize {
-        self.state.lock().expect("state").turns.len()
-    }
-}
-
-async fn answer(
-    state: Arc<Mutex<State>>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let method_and_path = format!("{} {}", req.method(), req.uri());
-    let path = req.uri().path().to_string();
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(http_body_util::Collected::to_bytes)
-        .unwrap_or_default();
-    let body: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
-    let recorded = Recorded {
-        method_and_path,
-        body: body.clone(),
-    };
-    let main = recorded.is_main();
-    let turn = {
-        let mut state = state.lock().expect("state");
-        state.recorded.push(recorded);
-        if main { state.turns.pop_front() } else { None }
-    };
+fn answer(recorded: &Recorded, turn: Option<Turn>) -> Response<Full<Bytes>> {
+    let (path, body) = (&recorded.path, &recorded.body);
     if path.ends_with("/count_tokens") {
-        return Ok(json_response(json!({"input_tokens": 1})));
+        return json_response(&json!({"input_tokens": 1}));
     }
     if !path.ends_with("/v1/messages") {
-        return Ok(json_response(json!({})));
+        return json_response(&json!({}));
     }
     let content = turn.unwrap_or_else(|| vec![text("Done.")]);
     let stop = if content
@@ -240,7 +118,7 @@ async fn answer(
         let mut message = message;
         message["content"] = Json::Array(content);
         message["stop_reason"] = json!(stop);
-        return Ok(json_response(message));
+        return json_response(&message);
     }
     let mut sse = String::new();
     let mut event = |name: &str, data: Json| {
@@ -284,15 +162,5 @@ async fn answer(
                "usage": {"output_tokens": 1}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
-    Ok(Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Full::new(Bytes::from(sse)))
-        .expect("a valid response"))
-}
-
-fn json_response(value: Json) -> Response<Full<Bytes>> {
-    Response::builder()
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(value.to_string())))
-        .expect("a valid response")
+    sse_response(sse)
 }
