@@ -186,3 +186,40 @@ fn without_the_installed_trust_gemini_cli_does_not_offer_mekaras_tools() {
     );
     assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
 }
+
+/// The issue: Gemini CLI fills only required prompt arguments from what is typed after
+/// `/name`, so with mekara's optional `arguments` the text was dropped (it reached the script
+/// only as `/name --arguments="..."`).
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
+)]
+#[test]
+fn a_typed_prompt_command_passes_its_text_to_the_script() {
+    let project = installed_project();
+    project.write(
+        ".mekara/scripts/nl/greet.md",
+        "---\ndescription: Greet someone\n---\n\nSay hi to <<$ARGUMENTS>>.\n",
+    );
+    for (typed, want) in [
+        ("/greet the whole team", "Say hi to <<the whole team>>."),
+        ("/greet Ada", "Say hi to <<Ada>>."),
+        (
+            r#"/greet --arguments="Grace Hopper""#,
+            "Say hi to <<Grace Hopper>>.",
+        ),
+        ("/greet", "Say hi to <<>>."),
+    ] {
+        let session = gemini_p(&project, typed, Vec::new());
+        let shown = session
+            .standin
+            .main_requests()
+            .first()
+            .unwrap_or_else(|| panic!("`{typed}`: no request\n{session}"))
+            .contents_text();
+        assert!(
+            shown.contains(want),
+            "`{typed}`: {want} is missing:\n{shown}\n{session}"
+        );
+    }
+}
