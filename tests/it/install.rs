@@ -317,6 +317,11 @@ fn a_file_that_does_not_parse_is_named_and_nothing_is_written() {
         (".codex/config.toml", "mcp_servers = 3\n"),
         (".gemini/settings.json", "{\"theme\": \"dark\",}"),
         (".gemini/settings.json", r#"{"mcpServers": ["mekara"]}"#),
+        (
+            ".gemini/settings.json",
+            "{\n  // dark, always\n  \"theme\": \"dark\"\n}",
+        ),
+        (".gemini/settings.json", "{\"theme\": /* dark */ \"dark\"}"),
     ]
     .into_iter()
     .enumerate()
