@@ -30,6 +30,8 @@ enum ClientArg {
     Opencode,
     /// Codex (`.codex/config.toml`).
     Codex,
+    /// Gemini CLI (`.gemini/settings.json`).
+    Gemini,
 }
 
 pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
@@ -52,6 +54,7 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
             ClientArg::Claude => Client::Claude,
             ClientArg::Opencode => Client::OpenCode,
             ClientArg::Codex => Client::Codex,
+            ClientArg::Gemini => Client::Gemini,
         })
         .collect();
     let plan = install::plan(scope, &clients, direction)?;

@@ -29,6 +29,19 @@ pub(crate) enum EditError {
         /// The parser's message.
         reason: String,
     },
+    /// The file has comments (Gemini CLI allows them in its settings), which a rewrite would
+    /// lose.
+    #[error(
+        "`{}` has a comment (line {line}), which mekara cannot keep when it rewrites the file; \
+         remove the comments and run the command again, or add mekara's entries by hand",
+        .path.display()
+    )]
+    Comments {
+        /// The file.
+        path: PathBuf,
+        /// The line of the first comment.
+        line: usize,
+    },
     /// A key mekara edits holds something else than expected.
     #[error(
         "`{}`: `{key}` is {found}, expected {expected}; fix it, then run the command again",
@@ -139,6 +152,12 @@ fn edit_json(
                 });
             }
             Err(e) => {
+                if at_comment(text, &e) {
+                    return Err(EditError::Comments {
+                        path: path.to_path_buf(),
+                        line: e.line(),
+                    });
+                }
                 return Err(EditError::Parse {
                     path: path.to_path_buf(),
                     reason: e.to_string(),
@@ -174,6 +193,16 @@ fn edit_json(
         }),
         kept: state.kept,
     })
+}
+
+/// Whether the JSON syntax error `e` is where a `//` or `/*` comment starts.
+fn at_comment(text: &str, e: &serde_json::Error) -> bool {
+    let Some(line) = text.lines().nth(e.line().saturating_sub(1)) else {
+        return false;
+    };
+    let column = e.column().saturating_sub(1);
+    line.get(column..)
+        .is_some_and(|rest| rest.starts_with("//") || rest.starts_with("/*"))
 }
 
 /// Adds or removes the server entry `container.mekara = entry`.
@@ -238,6 +267,14 @@ pub(super) fn claude_server(path: &Path, direction: Direction) -> Result<Edit, E
 pub(super) fn opencode(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     let entry = json!({"type": "local", "command": ["mekara", "mcp"], "enabled": true});
     server_entry(path, direction, "mcp", &entry)
+}
+
+/// Gemini CLI's `settings.json`: the `mekara` server, trusted. Gemini asks before every call
+/// of an untrusted server's tools, and without a person to ask (`gemini -p`) it does not offer
+/// them to the model at all; `trust` is its one switch for a server's tools.
+pub(super) fn gemini(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let entry = json!({"command": "mekara", "args": ["mcp"], "trust": true});
+    server_entry(path, direction, "mcpServers", &entry)
 }
 
 /// The hook entry `install` adds for `hook`.

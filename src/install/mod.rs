@@ -1,5 +1,5 @@
 //! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
-//! Claude Code, and optionally OpenCode and Codex.
+//! Claude Code, and optionally OpenCode, Codex and Gemini CLI.
 //!
 //! Work is done in two phases: [`plan`] reads every file it would touch and computes the
 //! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
@@ -30,6 +30,8 @@ pub(crate) enum Client {
     OpenCode,
     /// Codex: `.codex/config.toml`.
     Codex,
+    /// Gemini CLI: `.gemini/settings.json`.
+    Gemini,
 }
 
 /// Install or uninstall.
@@ -266,6 +268,12 @@ pub(crate) fn plan(
             Client::Codex => {
                 client_edits.push(edits::codex(&base.join(".codex/config.toml"), direction)?);
             }
+            Client::Gemini => {
+                client_edits.push(edits::gemini(
+                    &base.join(".gemini/settings.json"),
+                    direction,
+                )?);
+            }
         }
     }
     for edit in edits.into_iter().chain(client_edits) {
@@ -294,6 +302,18 @@ pub(crate) fn plan(
                         .to_string(),
                 );
             }
+        }
+        if clients.contains(&Client::Gemini) {
+            let folders = if user {
+                "each folder you use it in"
+            } else {
+                "this folder"
+            };
+            plan.left_for_you.push(format!(
+                "start `gemini` in {folders} once and trust the folder: Gemini CLI neither \
+                 reads an untrusted folder's `.gemini/settings.json` nor starts any MCP server \
+                 there (`gemini -p` refuses to run in it)"
+            ));
         }
         if !on_path("mekara") {
             plan.left_for_you.push(

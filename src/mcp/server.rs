@@ -270,8 +270,12 @@ impl ServerHandler for Server {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        let required = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| fills_only_required_arguments(&info.client_info.name));
         let prompts = self
             .registry
             .resolver()
@@ -285,7 +289,7 @@ impl ServerHandler for Server {
                     Some(vec![
                         PromptArgument::new("arguments")
                             .with_description(reply::PROMPT_ARGUMENT)
-                            .with_required(false),
+                            .with_required(required),
                     ]),
                 )
             })
@@ -345,6 +349,15 @@ impl ServerHandler for Server {
         }
         .into())
     }
+}
+
+/// Whether the client passes what is typed after `/name` only to a prompt's required
+/// arguments. Gemini CLI (`gemini-cli-mcp-client`) fills the required ones from the typed
+/// words (all of them into the one there is; nothing typed gives it `""`) and drops them for
+/// optional ones, so there `arguments` is required. Claude Code refuses a command whose
+/// required argument is not typed, so everywhere else it stays optional.
+fn fills_only_required_arguments(client: &str) -> bool {
+    client == "gemini-cli-mcp-client"
 }
 
 /// A tool as `tools/list` gives it.

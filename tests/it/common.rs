@@ -431,6 +431,17 @@ pub fn outside_client(relative: &str, what: &str, install: &str) -> PathBuf {
     path
 }
 
+/// The events of the project's one run's journal, parsed.
+pub fn journal_events(project: &Project) -> Vec<serde_json::Value> {
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 1, "expected one run, found {ids:?}");
+    project
+        .journal(&ids[0])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a journal line is JSON"))
+        .collect()
+}
+
 /// The npm MCP servers installed by `tests/mcp-servers/install.sh`: the folder holding
 /// `server-everything` and `server-filesystem`.
 pub fn servers() -> PathBuf {

@@ -345,16 +345,11 @@ fn an_earlier_skill_only_hook_is_replaced_and_uninstalled() {
 #[test]
 fn uninstall_after_install_on_a_bare_folder_leaves_it_bare() {
     let project = Project::new();
-    mekara(
-        &project,
-        &["install", "--client", "codex", "--client", "opencode"],
-    )
-    .expect_code(0);
-    mekara(
-        &project,
-        &["uninstall", "--client", "codex", "--client", "opencode"],
-    )
-    .expect_code(0);
+    let clients = [
+        "--client", "codex", "--client", "opencode", "--client", "gemini",
+    ];
+    mekara(&project, &[&["install"][..], &clients].concat()).expect_code(0);
+    mekara(&project, &[&["uninstall"][..], &clients].concat()).expect_code(0);
     // Everything but the project's `.mekara/` was install's, the empty script folders too:
     // it all goes.
     assert_eq!(tree(&project.root()), [".mekara/"]);
@@ -372,6 +367,13 @@ fn a_file_that_does_not_parse_is_named_and_nothing_is_written() {
         ),
         (".codex/config.toml", "[mcp_servers\ncommand = "),
         (".codex/config.toml", "mcp_servers = 3\n"),
+        (".gemini/settings.json", "{\"theme\": \"dark\",}"),
+        (".gemini/settings.json", r#"{"mcpServers": ["mekara"]}"#),
+        (
+            ".gemini/settings.json",
+            "{\n  // dark, always\n  \"theme\": \"dark\"\n}",
+        ),
+        (".gemini/settings.json", "{\"theme\": /* dark */ \"dark\"}"),
     ]
     .into_iter()
     .enumerate()
@@ -379,7 +381,10 @@ fn a_file_that_does_not_parse_is_named_and_nothing_is_written() {
         let project = Project::new();
         project.write(path, text);
         let before = tree(&project.root());
-        let run = mekara(&project, &["install", "--client", "codex"]);
+        let run = mekara(
+            &project,
+            &["install", "--client", "codex", "--client", "gemini"],
+        );
         run.expect_code(1);
         assert_eq!(run.stdout, "");
         assert_eq!(
@@ -501,6 +506,74 @@ fn codex_and_opencode_configs_keep_their_formatting() {
     );
 }
 
+/// Gemini CLI's settings hold much besides servers (theme, auth, other servers): install adds
+/// the trusted `mekara` server among them, in place, and uninstall takes out only that.
+#[test]
+fn gemini_settings_get_a_trusted_server_and_keep_everything_else() {
+    let project = Project::new();
+    let settings = r#"{
+  "theme": "GitHub",
+  "mcpServers": {
+    "github": {
+      "command": "gh-mcp",
+      "trust": false
+    }
+  },
+  "security": {
+    "auth": {
+      "selectedType": "gemini-api-key"
+    }
+  }
+}
+"#;
+    project.write(".gemini/settings.json", settings);
+    let run = mekara(&project, &["install", "--client", "gemini"]);
+    run.expect_code(0);
+    insta::assert_snapshot!("install_gemini", read(&project, ".gemini/settings.json"));
+    assert!(
+        run.stdout.contains("updated .gemini/settings.json")
+            && run
+                .stdout
+                .contains("start `gemini` in this folder once and trust the folder"),
+        "{}",
+        run.stdout
+    );
+    second_install_changes_nothing_and_uninstall_restores(
+        &project,
+        "gemini",
+        ".gemini/settings.json",
+        settings,
+    );
+}
+
+#[test]
+fn gemini_user_scope_writes_the_home_settings() {
+    let project = Project::new();
+    let home_settings = project.home().join(".gemini/settings.json");
+    let run = mekara(&project, &["install", "--user", "--client", "gemini"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("start `gemini` in each folder you use it in once"),
+        "{}",
+        run.stdout
+    );
+    let written: Json =
+        serde_json::from_str(&std::fs::read_to_string(&home_settings).expect("read"))
+            .expect("json");
+    assert_eq!(
+        written,
+        serde_json::json!({"mcpServers": {"mekara": {"command": "mekara", "args": ["mcp"], "trust": true}}})
+    );
+    assert!(
+        !project.root().join(".gemini").exists(),
+        "the project was touched"
+    );
+    mekara(&project, &["uninstall", "--user", "--client", "gemini"]).expect_code(0);
+    assert!(!home_settings.exists(), "{}", home_settings.display());
+    assert!(!project.home().join(".gemini").exists());
+}
+
 #[test]
 fn an_entry_named_mekara_with_other_settings_is_left_alone() {
     let project = Project::new();
@@ -542,7 +615,23 @@ fn a_codex_server_written_without_the_approval_mode_gets_it_and_uninstall_remove
         read(&project, ".codex/config.toml"),
         format!("{before}{old_install}default_tools_approval_mode = \"approve\"\n")
     );
-    let again = mekara(&project, &["install", "--client", "codex"]);
+    second_install_changes_nothing_and_uninstall_restores(
+        &project,
+        "codex",
+        ".codex/config.toml",
+        before,
+    );
+}
+
+/// After an install for `client`: a second changes nothing, and uninstall gives `file` back
+/// as it was, `before`.
+fn second_install_changes_nothing_and_uninstall_restores(
+    project: &Project,
+    client: &str,
+    file: &str,
+    before: &str,
+) {
+    let again = mekara(project, &["install", "--client", client]);
     assert!(
         again
             .stdout
@@ -550,8 +639,8 @@ fn a_codex_server_written_without_the_approval_mode_gets_it_and_uninstall_remove
         "{}",
         again.stdout
     );
-    mekara(&project, &["uninstall", "--client", "codex"]).expect_code(0);
-    assert_eq!(read(&project, ".codex/config.toml"), before);
+    mekara(project, &["uninstall", "--client", client]).expect_code(0);
+    assert_eq!(read(project, file), before);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! library edit relinks one test binary. Every test spawns the real `mekara` binary in a
 //! temporary project ([`common`]) and talks to it the way its users do: the terminal, the
 //! hooks Claude Code runs, and MCP clients (`rmcp`, the official Python SDK, the conformance
-//! suite, the real Claude Code).
+//! suite, the real Claude Code and Gemini CLI).
 
 #[macro_use]
 mod common;
@@ -14,6 +14,7 @@ mod codex;
 mod conformance;
 mod durability;
 mod exit_codes;
+mod gemini;
 mod helpers;
 mod hooks;
 mod inspector;

@@ -42,8 +42,13 @@ struct Session {
 impl Session {
     /// Spawns `cmd` (a `mekara mcp` command) and does the MCP handshake.
     fn start(cmd: Command) -> Session {
+        Session::start_as(cmd, "mcp-protocol-tests")
+    }
+
+    /// [`Session::start`], introducing itself as the client `name`.
+    fn start_as(cmd: Command, name: &str) -> Session {
         let mut server = Session::spawn(cmd);
-        server.send_line(INIT);
+        server.send_line(&INIT.replace("\"mcp-protocol-tests\"", &format!("{name:?}")));
         let init = server.response(&json!(0));
         assert_eq!(
             init["result"]["serverInfo"]["name"], "mekara",
@@ -635,6 +640,32 @@ fn malformed_params_of_a_known_method_are_invalid_params() {
         assert_eq!(error["code"], -32602, "{method} {params:?}: {error}");
         let message = error["message"].as_str().expect("message");
         assert!(message.contains(method), "{method} {params:?}: {error}");
+    }
+}
+
+/// `arguments` is optional (Claude Code refuses a command missing a required argument)
+/// except for Gemini CLI, which passes the text typed after `/name` only to required ones.
+#[test]
+fn prompts_argument_is_required_only_for_gemini_cli() {
+    let project = Project::new();
+    project.write(".mekara/scripts/nl/greet.md", "Say hi to $ARGUMENTS.\n");
+    for (client, required) in [
+        ("mcp-protocol-tests", false),
+        ("claude-code", false),
+        ("gemini-cli-mcp-client", true),
+    ] {
+        let mut server = Session::start_as(project.command(&["mcp"]), client);
+        let reply = server.request("prompts/list", None);
+        let prompts = reply["result"]["prompts"].as_array().expect("prompts");
+        let greet = prompts
+            .iter()
+            .find(|p| p["name"] == "greet")
+            .unwrap_or_else(|| panic!("no `greet` prompt: {reply}"));
+        assert_eq!(
+            greet["arguments"],
+            json!([{"name": "arguments", "description": "Replaces `$ARGUMENTS` in the script's instructions.", "required": required}]),
+            "{client}"
+        );
     }
 }
 

@@ -139,10 +139,38 @@ pub fn sse_response(events: &[(&str, Json)]) -> Answer {
     for (name, data) in events {
         sse.push_str(&format!("event: {name}\ndata: {data}\n\n"));
     }
+    event_stream(sse)
+}
+
+/// A server-sent events answer with this whole body, for APIs whose events have no names.
+pub fn event_stream(body: String) -> Answer {
     Response::builder()
         .header("content-type", "text/event-stream")
-        .body(Full::new(Bytes::from(sse)))
+        .body(Full::new(Bytes::from(body)))
         .expect("a valid response")
+}
+
+/// What mekara replies, call by call, to an agent running `test/nested`: `start`,
+/// `continue_compiled_script` with a guess, again with no outputs, `finish_nl_script`, and
+/// `continue_compiled_script` once more.
+pub const NESTED_REPLIES: [&str; 5] = [
+    "## Your turn: llm step `test:nested[0] > test:random[1]`",
+    "## Your turn: llm step `test:nested[0] > test:random[3]`",
+    "## Your turn: NL script `test:nested[2] > test:imagine-object[0]`",
+    "## Your turn: llm step `test:nested[3]`",
+    "## Done",
+];
+
+/// Asserts that a run's journal `events` say it completed: every frame pushed was popped, the
+/// root last.
+pub fn assert_completed(events: &[Json]) {
+    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
+    assert_eq!(count("push"), count("pop"), "{events:#?}");
+    let last = events.last().expect("events");
+    assert_eq!(
+        (last["event"].as_str(), last["depth"].as_u64()),
+        (Some("pop"), Some(0))
+    );
 }
 
 /// A server that answers with scripted turns, in order: the client's stand-in says which

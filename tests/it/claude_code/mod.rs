@@ -14,7 +14,7 @@ use std::process::Command;
 
 use serde_json::{Value as Json, json};
 
-use crate::common::Project;
+use crate::common::{Project, journal_events};
 use standin::{StandIn, text, tool_use};
 
 /// The installed `claude`.
@@ -93,17 +93,6 @@ fn tool_result(session: &Session, id: &str) -> (String, bool) {
         .iter()
         .find_map(|r| r.tool_result(id))
         .unwrap_or_else(|| panic!("no tool result for `{id}` reached the model\n{session}"))
-}
-
-/// The events of a run's journal, parsed.
-fn journal_events(project: &Project) -> Vec<Json> {
-    let ids = project.run_ids();
-    assert_eq!(ids.len(), 1, "expected one run, found {ids:?}");
-    project
-        .journal(&ids[0])
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a journal line is JSON"))
-        .collect()
 }
 
 #[cfg_attr(
@@ -297,14 +286,7 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
         "not every turn was asked for\n{session}"
     );
 
-    let expected = [
-        "## Your turn: llm step `test:nested[0] > test:random[1]`",
-        "## Your turn: llm step `test:nested[0] > test:random[3]`",
-        "## Your turn: NL script `test:nested[2] > test:imagine-object[0]`",
-        "## Your turn: llm step `test:nested[3]`",
-        "## Done",
-    ];
-    for ((id, tool, _), want) in calls.iter().zip(expected) {
+    for ((id, tool, _), want) in calls.iter().zip(crate::standin::NESTED_REPLIES) {
         let (result, is_error) = tool_result(&session, id);
         assert!(!is_error, "`{tool}` ({id}) failed:\n{result}\n{session}");
         assert!(
@@ -315,13 +297,7 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
 
     // The journal says the same: every frame pushed was popped, the root last.
     let events = journal_events(project);
-    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
-    assert_eq!(count("push"), count("pop"), "{events:#?}");
-    let last = events.last().expect("events");
-    assert_eq!(
-        (last["event"].as_str(), last["depth"].as_u64()),
-        (Some("pop"), Some(0))
-    );
+    crate::standin::assert_completed(&events);
     let guess = events
         .iter()
         .find(|e| e["input"]["kind"] == "llm" && e["result"]["outputs"]["guess"].is_string())
@@ -667,7 +643,11 @@ fn unattended(project: &Project, standin: &StandIn, args: &[&str]) -> crate::com
     command
         .env(
             "PATH",
-            format!("{}:{}", claude_dir.display(), crate::common::path_with_mekara()),
+            format!(
+                "{}:{}",
+                claude_dir.display(),
+                crate::common::path_with_mekara()
+            ),
         )
         .env("ANTHROPIC_BASE_URL", standin.url())
         .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
