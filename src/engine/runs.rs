@@ -38,6 +38,42 @@ pub struct RunHistory {
     /// Whether a script was ever pushed. A journal without (an empty file, or a header alone
     /// from a mekara that wrote them apart) was stopped before its script started.
     pub started: bool,
+    /// How many journaled steps a retry or rewind superseded (kept in the file, not counted
+    /// in `steps`).
+    pub superseded: usize,
+}
+
+/// Which of `events` make up the live history: every event but those a later `supersede`
+/// took out, and the `supersede` events themselves (they only say so). A `supersede` takes
+/// out the live events from its `line` on; events it took out stay out, whatever a later
+/// one says. A `supersede` that points at the header or past itself is reported with its
+/// line.
+pub fn live(events: &[Event]) -> Result<Vec<bool>, (usize, String)> {
+    let mut live = vec![false; events.len()];
+    // The live events so far, in order: a supersede cuts the tail of this list.
+    let mut kept: Vec<usize> = Vec::with_capacity(events.len());
+    for (index, event) in events.iter().enumerate() {
+        let Event::Supersede(supersede) = event else {
+            live[index] = true;
+            kept.push(index);
+            continue;
+        };
+        if supersede.line < 2 || supersede.line > index {
+            return Err((
+                index + 1,
+                format!(
+                    "a `supersede` event from line {}, which is not a line between the header and itself",
+                    supersede.line
+                ),
+            ));
+        }
+        while kept.last().is_some_and(|&k| k + 1 >= supersede.line) {
+            if let Some(k) = kept.pop() {
+                live[k] = false;
+            }
+        }
+    }
+    Ok(live)
 }
 
 impl RunHistory {
@@ -54,8 +90,22 @@ impl RunHistory {
             root_fell_back: false,
             token_sha256: None,
             started: false,
+            superseded: 0,
         };
+        let live = live(events).map_err(|(line, reason)| JournalError::Corrupt {
+            path: path.to_path_buf(),
+            line,
+            reason,
+        })?;
+        history.superseded = live
+            .iter()
+            .zip(events)
+            .filter(|(live, event)| !**live && matches!(event, Event::Step(_)))
+            .count();
         for (index, event) in events.iter().enumerate() {
+            if !live[index] {
+                continue;
+            }
             let corrupt = |reason: String| JournalError::Corrupt {
                 path: path.to_path_buf(),
                 line: index + 1,
@@ -108,6 +158,8 @@ impl RunHistory {
                         history.root_fell_back = true;
                     }
                 }
+                // Not live: `live` left it out.
+                Event::Supersede(_) => {}
                 Event::Pop(pop) => {
                     let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;

@@ -21,6 +21,7 @@ mod mcp_client;
 mod mcp_protocol;
 mod python_client;
 mod resolution;
+mod rewind;
 mod serve;
 mod shell;
 mod stack;
