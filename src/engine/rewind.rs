@@ -62,6 +62,8 @@ struct Trace {
     steps: Vec<(usize, StepRecord)>,
     /// How many steps the frame had when it fell back to its NL instructions.
     failed_after: Option<usize>,
+    /// The line of that `fail` event.
+    fail_line: usize,
     ended: Option<Outcome>,
     /// The frames pushed while this one was on top, each with this frame's step count then.
     children: Vec<(usize, Trace)>,
@@ -120,6 +122,7 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
                     push: push.clone(),
                     steps: Vec::new(),
                     failed_after: None,
+                    fail_line: 0,
                     ended: None,
                     children: Vec::new(),
                 });
@@ -132,6 +135,7 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
             Event::Fail(_) => {
                 if let Some(top) = stack.last_mut() {
                     top.failed_after = Some(top.steps.len());
+                    top.fail_line = line;
                 }
             }
             Event::Pop(pop) => {
@@ -337,14 +341,8 @@ fn last_failure(root: &Trace) -> Option<Cut<'_>> {
     root.walk(&mut frames);
     let failed = frames
         .into_iter()
-        .filter_map(|t| Some((t.steps.get(t.failed_after?.checked_sub(1)?)?.0, t)))
-        .max_by_key(|(line, _)| *line)
-        .map(|(_, t)| t)
-        .or_else(|| {
-            let mut frames = Vec::new();
-            root.walk(&mut frames);
-            frames.into_iter().rev().find(|t| t.failed_after.is_some())
-        })?;
+        .filter(|t| t.failed_after.is_some())
+        .max_by_key(|t| t.fail_line)?;
     Some(cause(failed, failed.failed_after?))
 }
 
@@ -531,8 +529,9 @@ fn probe(resolver: &Resolver, limits: &Limits, trace: &Trace) -> Result<Probe, E
         return Ok(Probe::Changed(
             cursor,
             format!(
-                "the script now {} after {cursor} steps, but the run recorded {recorded}",
-                now.describe()
+                "the script now {} after {}, but the run recorded {recorded}",
+                now.describe(),
+                crate::display::count(cursor, "step")
             ),
         ));
     }
@@ -551,7 +550,8 @@ fn probe(resolver: &Resolver, limits: &Limits, trace: &Trace) -> Result<Probe, E
     Ok(Probe::Changed(
         recorded,
         format!(
-            "the frame {was} after {recorded} steps, but the script now {} there",
+            "the frame {was} after {}, but the script now {} there",
+            crate::display::count(recorded, "step"),
             now.describe()
         ),
     ))

@@ -378,3 +378,149 @@ pub fn new_id(attempt: u32) -> String {
         hasher.finish() & 0xffff
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::journal::{
+        FORMAT, Origin, PopEvent, Reason, RunEvent, StepEvent, SupersedeEvent,
+    };
+    use crate::engine::step::{StepInput, StepResult};
+
+    fn header() -> Event {
+        Event::Run(RunEvent {
+            format: FORMAT.into(),
+            mekara: "0".into(),
+            id: "r".into(),
+            token_sha256: None,
+            at: 0,
+        })
+    }
+
+    fn push() -> Event {
+        Event::Push(PushEvent {
+            depth: 0,
+            script: "s".into(),
+            compiled: true,
+            request: String::new(),
+            working_dir: "/".into(),
+            origin: Origin::Start,
+            called_as: None,
+            allow_failure: false,
+            at: 0,
+        })
+    }
+
+    fn step(index: usize) -> Event {
+        Event::Step(StepEvent {
+            depth: 0,
+            record: StepRecord {
+                index,
+                input: StepInput::Shell {
+                    command: format!("echo {index}"),
+                    working_dir: "/".into(),
+                    env: std::collections::BTreeMap::new(),
+                },
+                context: None,
+                result: StepResult::default(),
+                allow_failure: false,
+            },
+            at: 0,
+        })
+    }
+
+    fn supersede(line: usize) -> Event {
+        Event::Supersede(SupersedeEvent {
+            line,
+            depth: 0,
+            script: "s".into(),
+            index: 0,
+            reason: Reason::From,
+            mekara: "0".into(),
+            at: 0,
+        })
+    }
+
+    fn pop() -> Event {
+        Event::Pop(PopEvent {
+            depth: 0,
+            outcome: Outcome::Completed,
+            error: None,
+            at: 0,
+        })
+    }
+
+    fn steps_of(events: &[Event]) -> Vec<String> {
+        let history = RunHistory::replay(Path::new("j"), events).expect("replay");
+        history
+            .frames
+            .iter()
+            .flat_map(|f| f.steps.iter().map(|s| s.input.summary()))
+            .collect()
+    }
+
+    #[test]
+    fn a_journal_without_supersede_replays_every_event() {
+        let events = [header(), push(), step(0), step(1), pop()];
+        assert_eq!(live(&events), Ok(vec![true; 5]));
+        let history = RunHistory::replay(Path::new("j"), &events).expect("replay");
+        assert_eq!((history.steps, history.superseded), (2, 0));
+        assert_eq!(history.outcome, Some(Outcome::Completed));
+    }
+
+    #[test]
+    fn supersede_takes_the_events_from_its_line_out_and_reopens_the_frame() {
+        // Lines: 1 header, 2 push, 3 step 0, 4 step 1, 5 pop, 6 supersede from line 4.
+        let events = [
+            header(),
+            push(),
+            step(0),
+            step(1),
+            pop(),
+            supersede(4),
+            step(1),
+        ];
+        assert_eq!(
+            live(&events),
+            Ok(vec![true, true, true, false, false, false, true])
+        );
+        let history = RunHistory::replay(Path::new("j"), &events).expect("replay");
+        assert_eq!((history.steps, history.superseded), (2, 1));
+        assert_eq!(history.outcome, None, "the root frame is open again");
+        assert_eq!(history.frames.len(), 1);
+    }
+
+    #[test]
+    fn a_later_supersede_never_brings_superseded_events_back() {
+        // 1 header, 2 push, 3 step 0, 4 step 1, 5 supersede from 3, 6 step 0', 7 supersede
+        // from 4 (before line 6: it cuts only what is live from there), 8 step 0''.
+        let events = [
+            header(),
+            push(),
+            step(0),
+            step(1),
+            supersede(3),
+            step(0),
+            supersede(4),
+            step(0),
+        ];
+        let live = live(&events).expect("live");
+        assert_eq!(
+            live,
+            vec![true, true, false, false, false, false, false, true]
+        );
+        assert_eq!(steps_of(&events), ["$ echo 0"]);
+    }
+
+    #[test]
+    fn a_supersede_pointing_at_the_header_or_past_itself_is_damage() {
+        for line in [0, 1, 4] {
+            let events = [header(), push(), step(0), supersede(line)];
+            let err = RunHistory::replay(Path::new("j"), &events).expect_err("corrupt");
+            assert!(
+                err.to_string().contains("is damaged at line 4"),
+                "{line}: {err}"
+            );
+        }
+    }
+}

@@ -181,6 +181,44 @@ fn without_retry_an_edited_script_is_refused_naming_retry() {
 }
 
 #[test]
+fn a_script_that_failed_on_its_own_code_runs_on_once_the_code_is_fixed() {
+    let project = Project::new();
+    project.script(
+        "bug",
+        "Count, then count again.\n",
+        Some(
+            r#"def execute(request):
+    auto("echo a >> c0")
+    fail("a bug")
+    auto("echo a >> c1")
+"#,
+        ),
+    );
+    project.run(&["run", "bug"], "").expect_code(1);
+    let id = only_run(&project);
+    // Unchanged, the retry meets the same error.
+    let same = project.run(&["run", "--resume", &id, "--retry"], "");
+    same.expect_code(1);
+    assert!(
+        same.stdout
+            .contains("retry: step bug[1] failed; it runs again"),
+        "{}",
+        same.stdout
+    );
+    edit(&project, "bug", "    fail(\"a bug\")\n", "");
+    let fixed = project.run(&["run", "--resume", &id, "--retry"], "");
+    fixed.expect_code(0);
+    assert!(
+        fixed.stdout.contains(
+            "rewind: the script changed since this run recorded step bug[1] (the frame failed after 1 step, but the script now goes on there)"
+        ),
+        "{}",
+        fixed.stdout
+    );
+    assert_eq!(counts(&project, &["c0", "c1"]), [1, 1]);
+}
+
+#[test]
 fn an_edit_that_removes_a_step_runs_on_from_where_it_was() {
     let (project, id) = six_steps_done();
     edit(
