@@ -103,3 +103,31 @@ async fn a_new_server_rewinds_an_edited_script_and_refuses_bad_requests() {
     );
     assert_eq!(counts(&project), [1, 2, 1, 2]);
 }
+
+#[tokio::test]
+async fn a_session_with_a_retry_replays_from_its_cassette() {
+    let project = Project::new();
+    script(&project);
+    let cassette = project.dir.path().join("retry.toml");
+    let client = Client::start(&project, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
+    let failed = client.call("start", json!({"name": "fix"})).await.ok();
+    project.write("needed.txt", "here\n");
+    client
+        .call("resume", json!({"run_id": handle(&failed), "retry": true}))
+        .await
+        .ok();
+    client.service.cancel().await.expect("close");
+    assert_eq!(counts(&project), [1, 1, 1, 1]);
+
+    // Replayed, every reply (the retry's plan too) must match the recording, and nothing
+    // runs: the counters stay as they are.
+    let replay = project.run(&["vcr", "replay", cassette.to_str().expect("utf-8")], "");
+    replay.expect_code(0);
+    assert!(
+        replay.stdout.contains("replayed 2 calls and 5 shell steps"),
+        "{}\n{}",
+        replay.stdout,
+        replay.stderr
+    );
+    assert_eq!(counts(&project), [1, 1, 1, 1]);
+}
