@@ -147,3 +147,45 @@ pub(crate) fn agent_report(report: &crate::engine::step::AgentReport) -> String 
     }
     text
 }
+
+/// What a retry or rewind does, said before anything runs: the step it goes on from and
+/// why, the recorded steps kept and those superseded, and that those ran before.
+pub(crate) fn rewind_summary(plan: &crate::engine::RewindPlan) -> String {
+    use crate::engine::journal::Reason;
+    let detail = plan
+        .detail
+        .as_deref()
+        .map(|d| format!(" ({})", d.trim_end()))
+        .unwrap_or_default();
+    let step = &plan.step;
+    let mut text = match plan.reason {
+        Reason::Retry => format!("retry: step {step} failed{detail}; it runs again\n"),
+        Reason::ScriptChanged => format!(
+            "rewind: the script changed since this run recorded step {step}{detail}; the run goes on from there with the scripts as they are now\n"
+        ),
+        Reason::From => format!("rewind: from step {step}, as asked\n"),
+    };
+    let list = |spans: &[String]| {
+        if spans.is_empty() {
+            "none".to_string()
+        } else {
+            spans.join(", ")
+        }
+    };
+    text.push_str(&format!(
+        "kept, answered from the journal ({}): {}\n",
+        count(plan.kept_steps, "step"),
+        list(&plan.kept)
+    ));
+    text.push_str(&format!(
+        "superseded, run again as far as the script asks for them ({}): {}\n",
+        count(plan.again_steps, "step"),
+        list(&plan.again)
+    ));
+    if plan.again_steps > 0 {
+        text.push_str(
+            "! the superseded steps ran before: what they did (files written, commands sent) may be there already\n",
+        );
+    }
+    text
+}

@@ -12,12 +12,13 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::{Map, Value as Json};
 
-use crate::display::{count, step_mark};
+use crate::display::{count, rewind_summary, step_mark};
 use crate::engine::journal::Outcome;
 use crate::engine::runs::{RunHistory, RunStore};
 use crate::engine::step::{StepInput, StepRecord};
 use crate::engine::{
-    CancelToken, EngineError, Executor, FrameEvent, Observer, Pending, Settings, ShellRunner,
+    CancelToken, EngineError, Executor, FrameEvent, Observer, Pending, Rewind, Settings,
+    ShellRunner,
 };
 use crate::exit::Exit;
 
@@ -32,6 +33,14 @@ pub(super) struct RunArgs {
     /// Continue an interrupted run instead; auto steps that finished do not run again.
     #[arg(long, value_name = "ID", conflicts_with_all = ["name", "arguments"])]
     resume: Option<String>,
+    /// With `--resume`: run the failed step again and go on; when a script changed since the
+    /// run recorded its steps, go on from the first step whose inputs changed.
+    #[arg(long, requires = "resume", conflicts_with = "from")]
+    retry: bool,
+    /// With `--resume`: run again from this recorded step (a label as `mekara runs show`
+    /// shows it, e.g. `deploy[4]`); the steps before it are answered from the journal.
+    #[arg(long, value_name = "STEP", requires = "resume")]
+    from: Option<String>,
     /// The folder the script runs in (default: the current one).
     #[arg(long, short = 'C', value_name = "DIR")]
     working_dir: Option<PathBuf>,
@@ -56,9 +65,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
         return super::unattended::dry_run(&resolver, &name);
     }
+    let how = match (&args.from, args.retry) {
+        (Some(step), _) => Some(Rewind::From(step.clone())),
+        (None, true) => Some(Rewind::Retry),
+        (None, false) => None,
+    };
     if args.unattended.agent_given() {
         let start = match &args.resume {
-            Some(id) => super::unattended::Start::Resume(id.clone()),
+            Some(id) => super::unattended::Start::Resume(id.clone(), how),
             None => super::unattended::Start::New {
                 name: super::script_named(
                     &resolver,
@@ -83,7 +97,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let started = Instant::now();
 
     let ctrl_c;
-    let counter = StepCounter {
+    let mut counter = StepCounter {
         store: store.clone(),
         before: args
             .resume
@@ -91,7 +105,14 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
             .map_or(0, |id| journaled_steps(&store, id)),
     };
     let (mut executor, first) = if let Some(id) = &args.resume {
-        let (mut executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+        let (mut executor, torn, plan) = if let Some(how) = &how {
+            let (executor, torn, plan) =
+                Executor::resume_rewound(resolver, store, runner, settings, id, how)?;
+            (executor, torn, Some(plan))
+        } else {
+            let (executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+            (executor, torn, None)
+        };
         let said = torn
             .map_or(Ok(()), |torn| {
                 outln!(
@@ -99,10 +120,16 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
                     torn.len, torn.offset
                 )
             })
-            .and_then(|()| outln!("resuming run {id}"));
+            .and_then(|()| outln!("resuming run {id}"))
+            .and_then(|()| match &plan {
+                Some(plan) => out!("{}", rewind_summary(plan)),
+                None => Ok(()),
+            });
         if let Err(e) = said {
             return left_with_output_closed(&executor, Err(e.into()));
         }
+        // The steps a rewind superseded do not count as the run's any more.
+        counter.before = journaled_steps(&counter.store, id);
         terminal.watch(&executor);
         ctrl_c = CtrlC::install(&executor);
         let first = executor.advance(&terminal);

@@ -4,8 +4,8 @@ use super::output::{out, outln};
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
 use crate::display::{bytes, count, format_time, step_mark};
-use crate::engine::journal::{Event, Origin, Outcome};
-use crate::engine::runs::{PruneRule, RunState, RunStore, RunSummary};
+use crate::engine::journal::{Event, Origin, Outcome, Reason};
+use crate::engine::runs::{PruneRule, RunState, RunStore, RunSummary, live};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
 use crate::mcp::reply::resume_call;
@@ -133,8 +133,16 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
         Some(RunsCommand::Show { id }) => {
             let contents = store.read(&id)?;
             let mut out = String::new();
-            for event in &contents.events {
-                show_event(&mut out, event);
+            // An unreadable order of supersede events is said by the state below; here,
+            // every event then counts as live.
+            let live = live(&contents.events).unwrap_or_else(|_| vec![true; contents.events.len()]);
+            for (event, live) in contents.events.iter().zip(live) {
+                let mut text = String::new();
+                show_event(&mut text, event);
+                if !live && !matches!(event, Event::Supersede(_)) {
+                    text = mark_superseded(&text);
+                }
+                out.push_str(&text);
             }
             if let Some(torn) = contents.torn {
                 out.push_str(&format!(
@@ -260,6 +268,20 @@ fn show_event(out: &mut String, event: &Event) {
                 indent_lines(&fail.error, &indent)
             ));
         }
+        Event::Supersede(supersede) => {
+            let indent = "  ".repeat(supersede.depth + 1);
+            let why = match supersede.reason {
+                Reason::Retry => "retry",
+                Reason::ScriptChanged => "the script changed",
+                Reason::From => "--from",
+            };
+            out.push_str(&format!(
+                "{indent}↺ superseded from {}[{}] ({why}, by mekara {}): the events marked superseded stay in the journal; the run went on from there\n",
+                supersede.script.replace('/', ":"),
+                supersede.index,
+                supersede.mekara
+            ));
+        }
         Event::Pop(pop) => {
             let indent = "  ".repeat(pop.depth);
             let how = match pop.outcome {
@@ -327,6 +349,14 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
             "error"
         };
         out.push_str(&format!("{body}{label}: {}\n", indent_lines(error, &body)));
+    }
+}
+
+/// An event's text with its first line marked as superseded by a retry or rewind.
+fn mark_superseded(text: &str) -> String {
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first}  (superseded)\n{rest}"),
+        None => format!("{text}  (superseded)"),
     }
 }
 

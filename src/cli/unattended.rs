@@ -120,7 +120,8 @@ pub(super) enum Start {
         arguments: String,
         working_dir: Option<PathBuf>,
     },
-    Resume(String),
+    /// Take run `id` up, retried or rewound first as asked (`--retry`, `--from`).
+    Resume(String, Option<crate::engine::Rewind>),
 }
 
 /// How an unattended run ended, for the summary.
@@ -198,14 +199,15 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             };
             (session, call)
         }
-        Start::Resume(id) => {
-            let (session, torn) = Session::resume(
+        Start::Resume(id, rewind) => {
+            let (session, torn, plan) = Session::resume(
                 parts.resolver,
                 parts.store,
                 parts.runner,
                 parts.settings,
                 parts.cwd,
                 &id,
+                rewind.as_ref(),
             )?;
             if let Some(torn) = torn {
                 eprintln!(
@@ -214,13 +216,20 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 );
             }
             eprintln!("resuming run {id}");
-            (session, AgentCall::Resume { run_id: None })
+            if let Some(plan) = &plan {
+                eprint!("{}", crate::display::rewind_summary(plan));
+            }
+            let call = AgentCall::Resume {
+                run_id: None,
+                rewind: None,
+            };
+            (session, call)
         }
     };
     // Ctrl-C stops the running step or agent, and the run ends resumable (exit 130).
     let cancel = session.cancel_token();
     let _ctrl_c = signal_hook::flag::register(signal_hook::consts::SIGINT, cancel.flag());
-    let mut reply = session.call(&first, &progress, String::new());
+    let mut reply = session.call(&first, &progress, String::new(), None);
     let mut agent = args.agent();
     let run_id = session.run_id().map(str::to_string);
     let end = loop {

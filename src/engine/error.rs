@@ -32,7 +32,7 @@ pub enum EngineError {
     Journal(#[from] JournalError),
     /// Replaying the journal, a step asked for something other than what was recorded.
     #[error(
-        "script `{script}` changed since this run recorded its step {index}: {detail}; restore the script and the helper modules it loads as they were, or start a new run"
+        "script `{script}` changed since this run recorded its step {index}: {detail}; restore the script and the helper modules it loads as they were, go on from the change with `--retry` (`mekara run --resume ID --retry`; MCP: `resume` with `retry: true`), or start a new run"
     )]
     Diverged {
         /// The frame's stack path.
@@ -137,6 +137,32 @@ pub enum EngineError {
         /// The folder.
         path: std::path::PathBuf,
     },
+    /// `--retry` on a run where no step failed and no script changed.
+    #[error(
+        "run `{id}` has nothing to retry: no step failed, and its scripts ask for the steps it recorded; to run steps again anyway, name the first with `--from STEP` (MCP: `from`), as `mekara runs show {id}` lists them"
+    )]
+    NothingToRetry {
+        /// The run.
+        id: String,
+    },
+    /// `--from` names no recorded step of the run.
+    #[error("run `{id}` has no recorded step `{step}`; its steps are {steps}")]
+    NoSuchStep {
+        /// The run.
+        id: String,
+        /// The label given.
+        step: String,
+        /// The run's steps, as runs of labels.
+        steps: String,
+    },
+    /// `--from` names a step by a label more than one frame has.
+    #[error("more than one frame has a step `{step}`: name it with its callers, as one of {}", .paths.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "))]
+    AmbiguousStep {
+        /// The label given.
+        step: String,
+        /// The whole labels it could mean.
+        paths: Vec<String>,
+    },
     /// There is no folder to keep runs in.
     #[error(
         "no folder for runs: not inside a project (a folder with `.mekara/` or `.claude/`) and `HOME` is not set"
@@ -156,6 +182,9 @@ impl EngineError {
             | EngineError::RunNotStarted { .. }
             | EngineError::BadRunId { .. }
             | EngineError::BadWorkingDir { .. }
+            | EngineError::NothingToRetry { .. }
+            | EngineError::NoSuchStep { .. }
+            | EngineError::AmbiguousStep { .. }
             | EngineError::NoRunsDir => Exit::Usage,
             EngineError::Journal(_)
             | EngineError::Diverged { .. }

@@ -17,6 +17,7 @@ use super::journal::{
     Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
 };
 use super::observer::{FrameEvent, Observer};
+use super::rewind::{Rewind, RewindPlan};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
 use super::step::{AgentReport, MAX_KEPT, StepInput, StepRecord, StepResult};
@@ -84,16 +85,35 @@ impl Frame {
         resolver: &Resolver,
         limits: &Limits,
     ) -> Option<Result<Arc<Program>, CodeError>> {
-        let compiled = self.script.compiled.as_ref()?;
-        let find = |path: &str| resolver.helper(compiled.level, path);
+        self.script.compiled.as_ref()?;
+        let script = &self.script;
         Some(
             self.program
                 .get_or_insert_with(|| {
-                    Program::load(&compiled.origin, &compiled.text, &find, limits).map(Arc::new)
+                    load_program(resolver, script, limits)
+                        .expect("the script is compiled")
+                        .map(Arc::new)
                 })
                 .clone(),
         )
     }
+}
+
+/// The program of `script`, when it is compiled, loaded with the helper modules of its level
+/// as they are now.
+pub(crate) fn load_program(
+    resolver: &Resolver,
+    script: &Script,
+    limits: &Limits,
+) -> Option<Result<Program, CodeError>> {
+    let compiled = script.compiled.as_ref()?;
+    let find = |path: &str| resolver.helper(compiled.level, path);
+    Some(Program::load(
+        &compiled.origin,
+        &compiled.text,
+        &find,
+        limits,
+    ))
 }
 
 /// What the run needs next.
@@ -231,6 +251,91 @@ impl Executor {
         id: &str,
         claim: Claim<'_>,
     ) -> Result<Option<TornTail>, EngineError> {
+        self.take_up(id, claim, None).map(|(torn, _)| torn)
+    }
+
+    /// Takes up run `id` like [`Executor::resume`], superseding part of its history as `how`
+    /// asks first (the run may have ended: a rewind opens it again).
+    pub fn resume_rewound(
+        resolver: Resolver,
+        store: RunStore,
+        runner: Box<dyn StepRunner>,
+        settings: Settings,
+        id: &str,
+        how: &Rewind,
+    ) -> Result<(Executor, Option<TornTail>, RewindPlan), EngineError> {
+        let mut executor = Executor::new(resolver, store, runner, settings);
+        let (torn, plan) = executor.take_up(id, Claim::Owner, Some(how))?;
+        let plan = plan.expect("a rewind was asked for");
+        Ok((executor, torn, plan))
+    }
+
+    /// [`Executor::switch_to`], superseding part of the run's history as `how` asks first.
+    pub fn switch_to_rewound(
+        &mut self,
+        id: &str,
+        claim: Claim<'_>,
+        how: &Rewind,
+    ) -> Result<(Option<TornTail>, RewindPlan), EngineError> {
+        let (torn, plan) = self.take_up(id, claim, Some(how))?;
+        Ok((torn, plan.expect("a rewind was asked for")))
+    }
+
+    /// Supersedes part of the history of the run in progress as `how` asks, and rebuilds
+    /// its stack from what stays live.
+    pub fn rewind(&mut self, how: &Rewind) -> Result<RewindPlan, EngineError> {
+        let Some(journal) = self.journal.as_mut() else {
+            return Err(EngineError::WrongCall {
+                expected: Waiting::Fallback,
+                waiting: Waiting::Nothing,
+            });
+        };
+        let id = journal.id().to_string();
+        let mut events = super::journal::read(journal.path())?.events;
+        let plan = Self::supersede(
+            &self.resolver,
+            &self.settings.limits,
+            journal,
+            &id,
+            &mut events,
+            how,
+        )?;
+        let history = RunHistory::replay(journal.path(), &events)?;
+        let stack = self.stack_of(&history)?;
+        self.stack = stack;
+        self.ended = None;
+        self.root_fell_back = history.root_fell_back;
+        self.cancel.reset();
+        Ok(plan)
+    }
+
+    /// Plans what `how` does to the run whose journal holds `events`, appends the event that
+    /// says so to the journal, and to `events`.
+    fn supersede(
+        resolver: &Resolver,
+        limits: &Limits,
+        journal: &mut Journal,
+        id: &str,
+        events: &mut Vec<Event>,
+        how: &Rewind,
+    ) -> Result<RewindPlan, EngineError> {
+        let history = RunHistory::replay(journal.path(), events)?;
+        if !history.started {
+            return Err(EngineError::RunNotStarted { id: id.to_string() });
+        }
+        let plan = super::rewind::plan(resolver, limits, id, events, how)?;
+        let event = Event::Supersede(plan.event.clone());
+        journal.append(&event)?;
+        events.push(event);
+        Ok(plan)
+    }
+
+    fn take_up(
+        &mut self,
+        id: &str,
+        claim: Claim<'_>,
+        how: Option<&Rewind>,
+    ) -> Result<(Option<TornTail>, Option<RewindPlan>), EngineError> {
         // The handle is checked before the run's lock is taken: a wrong one is refused as
         // such even while another process drives the run.
         let token = match claim {
@@ -248,7 +353,7 @@ impl Executor {
                 token.filter(|_| kept.is_some()).map(str::to_string)
             }
         };
-        let (journal, contents) = self.store.open(id)?;
+        let (mut journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
         match journal.group_note().kill_leftover() {
@@ -265,7 +370,19 @@ impl Executor {
             // Said where it was found (a warning in the log); the run goes on.
             Leftover::NotOurs(_) | Leftover::None => {}
         }
-        let history = RunHistory::replay(journal.path(), &contents.events)?;
+        let mut events = contents.events;
+        let plan = match how {
+            Some(how) => Some(Self::supersede(
+                &self.resolver,
+                &self.settings.limits,
+                &mut journal,
+                id,
+                &mut events,
+                how,
+            )?),
+            None => None,
+        };
+        let history = RunHistory::replay(journal.path(), &events)?;
         if !history.started || history.frames.is_empty() {
             // Opening the run made its group note; a run that is not going on keeps none
             // (a call naming a finished run must leave its files as they were).
@@ -278,8 +395,21 @@ impl Executor {
                 EngineError::RunNotStarted { id: id.to_string() }
             });
         }
+        let stack = self.stack_of(&history)?;
+        self.sync()?;
+        self.journal = Some(journal);
+        self.token = token;
+        self.stack = stack;
+        self.ended = None;
+        self.root_fell_back = history.root_fell_back;
+        self.cancel.reset();
+        Ok((contents.torn, plan))
+    }
+
+    /// The frames a replayed history holds, with their scripts resolved as they are now.
+    fn stack_of(&self, history: &RunHistory) -> Result<Vec<Frame>, EngineError> {
         let mut stack = Vec::new();
-        for state in history.frames {
+        for state in history.frames.iter().cloned() {
             let script = self.resolver.resolve(&state.push.script)?;
             if script.compiled.is_some() != state.push.compiled {
                 return Err(EngineError::Diverged {
@@ -306,14 +436,7 @@ impl Executor {
                 printed: 0,
             });
         }
-        self.sync()?;
-        self.journal = Some(journal);
-        self.token = token;
-        self.stack = stack;
-        self.ended = None;
-        self.root_fell_back = history.root_fell_back;
-        self.cancel.reset();
-        Ok(contents.torn)
+        Ok(stack)
     }
 
     /// The id of the run in progress.

@@ -2,8 +2,9 @@
 //!
 //! A run is one JSON object per line. The events replay into the stack of frames: `push`
 //! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
-//! as fallen back to its NL instructions, `pop` closes it. Nothing else is stored: the
-//! pending step is derived from the frames by evaluating them.
+//! as fallen back to its NL instructions, `pop` closes it, `supersede` takes the events from
+//! one of its lines on out of the live history (a retry or a rewind; they stay in the file).
+//! Nothing else is stored: the pending step is derived from the frames by evaluating them.
 //!
 //! Every event is written with a single `write` on a file opened for appending, before the
 //! script sees the result it records, so a crash loses at most the step in flight. A last
@@ -129,6 +130,49 @@ pub struct PopEvent {
     pub at: u64,
 }
 
+/// Why part of a run's history was superseded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// `--retry`: a failed step runs again.
+    Retry,
+    /// `--retry` on a run whose script changed since it recorded its steps: the run goes on
+    /// live from the first step whose inputs changed.
+    ScriptChanged,
+    /// `--from STEP`: the person chose the step.
+    From,
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reason::Retry => "retry",
+            Reason::ScriptChanged => "script-changed",
+            Reason::From => "from",
+        })
+    }
+}
+
+/// The history from one step of one frame on no longer counts: the events from line
+/// `line` up to this one stay in the file, and replay leaves them out of the live history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupersedeEvent {
+    /// The 1-based line of the first superseded event.
+    pub line: usize,
+    /// Depth of the frame whose step is the first superseded.
+    pub depth: usize,
+    /// That frame's script, as resolved.
+    pub script: String,
+    /// That step's index in its frame.
+    pub index: usize,
+    /// Why.
+    pub reason: Reason,
+    /// The mekara version that superseded it.
+    pub mekara: String,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -145,6 +189,8 @@ pub enum Event {
     Fail(FailEvent),
     /// A frame was popped.
     Pop(PopEvent),
+    /// Part of the history was superseded (a retry or a rewind).
+    Supersede(SupersedeEvent),
 }
 
 impl Event {
@@ -156,6 +202,7 @@ impl Event {
             Event::Step(e) => e.at,
             Event::Fail(e) => e.at,
             Event::Pop(e) => e.at,
+            Event::Supersede(e) => e.at,
         }
     }
 
@@ -167,6 +214,7 @@ impl Event {
             Event::Step(_) => "step",
             Event::Fail(_) => "fail",
             Event::Pop(_) => "pop",
+            Event::Supersede(_) => "supersede",
         }
     }
 
@@ -186,6 +234,7 @@ impl Event {
             Some("step") => serde_json::from_value(line).map(Event::Step),
             Some("fail") => serde_json::from_value(line).map(Event::Fail),
             Some("pop") => serde_json::from_value(line).map(Event::Pop),
+            Some("supersede") => serde_json::from_value(line).map(Event::Supersede),
             _ => return Err(format!("unknown event {kind}")),
         };
         parsed.map_err(|e| e.to_string())

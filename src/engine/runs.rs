@@ -39,6 +39,42 @@ pub struct RunHistory {
     /// Whether a script was ever pushed. A journal without (an empty file, or a header alone
     /// from a mekara that wrote them apart) was stopped before its script started.
     pub started: bool,
+    /// How many journaled steps a retry or rewind superseded (kept in the file, not counted
+    /// in `steps`).
+    pub superseded: usize,
+}
+
+/// Which of `events` make up the live history: every event but those a later `supersede`
+/// took out, and the `supersede` events themselves (they only say so). A `supersede` takes
+/// out the live events from its `line` on; events it took out stay out, whatever a later
+/// one says. A `supersede` that points at the header or past itself is reported with its
+/// line.
+pub fn live(events: &[Event]) -> Result<Vec<bool>, (usize, String)> {
+    let mut live = vec![false; events.len()];
+    // The live events so far, in order: a supersede cuts the tail of this list.
+    let mut kept: Vec<usize> = Vec::with_capacity(events.len());
+    for (index, event) in events.iter().enumerate() {
+        let Event::Supersede(supersede) = event else {
+            live[index] = true;
+            kept.push(index);
+            continue;
+        };
+        if supersede.line < 2 || supersede.line > index {
+            return Err((
+                index + 1,
+                format!(
+                    "a `supersede` event from line {}, which is not a line between the header and itself",
+                    supersede.line
+                ),
+            ));
+        }
+        while kept.last().is_some_and(|&k| k + 1 >= supersede.line) {
+            if let Some(k) = kept.pop() {
+                live[k] = false;
+            }
+        }
+    }
+    Ok(live)
 }
 
 impl RunHistory {
@@ -55,8 +91,22 @@ impl RunHistory {
             root_fell_back: false,
             token_sha256: None,
             started: false,
+            superseded: 0,
         };
+        let live = live(events).map_err(|(line, reason)| JournalError::Corrupt {
+            path: path.to_path_buf(),
+            line,
+            reason,
+        })?;
+        history.superseded = live
+            .iter()
+            .zip(events)
+            .filter(|(live, event)| !**live && matches!(event, Event::Step(_)))
+            .count();
         for (index, event) in events.iter().enumerate() {
+            if !live[index] {
+                continue;
+            }
             let corrupt = |reason: String| JournalError::Corrupt {
                 path: path.to_path_buf(),
                 line: index + 1,
@@ -109,6 +159,8 @@ impl RunHistory {
                         history.root_fell_back = true;
                     }
                 }
+                // Not live: `live` left it out.
+                Event::Supersede(_) => {}
                 Event::Pop(pop) => {
                     let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;
@@ -397,4 +449,151 @@ pub fn new_id(attempt: u32) -> String {
         &digits[8..14],
         hasher.finish() & 0xffff
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::journal::{
+        FORMAT, Origin, PopEvent, Reason, RunEvent, StepEvent, SupersedeEvent,
+    };
+    use crate::engine::step::{StepInput, StepResult};
+
+    fn header() -> Event {
+        Event::Run(RunEvent {
+            format: FORMAT.into(),
+            mekara: "0".into(),
+            id: "r".into(),
+            token_sha256: None,
+            at: 0,
+        })
+    }
+
+    fn push() -> Event {
+        Event::Push(PushEvent {
+            depth: 0,
+            script: "s".into(),
+            compiled: true,
+            request: String::new(),
+            working_dir: "/".into(),
+            origin: Origin::Start,
+            called_as: None,
+            allow_failure: false,
+            at: 0,
+        })
+    }
+
+    fn step(index: usize) -> Event {
+        Event::Step(StepEvent {
+            depth: 0,
+            record: StepRecord {
+                index,
+                input: StepInput::Shell {
+                    command: format!("echo {index}"),
+                    working_dir: "/".into(),
+                    env: std::collections::BTreeMap::new(),
+                },
+                context: None,
+                result: StepResult::default(),
+                allow_failure: false,
+            },
+            at: 0,
+        })
+    }
+
+    fn supersede(line: usize) -> Event {
+        Event::Supersede(SupersedeEvent {
+            line,
+            depth: 0,
+            script: "s".into(),
+            index: 0,
+            reason: Reason::From,
+            mekara: "0".into(),
+            at: 0,
+        })
+    }
+
+    fn pop() -> Event {
+        Event::Pop(PopEvent {
+            depth: 0,
+            outcome: Outcome::Completed,
+            error: None,
+            agent: None,
+            at: 0,
+        })
+    }
+
+    fn steps_of(events: &[Event]) -> Vec<String> {
+        let history = RunHistory::replay(Path::new("j"), events).expect("replay");
+        history
+            .frames
+            .iter()
+            .flat_map(|f| f.steps.iter().map(|s| s.input.summary()))
+            .collect()
+    }
+
+    #[test]
+    fn a_journal_without_supersede_replays_every_event() {
+        let events = [header(), push(), step(0), step(1), pop()];
+        assert_eq!(live(&events), Ok(vec![true; 5]));
+        let history = RunHistory::replay(Path::new("j"), &events).expect("replay");
+        assert_eq!((history.steps, history.superseded), (2, 0));
+        assert_eq!(history.outcome, Some(Outcome::Completed));
+    }
+
+    #[test]
+    fn supersede_takes_the_events_from_its_line_out_and_reopens_the_frame() {
+        // Lines: 1 header, 2 push, 3 step 0, 4 step 1, 5 pop, 6 supersede from line 4.
+        let events = [
+            header(),
+            push(),
+            step(0),
+            step(1),
+            pop(),
+            supersede(4),
+            step(1),
+        ];
+        assert_eq!(
+            live(&events),
+            Ok(vec![true, true, true, false, false, false, true])
+        );
+        let history = RunHistory::replay(Path::new("j"), &events).expect("replay");
+        assert_eq!((history.steps, history.superseded), (2, 1));
+        assert_eq!(history.outcome, None, "the root frame is open again");
+        assert_eq!(history.frames.len(), 1);
+    }
+
+    #[test]
+    fn a_later_supersede_never_brings_superseded_events_back() {
+        // 1 header, 2 push, 3 step 0, 4 step 1, 5 supersede from 3, 6 step 0', 7 supersede
+        // from 4 (before line 6: it cuts only what is live from there), 8 step 0''.
+        let events = [
+            header(),
+            push(),
+            step(0),
+            step(1),
+            supersede(3),
+            step(0),
+            supersede(4),
+            step(0),
+        ];
+        let live = live(&events).expect("live");
+        assert_eq!(
+            live,
+            vec![true, true, false, false, false, false, false, true]
+        );
+        assert_eq!(steps_of(&events), ["$ echo 0"]);
+    }
+
+    #[test]
+    fn a_supersede_pointing_at_the_header_or_past_itself_is_damage() {
+        for line in [0, 1, 4] {
+            let events = [header(), push(), step(0), supersede(line)];
+            let err = RunHistory::replay(Path::new("j"), &events).expect_err("corrupt");
+            assert!(
+                err.to_string().contains("is damaged at line 4"),
+                "{line}: {err}"
+            );
+        }
+    }
 }

@@ -23,7 +23,7 @@ use super::session::Session;
 use super::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
 use crate::engine::runs::{RunState, RunSummary};
-use crate::engine::{CancelToken, EngineError, StepRunner, handle};
+use crate::engine::{CancelToken, EngineError, Rewind, RewindPlan, StepRunner, handle};
 use crate::script::{Listing, Resolver};
 
 /// How long a session no connection drives stays in memory after its last call.
@@ -40,8 +40,9 @@ pub(crate) type Enter<'e> =
 enum Found {
     /// A session held it already.
     Live,
-    /// It was taken up from its journal, cutting this torn record if there was one.
-    TakenUp(Option<TornTail>),
+    /// It was taken up from its journal, cutting this torn record if there was one, and
+    /// rewound as the call asked, if it asked.
+    TakenUp(Option<TornTail>, Option<Box<RewindPlan>>),
 }
 
 /// One run's session, with what the server needs to answer calls that arrive while it runs.
@@ -112,6 +113,8 @@ pub(crate) enum Route {
         slot: Arc<Slot>,
         /// What `resume` says first.
         preface: String,
+        /// A retry or rewind the run's session still has to do (the run was live in it).
+        rewind: Option<Rewind>,
     },
 }
 
@@ -177,9 +180,13 @@ impl Registry {
             Ok(call) => call,
             Err(error) => return Reply::error(reply::argument_refusal(&error)),
         };
-        let (slot, preface) = match self.route(&call, driving) {
+        let (slot, preface, rewind) = match self.route(&call, driving) {
             Route::Reply(reply) => return reply,
-            Route::Run { slot, preface } => (slot, preface),
+            Route::Run {
+                slot,
+                preface,
+                rewind,
+            } => (slot, preface, rewind),
         };
         let mut session = match enter(&slot) {
             Ok(session) => session,
@@ -188,7 +195,7 @@ impl Registry {
         // A panic is a bug; caught here, it becomes this call's error, the session's lock is
         // released unpoisoned, and the next call is answered.
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            session.call(&call, progress, preface)
+            session.call(&call, progress, preface, rewind.as_ref())
         }));
         let mut reply = handled.unwrap_or_else(|panic| {
             Reply::error(reply::internal_error(crate::display::panic_message(
@@ -209,17 +216,33 @@ impl Registry {
         match call {
             AgentCall::ListScripts { all } => return Route::Reply(self.list_scripts(*all)),
             AgentCall::Eject { name, force } => return Route::Reply(self.eject(name, *force)),
-            AgentCall::Resume { run_id: None } => return Route::Reply(self.interrupted_runs()),
+            AgentCall::Resume { run_id: None, .. } => {
+                return Route::Reply(self.interrupted_runs());
+            }
             _ => {}
         }
         if let Some(named) = call.handle() {
             let resume = matches!(call, AgentCall::Resume { .. });
-            return match self.named(named, driving) {
+            let asked = match call {
+                AgentCall::Resume { rewind, .. } => rewind.as_ref(),
+                _ => None,
+            };
+            return match self.named(named, driving, asked) {
                 Ok((slot, taken_up)) => {
                     let (id, _) = handle::split(named);
+                    let mut rewind = None;
                     let preface = match (resume, taken_up) {
-                        (true, Found::TakenUp(torn)) => reply::resumed(id, torn.as_ref()),
-                        (true, Found::Live) => reply::resumed_same(id),
+                        (true, Found::TakenUp(torn, plan)) => {
+                            let mut text = reply::resumed(id, torn.as_ref());
+                            if let Some(plan) = &plan {
+                                text.push_str(&reply::rewound(plan));
+                            }
+                            text
+                        }
+                        (true, Found::Live) => {
+                            rewind = asked.cloned();
+                            reply::resumed_same(id)
+                        }
                         (false, _) => String::new(),
                     };
                     // A run taken up with `resume`, or nested into with `start`, is the one
@@ -227,7 +250,11 @@ impl Registry {
                     if matches!(call, AgentCall::Resume { .. } | AgentCall::Start { .. }) {
                         lock(driving).drive(&slot);
                     }
-                    Route::Run { slot, preface }
+                    Route::Run {
+                        slot,
+                        preface,
+                        rewind,
+                    }
                 }
                 Err(error) => Route::Reply(Reply::error(if resume {
                     reply::resume_refused(&error)
@@ -263,16 +290,19 @@ impl Registry {
         Route::Run {
             slot,
             preface: String::new(),
+            rewind: None,
         }
     }
 
     /// The slot of the run `named` (a handle, or a bare id of a run this connection drives
     /// or of one journaled before handles), taken up from its journal when no session
-    /// holds it; with the torn record the take-up cut, when it took it up.
+    /// holds it — and then rewound as `rewind` asks; with the torn record the take-up cut,
+    /// when it took it up.
     fn named(
         &self,
         named: &str,
         driving: &Mutex<Driving>,
+        rewind: Option<&Rewind>,
     ) -> Result<(Arc<Slot>, Found), EngineError> {
         let (id, token) = handle::split(named);
         if token.is_none()
@@ -294,10 +324,10 @@ impl Registry {
             return Ok((slot.clone(), Found::Live));
         }
         let slot = self.new_slot();
-        let torn = lock(&slot.session).take_up(id, token)?;
+        let (torn, plan) = lock(&slot.session).take_up(id, token, rewind)?;
         *lock(&slot.token) = lock(&slot.session).token().map(str::to_string);
         runs.insert(id.to_string(), slot.clone());
-        Ok((slot, Found::TakenUp(torn)))
+        Ok((slot, Found::TakenUp(torn, plan.map(Box::new))))
     }
 
     /// After a call: registers a run that started, forgets one that ended, and when the run

@@ -28,7 +28,7 @@ use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
 use crate::engine::runs::RunSummary;
 use crate::engine::step::{StepInput, StepRecord};
-use crate::engine::{EngineError, Pending, Waiting};
+use crate::engine::{EngineError, Pending, RewindPlan, Waiting};
 use crate::script::ScriptError;
 use crate::script::eject::{EjectError, Ejected};
 use crate::script::{Listing, ScriptEntry};
@@ -567,6 +567,14 @@ fn argument_error(error: &ArgumentError) -> String {
         ArgumentError::OutputsNotObject { found } => format!(
             "argument `outputs` of `continue_compiled_script` must be an object of named outputs, not {found}"
         ),
+        ArgumentError::RetryAndFrom => {
+            "`resume` takes `retry` or `from`, not both: `retry: true` runs the failed (or changed) step again, `from` a step you name"
+                .to_string()
+        }
+        ArgumentError::RewindWithoutRun => {
+            "`retry` and `from` of `resume` need `run_id`, the handle of the run to go on with"
+                .to_string()
+        }
         ArgumentError::NotBoolean {
             tool,
             argument,
@@ -835,6 +843,11 @@ pub(crate) fn resumed(id: &str, torn: Option<&TornTail>) -> String {
     }
     text.push('\n');
     text
+}
+
+/// What a retry or rewind did to the run, before its reply goes on.
+pub(crate) fn rewound(plan: &RewindPlan) -> String {
+    format!("{}\n", crate::display::rewind_summary(plan))
 }
 
 /// The first lines of `resume(run_id)` for a run this server holds already.

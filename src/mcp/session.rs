@@ -12,7 +12,9 @@ use super::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
 use crate::engine::runs::RunStore;
 use crate::engine::step::AgentReport;
-use crate::engine::{Claim, EngineError, Executor, Pending, Settings, StepRunner};
+use crate::engine::{
+    Claim, EngineError, Executor, Pending, Rewind, RewindPlan, Settings, StepRunner,
+};
 use crate::script::Resolver;
 
 /// What an agent process did with the pending item.
@@ -57,7 +59,9 @@ impl Session {
     }
 
     /// A session that takes run `id` up from its journal, as the person who owns the run's
-    /// files (`mekara run --resume ID --agent …`).
+    /// files (`mekara run --resume ID --agent …`), retried or rewound first as `rewind` asks
+    /// (`--retry`, `--from`; a rewound run may have ended).
+    #[allow(clippy::too_many_arguments)] // the parts of a session, and which run to take up
     pub(crate) fn resume(
         resolver: Resolver,
         store: RunStore,
@@ -65,8 +69,16 @@ impl Session {
         settings: Settings,
         cwd: PathBuf,
         id: &str,
-    ) -> Result<(Session, Option<TornTail>), EngineError> {
-        let (executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+        rewind: Option<&Rewind>,
+    ) -> Result<(Session, Option<TornTail>, Option<RewindPlan>), EngineError> {
+        let (executor, torn, plan) = if let Some(how) = rewind {
+            let (executor, torn, plan) =
+                Executor::resume_rewound(resolver, store, runner, settings, id, how)?;
+            (executor, torn, Some(plan))
+        } else {
+            let (executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
+            (executor, torn, None)
+        };
         let session = Session {
             executor,
             cwd,
@@ -74,7 +86,7 @@ impl Session {
             last: None,
             interrupted: None,
         };
-        Ok((session, torn))
+        Ok((session, torn, plan))
     }
 
     /// Whether the last call was cancelled mid-step (Ctrl-C): the run is left resumable.
@@ -146,27 +158,55 @@ impl Session {
         self.run_id().is_some()
     }
 
-    /// Takes run `id` up from its journal, when `token` opens it. Nothing changes on error.
+    /// Takes run `id` up from its journal, when `token` opens it, rewound as `rewind` asks
+    /// (a rewound run may have ended). Nothing changes on error.
     pub(crate) fn take_up(
         &mut self,
         id: &str,
         token: Option<&str>,
-    ) -> Result<Option<TornTail>, EngineError> {
-        let torn = self.executor.switch_to(id, Claim::Handle(token))?;
+        rewind: Option<&Rewind>,
+    ) -> Result<(Option<TornTail>, Option<RewindPlan>), EngineError> {
+        let claim = Claim::Handle(token);
+        let taken = match rewind {
+            Some(how) => self
+                .executor
+                .switch_to_rewound(id, claim, how)
+                .map(|(torn, plan)| (torn, Some(plan)))?,
+            None => (self.executor.switch_to(id, claim)?, None),
+        };
+        self.forget_shown();
+        Ok(taken)
+    }
+
+    /// Forgets what the agent was shown of the run: it was taken up anew, or rewound.
+    fn forget_shown(&mut self) {
         self.shown.clear();
         self.last = None;
         self.interrupted = None;
-        Ok(torn)
     }
 
     /// Runs one checked call of a tool that moves or shows this session's run. `preface`
-    /// starts the reply (what `resume` did).
+    /// starts the reply (what `resume` did); `rewind` is a retry or rewind of this session's
+    /// run to do first.
     pub(crate) fn call(
         &mut self,
         call: &AgentCall,
         progress: &dyn Fn(Progress<'_>),
-        preface: String,
+        mut preface: String,
+        rewind: Option<&Rewind>,
     ) -> Reply {
+        if let Some(how) = rewind {
+            match self.executor.rewind(how) {
+                Ok(plan) => {
+                    self.forget_shown();
+                    preface.push_str(&reply::rewound(&plan));
+                }
+                Err(error) => {
+                    preface.push_str(&reply::resume_refused(&error));
+                    return Reply::error(preface);
+                }
+            }
+        }
         let history = History::new(progress);
         let outcome = match call {
             AgentCall::Start {

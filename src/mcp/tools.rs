@@ -7,6 +7,7 @@
 use serde_json::{Map, Value as Json, json};
 
 use crate::display::json_type;
+use crate::engine::Rewind;
 
 /// The tools, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,8 @@ pub(crate) enum AgentCall {
     Resume {
         /// The run to take up.
         run_id: Option<String>,
+        /// A retry or rewind to do first.
+        rewind: Option<Rewind>,
     },
     /// Copy a bundled script into the project.
     Eject {
@@ -96,7 +99,7 @@ impl AgentCall {
             AgentCall::Continue { run_id, .. }
             | AgentCall::Finish { run_id }
             | AgentCall::Status { run_id }
-            | AgentCall::Resume { run_id } => run_id.as_deref(),
+            | AgentCall::Resume { run_id, .. } => run_id.as_deref(),
             AgentCall::ListScripts { .. } | AgentCall::Eject { .. } => None,
         }
     }
@@ -191,7 +194,10 @@ impl AgentTool {
                  cancelled). Without `run_id`, lists the interrupted runs; with the run's \
                  handle, rebuilds its stack from the journal and shows its pending step again \
                  (the other tools take a run up by its handle too). Auto steps that \
-                 finished never run twice."
+                 finished never run twice, unless you ask: once the cause of a failure is \
+                 fixed, `retry: true` runs the failed step again and goes on (after an edit \
+                 of the script, from the first step that changed); `from` runs again from \
+                 a step you name."
             }
             AgentTool::Eject => {
                 "Copy a bundled script (such as `compile`) into the project's \
@@ -243,6 +249,15 @@ impl AgentTool {
                     "run_id": {
                         "type": "string",
                         "description": "The handle of the run to take up, as the `start` reply gave it: `<run id>.<token>`. Leave out to list the interrupted runs."
+                    },
+                    "retry": {
+                        "type": "boolean",
+                        "description": "Run the step whose failure made the run fall back again, once its cause is fixed, and go on; when a script changed since the run recorded its steps, go on from the first step whose inputs changed. Needs `run_id`.",
+                        "default": false
+                    },
+                    "from": {
+                        "type": "string",
+                        "description": "Run again from this recorded step, e.g. `deploy[4]` (as `mekara runs show` labels it); the steps before it are answered from the journal. Works on a finished run too. Needs `run_id`."
                     }
                 }),
                 &[],
@@ -366,9 +381,19 @@ impl AgentTool {
             AgentTool::ListScripts => AgentCall::ListScripts {
                 all: boolean("all")?,
             },
-            AgentTool::Resume => AgentCall::Resume {
-                run_id: string("run_id", false)?.filter(|id| !id.is_empty()),
-            },
+            AgentTool::Resume => {
+                let run_id = string("run_id", false)?.filter(|id| !id.is_empty());
+                let from = string("from", false)?.filter(|step| !step.is_empty());
+                let rewind = match (boolean("retry")?, from) {
+                    (true, Some(_)) => return Err(ArgumentError::RetryAndFrom),
+                    (true, None) => Some(Rewind::Retry),
+                    (false, from) => from.map(Rewind::From),
+                };
+                if rewind.is_some() && run_id.is_none() {
+                    return Err(ArgumentError::RewindWithoutRun);
+                }
+                AgentCall::Resume { run_id, rewind }
+            }
             AgentTool::Eject => AgentCall::Eject {
                 name: string("name", true)?.unwrap_or_default(),
                 force: boolean("force")?,
@@ -412,6 +437,10 @@ pub(crate) enum ArgumentError {
         /// What it is instead.
         found: &'static str,
     },
+    /// `resume` got both `retry` and `from`.
+    RetryAndFrom,
+    /// `resume` got `retry` or `from` without `run_id`.
+    RewindWithoutRun,
     /// A boolean argument (`force`, `all`) is something else.
     NotBoolean {
         /// The tool called.

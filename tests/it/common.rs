@@ -214,6 +214,25 @@ pub fn path_with_mekara() -> String {
     )
 }
 
+/// How many lines the file at `path` has (0 when it is not there): how often a step that
+/// appends a line to it ran.
+pub fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+/// Waits up to 20 s for `path` to appear (a step says it started by creating it).
+pub fn wait_for(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 pub fn write_file(path: &Path, text: &str) -> PathBuf {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");

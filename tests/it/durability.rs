@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::Project;
+use crate::common::{Project, lines, wait_for};
 
 const SCRIPT: &str = r#"
 def execute(request):
@@ -17,10 +17,6 @@ def execute(request):
     auto("echo " + answer.outputs["word"] + " >> e.count")
 "#;
 
-fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
-}
-
 /// Each step that appends to `NAME.count` in `root` ran exactly once; `context` is shown
 /// when one did not.
 fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
@@ -30,18 +26,6 @@ fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
             1,
             "{counter}.count\n{context}"
         );
-    }
-}
-
-fn wait_for(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -235,6 +235,6 @@ fn resume_after_a_helper_changed_reports_the_divergent_step() {
     );
     assert_eq!(
         project.scrub(&resumed.stderr),
-        "error: script `div` changed since this run recorded its step 0: command is now `echo changed` but was `echo first`; restore the script and the helper modules it loads as they were, or start a new run\n"
+        "error: script `div` changed since this run recorded its step 0: command is now `echo changed` but was `echo first`; restore the script and the helper modules it loads as they were, go on from the change with `--retry` (`mekara run --resume ID --retry`; MCP: `resume` with `retry: true`), or start a new run\n"
     );
 }

@@ -25,6 +25,7 @@ mod mcp_protocol;
 mod prune;
 mod python_client;
 mod resolution;
+mod rewind;
 mod serve;
 mod shell;
 mod stack;

@@ -617,3 +617,42 @@ fn ctrl_c_during_an_auto_step_before_the_first_agent_step_ends_with_a_summary() 
     assert_eq!(json_summary(&run)["state"], "interrupted");
     assert!(calls(&project).is_empty());
 }
+
+/// `--retry` works unattended too: a step the agent could not answer, after the run fell
+/// back and the agent finished the fallback, is asked again and the run goes on to its end.
+#[test]
+fn retry_asks_the_agent_again_for_the_failed_step_and_the_run_completes() {
+    let project = project();
+    answers(&project, &json!({"llm:1": {"error": "no colours today"}}));
+    let failed = run(&project, &["colour"]);
+    failed.expect_code(1);
+    let summary = json_summary(&failed);
+    assert_eq!(summary["state"], "fell_back");
+    let id = summary["run_id"].as_str().expect("a string").to_string();
+
+    answers(&project, &json!({}));
+    let retried = run_resume(&project, &id, &["--retry"]);
+    retried.expect_code(0);
+    assert_eq!(
+        json_summary(&retried)["state"],
+        "completed",
+        "{}",
+        retried.stderr
+    );
+    assert_eq!(
+        asked_steps(&project),
+        [
+            "colour[1]",
+            "colour",
+            "colour[1]",
+            "colour[3]",
+            "colour[4] > plain[0]"
+        ],
+        "the failed step, its fallback, then the step again and the rest"
+    );
+    let kinds: Vec<String> = calls(&project)
+        .iter()
+        .map(|c| c["kind"].as_str().expect("a string").to_string())
+        .collect();
+    assert_eq!(kinds, ["llm", "fallback", "llm", "llm", "nl"]);
+}

@@ -244,6 +244,15 @@ pub(crate) struct FrameRun<'a> {
 
 /// Evaluates `program` over the frame's journal until it completes, fails or suspends.
 pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
+    evaluate_counted(program, run).0
+}
+
+/// [`evaluate`], with how many of the frame's steps the evaluation went through (replayed
+/// or new) when it stopped: a rewind compares it with the steps the journal recorded.
+pub(crate) fn evaluate_counted(
+    program: &Program,
+    run: FrameRun<'_>,
+) -> (Result<Evaluation, EngineError>, usize) {
     let FrameRun {
         path,
         request,
@@ -277,20 +286,24 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
         prints: Cell::new(0),
         printed: Cell::new(*printed),
     };
-    let execute = program
-        .module
-        .get("execute")
-        .map_err(|e| EngineError::Diverged {
-            script: path.to_string(),
-            index: 0,
-            detail: format!("the script lost its `execute` function: {e}"),
-        })?;
+    let execute = match program.module.get("execute") {
+        Ok(execute) => execute,
+        Err(e) => {
+            *steps = ctx.steps.into_inner();
+            let lost = EngineError::Diverged {
+                script: path.to_string(),
+                index: 0,
+                detail: format!("the script lost its `execute` function: {e}"),
+            };
+            return (Err(lost), 0);
+        }
+    };
     let result = call_with_steps(&ctx, &execute, &Arguments::Request(request));
     let cursor = ctx.cursor.get();
     let interrupt = ctx.interrupt.take();
     *printed = ctx.printed.get();
     *steps = ctx.steps.into_inner();
-    match (result, interrupt) {
+    let evaluation = match (result, interrupt) {
         (_, Some(Interrupt::Engine(e))) => Err(e),
         (_, Some(Interrupt::Suspend(s))) => Ok(Evaluation::Suspended(s)),
         (_, Some(Interrupt::StepFailed(message))) => Ok(Evaluation::Failed(message)),
@@ -304,7 +317,8 @@ pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluatio
             ),
         }),
         (Ok(_), None) => Ok(Evaluation::Completed),
-    }
+    };
+    (evaluation, cursor)
 }
 
 /// What a function is called with by [`call_with_steps`].

@@ -6,4 +6,5 @@ pub mod client;
 mod flows;
 pub(crate) mod handles;
 mod replies;
+mod rewind;
 mod vcr;
