@@ -52,6 +52,7 @@ impl Agent for ClaudeAgent {
             prompt.as_bytes(),
             &request.working_dir,
             timeout,
+            request.group_note.clone(),
             cancel,
         ) {
             Ok(stdout) => read_result(&stdout, request.wants_outputs()),

@@ -31,6 +31,7 @@ impl Agent for CommandAgent {
             input.as_bytes(),
             &request.working_dir,
             timeout,
+            request.group_note.clone(),
             cancel,
         ) {
             Ok(stdout) => read_answer(&stdout),

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
+use crate::engine::group_note::GroupNote;
 use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::AgentReport;
@@ -66,6 +67,9 @@ pub(crate) struct Request {
     pub budget_usd: Option<f64>,
     /// The folder the agent runs in.
     pub working_dir: PathBuf,
+    /// Where the agent's process group is noted while it runs, so that a resume after mekara
+    /// was killed kills an agent left working (as it kills a shell step's group).
+    pub group_note: Option<GroupNote>,
 }
 
 impl Request {
@@ -195,6 +199,7 @@ fn run_agent(
     stdin: &[u8],
     working_dir: &Path,
     timeout: Duration,
+    group_note: Option<GroupNote>,
     cancel: &CancelToken,
 ) -> Result<String, Stopped> {
     let files = tempfile::Builder::new()
@@ -218,7 +223,7 @@ fn run_agent(
         working_dir: working_dir.to_path_buf(),
         env: std::collections::BTreeMap::new(),
         timeout,
-        group_note: None,
+        group_note,
     };
     let ran = ShellRunner::new().run_shell(
         &step,

@@ -273,6 +273,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 .frames()
                 .last()
                 .map_or_else(|| PathBuf::from("."), |f| f.working_dir.clone()),
+            group_note: session.group_note(),
         };
         eprintln!("… asking the agent: {} `{path}`", kind_name(kind));
         match ask(

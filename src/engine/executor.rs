@@ -12,7 +12,7 @@ use serde_json::{Map, Value as Json};
 
 use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension};
 use super::error::{EngineError, Waiting};
-use super::group_note::Leftover;
+use super::group_note::{GroupNote, Leftover};
 use super::journal::{
     Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
 };
@@ -437,6 +437,12 @@ impl Executor {
             });
         }
         Ok(stack)
+    }
+
+    /// Where the run in progress notes the process group of what it runs now, so that a
+    /// resume after mekara was killed can kill it: its shell steps, and (unattended) the agent.
+    pub fn group_note(&self) -> Option<GroupNote> {
+        self.journal.as_ref().map(|j| j.group_note().clone())
     }
 
     /// The id of the run in progress.

@@ -140,6 +140,11 @@ impl Session {
         self.executor.run_id()
     }
 
+    /// Where the run notes the process group of what it runs now (see `group_note`).
+    pub(crate) fn group_note(&self) -> Option<crate::engine::group_note::GroupNote> {
+        self.executor.group_note()
+    }
+
     /// The handle of the run in progress, or its id when it has no token (a run journaled
     /// before handles).
     pub(crate) fn handle_or_id(&self) -> Option<String> {

@@ -394,6 +394,12 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
     );
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap mekara");
+    // Nothing is left to stop the agent mekara was waiting for: it works on.
+    let pid = hang_pid(&project);
+    assert!(
+        !gone(pid),
+        "the orphaned agent's child {pid} ended by itself"
+    );
     let id = project.run_ids().pop().expect("a run");
     let (resumed, steps) = resume_to_the_end(&project, &id);
     assert_eq!(
@@ -401,9 +407,11 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
         "the answered step was not asked again; the one killed was"
     );
     assert!(resumed.stderr.contains(&format!("resuming run {id}")));
-    if let Ok(pid) = std::fs::read_to_string(project.root().join("agent/hang.pid")) {
-        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
-    }
+    // The resume killed the agent's process group, as it kills a shell step's.
+    assert!(
+        gone(pid),
+        "the agent a killed mekara left working ({pid}) still runs after the resume"
+    );
 }
 
 #[test]
