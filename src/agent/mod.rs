@@ -1,6 +1,6 @@
 //! Agent processes as step runners (`mekara run --agent claude`, `--agent-command CMD`): the
 //! request mekara gives an agent for one llm step or NL script, the answer it reads back,
-//! and the two adapters that start the agent ([`command`], [`claude`]).
+//! and the adapters that start the agent ([`command`], [`claude`], [`codex`]).
 //!
 //! An adapter only runs the agent once and reads what it said. Deciding what to ask (the
 //! prompt is the MCP reply, rendered by `crate::mcp`), checking the outputs, asking again,
@@ -8,6 +8,7 @@
 //! the engine's frames.
 
 pub(crate) mod claude;
+pub(crate) mod codex;
 pub(crate) mod command;
 
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@ use serde_json::{Value as Json, json};
 
 use super::output::outln;
 use crate::agent::claude::ClaudeAgent;
+use crate::agent::codex::CodexAgent;
 use crate::agent::command::CommandAgent;
 use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::display::count;
@@ -34,8 +35,8 @@ use crate::script::Resolver;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("unattended_agent").args(["agent", "agent_command"])))]
 pub(super) struct UnattendedArgs {
-    /// Run unattended: this agent does the llm steps and NL scripts (Claude Code headless,
-    /// `claude` on PATH).
+    /// Run unattended: this agent does the llm steps and NL scripts (Claude Code or the Codex
+    /// CLI headless, `claude` or `codex` on PATH).
     #[arg(long, value_enum, value_name = "AGENT")]
     agent: Option<AgentName>,
     /// Run unattended: this command does the llm steps and NL scripts, through the JSON
@@ -77,6 +78,8 @@ enum AgentName {
     // Claude Code: `claude -p --output-format json --json-schema … --resume SESSION`. (No doc
     // comment: one would turn `mekara run --help` into clap's long form.)
     Claude,
+    // The Codex CLI: `codex exec --json --output-schema FILE`, then `codex exec resume THREAD`.
+    Codex,
 }
 
 impl UnattendedArgs {
@@ -88,6 +91,7 @@ impl UnattendedArgs {
     fn agent(&self) -> Box<dyn Agent> {
         match (&self.agent, &self.agent_command) {
             (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
+            (Some(AgentName::Codex), None) => Box::new(CodexAgent::new()),
             (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent::new()),
         }
     }
@@ -98,6 +102,7 @@ impl UnattendedArgs {
             (_, Some(command)) => {
                 format!("--agent-command {}", crate::agent::shell_quote(command))
             }
+            (Some(AgentName::Codex), None) => "--agent codex".to_string(),
             _ => "--agent claude".to_string(),
         };
         format!("mekara run --resume {id} {agent}")

@@ -49,15 +49,7 @@ type Session = crate::standin::Session<Turn>;
 /// project's config may not); `--trust` is what install's output tells the person to do once.
 fn codex_exec(codex: &Path, project: &Project, prompt: &str, turns: Vec<Turn>) -> Session {
     let standin = StandIn::start(turns);
-    crate::common::write_file(
-        &project.home().join(".codex/config.toml"),
-        &format!(
-            "model = \"stand-in\"\nmodel_provider = \"stand-in\"\n\n\
-             [model_providers.stand-in]\nname = \"stand-in\"\nbase_url = \"{}\"\n\
-             wire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n",
-            standin.base_url()
-        ),
-    );
+    use_standin(project, &standin);
     let mut command = Command::new(codex);
     command
         .args(["exec", "--skip-git-repo-check", "--trust", prompt])
@@ -68,6 +60,19 @@ fn codex_exec(codex: &Path, project: &Project, prompt: &str, turns: Vec<Turn>) -
         .env("STANDIN_API_KEY", "sk-stand-in")
         .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
     Session::run(command, standin)
+}
+
+/// The person's `~/.codex/config.toml`, selecting `standin` as the model provider.
+fn use_standin(project: &Project, standin: &StandIn) {
+    crate::common::write_file(
+        &project.home().join(".codex/config.toml"),
+        &format!(
+            "model = \"stand-in\"\nmodel_provider = \"stand-in\"\n\n\
+             [model_providers.stand-in]\nname = \"stand-in\"\nbase_url = \"{}\"\n\
+             wire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n",
+            standin.base_url()
+        ),
+    );
 }
 
 /// The tool result the model got for `call_id`.
@@ -219,4 +224,80 @@ fn without_the_installed_approval_mode_codex_refuses_the_call() {
         "not refused:\n{output}\n{session}"
     );
     assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
+}
+
+/// `mekara run --agent codex`: each llm step is one `codex exec --json --output-schema`, the
+/// second resuming the first's thread; the outputs, the thread and the tokens are journaled.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Codex (bash tests/codex/install.sh) and --features clients"
+)]
+#[test]
+fn an_unattended_run_with_codex_answers_each_llm_step_in_one_thread() {
+    let codex = codex();
+    let project = Project::new();
+    project.script(
+        "colour",
+        "Name a colour, then count its letters.",
+        Some(
+            "def execute(request):\n    \
+             r = llm(\"Name a colour.\", expects = {\"colour\": \"one word\"})\n    \
+             n = llm(\"Count the letters of \" + r.outputs[\"colour\"] + \".\", expects = {\"letters\": \"how many\"})\n    \
+             auto(\"echo \" + r.outputs[\"colour\"] + \" has \" + str(n.outputs[\"letters\"]))\n",
+        ),
+    );
+    let standin = StandIn::start(vec![
+        say(r#"{"colour": "red"}"#),
+        say(r#"{"letters": "3"}"#),
+    ]);
+    use_standin(&project, &standin);
+    let bin = codex.parent().expect("the folder of codex");
+    let run = project
+        .command(&["run", "--agent", "codex", "--json", "colour"])
+        .env("PATH", format!("{}:{}", bin.display(), path_with_mekara()))
+        .env("HOME", project.home())
+        .env("STANDIN_API_KEY", "sk-stand-in")
+        .output()
+        .expect("run mekara");
+    let run = crate::common::Run::from_output(run);
+    let requests = standin.responses();
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{}\n{}\nrequests: {}",
+        run.stdout,
+        run.stderr,
+        requests.len()
+    );
+    let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(summary["state"], "completed", "{summary}");
+    // Codex asked for the schema's outputs, and the second question carried the first.
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("Name a colour.") && second.contains("Count the letters of red."),
+        "{second}"
+    );
+    assert!(
+        requests[0].body["text"]["format"]["type"] == "json_schema",
+        "{}",
+        requests[0].body
+    );
+    let steps: Vec<Json> = crate::common::journal_events(&project)
+        .into_iter()
+        .filter(|e| e["event"] == "step" && e["input"]["kind"] == "llm")
+        .collect();
+    assert_eq!(steps.len(), 2);
+    let thread = steps[0]["result"]["agent"]["session"].clone();
+    assert!(thread.is_string(), "{steps:#?}");
+    assert_eq!(
+        steps[1]["result"]["agent"]["session"], thread,
+        "one thread for the run"
+    );
+    assert_eq!(steps[0]["result"]["outputs"]["colour"], "red");
+    let echoed = crate::common::journal_events(&project)
+        .into_iter()
+        .find(|e| e["event"] == "step" && e["input"]["kind"] == "shell")
+        .expect("the shell step");
+    assert_eq!(echoed["result"]["output"], "red has 3\n", "{echoed}");
 }
