@@ -105,14 +105,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
             .map_or(0, |id| journaled_steps(&store, id)),
     };
     let (mut executor, first) = if let Some(id) = &args.resume {
-        let (mut executor, torn, plan) = if let Some(how) = &how {
-            let (executor, torn, plan) =
-                Executor::resume_rewound(resolver, store, runner, settings, id, how)?;
-            (executor, torn, Some(plan))
-        } else {
-            let (executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
-            (executor, torn, None)
-        };
+        let (mut executor, torn, plan) =
+            Executor::resume(resolver, store, runner, settings, id, how.as_ref())?;
         let said = torn
             .map_or(Ok(()), |torn| {
                 outln!(

@@ -229,56 +229,21 @@ impl Executor {
     }
 
     /// Rebuilds run `id` from its journal to continue it, as the person who owns the run's
-    /// files (no handle needed). A torn last record (the writer died mid-write) is cut off
-    /// and returned, so the caller can say so.
+    /// files (no handle needed), superseding part of its history first when `how` asks for
+    /// a retry or rewind (the run may have ended: a rewind opens it again). A torn last
+    /// record (the writer died mid-write) is cut off and returned, so the caller can say so,
+    /// with the rewind's plan when there was one.
     pub fn resume(
         resolver: Resolver,
         store: RunStore,
         runner: Box<dyn StepRunner>,
         settings: Settings,
         id: &str,
-    ) -> Result<(Executor, Option<TornTail>), EngineError> {
+        how: Option<&Rewind>,
+    ) -> Result<(Executor, Option<TornTail>, Option<RewindPlan>), EngineError> {
         let mut executor = Executor::new(resolver, store, runner, settings);
-        let torn = executor.switch_to(id, Claim::Owner)?;
-        Ok((executor, torn))
-    }
-
-    /// Sets the run in progress aside (it stays on disk, resumable) and takes up run `id`
-    /// from its journal instead, when `claim` opens it. On error, nothing changes: a wrong
-    /// handle is refused before anything of the run is touched.
-    pub fn switch_to(
-        &mut self,
-        id: &str,
-        claim: Claim<'_>,
-    ) -> Result<Option<TornTail>, EngineError> {
-        self.take_up(id, claim, None).map(|(torn, _)| torn)
-    }
-
-    /// Takes up run `id` like [`Executor::resume`], superseding part of its history as `how`
-    /// asks first (the run may have ended: a rewind opens it again).
-    pub fn resume_rewound(
-        resolver: Resolver,
-        store: RunStore,
-        runner: Box<dyn StepRunner>,
-        settings: Settings,
-        id: &str,
-        how: &Rewind,
-    ) -> Result<(Executor, Option<TornTail>, RewindPlan), EngineError> {
-        let mut executor = Executor::new(resolver, store, runner, settings);
-        let (torn, plan) = executor.take_up(id, Claim::Owner, Some(how))?;
-        let plan = plan.expect("a rewind was asked for");
+        let (torn, plan) = executor.switch_to(id, Claim::Owner, how)?;
         Ok((executor, torn, plan))
-    }
-
-    /// [`Executor::switch_to`], superseding part of the run's history as `how` asks first.
-    pub fn switch_to_rewound(
-        &mut self,
-        id: &str,
-        claim: Claim<'_>,
-        how: &Rewind,
-    ) -> Result<(Option<TornTail>, RewindPlan), EngineError> {
-        let (torn, plan) = self.take_up(id, claim, Some(how))?;
-        Ok((torn, plan.expect("a rewind was asked for")))
     }
 
     /// Supersedes part of the history of the run in progress as `how` asks, and rebuilds
@@ -330,7 +295,12 @@ impl Executor {
         Ok(plan)
     }
 
-    fn take_up(
+    /// Sets the run in progress aside (it stays on disk, resumable) and takes up run `id`
+    /// from its journal instead, when `claim` opens it, superseding part of its history
+    /// first when `how` asks for a retry or rewind (the run may have ended: a rewind opens
+    /// it again). On error, nothing changes: a wrong handle is refused before anything of
+    /// the run is touched.
+    pub fn switch_to(
         &mut self,
         id: &str,
         claim: Claim<'_>,

@@ -35,7 +35,7 @@ pub(crate) struct Process {
 /// where the system has one, else a question asked at each tick.
 #[derive(Debug)]
 pub(crate) struct ExitWatch {
-    pid: Option<Pid>,
+    pid: Pid,
     fd: Option<OwnedFd>,
 }
 
@@ -44,7 +44,7 @@ impl ExitWatch {
     pub(crate) fn new(child: &Child) -> ExitWatch {
         let pid = Pid::from_child(child);
         ExitWatch {
-            pid: Some(pid),
+            pid,
             fd: imp::exit_fd(pid),
         }
     }
@@ -74,15 +74,13 @@ impl ExitWatch {
         }
         // No such child (`ECHILD`: it was reaped already) counts as exited; an interrupted
         // call is asked again at the next tick.
-        self.pid.is_some_and(|pid| {
-            match waitid(
-                WaitId::Pid(pid),
-                WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
-            ) {
-                Ok(status) => status.is_some(),
-                Err(e) => e != rustix::io::Errno::INTR,
-            }
-        })
+        match waitid(
+            WaitId::Pid(self.pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        ) {
+            Ok(status) => status.is_some(),
+            Err(e) => e != rustix::io::Errno::INTR,
+        }
     }
 }
 

@@ -71,14 +71,8 @@ impl Session {
         id: &str,
         rewind: Option<&Rewind>,
     ) -> Result<(Session, Option<TornTail>, Option<RewindPlan>), EngineError> {
-        let (executor, torn, plan) = if let Some(how) = rewind {
-            let (executor, torn, plan) =
-                Executor::resume_rewound(resolver, store, runner, settings, id, how)?;
-            (executor, torn, Some(plan))
-        } else {
-            let (executor, torn) = Executor::resume(resolver, store, runner, settings, id)?;
-            (executor, torn, None)
-        };
+        let (executor, torn, plan) =
+            Executor::resume(resolver, store, runner, settings, id, rewind)?;
         let session = Session {
             executor,
             cwd,
@@ -171,14 +165,7 @@ impl Session {
         token: Option<&str>,
         rewind: Option<&Rewind>,
     ) -> Result<(Option<TornTail>, Option<RewindPlan>), EngineError> {
-        let claim = Claim::Handle(token);
-        let taken = match rewind {
-            Some(how) => self
-                .executor
-                .switch_to_rewound(id, claim, how)
-                .map(|(torn, plan)| (torn, Some(plan)))?,
-            None => (self.executor.switch_to(id, claim)?, None),
-        };
+        let taken = self.executor.switch_to(id, Claim::Handle(token), rewind)?;
         self.forget_shown();
         Ok(taken)
     }
