@@ -43,6 +43,7 @@ mod hooks;
 mod install;
 mod mcp;
 mod serve;
+mod store_config;
 mod transport;
 
 pub use cli::run;

@@ -11,6 +11,7 @@ mod run;
 mod runs;
 mod scripts;
 mod serve;
+mod store;
 mod tools;
 mod unattended;
 mod vcr;
@@ -50,6 +51,8 @@ enum Command {
     Check(check::CheckArgs),
     /// List runs, show one run's journal, or prune old runs.
     Runs(runs::RunsArgs),
+    /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
+    Store(store::StoreArgs),
     /// Serve mekara to agents over MCP (stdio, or Streamable HTTP with `--http`).
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
@@ -129,6 +132,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Store(args) => store::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
         Command::Tools(args) => tools::run(args),
@@ -401,10 +405,7 @@ fn locate() -> anyhow::Result<(Locations, Resolver)> {
 
 /// The run store of these locations.
 fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, EngineError> {
-    locations
-        .runs_dir()
-        .map(crate::engine::runs::RunStore::new)
-        .ok_or(EngineError::NoRunsDir)
+    crate::store_config::run_store(locations)
 }
 
 #[cfg(test)]
