@@ -26,14 +26,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::error::SqlState;
-use postgres::{Client, NoTls};
+use postgres::{Client, GenericClient, NoTls};
 use sha2::Digest as _;
 
 use super::error::EngineError;
 use super::group_note::GroupNote;
 use super::journal::{self, Contents, Event, JournalError};
 use super::runs::{RunSummary, summarize};
-use super::store::{RunLog, Store, make_runs_dir};
+use super::store::{RunLog, Store, journal_ids, make_runs_dir};
 
 /// The schema's migrations, in order: version N is `MIGRATIONS[..N]` applied.
 const MIGRATIONS: &[&str] = &[include_str!("postgres/1_runs.sql")];
@@ -377,6 +377,18 @@ impl PgStore {
         Ok((client, group, lines))
     }
 
+    /// Adds run `id` of this host and user; `false` when the id is taken.
+    fn add_run(&self, client: &mut impl GenericClient, id: &str) -> Result<bool, StoreError> {
+        let added = client
+            .execute(
+                "INSERT INTO mekara_runs (project, id, host, os_user) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING",
+                &[&self.db.project, &id, &self.host, &self.user],
+            )
+            .map_err(|e| self.db.failed(&e))?;
+        Ok(added == 1)
+    }
+
     fn note(&self, id: &str) -> Result<GroupNote, EngineError> {
         make_runs_dir(&self.notes)?;
         GroupNote::open(&self.notes, id).map_err(|source| {
@@ -431,23 +443,11 @@ impl PgStore {
     pub(crate) fn import(&self, dir: &Path) -> Result<Vec<(String, Moved)>, EngineError> {
         let db = &self.db;
         let mut client = db.connect()?;
-        let mut ids: Vec<String> = std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| {
-                        e.file_name()
-                            .to_str()?
-                            .strip_suffix(".jsonl")
-                            .map(str::to_string)
-                    })
-                    .filter(|id| super::runs::is_run_id(id))
-                    .collect()
-            })
-            .unwrap_or_default();
-        ids.sort();
         let mut report = Vec::new();
-        for id in ids {
+        for id in journal_ids(dir) {
+            if !super::runs::is_run_id(&id) {
+                continue;
+            }
             let path = dir.join(format!("{id}.jsonl"));
             if journal::is_busy(&path) {
                 report.push((id, Moved::Busy));
@@ -469,14 +469,7 @@ impl PgStore {
                 .map_or(bytes.len(), |t| usize::try_from(t.offset).unwrap_or(0));
             let text = String::from_utf8_lossy(&bytes[..whole]);
             let mut tx = client.transaction().map_err(|e| db.failed(&e))?;
-            let added = tx
-                .execute(
-                    "INSERT INTO mekara_runs (project, id, host, os_user) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT DO NOTHING",
-                    &[&db.project, &id, &self.host, &self.user],
-                )
-                .map_err(|e| db.failed(&e))?;
-            if added == 0 {
+            if !self.add_run(&mut tx, &id)? {
                 report.push((id, Moved::Present));
                 continue;
             }
@@ -584,14 +577,7 @@ impl Store for PgStore {
         if !locked {
             return Err(taken());
         }
-        let added = client
-            .execute(
-                "INSERT INTO mekara_runs (project, id, host, os_user) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT DO NOTHING",
-                &[&db.project, &id, &self.host, &self.user],
-            )
-            .map_err(|e| db.failed(&e))?;
-        if added == 0 {
+        if !self.add_run(&mut client, id)? {
             return Err(taken());
         }
         let header = serde_json::to_string(&Event::Run(journal::RunEvent {
@@ -605,21 +591,23 @@ impl Store for PgStore {
         Ok(Box::new(PgRun {
             id: id.to_string(),
             label: db.label(id),
-            client,
             db: Arc::clone(db),
             lines: 0,
             header: Some(header),
             group: self.note(id)?,
+            inserts: Inserts::prepare(&mut client, db)?,
+            client,
         }))
     }
 
     fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
-        let (client, group, lines) = self.take(id)?;
+        let (mut client, group, lines) = self.take(id)?;
         let label = self.db.label(id);
         let contents = journal::parse(&label, &file_bytes(&lines))?;
         let run = PgRun {
             id: id.to_string(),
             label,
+            inserts: Inserts::prepare(&mut client, &self.db)?,
             client,
             db: Arc::clone(&self.db),
             lines: i32::try_from(lines.len()).unwrap_or(i32::MAX),
@@ -706,11 +694,34 @@ impl Db {
     }
 }
 
+/// The appends of a held run, prepared once on its connection: one event, and the header
+/// with the first event.
+struct Inserts {
+    one: postgres::Statement,
+    two: postgres::Statement,
+}
+
+impl Inserts {
+    fn prepare(client: &mut Client, db: &Db) -> Result<Inserts, StoreError> {
+        let mut prepare = |sql| client.prepare(sql).map_err(|e| db.failed(&e));
+        Ok(Inserts {
+            one: prepare(
+                "INSERT INTO mekara_events (project, run_id, line, body) VALUES ($1, $2, $3, $4)",
+            )?,
+            two: prepare(
+                "INSERT INTO mekara_events (project, run_id, line, body) \
+                 VALUES ($1, $2, $3, $4), ($1, $2, $5, $6)",
+            )?,
+        })
+    }
+}
+
 /// One run held in PostgreSQL: its connection holds the run's advisory lock.
 struct PgRun {
     id: String,
     label: PathBuf,
     client: Client,
+    inserts: Inserts,
     db: Arc<Db>,
     /// How many lines (events) the run has.
     lines: i32,
@@ -743,14 +754,12 @@ impl RunLog for PgRun {
         let (project, id, next) = (&self.db.project, &self.id, self.lines + 1);
         let written = match &self.header {
             Some(header) => self.client.execute(
-                "INSERT INTO mekara_events (project, run_id, line, body) \
-                 VALUES ($1, $2, $3, $4), ($1, $2, $5, $6)",
+                &self.inserts.two,
                 &[project, id, &next, header, &(next + 1), &line],
             ),
-            None => self.client.execute(
-                "INSERT INTO mekara_events (project, run_id, line, body) VALUES ($1, $2, $3, $4)",
-                &[project, id, &next, &line],
-            ),
+            None => self
+                .client
+                .execute(&self.inserts.one, &[project, id, &next, &line]),
         };
         written.map_err(|e| self.db.failed(&e))?;
         let mut bytes = line.len() as u64 + 1;

@@ -143,6 +143,24 @@ impl FileStore {
     }
 }
 
+/// The ids of the journal files in `dir`, sorted (none when it cannot be read).
+pub(crate) fn journal_ids(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".jsonl")
+                .map(str::to_string)
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// Makes `dir` for runs, with a `.gitignore` so that runs are never committed by accident.
 pub(crate) fn make_runs_dir(dir: &Path) -> Result<(), EngineError> {
     let io = |source| {
@@ -192,20 +210,10 @@ impl Store for FileStore {
             self.path(id)?;
             return Ok(vec![self.summary(id.to_string())]);
         }
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Ok(Vec::new());
-        };
-        let mut ids: Vec<String> = entries
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()?
-                    .strip_suffix(".jsonl")
-                    .map(str::to_string)
-            })
-            .collect();
-        ids.sort();
-        Ok(ids.into_iter().map(|id| self.summary(id)).collect())
+        Ok(journal_ids(&self.dir)
+            .into_iter()
+            .map(|id| self.summary(id))
+            .collect())
     }
 
     fn remove(&self, id: &str) -> Result<u64, EngineError> {

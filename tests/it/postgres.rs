@@ -192,6 +192,23 @@ fn checkout(shared: &std::path::Path) -> Project {
     project
 }
 
+/// Two checkouts of `acme` and a store, with host `laptop` driving `steps` and waiting in
+/// step `b` until `shared/go` appears.
+fn driving_step_b(shared: &std::path::Path) -> (Project, Project, Db, Child) {
+    let (laptop, ci) = (checkout(shared), checkout(shared));
+    let db = Db::migrated(&laptop);
+    std::fs::write(shared.join("wait"), "").expect("wait");
+    let child = db
+        .command(&laptop, "laptop", &["run", "steps"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_for(&shared.join("started"));
+    (laptop, ci, db, child)
+}
+
 fn count(shared: &std::path::Path, name: &str) -> usize {
     crate::common::lines(&shared.join(format!("{name}.count")))
 }
@@ -314,17 +331,7 @@ fn the_url_in_config_toml_expands_variables_and_files_refuse_host_filters() {
 fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
-    let (laptop, ci) = (checkout(s), checkout(s));
-    let db = Db::migrated(&laptop);
-    std::fs::write(s.join("wait"), "").expect("wait");
-    let mut child = db
-        .command(&laptop, "laptop", &["run", "steps"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    wait_for(&s.join("started"));
+    let (laptop, ci, db, mut child) = driving_step_b(s);
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     let ids = db.ids();
@@ -355,17 +362,7 @@ fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice
 fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
-    let (laptop, ci) = (checkout(s), checkout(s));
-    let db = Db::migrated(&laptop);
-    std::fs::write(s.join("wait"), "").expect("wait");
-    let mut child = db
-        .command(&laptop, "laptop", &["run", "steps"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    wait_for(&s.join("started"));
+    let (_laptop, ci, db, mut child) = driving_step_b(s);
     let ids = db.ids();
     let refused = db.run(&ci, "ci", &["run", "--resume", &ids[0]]);
     refused.expect_code(1);
