@@ -596,7 +596,7 @@ impl Store for PgStore {
             header: Some(header),
             group: self.note(id)?,
             inserts: Inserts::prepare(&mut client, db)?,
-            client,
+            client: Held(Some(client)),
         }))
     }
 
@@ -608,7 +608,7 @@ impl Store for PgStore {
             id: id.to_string(),
             label,
             inserts: Inserts::prepare(&mut client, &self.db)?,
-            client,
+            client: Held(Some(client)),
             db: Arc::clone(&self.db),
             lines: i32::try_from(lines.len()).unwrap_or(i32::MAX),
             header: None,
@@ -716,11 +716,37 @@ impl Inserts {
     }
 }
 
+/// The connection that holds a run's advisory lock. The synchronous client blocks on a
+/// runtime of its own even to close, which tokio forbids on a thread that drives async
+/// tasks (`mekara mcp` drops sessions there when it stops), so there it is closed on a
+/// thread of its own.
+struct Held(Option<Client>);
+
+impl Held {
+    fn get(&mut self) -> &mut Client {
+        self.0
+            .as_mut()
+            .expect("the connection is kept until the run is dropped")
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                std::thread::spawn(move || drop(client));
+            } else {
+                drop(client);
+            }
+        }
+    }
+}
+
 /// One run held in PostgreSQL: its connection holds the run's advisory lock.
 struct PgRun {
     id: String,
     label: PathBuf,
-    client: Client,
+    client: Held,
     inserts: Inserts,
     db: Arc<Db>,
     /// How many lines (events) the run has.
@@ -753,12 +779,13 @@ impl RunLog for PgRun {
         let line = serde_json::to_string(event).map_err(|e| self.db.failed_json(&e))?;
         let (project, id, next) = (&self.db.project, &self.id, self.lines + 1);
         let written = match &self.header {
-            Some(header) => self.client.execute(
+            Some(header) => self.client.get().execute(
                 &self.inserts.two,
                 &[project, id, &next, header, &(next + 1), &line],
             ),
             None => self
                 .client
+                .get()
                 .execute(&self.inserts.one, &[project, id, &next, &line]),
         };
         written.map_err(|e| self.db.failed(&e))?;

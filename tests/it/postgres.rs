@@ -554,3 +554,83 @@ fn a_bad_url_or_a_server_that_is_down_is_a_clear_error_without_the_password() {
     help.expect_code(0);
     assert!(!help.stdout.contains(PASSWORD), "{}", help.stdout);
 }
+
+/// One MCP call to a `mekara mcp` of its own, in `project` as host `host`.
+async fn mcp_once(
+    project: &Project,
+    db: &Db,
+    host: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> String {
+    let url = db.url();
+    let env = [
+        ("MEKARA_STORE_URL", std::path::Path::new(&url)),
+        ("MEKARA_HOST", std::path::Path::new(host)),
+    ];
+    let client = crate::mcp::client::Client::start(project, &env).await;
+    let reply = client.call(tool, args).await.ok();
+    client.service.cancel().await.expect("close");
+    reply
+}
+
+/// Runs `future` to its end on a runtime of its own.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+/// Over MCP: a run started by the agent of one host is carried to its end, by its handle,
+/// by a server on another host, each call through a server process of its own.
+///
+/// Not a `tokio::test`: the test's own calls to the database use the synchronous client,
+/// which cannot run inside a runtime; the MCP calls get one each.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn mcp_servers_on_two_hosts_carry_one_run_by_its_handle() {
+    use serde_json::json;
+    let (laptop, ci) = (Project::new(), Project::new());
+    for project in [&laptop, &ci] {
+        crate::mcp::handles::two_steps(project);
+        project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    }
+    let db = Db::migrated(&laptop);
+    let started = block_on(mcp_once(
+        &laptop,
+        &db,
+        "laptop",
+        "start",
+        json!({"name": "two", "arguments": "p"}),
+    ));
+    let h = crate::mcp::client::handle(&started);
+    let second = block_on(mcp_once(
+        &ci,
+        &db,
+        "ci",
+        "continue_compiled_script",
+        json!({"run_id": h, "outputs": {"word": "one"}}),
+    ));
+    assert!(second.contains("second word"), "{second}");
+    let done = block_on(mcp_once(
+        &laptop,
+        &db,
+        "laptop",
+        "continue_compiled_script",
+        json!({"run_id": h, "outputs": {"word": "two"}}),
+    ));
+    assert!(done.contains("## Done"), "{done}");
+    let out = std::fs::read_to_string(laptop.root().join("out-p")).expect("output");
+    assert_eq!(out, "one\ntwo\n");
+    let listed = db.run(&ci, "ci", &["runs"]);
+    assert!(
+        listed.stdout.contains("completed") && listed.stdout.contains("laptop"),
+        "{}",
+        listed.stdout
+    );
+}
