@@ -130,23 +130,29 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 "SCRIPT",
                 "STATE",
                 "STARTED",
-                if shared { "  HOST  USER" } else { "" }
+                if shared {
+                    format!("  {:16}  USER", "HOST")
+                } else {
+                    String::new()
+                }
             )?;
             for r in &runs {
                 let script = r.script.replace('/', ":");
-                let who = match (&r.host, &r.user) {
-                    (Some(host), Some(user)) => format!("  {host}  {user}"),
-                    _ => String::new(),
+                // A shared store's runs say who made them, in columns after the steps.
+                let (steps, who) = match (&r.host, &r.user) {
+                    (Some(host), Some(user)) => {
+                        (format!("{:<5}", r.steps), format!("  {host:16}  {user}"))
+                    }
+                    _ => (r.steps.to_string(), String::new()),
                 };
                 match &r.problem {
                     Some(problem) => outln!("{:20}  unreadable: {problem}{who}", r.id)?,
                     None => outln!(
-                        "{:20}  {:24}  {:24}  {:20}  {}{who}",
+                        "{:20}  {:24}  {:24}  {:20}  {steps}{who}",
                         r.id,
                         script,
                         r.state.to_string(),
                         format_time(r.started_at),
-                        r.steps
                     )?,
                 }
             }

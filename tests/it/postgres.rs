@@ -634,3 +634,31 @@ fn mcp_servers_on_two_hosts_carry_one_run_by_its_handle() {
         listed.stdout
     );
 }
+
+/// `--state` chooses among file runs too (no database needed).
+#[test]
+fn runs_state_filters_file_runs_too() {
+    let project = Project::new();
+    project.script(
+        "one",
+        "One step.",
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    project.run(&["run", "one"], "").expect_code(0);
+    let id = &project.run_ids()[0];
+    let completed = project.run(&["runs", "--state", "completed"], "");
+    completed.expect_code(0);
+    assert!(
+        completed.stdout.contains(id.as_str()),
+        "{}",
+        completed.stdout
+    );
+    let interrupted = project.run(&["runs", "--state", "interrupted"], "");
+    interrupted.expect_code(0);
+    assert!(
+        interrupted.stdout.starts_with("none of the 1 run in ")
+            && !interrupted.stdout.contains(id.as_str()),
+        "{}",
+        interrupted.stdout
+    );
+}
