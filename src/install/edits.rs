@@ -12,7 +12,7 @@ use serde_json::{Map, Value as Json, json};
 
 use super::{Action, Change, Direction};
 use crate::display::json_type;
-use crate::hooks::{self, Hook};
+use crate::hooks::Hook;
 use crate::mcp::tools;
 
 /// A configuration file that cannot be edited safely. Nothing was written.
@@ -212,7 +212,7 @@ fn server_entry(
     container: &'static str,
     entry: &Json,
 ) -> Result<Edit, EditError> {
-    let name = hooks::SERVER_NAME;
+    let name = tools::SERVER_NAME;
     edit_json(path, direction, |state, root| {
         let file = path.display().to_string();
         match direction {
@@ -304,7 +304,7 @@ fn is_hook_command(h: &Json, hook: Hook) -> bool {
 pub(super) fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     let allowed: Vec<String> = tools::ALL
         .into_iter()
-        .map(hooks::claude_tool_name)
+        .map(|tool| tools::AgentClient::ClaudeCode.tool_name(tool))
         .collect();
     edit_json(path, direction, |state, root| {
         match direction {
@@ -437,7 +437,7 @@ pub(super) fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError
             reason: format!("{} (line {line})", e.message().trim_end()),
         }
     })?;
-    let name = hooks::SERVER_NAME;
+    let name = tools::SERVER_NAME;
     let (approval_key, approval) = CODEX_APPROVAL;
     let approved = |item: &Item| item.get(approval_key).and_then(Item::as_str) == Some(approval);
     // What install writes; without the approval setting, what installs before it wrote.

@@ -161,6 +161,54 @@ pub const NESTED_REPLIES: [&str; 5] = [
     "## Done",
 ];
 
+/// The argument a scripted call writes for "the run handle of the latest tool result".
+pub const RUN_ID: &str = "{run_id}";
+
+/// `value` (a scripted call's arguments) with every string [`RUN_ID`] replaced by `handle`.
+pub fn fill_run_id(value: &mut Json, handle: &str) {
+    match value {
+        Json::String(s) if s == RUN_ID => *s = handle.to_string(),
+        Json::Array(items) => items.iter_mut().for_each(|v| fill_run_id(v, handle)),
+        Json::Object(map) => map.values_mut().for_each(|v| fill_run_id(v, handle)),
+        _ => {}
+    }
+}
+
+/// mekara's tools, by their own names.
+const MEKARA_TOOLS: [&str; 7] = [
+    "start",
+    "continue_compiled_script",
+    "finish_nl_script",
+    "status",
+    "list_scripts",
+    "resume",
+    "eject_script",
+];
+
+/// Asserts that every one of mekara's tools `text` (a reply the model got) tells the model
+/// to call, as a backticked name (`` `mcp_mekara_start` ``), is one the client `offered`
+/// the model, and that it names at least one.
+pub fn assert_names_offered_tools(text: &str, offered: &[String]) {
+    let mentions: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| {
+            MEKARA_TOOLS.iter().any(|tool| {
+                word.strip_suffix(tool)
+                    .is_some_and(|prefix| prefix.is_empty() || prefix.ends_with(['_', '-']))
+            })
+        })
+        .collect();
+    assert!(!mentions.is_empty(), "the reply names no tool:\n{text}");
+    for mention in mentions {
+        assert!(
+            offered.iter().any(|o| o == mention),
+            "the reply names `{mention}`, which the client does not offer ({offered:?}):\n{text}"
+        );
+    }
+}
+
 /// Asserts that a run's journal `events` say it completed: every frame pushed was popped, the
 /// root last.
 pub fn assert_completed(events: &[Json]) {

@@ -157,6 +157,13 @@ fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
             "`{call_id}` did not reply `{want}`:\n{output}\n{session}"
         );
         assert!(!output.contains("mcp__mekara__"), "{output}");
+        // Codex offers the tools under their own names, in the `mcp__mekara` namespace.
+        let names: Vec<String> = offered
+            .iter()
+            .filter(|(namespace, _)| namespace.as_deref() == Some(MEKARA))
+            .map(|(_, name)| name.clone())
+            .collect();
+        crate::standin::assert_names_offered_tools(&output, &names);
     }
     assert!(
         output(&session, "call_start").contains("`continue_compiled_script`"),

@@ -142,6 +142,8 @@ fn a_scripted_run_of_test_nested_completes_through_gemini_cli_without_a_prompt()
             output.contains(want),
             "`{tool}` did not reply `{want}`:\n{output}"
         );
+        // The calls it names are named as Gemini CLI offers them (`mcp_mekara_...`).
+        crate::standin::assert_names_offered_tools(output, &offered);
     }
 
     // The journal says the run completed.
