@@ -32,6 +32,8 @@ enum ClientArg {
     Codex,
     /// Gemini CLI (`.gemini/settings.json`).
     Gemini,
+    /// Qwen Code (`.qwen/settings.json`).
+    Qwen,
 }
 
 pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
@@ -55,6 +57,7 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
             ClientArg::Opencode => Client::OpenCode,
             ClientArg::Codex => Client::Codex,
             ClientArg::Gemini => Client::Gemini,
+            ClientArg::Qwen => Client::Qwen,
         })
         .collect();
     let plan = install::plan(scope, &clients, direction)?;

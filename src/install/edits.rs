@@ -277,6 +277,18 @@ pub(super) fn gemini(path: &Path, direction: Direction) -> Result<Edit, EditErro
     server_entry(path, direction, "mcpServers", &entry)
 }
 
+/// Qwen Code's `settings.json`: the `mekara` server, trusted, with its tools always loaded.
+/// Qwen Code is a fork of Gemini CLI and keeps its `trust` switch (without it, every call of
+/// the server's tools asks for a confirmation, which `qwen -p` cannot get). It also hides an
+/// MCP server's tools behind a `tool_search` bridge unless `alwaysLoadTools` is set: the
+/// model would first have to search for `start`, and the tools mekara's replies name would
+/// not be among those it was offered.
+pub(super) fn qwen(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let entry =
+        json!({"command": "mekara", "args": ["mcp"], "trust": true, "alwaysLoadTools": true});
+    server_entry(path, direction, "mcpServers", &entry)
+}
+
 /// The hook entry `install` adds for `hook`.
 fn hook_entry(hook: Hook) -> Json {
     let command = json!({"type": "command", "command": hook.command()});

@@ -1,5 +1,5 @@
 //! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
-//! Claude Code, and optionally OpenCode, Codex and Gemini CLI.
+//! Claude Code, and optionally OpenCode, Codex, Gemini CLI and Qwen Code.
 //!
 //! Work is done in two phases: [`plan`] reads every file it would touch and computes the
 //! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
@@ -32,6 +32,8 @@ pub(crate) enum Client {
     Codex,
     /// Gemini CLI: `.gemini/settings.json`.
     Gemini,
+    /// Qwen Code: `.qwen/settings.json`.
+    Qwen,
 }
 
 /// Install or uninstall.
@@ -274,6 +276,9 @@ pub(crate) fn plan(
                     direction,
                 )?);
             }
+            Client::Qwen => {
+                client_edits.push(edits::qwen(&base.join(".qwen/settings.json"), direction)?);
+            }
         }
     }
     for edit in edits.into_iter().chain(client_edits) {
@@ -294,6 +299,14 @@ pub(crate) fn plan(
                  ignores the project's permissions and servers)"
                     .to_string(),
             );
+            if clients.contains(&Client::Qwen) {
+                plan.left_for_you.push(
+                    "approve the `mekara` server in Qwen Code once: run `qwen mcp approve \
+                     mekara` in this folder, or `/mcp` in `qwen` (until then Qwen Code starts \
+                     no server of the project's configuration)"
+                        .to_string(),
+                );
+            }
             if clients.contains(&Client::Codex) {
                 plan.left_for_you.push(
                     "trust this folder in Codex once: start `codex` in it and trust it when \

@@ -346,7 +346,7 @@ fn an_earlier_skill_only_hook_is_replaced_and_uninstalled() {
 fn uninstall_after_install_on_a_bare_folder_leaves_it_bare() {
     let project = Project::new();
     let clients = [
-        "--client", "codex", "--client", "opencode", "--client", "gemini",
+        "--client", "codex", "--client", "opencode", "--client", "gemini", "--client", "qwen",
     ];
     mekara(&project, &[&["install"][..], &clients].concat()).expect_code(0);
     mekara(&project, &[&["uninstall"][..], &clients].concat()).expect_code(0);
@@ -542,6 +542,42 @@ fn gemini_settings_get_a_trusted_server_and_keep_everything_else() {
         &project,
         "gemini",
         ".gemini/settings.json",
+        settings,
+    );
+}
+
+/// Qwen Code: the `mekara` server in `.qwen/settings.json`, trusted (no confirmation per
+/// call) and with its tools always loaded (not behind Qwen Code's `tool_search`), and the
+/// one approval Qwen Code asks for a project's servers left to the person.
+#[test]
+fn qwen_settings_get_a_trusted_always_loaded_server() {
+    let project = Project::new();
+    let settings = "{\n  \"model\": {\n    \"name\": \"qwen3-coder-plus\"\n  }\n}\n";
+    project.write(".qwen/settings.json", settings);
+    let run = mekara(&project, &["install", "--client", "qwen"]);
+    run.expect_code(0);
+    let written: Json = serde_json::from_str(&read(&project, ".qwen/settings.json")).expect("json");
+    assert_eq!(
+        written,
+        serde_json::json!({
+            "model": {"name": "qwen3-coder-plus"},
+            "mcpServers": {"mekara": {
+                "command": "mekara", "args": ["mcp"], "trust": true, "alwaysLoadTools": true
+            }}
+        })
+    );
+    assert!(
+        run.stdout.contains("updated .qwen/settings.json")
+            && run
+                .stdout
+                .contains("run `qwen mcp approve mekara` in this folder"),
+        "{}",
+        run.stdout
+    );
+    second_install_changes_nothing_and_uninstall_restores(
+        &project,
+        "qwen",
+        ".qwen/settings.json",
         settings,
     );
 }

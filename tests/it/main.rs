@@ -9,6 +9,7 @@ mod common;
 
 mod builtins;
 mod bundled;
+mod chat_completions;
 mod claude_code;
 mod codex;
 mod conformance;
@@ -24,6 +25,7 @@ mod mcp_client;
 mod mcp_protocol;
 mod prune;
 mod python_client;
+mod qwen;
 mod resolution;
 mod rewind;
 mod serve;

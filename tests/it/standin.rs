@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 
 /// A request the stand-in received.
 #[derive(Debug, Clone)]
@@ -148,6 +148,27 @@ pub fn event_stream(body: String) -> Answer {
         .header("content-type", "text/event-stream")
         .body(Full::new(Bytes::from(body)))
         .expect("a valid response")
+}
+
+/// The calls an agent makes to run `test/nested` to its end, as (tool, arguments), the
+/// handle of the run written [`RUN_ID`]; mekara replies [`NESTED_REPLIES`].
+pub fn nested_calls() -> [(&'static str, Json); 5] {
+    [
+        ("start", json!({"name": "test/nested", "arguments": ""})),
+        (
+            "continue_compiled_script",
+            json!({"run_id": RUN_ID, "outputs": {"guess": "50"}}),
+        ),
+        (
+            "continue_compiled_script",
+            json!({"run_id": RUN_ID, "outputs": {}}),
+        ),
+        ("finish_nl_script", json!({"run_id": RUN_ID})),
+        (
+            "continue_compiled_script",
+            json!({"run_id": RUN_ID, "outputs": {}}),
+        ),
+    ]
 }
 
 /// What mekara replies, call by call, to an agent running `test/nested`: `start`,

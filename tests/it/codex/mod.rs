@@ -31,14 +31,7 @@ fn codex() -> PathBuf {
 
 /// A project with `mekara install --client codex` run in it.
 fn installed_project() -> Project {
-    let project = Project::new();
-    let out = project
-        .command(&["install", "--client", "codex"])
-        .env("PATH", path_with_mekara())
-        .output()
-        .expect("run mekara install");
-    assert!(out.status.success(), "mekara install failed: {out:?}");
-    project
+    crate::common::installed_for("codex").0
 }
 
 /// What one `codex exec` run left behind.

@@ -16,7 +16,6 @@ use http_body_util::Full;
 use hyper::Response;
 use serde_json::{Value as Json, json};
 
-pub use crate::standin::RUN_ID;
 pub use crate::standin::Recorded;
 use crate::standin::{Scripted, event_stream, fill_run_id, json_response};
 
