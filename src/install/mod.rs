@@ -260,12 +260,16 @@ pub(crate) fn plan(
         match client {
             Client::Claude => {}
             Client::OpenCode => {
-                let path = if user {
-                    base.join(".config/opencode/opencode.json")
+                let (path, commands) = if user {
+                    (
+                        base.join(".config/opencode/opencode.json"),
+                        base.join(".config/opencode/commands"),
+                    )
                 } else {
-                    base.join("opencode.json")
+                    (base.join("opencode.json"), base.join(".opencode/commands"))
                 };
                 client_edits.push(edits::opencode(&path, direction)?);
+                plan_opencode_commands(&mut plan, &commands, direction)?;
             }
             Client::Codex => {
                 client_edits.push(edits::codex(&base.join(".codex/config.toml"), direction)?);
@@ -521,6 +525,73 @@ fn plan_bundled_commands(
                 file.rel.with_extension("").display()
             )],
         });
+    }
+    Ok(())
+}
+
+/// Plans OpenCode's command files for the compiled scripts: written or refreshed, those of
+/// scripts that are gone removed (uninstall removes them all), never one of the person's.
+fn plan_opencode_commands(
+    plan: &mut Plan,
+    dir: &Path,
+    direction: Direction,
+) -> Result<(), InstallError> {
+    let base = plan.scope.base().to_path_buf();
+    let current = match direction {
+        Direction::Install => commands::opencode(&base),
+        Direction::Uninstall => Vec::new(),
+    };
+    for path in generated_files(dir)? {
+        if !current.iter().any(|f| dir.join(&f.rel) == path) {
+            let why = match direction {
+                Direction::Install => "its compiled script is gone",
+                Direction::Uninstall => "the OpenCode command for a compiled script",
+            };
+            plan.changes.push(Change {
+                path,
+                action: Action::RemoveGenerated,
+                details: vec![why.to_string()],
+            });
+        }
+    }
+    for file in current {
+        let path = dir.join(&file.rel);
+        let name = file.rel.with_extension("");
+        if path.exists() && !commands::is_ours(&path) {
+            plan.kept.push(format!(
+                "`{}` is your own OpenCode command: left as is, so `/{}` does not run the \
+                 compiled script through mekara",
+                display(&base, &path),
+                name.display()
+            ));
+            continue;
+        }
+        if std::fs::read_to_string(&path).is_ok_and(|t| t == file.text) {
+            continue;
+        }
+        plan.changes.push(Change {
+            action: Action::Write {
+                text: file.text,
+                created: !path.exists(),
+            },
+            path,
+            details: vec![format!(
+                "the OpenCode command `/{}` for the compiled script",
+                name.display()
+            )],
+        });
+    }
+    if direction == Direction::Uninstall {
+        // The folders go too when nothing else is in them.
+        for folder in [dir, dir.parent().unwrap_or(dir)] {
+            if folder != base && folder.is_dir() {
+                plan.changes.push(Change {
+                    path: folder.to_path_buf(),
+                    action: Action::RemoveDir,
+                    details: Vec::new(),
+                });
+            }
+        }
     }
     Ok(())
 }

@@ -506,6 +506,79 @@ fn codex_and_opencode_configs_keep_their_formatting() {
     );
 }
 
+/// OpenCode has no hooks, so `--client opencode` writes a command per compiled script that
+/// sends it to `mekara_start`; each install follows the scripts there are (a new one gets a
+/// command, a removed one loses it), a command of the person's is left alone, and uninstall
+/// takes the commands out with their folders.
+#[test]
+fn opencode_commands_follow_the_compiled_scripts() {
+    let project = Project::new();
+    let star = Some("def execute(request):\n    llm(\"Say hi.\")\n");
+    project.script(
+        "greet",
+        "---\ndescription: Greet \"everyone\"\n---\nSay hi.\n",
+        star,
+    );
+    project.script("notes", "Just notes, no compiled script.\n", None);
+    let run = mekara(&project, &["install", "--client", "opencode"]);
+    run.expect_code(0);
+    let commands = project.root().join(".opencode/commands");
+    let listed = |dir: &Path| {
+        let mut names: Vec<String> = tree(dir)
+            .iter()
+            .map(|entry| entry.split(':').next().unwrap_or(entry).to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    // The bundled compiled script (`compile`) and the project's; not the NL-only one.
+    assert_eq!(listed(&commands), ["compile.md", "greet.md"]);
+    insta::assert_snapshot!(
+        "install_opencode_command",
+        read(&project, ".opencode/commands/greet.md")
+    );
+    assert!(
+        run.stdout
+            .contains("the OpenCode command `/greet` for the compiled script"),
+        "{}",
+        run.stdout
+    );
+
+    // A new compiled script gets its command, a removed one loses it; the person's own
+    // command file is theirs.
+    project.script("team/deploy", "Deploy.\n", star);
+    std::fs::remove_file(project.root().join(".mekara/scripts/compiled/greet.star"))
+        .expect("remove");
+    project.write(".opencode/commands/compile.md", "My own compile command.\n");
+    let again = mekara(&project, &["install", "--client", "opencode"]);
+    again.expect_code(0);
+    assert_eq!(listed(&commands), ["compile.md", "team/", "team/deploy.md"]);
+    assert_eq!(
+        read(&project, ".opencode/commands/compile.md"),
+        "My own compile command.\n"
+    );
+    assert!(
+        again
+            .stdout
+            .contains("is your own OpenCode command: left as is"),
+        "{}",
+        again.stdout
+    );
+    let deploy = read(&project, ".opencode/commands/team/deploy.md");
+    assert!(
+        deploy.contains("`mekara_start` tool with `name` `team:deploy`"),
+        "{deploy}"
+    );
+
+    std::fs::remove_file(project.root().join(".opencode/commands/compile.md")).expect("remove");
+    mekara(&project, &["uninstall", "--client", "opencode"]).expect_code(0);
+    assert!(
+        !project.root().join(".opencode").exists(),
+        "{:?}",
+        tree(&project.root())
+    );
+}
+
 /// Gemini CLI's settings hold much besides servers (theme, auth, other servers): install adds
 /// the trusted `mekara` server among them, in place, and uninstall takes out only that.
 #[test]

@@ -23,6 +23,7 @@ mod install;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod opencode;
 mod prune;
 mod python_client;
 mod qwen;
