@@ -34,6 +34,8 @@ enum ClientArg {
     Gemini,
     /// Qwen Code (`.qwen/settings.json`).
     Qwen,
+    /// Copilot CLI (`.mcp.json`; `~/.copilot/mcp-config.json` with `--user`).
+    Copilot,
 }
 
 pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
@@ -58,6 +60,7 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
             ClientArg::Codex => Client::Codex,
             ClientArg::Gemini => Client::Gemini,
             ClientArg::Qwen => Client::Qwen,
+            ClientArg::Copilot => Client::Copilot,
         })
         .collect();
     let plan = install::plan(scope, &clients, direction)?;

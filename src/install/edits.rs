@@ -289,6 +289,14 @@ pub(super) fn qwen(path: &Path, direction: Direction) -> Result<Edit, EditError>
     server_entry(path, direction, "mcpServers", &entry)
 }
 
+/// Copilot CLI's own `mcp-config.json` (`--user`; in a project it reads `.mcp.json`): the
+/// `mekara` server with all its tools enabled. Copilot CLI keeps tool approvals only for a
+/// session (`--allow-tool mekara`), so there is no permission entry to write.
+pub(super) fn copilot(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let entry = json!({"type": "local", "command": "mekara", "args": ["mcp"], "tools": ["*"]});
+    server_entry(path, direction, "mcpServers", &entry)
+}
+
 /// The hook entry `install` adds for `hook`.
 fn hook_entry(hook: Hook) -> Json {
     let command = json!({"type": "command", "command": hook.command()});

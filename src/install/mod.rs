@@ -1,5 +1,5 @@
 //! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
-//! Claude Code, and optionally OpenCode, Codex, Gemini CLI and Qwen Code.
+//! Claude Code, and optionally OpenCode, Codex, Gemini CLI, Qwen Code and Copilot CLI.
 //!
 //! Work is done in two phases: [`plan`] reads every file it would touch and computes the
 //! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
@@ -34,6 +34,9 @@ pub(crate) enum Client {
     Gemini,
     /// Qwen Code: `.qwen/settings.json`.
     Qwen,
+    /// Copilot CLI: `.mcp.json` (Claude Code's server entry, which it reads too), or
+    /// `~/.copilot/mcp-config.json` with `--user`.
+    Copilot,
 }
 
 /// Install or uninstall.
@@ -280,6 +283,14 @@ pub(crate) fn plan(
                     direction,
                 )?);
             }
+            // In a project, Copilot CLI reads the `.mcp.json` written for Claude Code.
+            Client::Copilot if !user => {}
+            Client::Copilot => {
+                client_edits.push(edits::copilot(
+                    &base.join(".copilot/mcp-config.json"),
+                    direction,
+                )?);
+            }
             Client::Qwen => {
                 client_edits.push(edits::qwen(&base.join(".qwen/settings.json"), direction)?);
             }
@@ -319,6 +330,19 @@ pub(crate) fn plan(
                         .to_string(),
                 );
             }
+        }
+        if clients.contains(&Client::Copilot) {
+            let trust = if user {
+                ""
+            } else {
+                "start `copilot` in this folder once and trust it (Copilot CLI reads no \
+                 `.mcp.json` of an untrusted folder); "
+            };
+            plan.left_for_you.push(format!(
+                "{trust}allow mekara's tools when you start Copilot CLI: `copilot --allow-tool \
+                 mekara` (it keeps no tool approvals in a file: without the option it asks at \
+                 each call, and `copilot -p` refuses them)"
+            ));
         }
         if clients.contains(&Client::Gemini) {
             let folders = if user {

@@ -389,10 +389,17 @@ fn fills_only_required_arguments(client: &str) -> bool {
     client == "gemini-cli-mcp-client"
 }
 
-/// The client on the other end of `context`'s connection.
+/// The client on the other end of `context`'s connection: named by its `initialize` (up to
+/// protocol `2025-11-25`), or by the request's own `_meta` (`2026-07-28` has no handshake:
+/// Copilot CLI names itself in each request).
 fn client(context: &RequestContext<RoleServer>) -> AgentClient {
-    context.peer.peer_info().map_or(AgentClient::Other, |info| {
-        AgentClient::from_client_info(&info.client_info.name)
+    let named = context
+        .peer
+        .peer_info()
+        .map(|info| info.client_info.name.clone())
+        .or_else(|| context.meta.client_info().map(|info| info.name));
+    named.map_or(AgentClient::Other, |name| {
+        AgentClient::from_client_info(&name)
     })
 }
 

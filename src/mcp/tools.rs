@@ -46,7 +46,7 @@ pub(crate) enum AgentClient {
     Gemini,
     /// OpenCode (`opencode`): `mekara_start`.
     OpenCode,
-    /// Copilot CLI (`github-copilot-developer`): `mekara-start`.
+    /// Copilot CLI (`copilot-cli`): `mekara-start`.
     Copilot,
     /// Codex (`codex-mcp-client`) offers the tools in a namespace named after the server
     /// (`mcp__mekara`) under their own names, and a client mekara does not know is best
@@ -63,7 +63,7 @@ impl AgentClient {
             // Qwen Code names each connection after its server.
             n if n.starts_with("qwen-cli-mcp-client") => AgentClient::Qwen,
             n if n.starts_with("opencode") => AgentClient::OpenCode,
-            n if n.starts_with("github-copilot") => AgentClient::Copilot,
+            "copilot-cli" => AgentClient::Copilot,
             _ => AgentClient::Other,
         }
     }

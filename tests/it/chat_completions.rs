@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value as Json, json};
 
+use crate::common::{Project, journal_events};
 use crate::standin::{Answer, Recorded, Scripted, event_stream, fill_run_id, json_response};
 
 /// One scripted answer of the model.
@@ -46,6 +47,71 @@ pub fn call(name: &str, arguments: Json) -> Turn {
 /// A text answer.
 pub fn say(text: &str) -> Turn {
     Turn::Say(text.to_string())
+}
+
+/// The turns of an agent that runs `test/nested` to its end, calling mekara's tools by the
+/// names `named` gives them, then says it is done.
+pub fn nested_turns(named: impl Fn(&str) -> String) -> Vec<Turn> {
+    crate::standin::nested_calls()
+        .into_iter()
+        .map(|(tool, args)| call(&named(tool), args))
+        .chain([say("All done.")])
+        .collect()
+}
+
+impl Session {
+    /// Every function offered to the model, in any request.
+    pub fn offered(&self) -> Vec<String> {
+        self.standin
+            .recorded()
+            .iter()
+            .flat_map(Recorded::chat_tool_names)
+            .collect()
+    }
+
+    /// The tool results the model got, from the last request that offered tools (it carries
+    /// the whole conversation).
+    pub fn tool_results(&self) -> Vec<(String, String)> {
+        self.standin
+            .recorded()
+            .iter()
+            .rev()
+            .find(|r| !r.chat_tool_names().is_empty())
+            .unwrap_or_else(|| panic!("no request offered tools\n{self}"))
+            .chat_tool_results()
+    }
+
+    /// Asserts that the agent of [`nested_turns`] ran `test/nested` in `project` to its end:
+    /// every call (named by `named`) reached mekara and got the reply it should, each reply
+    /// names the tools as the client offered them, and the journal says the run completed.
+    pub fn assert_nested_run(&self, project: &Project, named: impl Fn(&str) -> String) {
+        assert_eq!(
+            self.standin.turns_left(),
+            0,
+            "not every turn was asked for\n{self}"
+        );
+        let offered = self.offered();
+        assert!(
+            offered.contains(&named("start")),
+            "mekara's tools were not offered: {offered:?}\n{self}"
+        );
+        let calls = crate::standin::nested_calls();
+        let results = self.tool_results();
+        assert_eq!(results.len(), calls.len(), "{results:#?}\n{self}");
+        for (((tool, _), want), (name, output)) in calls
+            .iter()
+            .zip(crate::standin::NESTED_REPLIES)
+            .zip(&results)
+        {
+            assert_eq!(name, &named(tool));
+            assert!(
+                output.contains(want),
+                "`{tool}` did not reply `{want}`:\n{output}\n{self}"
+            );
+            crate::standin::assert_names_offered_tools(output, &offered);
+        }
+        crate::standin::assert_completed(&journal_events(project));
+    }
 }
 
 fn takes_turn(request: &Recorded) -> bool {

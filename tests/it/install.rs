@@ -347,6 +347,7 @@ fn uninstall_after_install_on_a_bare_folder_leaves_it_bare() {
     let project = Project::new();
     let clients = [
         "--client", "codex", "--client", "opencode", "--client", "gemini", "--client", "qwen",
+        "--client", "copilot",
     ];
     mekara(&project, &[&["install"][..], &clients].concat()).expect_code(0);
     mekara(&project, &[&["uninstall"][..], &clients].concat()).expect_code(0);
@@ -653,6 +654,45 @@ fn qwen_settings_get_a_trusted_always_loaded_server() {
         ".qwen/settings.json",
         settings,
     );
+}
+
+/// Copilot CLI reads a project's `.mcp.json` (Claude Code's entry serves it) and, for every
+/// folder, `~/.copilot/mcp-config.json`; it keeps no tool approvals in a file, so install says
+/// how to allow mekara's tools when starting it.
+#[test]
+fn copilot_reads_the_project_mcp_json_and_the_user_scope_writes_its_mcp_config() {
+    let project = Project::new();
+    let run = mekara(&project, &["install", "--client", "copilot"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("start `copilot` in this folder once and trust it")
+            && run.stdout.contains("`copilot --allow-tool mekara`"),
+        "{}",
+        run.stdout
+    );
+    assert!(!project.root().join(".copilot").exists());
+    let mcp: Json = serde_json::from_str(&read(&project, ".mcp.json")).expect("json");
+    assert_eq!(mcp["mcpServers"]["mekara"]["command"], "mekara");
+
+    let config = project.home().join(".copilot/mcp-config.json");
+    let user = mekara(&project, &["install", "--user", "--client", "copilot"]);
+    user.expect_code(0);
+    assert!(
+        !user.stdout.contains("trust it") && user.stdout.contains("--allow-tool mekara"),
+        "{}",
+        user.stdout
+    );
+    let written: Json =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("json");
+    assert_eq!(
+        written,
+        json!({"mcpServers": {"mekara": {
+            "type": "local", "command": "mekara", "args": ["mcp"], "tools": ["*"]
+        }}})
+    );
+    mekara(&project, &["uninstall", "--user", "--client", "copilot"]).expect_code(0);
+    assert!(!config.exists(), "{}", config.display());
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod chat_completions;
 mod claude_code;
 mod codex;
 mod conformance;
+mod copilot;
 mod durability;
 mod exit_codes;
 mod gemini;

@@ -45,7 +45,7 @@ const CLIENTS: [(&str, [&str; 3]); 7] = [
         ],
     ),
     (
-        "github-copilot-developer",
+        "copilot-cli",
         [
             "mekara-start",
             "mekara-continue_compiled_script",

@@ -11,10 +11,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use serde_json::Value as Json;
-
-use crate::chat_completions::{self as standin, Session, Turn, call, say};
-use crate::common::{Project, journal_events, path_with_mekara};
+use crate::chat_completions::{self as standin, Session, Turn};
+use crate::common::{Project, path_with_mekara};
 
 /// The installed `qwen`.
 fn qwen() -> PathBuf {
@@ -66,22 +64,9 @@ fn qwen_p(project: &Project, prompt: &str, turns: Vec<Turn>) -> Session {
     Session::run(command, standin)
 }
 
-/// One scripted turn calling mekara's `tool`, by the name Qwen Code gives it.
-fn mekara_call(tool: &str, args: Json) -> Turn {
-    call(&format!("mcp__mekara__{tool}"), args)
-}
-
-/// The tool results the model got, from the last request that offered tools (it carries the
-/// whole conversation).
-fn tool_results(session: &Session) -> Vec<(String, String)> {
-    session
-        .standin
-        .recorded()
-        .iter()
-        .rev()
-        .find(|r| !r.chat_tool_names().is_empty())
-        .unwrap_or_else(|| panic!("no request reached the model\n{session}"))
-        .chat_tool_results()
+/// The name Qwen Code gives one of mekara's tools.
+fn qwen_name(tool: &str) -> String {
+    format!("mcp__mekara__{tool}")
 }
 
 #[cfg_attr(
@@ -91,45 +76,12 @@ fn tool_results(session: &Session) -> Vec<(String, String)> {
 #[test]
 fn a_scripted_run_of_test_nested_completes_through_qwen_code_without_a_prompt() {
     let project = installed_project();
-    let calls = crate::standin::nested_calls();
-    let turns = calls
-        .iter()
-        .map(|(tool, args)| mekara_call(tool, args.clone()))
-        .chain([say("All done.")])
-        .collect();
-    let session = qwen_p(&project, "Run the nested test script.", turns);
-    assert_eq!(
-        session.standin.turns_left(),
-        0,
-        "not every turn was asked for\n{session}"
+    let session = qwen_p(
+        &project,
+        "Run the nested test script.",
+        standin::nested_turns(qwen_name),
     );
-    let offered = session
-        .standin
-        .recorded()
-        .iter()
-        .find(|r| !r.chat_tool_names().is_empty())
-        .map(crate::standin::Recorded::chat_tool_names)
-        .unwrap_or_default();
-    assert!(
-        offered.iter().any(|n| n == "mcp__mekara__start"),
-        "mekara's tools were not offered: {offered:?}\n{session}"
-    );
-
-    let results = tool_results(&session);
-    assert_eq!(results.len(), calls.len(), "{results:#?}\n{session}");
-    for (((tool, _), want), (name, output)) in calls
-        .iter()
-        .zip(crate::standin::NESTED_REPLIES)
-        .zip(&results)
-    {
-        assert_eq!(name, &format!("mcp__mekara__{tool}"));
-        assert!(
-            output.contains(want),
-            "`{tool}` did not reply `{want}`:\n{output}\n{session}"
-        );
-        crate::standin::assert_names_offered_tools(output, &offered);
-    }
-    crate::standin::assert_completed(&journal_events(&project));
+    session.assert_nested_run(&project, qwen_name);
 }
 
 /// `/name text` on one of mekara's prompts reaches the script with the text as typed.
