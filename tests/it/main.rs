@@ -2,7 +2,7 @@
 //! library edit relinks one test binary. Every test spawns the real `mekara` binary in a
 //! temporary project ([`common`]) and talks to it the way its users do: the terminal, the
 //! hooks Claude Code runs, and MCP clients (`rmcp`, the official Python SDK, the conformance
-//! suite, the real Claude Code and Gemini CLI).
+//! suite, the real Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode and Copilot CLI).
 
 #[macro_use]
 mod common;
