@@ -389,15 +389,21 @@ fn fills_only_required_arguments(client: &str) -> bool {
     client == "gemini-cli-mcp-client"
 }
 
-/// The client on the other end of `context`'s connection: named by its `initialize` (up to
-/// protocol `2025-11-25`), or by the request's own `_meta` (`2026-07-28` has no handshake:
-/// Copilot CLI names itself in each request).
+/// The client on the other end of `context`'s connection: named by the request's own
+/// `_meta` (`2026-07-28` has no handshake: Claude Code 2.1 and Copilot CLI name themselves in
+/// each request; over HTTP such a request comes with a stand-in `initialize` of the
+/// transport's), else by the connection's `initialize` (up to protocol `2025-11-25`).
 fn client(context: &RequestContext<RoleServer>) -> AgentClient {
     let named = context
-        .peer
-        .peer_info()
-        .map(|info| info.client_info.name.clone())
-        .or_else(|| context.meta.client_info().map(|info| info.name));
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.name.clone())
+        });
     named.map_or(AgentClient::Other, |name| {
         AgentClient::from_client_info(&name)
     })
