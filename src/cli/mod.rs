@@ -61,7 +61,7 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
     Serve(serve::ServeArgs),
-    /// Set Claude Code (and optionally OpenCode, Codex, Gemini CLI) up to use mekara.
+    /// Set Claude Code (and, with `--client`, other agent clients) up to use mekara.
     Install(install::InstallArgs),
     /// Remove what `mekara install` added.
     // The flags are install's; their help says what they mean for uninstall.

@@ -1915,6 +1915,39 @@ fn every_protocol_version_is_served_over_stdio_and_http() {
     }
 }
 
+/// `2026-07-28` has no `initialize`: the client names itself in each request's `_meta`, and
+/// mekara's texts name its tools as that client shows them (Copilot CLI speaks it so).
+#[test]
+fn over_2026_07_28_the_client_named_in_meta_gets_its_tool_names() {
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    for (client, continue_name) in [
+        ("copilot-cli", "mekara-continue_compiled_script"),
+        ("claude-code", "mcp__mekara__continue_compiled_script"),
+        ("stateless-test", "continue_compiled_script"),
+    ] {
+        let mut stdio = Session::spawn(project.command(&["mcp"]));
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"}
+        });
+        let reply = stdio.request(
+            "tools/call",
+            Some(json!({
+                "name": "start",
+                "arguments": {"name": "two", "arguments": "s"},
+                "_meta": meta,
+            })),
+        );
+        let text = result_text(&reply["result"]);
+        assert!(
+            text.contains(&format!("call `{continue_name}` with")),
+            "{client}: {text}"
+        );
+    }
+}
+
 /// Over stdio, `2026-07-28` (no `initialize`, the version in each request's `_meta`, as
 /// Claude Code 2.1 speaks it) still has one connection: a call without `run_id` goes to the
 /// run the connection drives, as in the versions before.
