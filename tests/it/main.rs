@@ -22,6 +22,7 @@ mod install;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod memory;
 mod prune;
 mod python_client;
 mod resolution;
