@@ -56,11 +56,11 @@ fn charge(bytes: usize) -> bool {
 /// Says on stderr, without allocating, why the allocation that follows fails.
 fn say_refused(bytes: usize, cap: isize) {
     let mut text = Text::default();
-    let _ = write!(
+    let _ = writeln!(
         text,
         "error: a statement of the Starlark script asked for {bytes} bytes at once, past the \
          memory cap of an evaluation ({cap} bytes: four times the heap limit); mekara stops. \
-         The run is kept: fix the script, then resume the run\n"
+         The run is kept: fix the script, then resume the run"
     );
     // SAFETY: fd 2 is open for the life of the process, and only borrowed for the write.
     let stderr = unsafe { BorrowedFd::borrow_raw(2) };
@@ -202,8 +202,8 @@ pub(crate) fn is_size_overflow(message: &str) -> bool {
 pub(crate) fn quiet_size_overflows() {
     let print = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let expected =
-            Budget::spent().is_some() && info.payload_as_str().is_some_and(is_size_overflow);
+        let message = crate::display::panic_message(info.payload());
+        let expected = Budget::spent().is_some() && is_size_overflow(message);
         if !expected {
             print(info);
         }

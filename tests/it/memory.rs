@@ -2,18 +2,10 @@
 //! (issue 14): each stops at the statement that went past the limit, with its line, falls
 //! back as any script failure does, and leaves the run resumable.
 
+use crate::builtins::what_failed;
 use crate::common::Project;
 
 const LIMIT: &str = "Heap memory limit of 268435456 bytes exceeded";
-
-/// The "What failed" part of a fallback in `mekara run`'s transcript.
-fn what_failed(stdout: &str) -> &str {
-    let start = stdout
-        .find("What failed:\n")
-        .unwrap_or_else(|| panic!("no fallback in:\n{stdout}"))
-        + "What failed:\n".len();
-    &stdout[start..]
-}
 
 /// Runs `execute` (its body) as script `grow` and checks that it stops with the heap limit
 /// at `grow.star:LINE`, as a script failure: the fallback, exit 1.

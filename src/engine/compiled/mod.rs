@@ -142,6 +142,7 @@ pub(crate) fn freeze_module(
                 eval.set_print_handler(&printer);
                 eval.set_loader(&loader);
                 apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+                MemoryCheck::watch(&mut eval, limits);
                 eval.eval_module(ast, globals())
                     .map_err(|e| CodeError::new(render(&e)))?;
             }
@@ -164,9 +165,7 @@ fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(),
     eval.set_max_tick_count(limits.max_ticks)
         .and_then(|()| eval.set_max_heap_size(limits.max_heap_bytes))
         .and_then(|()| eval.set_max_callstack_size(limits.max_call_depth))
-        .map_err(|e| format!("cannot set evaluation limits: {e}"))?;
-    MemoryCheck::watch(eval, limits);
-    Ok(())
+        .map_err(|e| format!("cannot set evaluation limits: {e}"))
 }
 
 impl Limits {
@@ -374,6 +373,9 @@ fn call_with_steps(
                 eval.extra = Some(ctx);
                 eval.set_print_handler(&printer);
                 apply_limits(&mut eval, ctx.limits)?;
+                // Before the statement hook: at the statement that went past the limit,
+                // that hook has not noted the one that would follow.
+                MemoryCheck::watch(&mut eval, ctx.limits);
                 if let Some(last) = last {
                     last.watch(&mut eval);
                 }
