@@ -126,3 +126,31 @@ fn a_run_stopped_at_the_heap_limit_can_be_resumed_and_finished_by_hand() {
         resumed.stdout
     );
 }
+
+#[test]
+fn one_allocation_past_four_times_the_limit_stops_mekara_at_once_saying_why() {
+    // What starlark 0.14 cannot fail gracefully (docs/design.md, "Memory of a script"): the
+    // process stops, saying why, before the statement takes more than 1 GiB (it took 4 GiB,
+    // and `[1] * n` 17 GiB; the bench measures it). The run is kept, as after a kill.
+    for body in [
+        "    n = len(request) + 2147483647\n    s = \"x\" * n\n",
+        "    n = len(request) + 2147483647\n    l = [1] * n\n",
+        "    s = \"x\" * (1000000 + len(request))\n    t = \"y\".join([s] * 2000)\n",
+    ] {
+        let project = Project::new();
+        project.script(
+            "grow",
+            "Grow.\n",
+            Some(&format!("def execute(request):\n{body}")),
+        );
+        let run = project.run(&["run", "grow"], "\n");
+        assert_eq!(run.code, None, "killed by a signal: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("bytes at once, past the memory cap of an evaluation"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(project.run_ids().len(), 1, "the run is kept");
+    }
+}
