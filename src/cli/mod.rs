@@ -91,6 +91,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     init_logging(cli.log_file.as_deref());
+    crate::memory::quiet_size_overflows();
     // A panic is a bug; it must still end like any other internal error (exit 2, a message
     // saying so), never with Rust's 101. The panic's own message, printed by the standard
     // hook, says where.

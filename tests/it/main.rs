@@ -24,6 +24,7 @@ mod install;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod memory;
 mod opencode;
 mod postgres;
 mod prune;

@@ -1439,6 +1439,35 @@ fn http_sessions_each_have_their_own_run() {
     assert!(mine.contains("test:random[1]"), "{mine}");
 }
 
+#[test]
+fn http_a_script_past_the_heap_limit_falls_back_and_other_sessions_go_on() {
+    // Regression: forty doublings of a string reached 4 GiB in the server's process, and a
+    // "len overflow" panic, before the heap limit was checked.
+    let project = Project::new();
+    project.script(
+        "grow",
+        "Grow a string.\n",
+        Some("def execute(request):\n    s = \"x\"\n    for i in range(40):\n        s = s + s\n"),
+    );
+    let server = HttpServer::start(&project);
+    let hostile = http_session(&server);
+    let other = http_session(&server);
+    let started = http_call(&server, &other, 1, "start", json!({"name": "test/random"}));
+    assert!(started.contains("llm step `test:random[1]`"), "{started}");
+    let failed = http_call(&server, &hostile, 1, "start", json!({"name": "grow"}));
+    assert!(
+        failed.contains("Heap memory limit of 268435456 bytes exceeded")
+            && failed.contains("grow.star:4:9")
+            && failed.contains("finish_nl_script"),
+        "the script falls back, naming the limit and the line:\n{failed}"
+    );
+    let mine = http_call(&server, &other, 2, "status", json!({}));
+    assert!(mine.contains("test:random[1]"), "{mine}");
+    let finished = http_call(&server, &hostile, 2, "finish_nl_script", json!({}));
+    assert!(!finished.contains("bug in mekara"), "{finished}");
+    server.assert_serving();
+}
+
 // ---------------------------------------------------------------------------------------
 // Streamable HTTP under abuse: bounded sessions, connections and waits
 // ---------------------------------------------------------------------------------------
