@@ -377,7 +377,12 @@ impl Registry {
             .store
             .list()
             .into_iter()
-            .filter(|r| matches!(r.state, RunState::Interrupted | RunState::Active))
+            .filter(|r| {
+                matches!(
+                    r.state,
+                    RunState::Interrupted | RunState::WaitingForAnswer | RunState::Active
+                )
+            })
             .collect()
     }
 
@@ -404,7 +409,7 @@ impl Registry {
             .store
             .list()
             .into_iter()
-            .filter(|r| r.state == RunState::Interrupted)
+            .filter(|r| matches!(r.state, RunState::Interrupted | RunState::WaitingForAnswer))
             .collect();
         Reply::ok(reply::interrupted_runs(&runs))
     }
