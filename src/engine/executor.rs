@@ -569,6 +569,14 @@ impl Executor {
         outputs: Map<String, Json>,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
+        // A question whose timeout passed since the agent was shown it fails now, and the
+        // reply says so with what is pending instead; the late answer is not kept.
+        if let Some(asked) = self.waiting_question()
+            && self.timed_out(&asked).is_some()
+        {
+            self.record_timeout(&asked, observer)?;
+            return self.advance(observer);
+        }
         if let Pending::Ask { .. } = self.advance(observer)? {
             let answer = answer_of(outputs)?;
             return self.answer_ask(&answer, AnsweredBy::Agent, observer);
@@ -694,16 +702,11 @@ impl Executor {
         by: AnsweredBy,
         observer: &dyn Observer,
     ) -> Result<Answer, EngineError> {
-        let id = self.run_id().unwrap_or_default().to_string();
         let asked = self
-            .stack
-            .last()
-            .and_then(|top| {
-                top.asked
-                    .clone()
-                    .filter(|a| a.index == top.steps.len() && top.failure.is_none())
-            })
-            .ok_or(EngineError::NotWaitingForAnswer { id: id.clone() })?;
+            .waiting_question()
+            .ok_or_else(|| EngineError::NotWaitingForAnswer {
+                id: self.run_id().unwrap_or_default().to_string(),
+            })?;
         if let Some(late) = self.timed_out(&asked) {
             self.record_timeout(&asked, observer)?;
             return Ok(Answer::TooLate(late));
@@ -737,6 +740,14 @@ impl Executor {
         let record = self.record_step(input, None, result, asked.allow_failure)?;
         observer.step_finished(&self.label(), &record);
         Ok(())
+    }
+
+    /// The question the top frame waits on, as journaled: asked, and not answered yet.
+    fn waiting_question(&self) -> Option<AskEvent> {
+        let top = self.stack.last()?;
+        top.asked
+            .clone()
+            .filter(|a| a.index == top.steps.len() && top.failure.is_none())
     }
 
     /// The question of the top frame's next step, journaled when it is asked for the first

@@ -91,6 +91,17 @@ fn piped_answers_take_a_choice_or_its_number_and_a_wrong_one_fails_resumable() {
 }
 
 #[test]
+fn at_a_terminal_a_wrong_choice_is_refused_and_asked_again() {
+    let project = project(DEPLOY);
+    let run =
+        crate::terminal::typed_on_a_terminal(&project.command(&["run", "deploy"]), "maybe\nyes\n");
+    run.expect_code(0);
+    mekara_snapshot!("terminal_asked_again", project, run);
+    let id = last_run(&project);
+    assert_eq!(ask_step(&project, &id)["result"]["answer"], "yes");
+}
+
+#[test]
 fn a_question_without_choices_takes_any_answer_and_returns_a_result_struct() {
     let project = project(
         r#"
@@ -188,6 +199,36 @@ async fn over_mcp_the_agent_is_told_to_ask_the_user_and_a_wrong_choice_keeps_it_
     let step = ask_step(&project, &id);
     assert_eq!(step["result"]["answer"], "yes");
     assert_eq!(step["result"]["answered_by"], "agent");
+}
+
+#[tokio::test]
+async fn over_mcp_an_answer_after_the_timeout_fails_the_step_and_the_reply_says_so() {
+    let project = project(
+        r#"
+def execute(request):
+    ask("Deploy?", timeout = 0.2)
+"#,
+    );
+    let client = Client::start(&project, &[]).await;
+    let started = client.call("start", json!({"name": "deploy"})).await.ok();
+    assert!(
+        started.contains(
+            "An answer that comes later than 200ms after the question was asked fails the step."
+        ),
+        "{started}"
+    );
+    let handle = crate::mcp::client::handle(&started);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let late = client
+        .call(
+            "continue_compiled_script",
+            json!({"run_id": handle, "outputs": {"answer": "yes"}}),
+        )
+        .await
+        .ok();
+    insta::assert_snapshot!("mcp_too_late", project.scrub(&late));
+    let step = ask_step(&project, &last_run(&project));
+    assert_eq!(step["result"]["success"], false);
 }
 
 /// A scripted agent for `--agent-command`: logs each request's step, answers the llm steps
