@@ -57,6 +57,8 @@ enum PruneState {
     Finished,
     /// interrupted (it could still be resumed)
     Interrupted,
+    /// waiting for an answer (it could still be answered and resumed)
+    Waiting,
     /// stopped before its script started
     NotStarted,
 }
@@ -68,6 +70,7 @@ impl From<PruneState> for RunState {
             PruneState::Failed => RunState::FellBack,
             PruneState::Finished => RunState::FinishedByAgent,
             PruneState::Interrupted => RunState::Interrupted,
+            PruneState::Waiting => RunState::WaitingForAnswer,
             PruneState::NotStarted => RunState::NotStarted,
         }
     }
