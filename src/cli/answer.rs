@@ -9,7 +9,6 @@ use super::output::outln;
 use crate::engine::step::AnsweredBy;
 use crate::engine::{Answer, EngineError, Executor, Quiet, Settings, ShellRunner};
 use crate::exit::Exit;
-use crate::mcp::reply::resume_call;
 
 #[derive(Debug, Args)]
 pub(super) struct AnswerArgs {
@@ -36,14 +35,13 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     match executor.record_answer(&args.value, AnsweredBy::Command, &Quiet)? {
         Answer::Given(answer) => {
             outln!(
-                "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (add the `--agent` the run had, to go on unattended), or from an agent with MCP {}",
-                resume_call(id)
+                "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (add the `--agent` the run had, to go on unattended)"
             )?;
             Ok(Exit::Success)
         }
         Answer::TooLate(late) => {
             outln!(
-                "the answer came too late: {} after the question's timeout, so `{path}` failed and the answer was not kept; `mekara run --resume {id}` goes on as from any failed step",
+                "the answer came too late: {} after the question's timeout, so `{path}` failed and the answer was not kept; `mekara run --resume {id}` goes on as from any failed step, and `mekara run --resume {id} --retry` after that asks again",
                 humantime::format_duration(std::time::Duration::from_secs(late.as_secs()))
             )?;
             Ok(Exit::Failure)

@@ -233,6 +233,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             let call = AgentCall::Resume {
                 run_id: None,
                 rewind: None,
+                answer: None,
             };
             (session, call)
         }

@@ -207,7 +207,7 @@ pub enum Answer {
 
 /// The answer `given` stands for among `choices`: a choice as written, or its number (from
 /// 1) as the terminal lists them; any answer when there are no choices.
-pub fn choose(given: &str, choices: Option<&[String]>) -> Result<String, EngineError> {
+fn choose(given: &str, choices: Option<&[String]>) -> Result<String, EngineError> {
     let Some(choices) = choices else {
         return Ok(given.to_string());
     };
@@ -569,15 +569,9 @@ impl Executor {
         outputs: Map<String, Json>,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
-        // A question whose timeout passed since the agent was shown it fails now, and the
-        // reply says so with what is pending instead; the late answer is not kept.
-        if let Some(asked) = self.waiting_question()
-            && self.timed_out(&asked).is_some()
+        if self.waiting_question().is_some()
+            || matches!(self.advance(observer)?, Pending::Ask { .. })
         {
-            self.record_timeout(&asked, observer)?;
-            return self.advance(observer);
-        }
-        if let Pending::Ask { .. } = self.advance(observer)? {
             let answer = answer_of(outputs)?;
             return self.answer_ask(&answer, AnsweredBy::Agent, observer);
         }
@@ -672,13 +666,21 @@ impl Executor {
     }
 
     /// Gives the answer of the pending `ask` step, from `by`, and runs on. An answer that is
-    /// not among the choices is refused, and the question stays pending.
+    /// not among the choices is refused, and the question stays pending. A question whose
+    /// timeout passed since it was shown fails instead (the late answer is not kept), and
+    /// the run goes on from the failed step.
     pub fn answer_ask(
         &mut self,
         answer: &str,
         by: AnsweredBy,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
+        if let Some(asked) = self.waiting_question()
+            && self.timed_out(&asked).is_some()
+        {
+            self.record_timeout(&asked, observer)?;
+            return self.advance(observer);
+        }
         match self.advance(observer)? {
             Pending::Ask { .. } => {}
             pending => {

@@ -21,7 +21,7 @@ pub(crate) mod step;
 pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};
-pub use executor::{Answer, Claim, Executor, FailedCall, Pending, Settings, choose};
+pub use executor::{Answer, Claim, Executor, FailedCall, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use rewind::{Rewind, RewindPlan};
 pub use runner::{CancelToken, StepRunner, ToolCall};

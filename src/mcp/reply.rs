@@ -630,6 +630,10 @@ fn argument_error(error: &ArgumentError) -> String {
             "`resume` takes `retry` or `from`, not both: `retry: true` runs the failed (or changed) step again, `from` a step you name"
                 .to_string()
         }
+        ArgumentError::AnswerWithoutRun => {
+            "`answer` of `resume` needs `run_id`, the handle of the run whose question the user answered"
+                .to_string()
+        }
         ArgumentError::RewindWithoutRun => {
             "`retry` and `from` of `resume` need `run_id`, the handle of the run to go on with"
                 .to_string()

@@ -237,6 +237,77 @@ def execute(request):
     assert_eq!(step["result"]["success"], false);
 }
 
+#[tokio::test]
+async fn mcp_resume_takes_the_answer_of_a_run_waiting_for_one() {
+    let project = project(DEPLOY);
+    // The question is asked over MCP; the server goes away before the user answers.
+    let first = Client::start(&project, &[]).await;
+    let started = first.call("start", json!({"name": "deploy"})).await.ok();
+    let handle = crate::mcp::client::handle(&started);
+    first.service.cancel().await.expect("close");
+    let id = last_run(&project);
+    let runs = project.run(&["runs"], "");
+    assert!(
+        runs.stdout.contains("waiting for an answer"),
+        "{}",
+        runs.stdout
+    );
+
+    let client = Client::start(&project, &[]).await;
+    let listed = client.call("resume", json!({})).await.ok();
+    assert!(listed.contains(&id), "{listed}");
+    let without_run = client.call("resume", json!({"answer": "yes"})).await.err();
+    assert!(
+        without_run.contains("`answer` of `resume` needs `run_id`"),
+        "{without_run}"
+    );
+    let wrong = client
+        .call("resume", json!({"run_id": handle, "answer": "maybe"}))
+        .await
+        .err();
+    assert!(
+        wrong.contains("`maybe` is not one of the choices"),
+        "{wrong}"
+    );
+    let answered = client
+        .call("resume", json!({"run_id": handle, "answer": "yes"}))
+        .await
+        .ok();
+    insta::assert_snapshot!("mcp_resume_with_answer", project.scrub(&answered));
+    let step = ask_step(&project, &id);
+    assert_eq!(step["result"]["answered_by"], "agent");
+}
+
+#[tokio::test]
+async fn a_recorded_session_with_a_question_replays_without_asking() {
+    let project = project(DEPLOY);
+    let cassette = project.dir.path().join("ask.toml");
+    let client = Client::start(&project, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
+    client.call("start", json!({"name": "deploy"})).await.ok();
+    client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"answer": "maybe"}}),
+        )
+        .await
+        .err();
+    client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"answer": "2"}}),
+        )
+        .await
+        .ok();
+    client.service.cancel().await.expect("close");
+    let replay = project.run(&["vcr", "replay", cassette.to_str().expect("utf-8")], "");
+    replay.expect_code(0);
+    assert!(
+        replay.stdout.contains("replayed 3 calls and 2 shell steps"),
+        "{}",
+        replay.stdout
+    );
+}
+
 /// A scripted agent for `--agent-command`: logs each request's step, answers the llm steps
 /// (which expect nothing) with no outputs.
 const AGENT: &str = "cat > /dev/null; echo call >> agent-calls.log; echo '{\"outputs\": {}}'";
@@ -401,14 +472,15 @@ fn an_answer_later_than_the_timeout_fails_the_step_instead() {
         r#"
 def execute(request):
     llm("Read the notes.")
-    ask("Deploy?", timeout = 0.2)
+    r = ask("Deploy?", timeout = 1)
+    auto("echo deploying: " + r.answer)
 "#,
     );
     project.write("agent.sh", AGENT);
     let stopped = project.run(&["run", "--agent-command", "sh agent.sh", "deploy"], "");
     stopped.expect_code(1);
     let id = last_run(&project);
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    std::thread::sleep(std::time::Duration::from_millis(1200));
     let late = project.run(&["answer", &id, "yes"], "");
     late.expect_code(1);
     assert!(
@@ -419,6 +491,23 @@ def execute(request):
     let step = ask_step(&project, &id);
     assert_eq!(step["result"]["success"], false);
     assert_eq!(step["result"].get("answer"), None);
+
+    // Resumed, the script falls back as from any failed step; `--retry` then asks the
+    // question again, its timeout counting from the new asking.
+    let fell_back = project.run(&["run", "--resume", &id], "\n");
+    fell_back.expect_code(1);
+    assert!(
+        fell_back.stdout.contains("failed; finish it by hand"),
+        "{}",
+        fell_back.stdout
+    );
+    let retried = project.run(&["run", "--resume", &id, "--retry"], "yes\n");
+    retried.expect_code(0);
+    assert!(
+        retried.stdout.contains("── question") && retried.stdout.contains("deploying: yes"),
+        "{}",
+        retried.stdout
+    );
 }
 
 #[test]
