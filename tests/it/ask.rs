@@ -330,6 +330,12 @@ fn unattended_runs_wait_for_mekara_answer_and_the_agent_never_answers_the_questi
     let project = project(UNATTENDED);
     project.write("agent.sh", AGENT);
     let agent = "sh agent.sh";
+    let dry = project.run(&["run", "--dry-run", "deploy"], "");
+    assert!(
+        dry.stdout.contains("ask → person Deploy to production?"),
+        "{}",
+        dry.stdout
+    );
     let stopped = project.run(&["run", "--agent-command", agent, "--json", "deploy"], "");
     stopped.expect_code(1);
     let summary: Json = serde_json::from_str(&stopped.stdout).expect("a JSON summary");
