@@ -118,6 +118,14 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
         .unwrap_or("no message")
 }
 
+/// `answer (through the agent)`: the label of an `ask` step's answer, saying who gave it.
+pub(crate) fn answer_label(result: &crate::engine::step::StepResult) -> String {
+    match result.answered_by {
+        Some(by) => format!("answer ({by})"),
+        None => "answer".to_string(),
+    }
+}
+
 /// What an agent answer cost, as far as the agent said, and how long it took: `$0.0123,
 /// 1200 tokens in, 300 out, 2 attempts, session 5d1c… (4210 ms)`.
 pub(crate) fn agent_report(report: &crate::engine::step::AgentReport) -> String {

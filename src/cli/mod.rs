@@ -2,6 +2,7 @@
 //! own. Errors become messages on stderr and an exit code from [`crate::exit`] here, and
 //! nowhere else.
 
+mod answer;
 mod check;
 mod hook;
 mod install;
@@ -45,6 +46,8 @@ struct Cli {
 enum Command {
     /// Run a script in the terminal: auto steps run here, you do the llm steps.
     Run(run::RunArgs),
+    /// Answer the question a run waits on (a script's `ask`), to resume it after.
+    Answer(answer::AnswerArgs),
     /// List the scripts mekara finds, or show where one resolves from.
     Scripts(scripts::ScriptsArgs),
     /// Parse compiled scripts and report errors, without running anything.
@@ -130,6 +133,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
     );
     match command {
         Command::Run(args) => run::run(args),
+        Command::Answer(args) => answer::run(&args),
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
         Command::Runs(args) => runs::run(args),

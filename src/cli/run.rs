@@ -15,7 +15,7 @@ use serde_json::{Map, Value as Json};
 use crate::display::{count, rewind_summary, step_mark};
 use crate::engine::journal::Outcome;
 use crate::engine::runs::{RunHistory, RunStore};
-use crate::engine::step::{StepInput, StepRecord};
+use crate::engine::step::{AnsweredBy, StepInput, StepRecord};
 use crate::engine::{
     CancelToken, EngineError, Executor, FrameEvent, Observer, Pending, Rewind, Settings,
     ShellRunner,
@@ -269,6 +269,27 @@ fn play(
                     unanswered => return left_at_prompt(executor, &unanswered),
                 }
             }
+            Ok(Pending::Ask {
+                path,
+                question,
+                choices,
+                timeout,
+                asked_at,
+            }) => {
+                let deadline = timeout.map(|t| deadline_of(asked_at, t));
+                match ask_person(
+                    executor,
+                    &mut input,
+                    &path,
+                    &question,
+                    choices.as_deref(),
+                    deadline,
+                    terminal,
+                )? {
+                    Ok(next) => next,
+                    Err(left) => return Ok(left),
+                }
+            }
             Ok(Pending::Nl { path, instructions }) => {
                 outln!(
                     "\n── NL script {path}: do all of this by hand ──\n{}",
@@ -325,6 +346,74 @@ fn play(
     }
 }
 
+/// The moment a question asked at `asked_at` (Unix ms) times out, as an [`Instant`].
+fn deadline_of(asked_at: u64, timeout: std::time::Duration) -> Instant {
+    let now_ms = crate::engine::journal::now_ms();
+    let left = (asked_at.saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)))
+        .saturating_sub(now_ms);
+    Instant::now() + std::time::Duration::from_millis(left)
+}
+
+/// Asks the person the script's question (`ask`) until an answer fits its choices (at a
+/// terminal; piped, a wrong answer ends the run, resumable) or its timeout passes. Returns
+/// what the engine did with the answer, or how mekara leaves.
+fn ask_person(
+    executor: &mut Executor,
+    input: &mut Answers,
+    path: &str,
+    question: &str,
+    choices: Option<&[String]>,
+    deadline: Option<Instant>,
+    terminal: &Terminal,
+) -> anyhow::Result<Result<Result<Pending, EngineError>, Exit>> {
+    outln!("\n── question {path} ──\n{}", question.trim_end())?;
+    if let Some(choices) = choices {
+        for (n, choice) in choices.iter().enumerate() {
+            outln!("  {}. {choice}", n + 1)?;
+        }
+    }
+    loop {
+        out!(
+            "{}",
+            if choices.is_some() {
+                "answer (a choice or its number): "
+            } else {
+                "answer: "
+            }
+        )?;
+        std::io::stdout().flush()?;
+        let line = match input.line_until(deadline)? {
+            Asked::Answered(line) => {
+                if !std::io::stdin().is_terminal() {
+                    outln!("{line}")?;
+                }
+                terminal.at_line_start.set(true);
+                line
+            }
+            Asked::TimedOut => {
+                outln!("\nno answer within the question's timeout")?;
+                terminal.at_line_start.set(true);
+                // Past its deadline the question fails as the engine re-derives it.
+                return Ok(Ok(executor.advance(terminal)));
+            }
+            unanswered => return left_at_prompt(executor, &unanswered).map(Err),
+        };
+        match executor.answer_ask(&line, AnsweredBy::Terminal, terminal) {
+            Err(e @ EngineError::NotAChoice { .. }) if std::io::stdin().is_terminal() => {
+                outln!("{e}")?;
+            }
+            Err(e @ EngineError::NotAChoice { .. }) => {
+                let id = executor.run_id().unwrap_or_default();
+                outln!(
+                    "{e}\nthe run is saved: resume it with `mekara run --resume {id}`, or answer it with `mekara answer {id} VALUE`"
+                )?;
+                return Ok(Err(Exit::Failure));
+            }
+            next => return Ok(Ok(next)),
+        }
+    }
+}
+
 /// The steps of a frame that fell back which did their work: all of them, but the step
 /// whose failure stopped the frame (when a step stopped it, not the script's own code).
 fn steps_before_failure(steps: &[StepRecord]) -> usize {
@@ -341,6 +430,8 @@ enum Asked<T> {
     Closed,
     /// Ctrl-C was pressed.
     Interrupted,
+    /// The question's timeout passed first.
+    TimedOut,
 }
 
 impl<T> Asked<T> {
@@ -349,6 +440,7 @@ impl<T> Asked<T> {
             Asked::Answered(answer) => Asked::Answered(answered(answer)),
             Asked::Closed => Asked::Closed,
             Asked::Interrupted => Asked::Interrupted,
+            Asked::TimedOut => Asked::TimedOut,
         }
     }
 }
@@ -391,7 +483,12 @@ impl Answers {
 
     /// The next line, without its line ending.
     fn line(&mut self) -> std::io::Result<Asked<String>> {
-        use rustix::event::{PollFd, PollFlags, poll};
+        self.line_until(None)
+    }
+
+    /// The next line, without its line ending, when it comes before `deadline`.
+    fn line_until(&mut self, deadline: Option<Instant>) -> std::io::Result<Asked<String>> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
         use rustix::io::Errno;
         loop {
             if let Some(end) = self.buffered.iter().position(|&b| b == b'\n') {
@@ -410,7 +507,18 @@ impl Answers {
             if let Some(ctrl_c) = &self.ctrl_c {
                 fds.push(PollFd::new(&ctrl_c.pressed, PollFlags::IN));
             }
-            match poll(&mut fds, None) {
+            let wait = match deadline {
+                None => None,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(Asked::TimedOut);
+                    }
+                    // A millisecond more, so that the deadline has passed when poll returns.
+                    Timespec::try_from(left + std::time::Duration::from_millis(1)).ok()
+                }
+            };
+            match poll(&mut fds, wait.as_ref()) {
                 Ok(_) => {}
                 Err(Errno::INTR) => continue,
                 Err(e) => return Err(e.into()),

@@ -66,6 +66,8 @@ enum PruneState {
     Finished,
     /// interrupted (it could still be resumed)
     Interrupted,
+    /// waiting for an answer (it could still be answered and resumed)
+    Waiting,
     /// stopped before its script started
     NotStarted,
 }
@@ -77,6 +79,7 @@ impl From<PruneState> for RunState {
             PruneState::Failed => RunState::FellBack,
             PruneState::Finished => RunState::FinishedByAgent,
             PruneState::Interrupted => RunState::Interrupted,
+            PruneState::Waiting => RunState::WaitingForAnswer,
             PruneState::NotStarted => RunState::NotStarted,
         }
     }
@@ -206,6 +209,11 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP {}\n",
                     resume_call(&id)
                 )),
+                RunState::WaitingForAnswer => {
+                    out.push_str(&format!(
+                        "waiting for an answer: give it with `mekara answer {id} VALUE`, then resume it with `mekara run --resume {id}` (with the `--agent` it ran with, if any)\n"
+                    ));
+                }
                 RunState::Active => {
                     out.push_str("active: another mekara process is driving it now\n");
                 }
@@ -312,6 +320,21 @@ fn show_event(out: &mut String, event: &Event) {
             out.push('\n');
         }
         Event::Step(step) => show_step(out, step.depth, &step.record),
+        Event::Ask(ask) => {
+            let indent = "  ".repeat(ask.depth + 1);
+            out.push_str(&format!(
+                "{indent}? [{}] asked the person, {}: {}\n",
+                ask.index,
+                format_time(ask.at),
+                indent_lines(ask.question.trim_end(), &indent)
+            ));
+            if let Some(choices) = &ask.choices {
+                out.push_str(&format!(
+                    "{indent}    choices: {}\n",
+                    crate::display::quoted(choices)
+                ));
+            }
+        }
         Event::Fail(fail) => {
             let indent = "  ".repeat(fail.depth + 1);
             out.push_str(&format!(
@@ -386,6 +409,10 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
             "{body}→ {}\n",
             serde_json::Value::Object(outputs.clone())
         ));
+    }
+    if let Some(answer) = &record.result.answer {
+        let label = crate::display::answer_label(&record.result);
+        out.push_str(&format!("{body}{label}: {answer}\n"));
     }
     if let Some(agent) = &record.result.agent {
         out.push_str(&format!(

@@ -139,6 +139,8 @@ enum End {
     Limit(String),
     /// The agent could not finish an NL script or fallback, or mekara refused what came.
     Failed(String),
+    /// The script asked the person a question (`ask`): the run waits for `mekara answer`.
+    Waiting(String),
     Interrupted,
 }
 
@@ -149,6 +151,7 @@ impl End {
             End::FellBack => "fell_back",
             End::Limit(_) => "stopped",
             End::Failed(_) => "failed",
+            End::Waiting(_) => "waiting",
             End::Interrupted => "interrupted",
         }
     }
@@ -157,12 +160,15 @@ impl End {
         match self {
             End::Completed => Exit::Success,
             End::Interrupted => Exit::Interrupted,
-            End::FellBack | End::Limit(_) | End::Failed(_) => Exit::Failure,
+            End::FellBack | End::Limit(_) | End::Failed(_) | End::Waiting(_) => Exit::Failure,
         }
     }
 
     fn resumable(&self) -> bool {
-        matches!(self, End::Limit(_) | End::Failed(_) | End::Interrupted)
+        matches!(
+            self,
+            End::Limit(_) | End::Failed(_) | End::Waiting(_) | End::Interrupted
+        )
     }
 }
 
@@ -227,6 +233,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             let call = AgentCall::Resume {
                 run_id: None,
                 rewind: None,
+                answer: None,
             };
             (session, call)
         }
@@ -258,6 +265,16 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             Pending::Llm { path, expects, .. } => (Kind::Llm, path.clone(), expects.clone()),
             Pending::Nl { path, .. } => (Kind::Nl, path.clone(), None),
             Pending::Fallback { path, .. } => (Kind::Fallback, path.clone(), None),
+            // A question is for a person, never for the agent: the run stops, resumable.
+            Pending::Ask {
+                path,
+                question,
+                choices,
+                ..
+            } => {
+                let id = session.run_id().unwrap_or_default();
+                break End::Waiting(waiting_for_answer(id, path, question, choices.as_deref()));
+            }
         };
         let id = session.run_id().unwrap_or_default().to_string();
         let spent = spent_of(&store, &id);
@@ -306,6 +323,17 @@ enum Asked {
     /// The answer was journaled; the run went on to this reply.
     Next(Reply),
     Stop(End),
+}
+
+/// What an unattended run that stopped at a question says: the question, and how to answer.
+fn waiting_for_answer(id: &str, path: &str, question: &str, choices: Option<&[String]>) -> String {
+    let choices = choices.map_or_else(String::new, |c| {
+        format!(" (choices: {})", crate::display::quoted(c))
+    });
+    format!(
+        "waiting for an answer: `{path}` asks the person (the agent does not answer questions):\n  {}{choices}\ngive it with `mekara answer {id} VALUE`",
+        question.trim().replace('\n', "\n  ")
+    )
 }
 
 /// Asks the agent, and asks once more when its answer does not fit; journals the answer, or
@@ -459,7 +487,7 @@ fn finish(
     let resume = end.resumable().then(|| args.resume_command(id));
     let exit = end.exit();
     match end {
-        End::Limit(why) | End::Failed(why) => eprintln!("{why}"),
+        End::Limit(why) | End::Failed(why) | End::Waiting(why) => eprintln!("{why}"),
         _ => {}
     }
     if let Some(resume) = &resume {
@@ -484,7 +512,7 @@ fn finish(
             "cost_usd": spent.cost_usd,
             "duration_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             "stopped_by": match end {
-                End::Limit(why) | End::Failed(why) => Json::String(why.clone()),
+                End::Limit(why) | End::Failed(why) | End::Waiting(why) => Json::String(why.clone()),
                 _ => Json::Null,
             },
             "resume": resume,
@@ -496,6 +524,7 @@ fn finish(
             End::FellBack => "failed and was finished by the agent",
             End::Limit(_) => "stopped at a limit",
             End::Failed(_) => "stopped: the agent could not go on",
+            End::Waiting(_) => "is waiting for an answer",
             End::Interrupted => "interrupted",
         };
         outln!(
@@ -576,7 +605,7 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
     } else {
         failures += 1;
         let why = match end {
-            End::Limit(why) | End::Failed(why) => why.clone(),
+            End::Limit(why) | End::Failed(why) | End::Waiting(why) => why.clone(),
             other => other.state().replace('_', " "),
         };
         let _ = write!(
@@ -632,6 +661,7 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
         };
         let kind = match step.builtin {
             "llm" => "llm → agent",
+            "ask" => "ask → person",
             other => other,
         };
         let _ = write!(out, "  line {:<4} {kind:<12} {what}", step.line);

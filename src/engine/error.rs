@@ -17,6 +17,8 @@ pub enum Waiting {
     NlScript,
     /// The agent to finish a failed compiled script by hand.
     Fallback,
+    /// The person's answer to a question (`ask`).
+    Answer,
     /// Nothing: no script is running.
     Nothing,
 }
@@ -163,6 +165,25 @@ pub enum EngineError {
         /// The whole labels it could mean.
         paths: Vec<String>,
     },
+    /// `mekara answer` for a run that is not waiting for an answer.
+    #[error(
+        "run `{id}` is not waiting for an answer: no question of it is pending; `mekara runs show {id}` shows where it stands"
+    )]
+    NotWaitingForAnswer {
+        /// The run.
+        id: String,
+    },
+    /// An answer that is not one of the question's choices.
+    #[error(
+        "`{given}` is not one of the choices ({}); answer with one of them, as written or by its number; the question is still pending",
+        crate::display::quoted(.choices)
+    )]
+    NotAChoice {
+        /// The answer given.
+        given: String,
+        /// The choices.
+        choices: Vec<String>,
+    },
     /// There is no folder to keep runs in.
     #[error(
         "no folder for runs: not inside a project (a folder with `.mekara/` or `.claude/`) and `HOME` is not set"
@@ -185,6 +206,7 @@ impl EngineError {
             | EngineError::NothingToRetry { .. }
             | EngineError::NoSuchStep { .. }
             | EngineError::AmbiguousStep { .. }
+            | EngineError::NotWaitingForAnswer { .. }
             | EngineError::NoRunsDir
             | EngineError::Journal(JournalError::Store(
                 super::postgres::StoreError::BadUrl { .. }
@@ -196,6 +218,7 @@ impl EngineError {
             | EngineError::WrongCall { .. }
             | EngineError::Outputs { .. }
             | EngineError::Unfit { .. }
+            | EngineError::NotAChoice { .. }
             | EngineError::ArgumentsTooLong { .. }
             | EngineError::TooDeep { .. } => Exit::Failure,
         }
@@ -220,6 +243,7 @@ fn wrong_call(expected: Waiting, waiting: Waiting) -> String {
         Waiting::LlmStep => "the outputs of an llm step",
         Waiting::NlScript => "the agent to finish an NL script",
         Waiting::Fallback => "the agent to finish a failed script by hand",
+        Waiting::Answer => "the person's answer to a question",
         Waiting::Nothing => "nothing: no script is running",
     };
     format!(

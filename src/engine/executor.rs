@@ -14,13 +14,13 @@ use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Su
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
-    Event, FailEvent, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
+    AskEvent, Event, FailEvent, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
 };
 use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
-use super::step::{AgentReport, MAX_KEPT, StepInput, StepRecord, StepResult};
+use super::step::{AgentReport, AnsweredBy, MAX_KEPT, StepInput, StepRecord, StepResult};
 use super::store::RunLog;
 use super::tool::NL_TAG_CONTEXT;
 use crate::script::nl::{ARGUMENTS, NlText};
@@ -66,6 +66,8 @@ pub struct Frame {
     pub steps: Vec<StepRecord>,
     /// The failure it fell back on.
     pub failure: Option<String>,
+    /// The last question its `ask` steps put to the person (when, and what it takes).
+    pub asked: Option<AskEvent>,
     program: Option<Result<Arc<Program>, CodeError>>,
     /// How many of the script's prints outside function steps were reported: evaluation
     /// starts from the top each time, and says each print once.
@@ -148,6 +150,19 @@ pub enum Pending {
         /// the part of the work it did not finish is the agent's too.
         failed_call: Option<FailedCall>,
     },
+    /// A question for the person (`ask`): the agent passes it on and never answers it itself.
+    Ask {
+        /// Stack path.
+        path: String,
+        /// The question.
+        question: String,
+        /// The answers it takes, when it takes only some.
+        choices: Option<Vec<String>>,
+        /// How long after it was asked an answer may come.
+        timeout: Option<Duration>,
+        /// When it was asked (Unix ms).
+        asked_at: u64,
+    },
     /// The stack is empty: the run ended.
     Finished {
         /// The run's id.
@@ -175,9 +190,65 @@ impl Pending {
             Pending::Llm { .. } => Waiting::LlmStep,
             Pending::Nl { .. } => Waiting::NlScript,
             Pending::Fallback { .. } => Waiting::Fallback,
+            Pending::Ask { .. } => Waiting::Answer,
             Pending::Finished { .. } => Waiting::Nothing,
         }
     }
+}
+
+/// What came of an answer given with [`Executor::record_answer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// It was journaled: this choice, or these words.
+    Given(String),
+    /// It came this long after the question's timeout: the step failed instead.
+    TooLate(Duration),
+}
+
+/// The answer `given` stands for among `choices`: a choice as written, or its number (from
+/// 1) as the terminal lists them; any answer when there are no choices.
+fn choose(given: &str, choices: Option<&[String]>) -> Result<String, EngineError> {
+    let Some(choices) = choices else {
+        return Ok(given.to_string());
+    };
+    if let Some(choice) = choices.iter().find(|c| *c == given) {
+        return Ok(choice.clone());
+    }
+    if let Some(choice) = given
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|n| choices.get(n))
+    {
+        return Ok(choice.clone());
+    }
+    Err(EngineError::NotAChoice {
+        given: given.to_string(),
+        choices: choices.to_vec(),
+    })
+}
+
+/// The answer to a question in the outputs an agent gave (`{"answer": …}`): its text, as
+/// the text of a number or other value when the agent did not give a string.
+fn answer_of(mut outputs: Map<String, Json>) -> Result<String, EngineError> {
+    let answer = outputs.remove("answer");
+    if answer.is_none() || !outputs.is_empty() {
+        return Err(EngineError::Outputs {
+            missing: if answer.is_none() {
+                vec!["answer".to_string()]
+            } else {
+                Vec::new()
+            },
+            unexpected: outputs.keys().cloned().collect(),
+            expected: vec!["answer".to_string()],
+        });
+    }
+    Ok(match answer {
+        Some(Json::String(text)) => text,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    })
 }
 
 /// Who takes a run up from its journal.
@@ -403,6 +474,7 @@ impl Executor {
                 allow_failure: state.push.allow_failure,
                 steps: state.steps,
                 failure: state.failure,
+                asked: state.asked,
                 program: None,
                 printed: 0,
             });
@@ -489,11 +561,20 @@ impl Executor {
 
     /// Gives the outputs of the pending llm step and runs on. Missing or unexpected names
     /// are refused, and the step stays pending.
+    ///
+    /// When a question (`ask`) is pending instead, `outputs` holds the person's answer as
+    /// `answer`, passed on by the agent.
     pub fn continue_llm(
         &mut self,
         outputs: Map<String, Json>,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
+        if self.waiting_question().is_some()
+            || matches!(self.advance(observer)?, Pending::Ask { .. })
+        {
+            let answer = answer_of(outputs)?;
+            return self.answer_ask(&answer, AnsweredBy::Agent, observer);
+        }
         self.answer_llm(outputs, None, observer)
     }
 
@@ -584,6 +665,157 @@ impl Executor {
         self.advance(observer)
     }
 
+    /// Gives the answer of the pending `ask` step, from `by`, and runs on. An answer that is
+    /// not among the choices is refused, and the question stays pending. A question whose
+    /// timeout passed since it was shown fails instead (the late answer is not kept), and
+    /// the run goes on from the failed step.
+    pub fn answer_ask(
+        &mut self,
+        answer: &str,
+        by: AnsweredBy,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
+        if let Some(asked) = self.waiting_question()
+            && self.timed_out(&asked).is_some()
+        {
+            self.record_timeout(&asked, observer)?;
+            return self.advance(observer);
+        }
+        match self.advance(observer)? {
+            Pending::Ask { .. } => {}
+            pending => {
+                return Err(EngineError::WrongCall {
+                    expected: Waiting::Answer,
+                    waiting: pending.waiting(),
+                });
+            }
+        }
+        self.record_answer(answer, by, observer)?;
+        self.advance(observer)
+    }
+
+    /// Journals `answer` to the question the run waits on, as its journal says it (nothing
+    /// is evaluated, nothing runs): how `mekara answer` answers a run that stopped at an
+    /// `ask`. An answer that comes after the question's timeout fails the step instead, and
+    /// says so.
+    pub fn record_answer(
+        &mut self,
+        answer: &str,
+        by: AnsweredBy,
+        observer: &dyn Observer,
+    ) -> Result<Answer, EngineError> {
+        let asked = self
+            .waiting_question()
+            .ok_or_else(|| EngineError::NotWaitingForAnswer {
+                id: self.run_id().unwrap_or_default().to_string(),
+            })?;
+        if let Some(late) = self.timed_out(&asked) {
+            self.record_timeout(&asked, observer)?;
+            return Ok(Answer::TooLate(late));
+        }
+        let answer = choose(answer, asked.choices.as_deref())?;
+        self.record_ask(
+            &asked,
+            StepResult {
+                success: true,
+                duration_ms: Some(now_ms().saturating_sub(asked.at)),
+                answer: Some(answer.clone()),
+                answered_by: Some(by),
+                ..StepResult::default()
+            },
+            observer,
+        )?;
+        Ok(Answer::Given(answer))
+    }
+
+    /// Journals the result of the question `asked`, and reports it.
+    fn record_ask(
+        &mut self,
+        asked: &AskEvent,
+        result: StepResult,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
+        let input = StepInput::Ask {
+            question: asked.question.clone(),
+            choices: asked.choices.clone(),
+        };
+        let record = self.record_step(input, None, result, asked.allow_failure)?;
+        observer.step_finished(&self.label(), &record);
+        Ok(())
+    }
+
+    /// The question the top frame waits on, as journaled: asked, and not answered yet.
+    fn waiting_question(&self) -> Option<AskEvent> {
+        let top = self.stack.last()?;
+        top.asked
+            .clone()
+            .filter(|a| a.index == top.steps.len() && top.failure.is_none())
+    }
+
+    /// The question of the top frame's next step, journaled when it is asked for the first
+    /// time (the time its timeout counts from).
+    fn asked(
+        &mut self,
+        question: String,
+        choices: Option<Vec<String>>,
+        timeout: Option<Duration>,
+        allow_failure: bool,
+    ) -> Result<AskEvent, EngineError> {
+        let depth = self.stack.len() - 1;
+        let top = self.stack.last().expect("a question comes from a frame");
+        let index = top.steps.len();
+        if let Some(asked) = top
+            .asked
+            .as_ref()
+            .filter(|a| a.index == index && a.question == question && a.choices == choices)
+        {
+            return Ok(asked.clone());
+        }
+        let asked = AskEvent {
+            depth,
+            index,
+            question,
+            choices,
+            timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            allow_failure,
+            at: now_ms(),
+        };
+        self.append(&Event::Ask(asked.clone()))?;
+        if let Some(top) = self.stack.last_mut() {
+            top.asked = Some(asked.clone());
+        }
+        Ok(asked)
+    }
+
+    /// How long past its timeout the question is, when it is.
+    fn timed_out(&self, asked: &AskEvent) -> Option<Duration> {
+        let deadline = asked.at.saturating_add(asked.timeout_ms?);
+        let now = now_ms();
+        (now >= deadline).then(|| Duration::from_millis(now - deadline))
+    }
+
+    /// Fails the question the run waits on: no answer came in time.
+    fn record_timeout(
+        &mut self,
+        asked: &AskEvent,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
+        let timeout = Duration::from_millis(asked.timeout_ms.unwrap_or(0));
+        self.record_ask(
+            asked,
+            StepResult {
+                success: false,
+                error: Some(format!(
+                    "no answer came within the timeout ({}) of the question",
+                    humantime::format_duration(timeout)
+                )),
+                duration_ms: Some(now_ms().saturating_sub(asked.at)),
+                ..StepResult::default()
+            },
+            observer,
+        )
+    }
+
     /// Finishes the pending NL script or NL fallback, done by hand, and runs on.
     pub fn finish_nl(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
         self.finish_nl_by(None, observer)
@@ -648,6 +880,28 @@ impl Executor {
                         path: self.path(),
                         prompt,
                         expects,
+                    });
+                }
+                Evaluation::Suspended(Suspension::Ask {
+                    question,
+                    choices,
+                    timeout,
+                    allow_failure,
+                }) => {
+                    let asked = self.asked(question, choices, timeout, allow_failure)?;
+                    if self.timed_out(&asked).is_some() {
+                        // Nobody answered in time: the step fails, and the script goes on as
+                        // from any failed step.
+                        self.record_timeout(&asked, observer)?;
+                        continue;
+                    }
+                    self.sync()?;
+                    return Ok(Pending::Ask {
+                        path: self.path(),
+                        question: asked.question,
+                        choices: asked.choices,
+                        timeout: asked.timeout_ms.map(Duration::from_millis),
+                        asked_at: asked.at,
                     });
                 }
                 Evaluation::Suspended(Suspension::Call {
@@ -894,6 +1148,7 @@ impl Executor {
             allow_failure,
             steps: Vec::new(),
             failure: None,
+            asked: None,
             program: None,
             printed: 0,
         });

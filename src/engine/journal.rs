@@ -3,7 +3,8 @@
 //! A run is one JSON object per line. The events replay into the stack of frames: `push`
 //! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
 //! as fallen back to its NL instructions, `pop` closes it, `supersede` takes the events from
-//! one of its lines on out of the live history (a retry or a rewind; they stay in the file).
+//! one of its lines on out of the live history (a retry or a rewind; they stay in the file),
+//! `ask` says the top frame's question was put to the person (when, and what it takes).
 //! Nothing else is stored: the pending step is derived from the frames by evaluating them.
 //!
 //! Every event is written with a single `write` on a file opened for appending, before the
@@ -173,6 +174,30 @@ pub struct SupersedeEvent {
     pub at: u64,
 }
 
+/// An `ask` step of the top frame put its question to the person: the run waits for an
+/// answer. Written once per question, when it is first asked, so that a timeout counts from
+/// then and a run can be answered (`mekara answer`) without evaluating its script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskEvent {
+    /// Depth of the frame.
+    pub depth: usize,
+    /// The index the `ask` step gets in its frame once answered.
+    pub index: usize,
+    /// The question.
+    pub question: String,
+    /// The answers it takes, when it takes only some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<String>>,
+    /// How long after `at` an answer may come, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Whether the script takes a timed-out answer as a failed result (`allow_failure`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_failure: bool,
+    /// Unix time in milliseconds: when the question was asked.
+    pub at: u64,
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -191,6 +216,8 @@ pub enum Event {
     Pop(PopEvent),
     /// Part of the history was superseded (a retry or a rewind).
     Supersede(SupersedeEvent),
+    /// A question was put to the person (`ask`).
+    Ask(AskEvent),
 }
 
 impl Event {
@@ -203,6 +230,7 @@ impl Event {
             Event::Fail(e) => e.at,
             Event::Pop(e) => e.at,
             Event::Supersede(e) => e.at,
+            Event::Ask(e) => e.at,
         }
     }
 
@@ -215,6 +243,7 @@ impl Event {
             Event::Fail(_) => "fail",
             Event::Pop(_) => "pop",
             Event::Supersede(_) => "supersede",
+            Event::Ask(_) => "ask",
         }
     }
 
@@ -235,6 +264,7 @@ impl Event {
             Some("fail") => serde_json::from_value(line).map(Event::Fail),
             Some("pop") => serde_json::from_value(line).map(Event::Pop),
             Some("supersede") => serde_json::from_value(line).map(Event::Supersede),
+            Some("ask") => serde_json::from_value(line).map(Event::Ask),
             _ => return Err(format!("unknown event {kind}")),
         };
         parsed.map_err(|e| e.to_string())

@@ -23,7 +23,7 @@ pub mod store;
 pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};
-pub use executor::{Claim, Executor, FailedCall, Pending, Settings};
+pub use executor::{Answer, Claim, Executor, FailedCall, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use rewind::{Rewind, RewindPlan};
 pub use runner::{CancelToken, StepRunner, ToolCall};

@@ -144,7 +144,7 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
                     close(&mut stack, &mut roots, trace);
                 }
             }
-            Event::Run(_) | Event::Supersede(_) => {}
+            Event::Run(_) | Event::Supersede(_) | Event::Ask(_) => {}
         }
     }
     while let Some(trace) = stack.pop() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::error::EngineError;
-use super::journal::{self, Contents, Event, JournalError, Outcome, PushEvent};
+use super::journal::{self, AskEvent, Contents, Event, JournalError, Outcome, PushEvent};
 use super::step::StepRecord;
 use super::store::{FileStore, RunLog, Store};
 
@@ -19,6 +19,17 @@ pub struct FrameState {
     pub steps: Vec<StepRecord>,
     /// The failure it fell back on, if it did.
     pub failure: Option<String>,
+    /// The last question its `ask` steps put to the person.
+    pub asked: Option<AskEvent>,
+}
+
+impl FrameState {
+    /// The question the frame waits on: asked, and not answered yet.
+    pub fn waiting_question(&self) -> Option<&AskEvent> {
+        self.asked
+            .as_ref()
+            .filter(|ask| ask.index == self.steps.len() && self.failure.is_none())
+    }
 }
 
 /// What a run's events add up to.
@@ -145,6 +156,7 @@ impl RunHistory {
                         push: push.clone(),
                         steps: Vec::new(),
                         failure: None,
+                        asked: None,
                     });
                 }
                 Event::Step(step) => {
@@ -160,6 +172,11 @@ impl RunHistory {
                     if top == 0 {
                         history.root_fell_back = true;
                     }
+                }
+                Event::Ask(ask) => {
+                    let top = top.ok_or_else(|| corrupt("a question with no frame".into()))?;
+                    depth_ok(ask.depth, top)?;
+                    history.frames[top].asked = Some(ask.clone());
                 }
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}
@@ -184,6 +201,9 @@ pub enum RunState {
     Active,
     /// Nobody drives it and it has not ended: it can be resumed.
     Interrupted,
+    /// Nobody drives it, and its script asked the person a question (`ask`) that has no
+    /// answer yet: `mekara answer` gives one, then the run can be resumed.
+    WaitingForAnswer,
     /// The root script completed.
     Completed,
     /// The root script was finished by hand (an NL script, or after a failure).
@@ -200,6 +220,7 @@ impl std::fmt::Display for RunState {
         f.write_str(match self {
             RunState::Active => "active",
             RunState::Interrupted => "interrupted",
+            RunState::WaitingForAnswer => "waiting for an answer",
             RunState::Completed => "completed",
             RunState::FinishedByAgent => "finished by hand",
             RunState::FellBack => "failed, finished by hand",
@@ -351,6 +372,13 @@ pub(crate) fn summarize(
             state: match h.outcome {
                 _ if !h.started => RunState::NotStarted,
                 _ if !h.frames.is_empty() && busy() => RunState::Active,
+                _ if h
+                    .frames
+                    .last()
+                    .is_some_and(|f| f.waiting_question().is_some()) =>
+                {
+                    RunState::WaitingForAnswer
+                }
                 _ if !h.frames.is_empty() => RunState::Interrupted,
                 _ if h.root_fell_back => RunState::FellBack,
                 Some(Outcome::Completed) => RunState::Completed,

@@ -50,6 +50,14 @@ pub enum StepInput {
         /// Absolute folder it runs in.
         working_dir: PathBuf,
     },
+    /// `ask(question, choices = ...)`: a question for the person, never for the agent.
+    Ask {
+        /// The question, as the person reads it.
+        question: String,
+        /// The answers it takes, when it takes only some.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        choices: Option<Vec<String>>,
+    },
     /// `mcp(server, tool, arguments)`: a tool of another MCP server.
     Mcp {
         /// The server's name in `.mcp.json`.
@@ -85,6 +93,7 @@ impl StepInput {
                 tool,
                 arguments,
             } => format!("mcp {server}/{tool} {}", Json::Object(arguments.clone())),
+            StepInput::Ask { question, .. } => format!("ask: {}", first_line(question)),
         }
     }
 
@@ -96,6 +105,7 @@ impl StepInput {
             StepInput::Llm { .. } => "an llm step",
             StepInput::Call { .. } => "a script call",
             StepInput::Mcp { .. } => "an mcp step",
+            StepInput::Ask { .. } => "a question (`ask`)",
         };
         match (self, recorded) {
             (
@@ -188,6 +198,19 @@ impl StepInput {
                     &Json::Object(xb.clone()).to_string(),
                 ),
             ]),
+            (
+                StepInput::Ask {
+                    question: a,
+                    choices: ca,
+                },
+                StepInput::Ask {
+                    question: b,
+                    choices: cb,
+                },
+            ) => differing(&[
+                ("question", a.as_str(), b.as_str()),
+                ("choices", &format!("{ca:?}"), &format!("{cb:?}")),
+            ]),
             _ => format!(
                 "the script now asks for {} where the journal has {}",
                 kind(self),
@@ -245,6 +268,34 @@ pub struct StepResult {
     /// An llm step answered by an agent process (`mekara run --agent …`): what it reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentReport>,
+    /// An `ask` step: the person's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// An `ask` step: who gave the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<AnsweredBy>,
+}
+
+/// Who gave the answer of an `ask` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnsweredBy {
+    /// The person at `mekara run`.
+    Terminal,
+    /// The agent over MCP, passing on what the user said.
+    Agent,
+    /// `mekara answer RUN_ID VALUE`.
+    Command,
+}
+
+impl fmt::Display for AnsweredBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AnsweredBy::Terminal => "at the terminal",
+            AnsweredBy::Agent => "through the agent",
+            AnsweredBy::Command => "with `mekara answer`",
+        })
+    }
 }
 
 /// What an agent process that answered a step (or finished an NL frame) reported about

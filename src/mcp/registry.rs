@@ -381,7 +381,12 @@ impl Registry {
                 Vec::new()
             })
             .into_iter()
-            .filter(|r| matches!(r.state, RunState::Interrupted | RunState::Active))
+            .filter(|r| {
+                matches!(
+                    r.state,
+                    RunState::Interrupted | RunState::WaitingForAnswer | RunState::Active
+                )
+            })
             .collect()
     }
 
@@ -406,7 +411,7 @@ impl Registry {
         let runs: Vec<_> = match self.plan.store.list() {
             Ok(runs) => runs
                 .into_iter()
-                .filter(|r| r.state == RunState::Interrupted)
+                .filter(|r| matches!(r.state, RunState::Interrupted | RunState::WaitingForAnswer))
                 .collect(),
             Err(e) => return Reply::error(reply::resume_refused(&e)),
         };

@@ -229,6 +229,10 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         }
         _ => {}
     }
+    if let Some(answer) = &record.result.answer {
+        let label = crate::display::answer_label(&record.result);
+        let _ = writeln!(out, "  {label}: {}", quote(answer));
+    }
     let mut output = record.result.output.clone();
     if let Some(value) = &record.result.value
         && !value.is_null()
@@ -469,6 +473,13 @@ pub(crate) fn pending(
                 with_handle(handle)
             );
         }
+        Pending::Ask {
+            path,
+            question,
+            choices,
+            timeout,
+            ..
+        } => ask(&mut out, path, question, choices.as_deref(), *timeout, &run),
         Pending::Finished {
             run,
             outcome,
@@ -491,6 +502,54 @@ pub(crate) fn pending(
         out.push_str(&handle_line(handle));
     }
     out
+}
+
+/// The pending part of a reply for a question (`ask`): the agent passes it to the user word
+/// for word, and passes the user's answer back; it never answers itself.
+fn ask(
+    out: &mut String,
+    path: &str,
+    question: &str,
+    choices: Option<&[String]>,
+    timeout: Option<std::time::Duration>,
+    run: &str,
+) {
+    let _ = writeln!(
+        out,
+        "## Your turn: ask the user (`{path}`)\n\n\
+         The script needs an answer from the user, not from you. Ask the user this question, \
+         word for word, and wait for their reply:\n\n<question>\n{}</question>\n",
+        with_newline(question)
+    );
+    if let Some(choices) = choices {
+        let _ = writeln!(
+            out,
+            "The answer must be one of: {}. Show the user these choices.",
+            choices
+                .iter()
+                .map(|c| quote(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(timeout) = timeout {
+        let _ = writeln!(
+            out,
+            "An answer that comes later than {} after the question was asked fails the step.",
+            humantime::format_duration(timeout)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}When the user has answered, call `continue_compiled_script` with \
+         `{{{run}\"outputs\": {{\"answer\": \"<the user's answer>\"}}}}`. Never answer the question \
+         yourself, guess, or choose for the user: if the user does not answer, leave it pending.",
+        if choices.is_some() || timeout.is_some() {
+            "\n"
+        } else {
+            ""
+        }
+    );
 }
 
 fn with_newline(text: &str) -> String {
@@ -571,6 +630,10 @@ fn argument_error(error: &ArgumentError) -> String {
             "`resume` takes `retry` or `from`, not both: `retry: true` runs the failed (or changed) step again, `from` a step you name"
                 .to_string()
         }
+        ArgumentError::AnswerWithoutRun => {
+            "`answer` of `resume` needs `run_id`, the handle of the run whose question the user answered"
+                .to_string()
+        }
         ArgumentError::RewindWithoutRun => {
             "`retry` and `from` of `resume` need `run_id`, the handle of the run to go on with"
                 .to_string()
@@ -596,7 +659,7 @@ pub(crate) fn refusal(
 ) -> String {
     let pending_path = match last {
         Some(Pending::Llm { path, .. } | Pending::Nl { path, .. }) => format!(" `{path}`"),
-        Some(Pending::Fallback { path, .. }) => format!(" `{path}`"),
+        Some(Pending::Fallback { path, .. } | Pending::Ask { path, .. }) => format!(" `{path}`"),
         _ => String::new(),
     };
     match error {
@@ -616,6 +679,11 @@ pub(crate) fn refusal(
                     "A failed script{pending_path} is waiting to be finished by hand: do \
                      what is left of it, then call `finish_nl_script`."
                 ),
+                Waiting::Answer => format!(
+                    "A question for the user{pending_path} is pending: ask the user, then call \
+                     `continue_compiled_script` with `{{\"outputs\": {{\"answer\": \"<the user's \
+                     answer>\"}}}}`."
+                ),
                 Waiting::Nothing => {
                     format!("Nothing is pending: no script is running. {START_A_SCRIPT}.")
                 }
@@ -629,6 +697,13 @@ pub(crate) fn refusal(
             &format!(
                 "{error}. Call `continue_compiled_script` again with a number a script can \
                  hold, or with the number as a string."
+            ),
+            Unchanged::Run,
+        ),
+        EngineError::NotAChoice { .. } => refused(
+            &format!(
+                "{error}. Ask the user again, showing the choices, and call \
+                 `continue_compiled_script` with their answer; do not choose for them."
             ),
             Unchanged::Run,
         ),

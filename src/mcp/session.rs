@@ -11,7 +11,7 @@ use super::reply::{self, JournalRef, Reply};
 use super::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
 use crate::engine::runs::RunStore;
-use crate::engine::step::AgentReport;
+use crate::engine::step::{AgentReport, AnsweredBy};
 use crate::engine::{
     Claim, EngineError, Executor, Pending, Rewind, RewindPlan, Settings, StepRunner,
 };
@@ -214,6 +214,12 @@ impl Session {
                 self.executor.continue_llm(outputs.clone(), &history)
             }
             AgentCall::Finish { .. } => self.executor.finish_nl(&history),
+            AgentCall::Resume {
+                answer: Some(answer),
+                ..
+            } => self
+                .executor
+                .answer_ask(answer, AnsweredBy::Agent, &history),
             AgentCall::Resume { .. } => self.executor.advance(&history),
             AgentCall::Status { .. } | AgentCall::ListScripts { .. } | AgentCall::Eject { .. } => {
                 return self.status();

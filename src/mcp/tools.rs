@@ -134,6 +134,8 @@ pub(crate) enum AgentCall {
         run_id: Option<String>,
         /// A retry or rewind to do first.
         rewind: Option<Rewind>,
+        /// The user's answer to the question the run waits on (`ask`).
+        answer: Option<String>,
     },
     /// Copy a bundled script into the project.
     Eject {
@@ -312,6 +314,10 @@ impl AgentTool {
                     "from": {
                         "type": "string",
                         "description": "Run again from this recorded step, e.g. `deploy[4]` (as `mekara runs show` labels it); the steps before it are answered from the journal. Works on a finished run too. Needs `run_id`."
+                    },
+                    "answer": {
+                        "type": "string",
+                        "description": "For a run waiting for an answer (a script's question to the user): the user's answer, exactly as they gave it; never your own. Needs `run_id`."
                     }
                 }),
                 &[],
@@ -446,7 +452,15 @@ impl AgentTool {
                 if rewind.is_some() && run_id.is_none() {
                     return Err(ArgumentError::RewindWithoutRun);
                 }
-                AgentCall::Resume { run_id, rewind }
+                let answer = string("answer", false)?;
+                if answer.is_some() && run_id.is_none() {
+                    return Err(ArgumentError::AnswerWithoutRun);
+                }
+                AgentCall::Resume {
+                    run_id,
+                    rewind,
+                    answer,
+                }
             }
             AgentTool::Eject => AgentCall::Eject {
                 name: string("name", true)?.unwrap_or_default(),
@@ -459,6 +473,8 @@ impl AgentTool {
 /// What is wrong with a call's arguments; [`super::reply::argument_refusal`] words it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ArgumentError {
+    /// `answer` of `resume` without the run to give it to.
+    AnswerWithoutRun,
     /// An argument the tool does not take.
     Unknown {
         /// The tool called.

@@ -89,6 +89,11 @@ impl ToolServer {
                  need the agent; call the script from the agent instead",
                 tool.name
             )),
+            Ok(Called::Suspended(Suspension::Ask { .. })) => error(format!(
+                "tool `{}` reached an `ask()` step, but a served tool has nobody to ask: move the \
+                 question into a compiled script",
+                tool.name
+            )),
             Ok(Called::Failed(message)) => {
                 error(format!("tool `{}` failed:\n{message}", tool.name))
             }

@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 
+mod ask;
 mod builtins;
 mod bundled;
 mod chat_completions;

@@ -1,20 +1,22 @@
 //! `mekara mcp` and `mekara serve` started by hand in a terminal, where a person (not an MCP
-//! client) is on stdin: stdin is a pseudo-terminal made by Python's `pty` module.
+//! client) is on stdin: stdin is a pseudo-terminal made by Python's `pty` module (also used by
+//! the tests of `mekara run` at a terminal).
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::common::{Project, Run, run_with_stdin};
 
-/// Runs the given command with stdin on a new pseudo-terminal, types Ctrl-D (end of input, as
-/// a person ends it), and exits with the command's code; stdout and stderr are the caller's.
-/// The wait has a limit only so that a server that never ends fails instead of hanging.
+/// Runs the command given after the text to type with stdin on a new pseudo-terminal, types
+/// that text (Ctrl-D, `\x04`, ends the input as a person ends it), and exits with the
+/// command's code; stdout and stderr are the caller's. The wait has a limit only so that a
+/// command that never ends fails instead of hanging.
 const ON_A_TERMINAL: &str = r#"
 import os, pty, subprocess, sys
 master, slave = pty.openpty()
-child = subprocess.Popen(sys.argv[1:], stdin=slave)
+child = subprocess.Popen(sys.argv[2:], stdin=slave)
 os.close(slave)
-os.write(master, b"\x04")
+os.write(master, sys.argv[1].encode())
 try:
     sys.exit(child.wait(timeout=120))
 except subprocess.TimeoutExpired:
@@ -22,10 +24,20 @@ except subprocess.TimeoutExpired:
     sys.exit("the server did not end at Ctrl-D")
 "#;
 
-/// `cmd` (a `mekara` command from [`Project::command`]) run with a terminal on stdin.
+/// `cmd` (a `mekara` command from [`Project::command`]) run with a terminal on stdin, where
+/// nobody types but Ctrl-D.
 fn on_a_terminal(cmd: &Command) -> Run {
+    typed_on_a_terminal(cmd, "\x04")
+}
+
+/// `cmd` run with a terminal on stdin, where a person types `typed`.
+pub(crate) fn typed_on_a_terminal(cmd: &Command, typed: &str) -> Run {
     let mut python = Command::new("python3");
-    python.arg("-c").arg(ON_A_TERMINAL).arg(cmd.get_program());
+    python
+        .arg("-c")
+        .arg(ON_A_TERMINAL)
+        .arg(typed)
+        .arg(cmd.get_program());
     python.args(cmd.get_args()).env_clear();
     for (key, value) in cmd.get_envs() {
         if let Some(value) = value {

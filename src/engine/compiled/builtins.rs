@@ -1,4 +1,4 @@
-//! The step builtins of compiled scripts (`auto`, `llm`, `mcp`, `call_script`), the global
+//! The step builtins of compiled scripts (`auto`, `llm`, `ask`, `mcp`, `call_script`), the global
 //! environment they live in ([`globals`]) and the Starlark dialect ([`dialect`]).
 //!
 //! A builtin checks its arguments, says what the step asks for, and leaves the journal to
@@ -279,6 +279,57 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         ))
     }
 
+    /// Asks the person a question and waits for the answer: at the terminal, through the
+    /// agent over MCP (which must not answer itself), or with `mekara answer`. `choices`
+    /// limits the answers; an answer later than `timeout` seconds after the question fails
+    /// the step (the script gets the failed result with `allow_failure`). Returns
+    /// `.success`, `.answer` (a string, `None` when it failed) and `.error`.
+    fn ask<'v>(
+        #[starlark(require = pos)] question: &str,
+        #[starlark(require = named)] choices: Option<Value<'v>>,
+        #[starlark(require = named)] timeout: Option<Declared<'v, Seconds>>,
+        #[starlark(require = named, default = false)] allow_failure: bool,
+        eval: &mut Evaluator<'v, '_, '_>,
+    ) -> anyhow::Result<Value<'v>> {
+        let ctx = step_context(eval, "ask")?;
+        if question.trim().is_empty() {
+            anyhow::bail!("`ask` needs a question: it is empty");
+        }
+        let choices = choices
+            .filter(|c| !c.is_none())
+            .map(choice_list)
+            .transpose()?;
+        let suspension = Suspension::Ask {
+            question: Kept::text(question),
+            choices,
+            timeout: timeout
+                .map(|t| t.value)
+                .filter(|t| !t.is_none())
+                .map(seconds)
+                .transpose()?,
+            allow_failure,
+        };
+        let input = suspension.input();
+        let index = ctx.cursor.get();
+        let Some(result) = ctx.replay(&input)? else {
+            return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
+        };
+        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let heap = eval.heap();
+        let answer = result
+            .answer
+            .as_deref()
+            .map_or_else(Value::new_none, |a| heap.alloc(a));
+        Ok(result_struct(
+            heap,
+            vec![
+                ("success", Value::new_bool(result.success)),
+                ("answer", answer),
+                ("error", error_value(heap, &result)),
+            ],
+        ))
+    }
+
     /// Runs another script (compiled or NL) as a nested frame and waits for it. Returns
     /// `.success` and `.error`. A failed script stops this one unless `allow_failure`.
     fn call_script<'v>(
@@ -342,6 +393,38 @@ fn json_members(builder: &mut GlobalsBuilder) {
         }
         Ok(alloc_json(heap, &json))
     }
+}
+
+/// The `choices` of an `ask` step: a non-empty list of distinct strings.
+fn choice_list(value: Value<'_>) -> anyhow::Result<Vec<String>> {
+    let refuse = || {
+        anyhow::anyhow!(
+            "`choices` of `ask` must be a list of strings, such as `[\"yes\", \"no\"]`, got `{value}`"
+        )
+    };
+    let list = starlark::values::list::ListRef::from_value(value)
+        .map(|l| l.content().to_vec())
+        .or_else(|| {
+            starlark::values::tuple::TupleRef::from_value(value).map(|t| t.content().to_vec())
+        })
+        .ok_or_else(refuse)?;
+    let mut choices: Vec<String> = Vec::with_capacity(list.len());
+    for item in list {
+        let choice = item.unpack_str().ok_or_else(refuse)?;
+        if choice.trim().is_empty() {
+            anyhow::bail!("`choices` of `ask` holds an empty choice: every choice needs words");
+        }
+        if choices.iter().any(|c| c == choice) {
+            anyhow::bail!("`choices` of `ask` holds `{choice}` twice: each choice once");
+        }
+        choices.push(choice.to_string());
+    }
+    if choices.is_empty() {
+        anyhow::bail!(
+            "`choices` of `ask` is empty: give the answers it takes, or leave `choices` out for any answer"
+        );
+    }
+    Ok(choices)
 }
 
 /// Calls a tool of another MCP server now. Its text is shown as the step's output, as a

@@ -198,6 +198,17 @@ pub(crate) enum Suspension {
         /// Whether its failure goes to the caller, which goes on.
         allow_failure: bool,
     },
+    /// The person must answer a question (`ask`).
+    Ask {
+        /// The question.
+        question: String,
+        /// The answers it takes, when it takes only some.
+        choices: Option<Vec<String>>,
+        /// How long after it is asked an answer may come.
+        timeout: Option<Duration>,
+        /// Whether a timed-out answer goes to the script as a failed result.
+        allow_failure: bool,
+    },
 }
 
 impl Suspension {
@@ -217,6 +228,12 @@ impl Suspension {
                 script: script.clone(),
                 request: request.clone(),
                 working_dir: working_dir.clone(),
+            },
+            Suspension::Ask {
+                question, choices, ..
+            } => StepInput::Ask {
+                question: question.clone(),
+                choices: choices.clone(),
             },
         }
     }

@@ -45,7 +45,7 @@ pub(crate) fn string_literals(ast: &AstModule) -> String {
 pub(crate) struct PlannedStep {
     /// The line of the call, from 1.
     pub line: usize,
-    /// `auto`, `llm`, `call_script` or `mcp`.
+    /// `auto`, `llm`, `ask`, `call_script` or `mcp`.
     pub builtin: &'static str,
     /// The first argument when it is written out: a string's text, or `f(…)` for a function
     /// called as a step.
@@ -59,7 +59,7 @@ pub(crate) struct PlannedStep {
 /// The step builtins called in `source`, in the order they are written. Which of them run,
 /// and how often, is known only by running the script.
 pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedStep>, String> {
-    const STEPS: [&str; 4] = ["auto", "llm", "call_script", "mcp"];
+    const STEPS: [&str; 5] = ["auto", "llm", "ask", "call_script", "mcp"];
     fn literal(e: &AstExpr) -> Option<String> {
         match &e.node {
             ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),

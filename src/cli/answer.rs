@@ -1,0 +1,50 @@
+//! `mekara answer RUN_ID VALUE`: answers the question a run stopped at (`ask` in an
+//! unattended run, or one left at a prompt). The answer is journaled under the run's lock,
+//! as a resume takes it; nothing of the script runs here: the next `mekara run --resume`
+//! goes on with it.
+
+use clap::Args;
+
+use super::output::outln;
+use crate::engine::step::AnsweredBy;
+use crate::engine::{Answer, EngineError, Executor, Quiet, Settings, ShellRunner};
+use crate::exit::Exit;
+
+#[derive(Debug, Args)]
+pub(super) struct AnswerArgs {
+    /// The run's id, as `mekara runs` lists it.
+    id: String,
+    /// The answer: any text, or one of the question's choices (as written, or its number).
+    value: String,
+}
+
+pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
+    let (locations, resolver) = super::locate()?;
+    let store = super::run_store(&locations)?;
+    let id = args.id.as_str();
+    let runner = Box::new(ShellRunner::new());
+    let resumed = Executor::resume(resolver, store, runner, Settings::default(), id, None);
+    let mut executor = match resumed {
+        Ok((executor, _, _)) => executor,
+        Err(EngineError::RunFinished { .. }) => {
+            return Err(EngineError::NotWaitingForAnswer { id: id.to_string() }.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let path = executor.path();
+    match executor.record_answer(&args.value, AnsweredBy::Command, &Quiet)? {
+        Answer::Given(answer) => {
+            outln!(
+                "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (add the `--agent` the run had, to go on unattended)"
+            )?;
+            Ok(Exit::Success)
+        }
+        Answer::TooLate(late) => {
+            outln!(
+                "the answer came too late: {} after the question's timeout, so `{path}` failed and the answer was not kept; `mekara run --resume {id}` goes on as from any failed step, and `mekara run --resume {id} --retry` after that asks again",
+                humantime::format_duration(std::time::Duration::from_secs(late.as_secs()))
+            )?;
+            Ok(Exit::Failure)
+        }
+    }
+}
