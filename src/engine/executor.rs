@@ -1002,6 +1002,7 @@ impl Executor {
             context,
             result,
             allow_failure,
+            parallel: None,
         };
         self.append(&Event::Step(StepEvent {
             depth,
