@@ -314,7 +314,7 @@ pub struct ParallelMember {
 
 impl fmt::Display for ParallelMember {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "parallel [{}] member {}", self.group, self.member)
+        write!(f, "parallel group [{}], member {}", self.group, self.member)
     }
 }
 

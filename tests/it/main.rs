@@ -22,6 +22,7 @@ mod install;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod parallel;
 mod prune;
 mod python_client;
 mod resolution;

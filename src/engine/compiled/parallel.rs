@@ -165,7 +165,8 @@ fn run_group<'v>(
                 script: ctx.path.to_string(),
                 index: group,
                 detail: format!(
-                    "the `parallel` group now takes {used} steps, but the journal recorded {ended}"
+                    "the members of the `parallel` group now take {used} {}, but the journal recorded {ended}",
+                    if used == 1 { "step" } else { "steps" }
                 ),
             }))
             .into());
