@@ -379,6 +379,46 @@ mod tests {
     }
 
     #[test]
+    fn the_groups_of_parallel_steps_are_killed_though_the_journal_grew_until_cleared() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let note = GroupNote::open(dir.path(), "r1").expect("open");
+        let spawn = || {
+            let after = clock_ns();
+            let child = std::process::Command::new("sleep")
+                .arg("30")
+                .process_group(0)
+                .spawn()
+                .expect("spawn sleep");
+            let pgid = i32::try_from(child.id()).expect("pid fits");
+            (child, pgid, after)
+        };
+        let (mut running, running_pgid, after) = spawn();
+        let (mut ended, ended_pgid, ended_after) = spawn();
+        note.set_journal_len(100);
+        note.member_slot(1).note(running_pgid, after, clock_ns());
+        let slot = note.member_slot(2);
+        slot.note(ended_pgid, ended_after, clock_ns());
+        // The second step returned: its line is cleared.
+        slot.clear();
+        // Other members finished meanwhile: the journal grew, which says nothing of the
+        // step of line 1.
+        note.set_journal_len(500);
+        assert_eq!(note.kill_leftover(), Leftover::None);
+        let status = running.wait().expect("wait");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        assert!(ended.try_wait().expect("try_wait").is_none(), "killed");
+        ended.kill().expect("kill");
+        ended.wait().expect("reap");
+        // The note is back to one line.
+        let text = std::fs::read_to_string(path(dir.path(), "r1")).expect("read");
+        assert_eq!(text.len(), WIDTH);
+    }
+
+    #[test]
     fn notes_that_cannot_be_ours_are_refused() {
         let now = clock_ns();
         let me = i32::try_from(std::process::id()).expect("pid fits");

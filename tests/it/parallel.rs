@@ -387,3 +387,50 @@ fn a_script_edited_under_a_run_with_a_group_is_a_clear_divergence() {
         project.run(&["runs", "prune", &id], "");
     }
 }
+
+/// An MCP session with a group whose members finish out of their order, recorded, then
+/// replayed with nothing on `PATH`: the replay answers the group's steps in the order they
+/// finished when it was recorded, so every reply is the same.
+#[tokio::test]
+async fn a_session_with_a_group_replays_from_its_cassette() {
+    let project = Project::new();
+    project.script(
+        "meet",
+        "Meet.",
+        Some(&format!(
+            "{MEET}    llm(\"Say a word\", expects = [\"word\"])\n"
+        )),
+    );
+    let cassette = project.dir.path().join("meet.toml");
+    let client =
+        crate::mcp::client::Client::start(&project, &[("MEKARA_VCR_CASSETTE", cassette.as_path())])
+            .await;
+    let first = client
+        .call("start", serde_json::json!({"name": "meet"}))
+        .await
+        .ok();
+    assert!(
+        first.contains("`meet[0]`") && first.contains("Say a word"),
+        "{first}"
+    );
+    client
+        .call(
+            "continue_compiled_script",
+            serde_json::json!({"outputs": {"word": "done"}}),
+        )
+        .await
+        .ok();
+    client.service.cancel().await.expect("close");
+
+    let empty = project.dir.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let mut replay = project.command(&["vcr", "replay", cassette.to_str().expect("utf-8")]);
+    replay.env("PATH", &empty);
+    let run = crate::common::run_with_stdin(replay, "");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("replayed 2 calls and 3 shell steps"),
+        "{}",
+        run.stdout
+    );
+}
