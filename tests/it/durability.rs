@@ -19,7 +19,7 @@ def execute(request):
 
 /// Each step that appends to `NAME.count` in `root` ran exactly once; `context` is shown
 /// when one did not.
-fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
+pub(crate) fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
     for counter in counters {
         assert_eq!(
             lines(&root.join(format!("{counter}.count"))),

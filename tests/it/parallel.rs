@@ -6,24 +6,37 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::common::{Project, Run, journal_events, lines, wait_for};
-use crate::durability::{alive, ended_after_ctrl_c, pid_in, press_ctrl_c, wait_until_dead};
+use crate::durability::{
+    alive, each_ran_once, ended_after_ctrl_c, pid_in, press_ctrl_c, wait_until_dead,
+};
 
-/// Member 0 waits until member 1 has started: it can only end if both run at once. So
-/// member 1 always finishes first, and the output is the same at every run.
-const MEET: &str = r#"
+/// A shell loop that waits until the run's journal holds `text`: a member that waits so for
+/// another's result can only end if both run at once, and always ends after it, so the
+/// output is the same at every run, however loaded the machine.
+fn after_journaled(text: &str) -> String {
+    format!("while ! grep -qs '{text}' .mekara/runs/*.jsonl; do sleep 0.01; done")
+}
+
+/// Member 0 ends once member 1's result is journaled.
+fn meet() -> String {
+    format!(
+        r#"
 def execute(request):
     results = parallel([
-        lambda: auto("while [ ! -e b.started ]; do sleep 0.01; done; echo A", context = "Wait for B"),
-        lambda: auto("touch b.started; echo B"),
+        lambda: auto("{}; echo A", context = "Wait for B"),
+        lambda: auto("echo B"),
     ])
     print([r.output.strip() for r in results])
     auto("echo after")
-"#;
+"#,
+        after_journaled("echo B")
+    )
+}
 
 #[test]
 fn members_run_at_once_and_their_results_come_back_in_order() {
     let project = Project::new();
-    project.script("meet", "Meet.", Some(MEET));
+    project.script("meet", "Meet.", Some(&meet()));
     mekara_snapshot!(project, project.run(&["run", "meet"], ""));
     let id = project.run_ids().remove(0);
     mekara_snapshot!(
@@ -96,21 +109,23 @@ fn a_failing_member_falls_back_unless_its_failure_is_allowed() {
     project.script(
         "checks",
         "Run the checks by hand.",
-        Some(
+        Some(&format!(
             r#"
 def execute(request):
     results = parallel([
-        lambda: auto("touch lint.started; echo lint failed; exit 3", allow_failure = True),
-        lambda: auto("while [ ! -e lint.started ]; do sleep 0.01; done; echo tests pass"),
+        lambda: auto("echo lint failed; exit 3", allow_failure = True),
+        lambda: auto("{}; echo tests pass"),
     ])
     print([(r.success, r.exit_code) for r in results])
     parallel([
-        lambda: auto("touch ok.started; echo fine"),
-        lambda: auto("while [ ! -e ok.started ]; do sleep 0.01; done; echo broken; exit 4"),
+        lambda: auto("echo fine"),
+        lambda: auto("{}; echo broken; exit 4"),
     ])
     auto("echo 1 >> never.count")
 "#,
-        ),
+            after_journaled("lint failed"),
+            after_journaled("echo fine"),
+        )),
     );
     mekara_snapshot!(project, project.run(&["run", "checks"], "\n"));
     assert_eq!(lines(&project.root().join("never.count")), 0);
@@ -211,27 +226,20 @@ fn group_in_flight(project: &Project) -> (std::process::Child, Vec<String>) {
     (child, pids)
 }
 
-/// Lets the slow members finish, resumes run `id` to its end, and checks that every step
-/// ran once.
-fn resume_to_the_end(project: &Project, id: &str) -> Run {
-    let root = project.root();
-    std::fs::write(root.join("go"), "").expect("go");
-    let resumed = project.run(&["run", "--resume", id], "");
+/// Every member and the step after the group ran once, and the resume did not run the
+/// member that had finished before it.
+fn each_member_ran_once(project: &Project, resumed: &Run) {
     resumed.expect_code(0);
-    for counter in ["quick", "a", "b", "after"] {
-        assert_eq!(
-            lines(&root.join(format!("{counter}.count"))),
-            1,
-            "{counter}.count\n{}",
-            resumed.stdout
-        );
-    }
+    each_ran_once(
+        &project.root(),
+        &["quick", "a", "b", "after"],
+        &resumed.stdout,
+    );
     assert!(
         !resumed.stdout.contains("quick.count"),
         "the finished member is not run again:\n{}",
         resumed.stdout
     );
-    resumed
 }
 
 #[test]
@@ -257,7 +265,8 @@ fn ctrl_c_in_a_group_stops_every_running_member_and_the_run_resumes() {
             "process {pid} of a member survived Ctrl-C"
         );
     }
-    resume_to_the_end(&project, &id);
+    std::fs::write(project.root().join("go"), "").expect("go");
+    each_member_ran_once(&project, &project.run(&["run", "--resume", &id], ""));
 }
 
 #[test]
@@ -288,20 +297,7 @@ fn sigkill_in_a_group_then_resume_kills_the_orphaned_members_and_reruns_only_the
     std::fs::write(root.join("go"), "").expect("go");
     drop(resuming.stdin.take());
     let resumed = Run::from_output(resuming.wait_with_output().expect("resume ends"));
-    resumed.expect_code(0);
-    for counter in ["quick", "a", "b", "after"] {
-        assert_eq!(
-            lines(&root.join(format!("{counter}.count"))),
-            1,
-            "{counter}.count\n{}",
-            resumed.stdout
-        );
-    }
-    assert!(
-        !resumed.stdout.contains("quick.count"),
-        "{}",
-        resumed.stdout
-    );
+    each_member_ran_once(&project, &resumed);
     let listed = project.run(&["runs", "show", &id], "");
     assert!(
         listed.stdout.contains("∥ parallel group [0], member 0"),
@@ -357,28 +353,29 @@ fn a_script_edited_under_a_run_with_a_group_is_a_clear_divergence() {
             "def execute(request):\n    {group}\n    auto(\"echo after\")\n    llm(\"Say a word\", expects = [\"word\"])\n"
         )
     };
-    let group = r#"parallel([lambda: auto("echo A"), lambda: auto("echo B")])"#;
-    project.script("edited", "By hand.", Some(&with_llm(group)));
+    // B ends after A, so A is always step 0.
+    let b = format!("auto(\"{}; echo B\")", after_journaled("echo A"));
+    let group = format!("parallel([lambda: auto(\"echo A\"), lambda: {b}])");
     for (name, edited) in [
-        ("outside", r#"auto("echo A")"#),
+        ("outside", r#"auto("echo A")"#.to_string()),
         (
             "changed",
-            r#"parallel([lambda: auto("echo A2"), lambda: auto("echo B")])"#,
+            format!("parallel([lambda: auto(\"echo A2\"), lambda: {b}])"),
         ),
         (
             "longer",
-            r#"parallel([lambda: auto("echo A"), lambda: [auto("echo B"), auto("echo C")]])"#,
+            format!("parallel([lambda: auto(\"echo A\"), lambda: [{b}, auto(\"echo C\")]])"),
         ),
         (
             "shorter",
-            r#"parallel([lambda: auto("echo A"), lambda: None])"#,
+            r#"parallel([lambda: auto("echo A"), lambda: None])"#.to_string(),
         ),
     ] {
         // Stopped at the llm step after the group (stdin closed): resumable.
-        project.script("edited", "By hand.", Some(&with_llm(group)));
+        project.script("edited", "By hand.", Some(&with_llm(&group)));
         project.run(&["run", "edited"], "").expect_code(1);
         let id = project.run_ids().pop().expect("a run");
-        project.script("edited", "By hand.", Some(&with_llm(edited)));
+        project.script("edited", "By hand.", Some(&with_llm(&edited)));
         mekara_snapshot!(
             name,
             project,
@@ -398,7 +395,8 @@ async fn a_session_with_a_group_replays_from_its_cassette() {
         "meet",
         "Meet.",
         Some(&format!(
-            "{MEET}    llm(\"Say a word\", expects = [\"word\"])\n"
+            "{}    llm(\"Say a word\", expects = [\"word\"])\n",
+            meet()
         )),
     );
     let cassette = project.dir.path().join("meet.toml");
