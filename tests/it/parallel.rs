@@ -432,3 +432,43 @@ async fn a_session_with_a_group_replays_from_its_cassette() {
         run.stdout
     );
 }
+
+#[test]
+fn each_member_keeps_its_own_timeout_and_max_bounds_how_many_run_at_once() {
+    let project = Project::new();
+    project.script(
+        "bounded",
+        "By hand.",
+        Some(&format!(
+            r#"
+def execute(request):
+    own = parallel([
+        lambda: auto("sleep 30", timeout = 1, allow_failure = True),
+        lambda: auto("sleep 0.2; echo done"),
+    ])
+    print("own timeout:", [(r.success, r.error) for r in own])
+    one_at_a_time = parallel([
+        lambda: auto("{}; echo A", timeout = 1, allow_failure = True),
+        lambda: auto("echo B"),
+    ], max = 1)
+    print("max = 1:", [r.success for r in one_at_a_time])
+"#,
+            after_journaled("echo B")
+        )),
+    );
+    let run = project.run(&["run", "bounded"], "");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains(
+            "own timeout: [(False, \"timed out after 1s; the command and everything it started were killed\"), (True, None)]"
+        ),
+        "{}",
+        run.stdout
+    );
+    // With one step at a time, A waits for B, which cannot start before A ends.
+    assert!(
+        run.stdout.contains("max = 1: [False, True]"),
+        "{}",
+        run.stdout
+    );
+}
