@@ -46,26 +46,43 @@ pub trait StepRunner: Send + Sync {
     ) {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            for worker in 0..max.clamp(1, steps.len().max(1)) {
-                let (sender, next) = (sender.clone(), &next);
-                scope.spawn(move || {
-                    loop {
-                        let at = next.fetch_add(1, Ordering::SeqCst);
-                        let Some(step) = steps.get(at) else { break };
-                        let mut step = step.clone();
-                        step.group_note = step.group_note.map(|n| n.member_slot(worker + 1));
-                        let ran = self.run_shell(&step, &mut |_| {}, cancel);
-                        if let Some(note) = &step.group_note {
-                            note.clear();
-                        }
-                        if sender.send((at, ran)).is_err() {
-                            break;
-                        }
-                    }
-                });
+        // Worker `worker` takes the next step not taken until none is left; its steps note
+        // their group in line `worker + 1` of the note.
+        let work = |worker: usize, sender: std::sync::mpsc::Sender<(usize, Ran)>| loop {
+            let at = next.fetch_add(1, Ordering::SeqCst);
+            let Some(step) = steps.get(at) else { break };
+            let mut step = step.clone();
+            step.group_note = step.group_note.map(|n| n.member_slot(worker + 1));
+            let ran = self.run_shell(&step, &mut |_| {}, cancel);
+            if let Some(note) = &step.group_note {
+                note.clear();
             }
-            drop(sender);
+            if sender.send((at, ran)).is_err() {
+                break;
+            }
+        };
+        std::thread::scope(|scope| {
+            let mut workers = 0;
+            for worker in 0..max.clamp(1, steps.len().max(1)) {
+                let sender = sender.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("mekara-parallel-{worker}"))
+                    .spawn_scoped(scope, move || work(worker, sender));
+                match spawned {
+                    Ok(_) => workers += 1,
+                    // Fewer workers only means fewer steps at once.
+                    Err(e) => {
+                        tracing::warn!("cannot start a thread for a parallel step: {e}");
+                        break;
+                    }
+                }
+            }
+            if workers == 0 {
+                // Not one thread: the steps run one after another on this one.
+                work(0, sender);
+            } else {
+                drop(sender);
+            }
             for (at, ran) in receiver {
                 on_done(at, ran);
             }
