@@ -347,7 +347,6 @@ fn bad_arguments_to_parallel_are_refused_with_what_to_write() {
 
 #[test]
 fn a_script_edited_under_a_run_with_a_group_is_a_clear_divergence() {
-    let project = Project::new();
     let with_llm = |group: &str| {
         format!(
             "def execute(request):\n    {group}\n    auto(\"echo after\")\n    llm(\"Say a word\", expects = [\"word\"])\n"
@@ -371,17 +370,18 @@ fn a_script_edited_under_a_run_with_a_group_is_a_clear_divergence() {
             r#"parallel([lambda: auto("echo A"), lambda: None])"#.to_string(),
         ),
     ] {
-        // Stopped at the llm step after the group (stdin closed): resumable.
+        // Stopped at the llm step after the group (stdin closed): resumable. A project of
+        // its own, so the members wait for their own run's journal.
+        let project = Project::new();
         project.script("edited", "By hand.", Some(&with_llm(&group)));
         project.run(&["run", "edited"], "").expect_code(1);
-        let id = project.run_ids().pop().expect("a run");
+        let id = project.run_ids().remove(0);
         project.script("edited", "By hand.", Some(&with_llm(&edited)));
         mekara_snapshot!(
             name,
             project,
             project.run(&["run", "--resume", &id], "word\n")
         );
-        project.run(&["runs", "prune", &id], "");
     }
 }
 
