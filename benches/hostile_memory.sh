@@ -21,11 +21,25 @@ trap 'rm -rf "$project"' EXIT
 mkdir -p "$project/.mekara/scripts/nl" "$project/.mekara/scripts/compiled" "$project/home"
 
 # name|body of `execute` (\n for new lines, 4-space indents)
+# `n` is computed when the script runs (starlark computes some constant expressions while it
+# compiles the file).
 scripts=(
   'repeat-string|x = "x" * 2147483647'
+  'repeat-string-big|x = ("x" * 1000000) * 2147483647'
   'repeat-list|l = [1] * 2147483647'
+  'list-of-range|n = len(request) + 2147483647\n    l = list(range(n))'
   'double-string-40|s = "x"\n    for i in range(40):\n        s = s + s'
   'double-list-40|l = [1]\n    for i in range(40):\n        l = l + l'
+  'extend-list-40|l = [1]\n    for i in range(40):\n        l.extend(l)'
+  'join|s = "x" * 1000000\n    t = "x".join([s] * 10000)'
+  'replace|s = "x" * 1000000\n    t = s.replace("x", "y" * 10000)'
+  'percent|s = "x" * 1000000\n    t = ("%s" * 10000) % tuple([s] * 10000)'
+  'json-encode-big|s = "x" * 1000000\n    t = json.encode([s] * 10000)'
+  'dict-growth|d = {}\n    for i in range(100000000):\n        d[i] = i'
+  'int-too-big|x = "x" * 2**40'
+  'big-but-allowed|s = "x" * 100000000\n    print(len(s))'
+  # Not hostile: what the statement hook of the memory check costs a tight loop.
+  'tight-loop|for i in range(10000000):\n        x = i'
   'deep-json-encode|l = []\n    for i in range(150):\n        l = [l]\n    json.encode(l)'
   'deep-function-value|auto(deep, {})'
   'big-prints|auto(loud, {})'

@@ -42,8 +42,11 @@ mod fuzz;
 mod hooks;
 mod install;
 mod mcp;
+mod memory;
 mod serve;
+mod store_config;
 mod transport;
 
 pub use cli::run;
 pub use client::McpClient;
+pub use memory::Allocator;

@@ -2,6 +2,10 @@
 
 use std::process::ExitCode;
 
+/// Counts what a Starlark evaluation allocates, so a script cannot take the machine's memory.
+#[global_allocator]
+static ALLOCATOR: mekara::Allocator = mekara::Allocator;
+
 fn main() -> ExitCode {
     mekara::run(std::env::args_os())
 }

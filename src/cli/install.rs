@@ -32,6 +32,10 @@ enum ClientArg {
     Codex,
     /// Gemini CLI (`.gemini/settings.json`).
     Gemini,
+    /// Qwen Code (`.qwen/settings.json`).
+    Qwen,
+    /// Copilot CLI (`.mcp.json`; `~/.copilot/mcp-config.json` with `--user`).
+    Copilot,
 }
 
 pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
@@ -55,6 +59,8 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
             ClientArg::Opencode => Client::OpenCode,
             ClientArg::Codex => Client::Codex,
             ClientArg::Gemini => Client::Gemini,
+            ClientArg::Qwen => Client::Qwen,
+            ClientArg::Copilot => Client::Copilot,
         })
         .collect();
     let plan = install::plan(scope, &clients, direction)?;

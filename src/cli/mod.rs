@@ -11,6 +11,7 @@ mod run;
 mod runs;
 mod scripts;
 mod serve;
+mod store;
 mod tools;
 mod unattended;
 mod vcr;
@@ -50,6 +51,8 @@ enum Command {
     Check(check::CheckArgs),
     /// List runs, show one run's journal, or prune old runs.
     Runs(runs::RunsArgs),
+    /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
+    Store(store::StoreArgs),
     /// Serve mekara to agents over MCP (stdio, or Streamable HTTP with `--http`).
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
@@ -58,7 +61,7 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
     Serve(serve::ServeArgs),
-    /// Set Claude Code (and optionally OpenCode, Codex, Gemini CLI) up to use mekara.
+    /// Set Claude Code (and, with `--client`, other agent clients) up to use mekara.
     Install(install::InstallArgs),
     /// Remove what `mekara install` added.
     // The flags are install's; their help says what they mean for uninstall.
@@ -88,6 +91,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     init_logging(cli.log_file.as_deref());
+    crate::memory::quiet_size_overflows();
     // A panic is a bug; it must still end like any other internal error (exit 2, a message
     // saying so), never with Rust's 101. The panic's own message, printed by the standard
     // hook, says where.
@@ -129,6 +133,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Store(args) => store::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
         Command::Tools(args) => tools::run(args),
@@ -401,10 +406,7 @@ fn locate() -> anyhow::Result<(Locations, Resolver)> {
 
 /// The run store of these locations.
 fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, EngineError> {
-    locations
-        .runs_dir()
-        .map(crate::engine::runs::RunStore::new)
-        .ok_or(EngineError::NoRunsDir)
+    crate::store_config::run_store(locations)
 }
 
 #[cfg(test)]

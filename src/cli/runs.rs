@@ -14,6 +14,15 @@ use crate::mcp::reply::resume_call;
 pub(super) struct RunsArgs {
     #[command(subcommand)]
     command: Option<RunsCommand>,
+    /// Only runs created on this host (a shared run store lists every host's runs).
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// Only runs created by this user (a shared run store lists every user's runs).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+    /// Only runs in this state (repeat it for several).
+    #[arg(long, value_enum, value_name = "STATE")]
+    state: Vec<PruneState>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,38 +92,80 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
     let store = super::run_store(&locations)?;
     match args.command {
         None => {
-            let runs = store.list();
-            if runs.is_empty() {
-                outln!("no runs yet in {}", store.dir().display())?;
+            if !store.is_shared() && (args.host.is_some() || args.user.is_some()) {
+                return super::usage(format!(
+                    "`--host` and `--user` choose among the runs of a shared run store, and this project keeps its runs in files ({}); set `[store] url` in `.mekara/config.toml` or `MEKARA_STORE_URL` to share them",
+                    store.place()
+                ));
+            }
+            let states: Vec<RunState> = args.state.into_iter().map(RunState::from).collect();
+            let mut runs = store.list()?;
+            let all = runs.len();
+            runs.retain(|r| {
+                args.host
+                    .as_ref()
+                    .is_none_or(|h| r.host.as_ref() == Some(h))
+                    && args
+                        .user
+                        .as_ref()
+                        .is_none_or(|u| r.user.as_ref() == Some(u))
+                    && (states.is_empty() || states.contains(&r.state))
+            });
+            if all == 0 {
+                outln!("no runs yet in {}", store.place())?;
                 return Ok(Exit::Success);
             }
+            if runs.is_empty() {
+                outln!(
+                    "none of the {} in {} matches",
+                    count(all, "run"),
+                    store.place()
+                )?;
+                return Ok(Exit::Success);
+            }
+            let shared = store.is_shared();
             outln!(
-                "{:20}  {:24}  {:24}  {:20}  STEPS",
+                "{:20}  {:24}  {:24}  {:20}  STEPS{}",
                 "ID",
                 "SCRIPT",
                 "STATE",
-                "STARTED"
+                "STARTED",
+                if shared {
+                    format!("  {:16}  USER", "HOST")
+                } else {
+                    String::new()
+                }
             )?;
             for r in &runs {
                 let script = r.script.replace('/', ":");
+                // A shared store's runs say who made them, in columns after the steps.
+                let (steps, who) = match (&r.host, &r.user) {
+                    (Some(host), Some(user)) => {
+                        (format!("{:<5}", r.steps), format!("  {host:16}  {user}"))
+                    }
+                    _ => (r.steps.to_string(), String::new()),
+                };
                 match &r.problem {
-                    Some(problem) => outln!("{:20}  unreadable: {problem}", r.id)?,
+                    Some(problem) => outln!("{:20}  unreadable: {problem}{who}", r.id)?,
                     None => outln!(
-                        "{:20}  {:24}  {:24}  {:20}  {}",
+                        "{:20}  {:24}  {:24}  {:20}  {steps}{who}",
                         r.id,
                         script,
                         r.state.to_string(),
                         format_time(r.started_at),
-                        r.steps
                     )?,
                 }
             }
             let total: u64 = runs.iter().map(|r| r.bytes).sum();
+            let shown = if runs.len() == all {
+                count(all, "run")
+            } else {
+                format!("{} of {all}", runs.len())
+            };
             outln!(
-                "\n{}, {} in {}; `mekara runs prune` removes old ones",
-                count(runs.len(), "run"),
+                "\n{shown}, {} in {}; `mekara runs prune` removes old ones",
                 bytes(total),
-                store.dir().display()
+                store.place()
             )?;
         }
         Some(RunsCommand::Prune {
@@ -150,7 +201,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     torn.len, torn.offset
                 ));
             }
-            match store.summary(id.clone()).state {
+            match store.summary(&id)?.state {
                 RunState::Interrupted => out.push_str(&format!(
                     "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP {}\n",
                     resume_call(&id)
@@ -171,7 +222,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
 
 /// `mekara runs prune`: removes what `rule` selects (or lists it, for a dry run).
 fn prune(store: &RunStore, rule: &PruneRule, dry_run: bool) -> anyhow::Result<Exit> {
-    let runs = store.list();
+    let runs = store.list()?;
     let chosen = rule.select(&runs, crate::engine::journal::now_ms());
     let unreadable = runs.iter().filter(|r| r.problem.is_some()).count();
     if chosen.is_empty() {

@@ -34,6 +34,9 @@ pub(crate) const DEFAULT_RETRIES: u32 = 1;
 struct File {
     #[serde(default)]
     servers: BTreeMap<String, ServerPolicy>,
+    /// The run store's section, read by [`crate::engine::store`].
+    #[serde(default, rename = "store")]
+    _store: Option<toml::Table>,
 }
 
 /// One server's policy.

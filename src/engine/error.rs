@@ -185,7 +185,11 @@ impl EngineError {
             | EngineError::NothingToRetry { .. }
             | EngineError::NoSuchStep { .. }
             | EngineError::AmbiguousStep { .. }
-            | EngineError::NoRunsDir => Exit::Usage,
+            | EngineError::NoRunsDir
+            | EngineError::Journal(JournalError::Store(
+                super::postgres::StoreError::BadUrl { .. }
+                | super::postgres::StoreError::Config { .. },
+            )) => Exit::Usage,
             EngineError::Journal(_)
             | EngineError::Diverged { .. }
             | EngineError::Cancelled { .. }

@@ -14,13 +14,14 @@ use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Su
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
-    Event, FailEvent, Journal, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
+    Event, FailEvent, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
 };
 use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
 use super::step::{AgentReport, MAX_KEPT, StepInput, StepRecord, StepResult};
+use super::store::RunLog;
 use super::tool::NL_TAG_CONTEXT;
 use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
@@ -196,7 +197,7 @@ pub struct Executor {
     runner: Box<dyn StepRunner>,
     settings: Settings,
     cancel: CancelToken,
-    journal: Option<Journal>,
+    journal: Option<Box<dyn RunLog>>,
     /// The token of the run's handle, when the run has one and it is known here (a run
     /// started here, or taken up with its handle).
     token: Option<String>,
@@ -256,11 +257,11 @@ impl Executor {
             });
         };
         let id = journal.id().to_string();
-        let mut events = super::journal::read(journal.path())?.events;
+        let mut events = journal.read()?.events;
         let plan = Self::supersede(
             &self.resolver,
             &self.settings.limits,
-            journal,
+            journal.as_mut(),
             &id,
             &mut events,
             how,
@@ -279,7 +280,7 @@ impl Executor {
     fn supersede(
         resolver: &Resolver,
         limits: &Limits,
-        journal: &mut Journal,
+        journal: &mut dyn RunLog,
         id: &str,
         events: &mut Vec<Event>,
         how: &Rewind,
@@ -345,7 +346,7 @@ impl Executor {
             Some(how) => Some(Self::supersede(
                 &self.resolver,
                 &self.settings.limits,
-                &mut journal,
+                journal.as_mut(),
                 id,
                 &mut events,
                 how,
@@ -417,7 +418,7 @@ impl Executor {
 
     /// The id of the run in progress.
     pub fn run_id(&self) -> Option<&str> {
-        self.journal.as_ref().map(Journal::id)
+        self.journal.as_deref().map(RunLog::id)
     }
 
     /// The handle of the run in progress (`<id>.<token>`), when it has a token.

@@ -289,6 +289,9 @@ pub enum JournalError {
         /// The run id.
         id: String,
     },
+    /// The shared run store failed.
+    #[error(transparent)]
+    Store(#[from] super::postgres::StoreError),
 }
 
 /// A torn last record, found when reading.

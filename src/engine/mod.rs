@@ -12,12 +12,14 @@ pub(crate) mod group_note;
 pub mod handle;
 pub mod journal;
 pub(crate) mod observer;
+pub mod postgres;
 pub(crate) mod process;
 pub mod rewind;
 pub(crate) mod runner;
 pub mod runs;
 pub(crate) mod shell;
 pub(crate) mod step;
+pub mod store;
 pub(crate) mod tool;
 
 pub use error::{EngineError, Waiting};

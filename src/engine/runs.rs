@@ -1,12 +1,14 @@
-//! `RunStore`: the folder of run journals, and what each run's events add up to.
+//! `RunStore`: where runs are kept (behind [`super::store::Store`]), and what each run's
+//! events add up to.
 
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::EngineError;
-use super::group_note;
-use super::journal::{self, Contents, Event, Journal, JournalError, Outcome, PushEvent};
+use super::journal::{self, Contents, Event, JournalError, Outcome, PushEvent};
 use super::step::StepRecord;
+use super::store::{FileStore, RunLog, Store};
 
 /// A frame as its events describe it.
 #[derive(Debug, Clone)]
@@ -225,47 +227,51 @@ pub struct RunSummary {
     pub bytes: u64,
     /// Why the journal cannot be read, when it cannot.
     pub problem: Option<String>,
+    /// The host that created it, in a shared store.
+    pub host: Option<String>,
+    /// The user who created it, in a shared store.
+    pub user: Option<String>,
 }
 
-/// The folder runs are journaled in.
+/// Where runs are kept: the folder of journal files (the default), or the shared
+/// PostgreSQL store ([`super::store`]). Every reader and writer goes through it.
 #[derive(Debug, Clone)]
 pub struct RunStore {
-    dir: PathBuf,
+    store: Arc<dyn Store>,
 }
 
 impl RunStore {
-    /// Runs under `dir` (created on first use).
+    /// Runs as journal files under `dir` (created on first use).
     pub fn new(dir: impl Into<PathBuf>) -> RunStore {
-        RunStore { dir: dir.into() }
+        RunStore {
+            store: Arc::new(FileStore::new(dir.into())),
+        }
     }
 
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Runs kept by `store`.
+    pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
+        RunStore { store }
     }
 
-    /// Creates a new run and its journal, keeping `token_sha256` in its header. The folder
-    /// gets a `.gitignore`, so runs are never committed by accident.
+    /// Where the runs are, for people: the folder, or the database (its password hidden)
+    /// and the project.
+    pub fn place(&self) -> String {
+        self.store.place()
+    }
+
+    /// Whether runs are in a store shared by several hosts (they then record their host
+    /// and user).
+    pub fn is_shared(&self) -> bool {
+        self.store.is_shared()
+    }
+
+    /// Creates a new run, keeping `token_sha256` in its header, under the first id of
+    /// `new_id(0)`, `new_id(1)`, ... that is free.
     pub fn create(
         &self,
         new_id: &dyn Fn(u32) -> String,
         token_sha256: Option<String>,
-    ) -> Result<Journal, EngineError> {
-        let io = |source| {
-            EngineError::Journal(JournalError::Io {
-                path: self.dir.clone(),
-                source,
-            })
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let ignore = self.dir.join(".gitignore");
-        if !ignore.exists() {
-            std::fs::write(
-                &ignore,
-                "# mekara's run journals: local state, not source\n*\n",
-            )
-            .map_err(io)?;
-        }
+    ) -> Result<Box<dyn RunLog>, EngineError> {
         let mut attempt = 0u32;
         loop {
             // An id can come from a cassette being replayed: it names files, so it is checked.
@@ -273,108 +279,105 @@ impl RunStore {
             if !is_run_id(&id) {
                 return Err(EngineError::BadRunId { id });
             }
-            match Journal::create(&self.dir, &id, token_sha256.clone()) {
-                Err(JournalError::Io { source, .. })
+            match self.store.create(&id, token_sha256.clone()) {
+                Err(EngineError::Journal(JournalError::Io { source, .. }))
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
                 {
                     attempt += 1;
                 }
-                other => return other.map_err(EngineError::from),
+                other => return other,
             }
         }
     }
 
-    /// The journal file of run `id`, refusing ids that are not plain file names.
-    pub fn path(&self, id: &str) -> Result<PathBuf, EngineError> {
-        let path = self.dir.join(format!("{id}.jsonl"));
-        if is_run_id(id) && path.is_file() {
-            Ok(path)
-        } else {
-            Err(EngineError::RunNotFound { id: id.to_string() })
-        }
-    }
-
-    /// Takes run `id` to continue it.
-    pub fn open(&self, id: &str) -> Result<(Journal, Contents), EngineError> {
-        self.path(id)?;
-        Ok(Journal::open(&self.dir, id)?)
+    /// Takes run `id` to continue it: holds its lock and reads its events.
+    pub fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
+        self.store.open(checked(id)?)
     }
 
     /// Reads run `id` without taking it.
     pub fn read(&self, id: &str) -> Result<Contents, EngineError> {
-        Ok(journal::read(&self.path(id)?)?)
+        self.store.read(checked(id)?)
     }
 
     /// Every run, oldest first.
-    pub fn list(&self) -> Vec<RunSummary> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut ids: Vec<String> = entries
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()?
-                    .strip_suffix(".jsonl")
-                    .map(str::to_string)
-            })
-            .collect();
-        ids.sort();
-        ids.into_iter().map(|id| self.summary(id)).collect()
+    pub fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
+        self.store.list(None)
     }
 
     /// What run `id` adds up to, as `mekara runs` lists it.
-    pub fn summary(&self, id: String) -> RunSummary {
-        let path = self.dir.join(format!("{id}.jsonl"));
-        let bytes = [path.clone(), group_note::path(&self.dir, &id)]
-            .iter()
-            .filter_map(|p| std::fs::symlink_metadata(p).ok())
-            .map(|m| m.len())
-            .sum();
-        let history = journal::read(&path)
-            .and_then(|c| {
-                let last_at = c.events.last().map_or(0, Event::at);
-                RunHistory::replay(&path, &c.events).map(|h| (h, last_at))
-            })
-            .map_err(|e| e.to_string());
-        match history {
-            Ok((h, last_at)) => RunSummary {
-                state: match h.outcome {
-                    _ if !h.started => RunState::NotStarted,
-                    _ if !h.frames.is_empty() && journal::is_busy(&path) => RunState::Active,
-                    _ if !h.frames.is_empty() => RunState::Interrupted,
-                    _ if h.root_fell_back => RunState::FellBack,
-                    Some(Outcome::Completed) => RunState::Completed,
-                    _ => RunState::FinishedByAgent,
-                },
-                script: h.script.unwrap_or_default(),
-                started_at: h.started_at,
-                steps: h.steps,
-                last_at,
-                bytes,
-                problem: None,
-                id,
-            },
-            Err(problem) => RunSummary {
-                id,
-                script: String::new(),
-                state: RunState::Interrupted,
-                started_at: 0,
-                steps: 0,
-                last_at: 0,
-                bytes,
-                problem: Some(problem),
-            },
-        }
+    pub fn summary(&self, id: &str) -> Result<RunSummary, EngineError> {
+        self.store
+            .list(Some(checked(id)?))?
+            .pop()
+            .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })
     }
 
-    /// Removes run `id` (its journal and its group note), holding the run's lock while it
-    /// does: a run another process drives is refused ([`JournalError::Busy`]). A step that a
-    /// killed mekara left running is killed first, as a resume would. Returns the bytes
-    /// freed.
+    /// Removes run `id`, holding the run's lock while it does: a run another process
+    /// drives is refused ([`JournalError::Busy`]). A step that a killed mekara left running
+    /// on this host is killed first, as a resume would. Returns the bytes freed.
     pub fn remove(&self, id: &str) -> Result<u64, EngineError> {
-        self.path(id)?;
-        Ok(Journal::remove(&self.dir, id)?)
+        self.store.remove(checked(id)?)
+    }
+}
+
+/// `id`, when it can be a run's id.
+fn checked(id: &str) -> Result<&str, EngineError> {
+    if is_run_id(id) {
+        Ok(id)
+    } else {
+        Err(EngineError::RunNotFound { id: id.to_string() })
+    }
+}
+
+/// What a run's events add up to, as `mekara runs` lists it: `contents` read from `label`
+/// (or why they could not be), `busy` telling whether another process holds the run
+/// (asked only of a run that has not ended), and what it takes in the store.
+pub(crate) fn summarize(
+    id: String,
+    label: &Path,
+    contents: Result<Contents, JournalError>,
+    busy: &dyn Fn() -> bool,
+    bytes: u64,
+) -> RunSummary {
+    let history = contents
+        .and_then(|c| {
+            let last_at = c.events.last().map_or(0, Event::at);
+            RunHistory::replay(label, &c.events).map(|h| (h, last_at))
+        })
+        .map_err(|e| e.to_string());
+    match history {
+        Ok((h, last_at)) => RunSummary {
+            state: match h.outcome {
+                _ if !h.started => RunState::NotStarted,
+                _ if !h.frames.is_empty() && busy() => RunState::Active,
+                _ if !h.frames.is_empty() => RunState::Interrupted,
+                _ if h.root_fell_back => RunState::FellBack,
+                Some(Outcome::Completed) => RunState::Completed,
+                _ => RunState::FinishedByAgent,
+            },
+            script: h.script.unwrap_or_default(),
+            started_at: h.started_at,
+            steps: h.steps,
+            last_at,
+            bytes,
+            problem: None,
+            host: None,
+            user: None,
+            id,
+        },
+        Err(problem) => RunSummary {
+            id,
+            script: String::new(),
+            state: RunState::Interrupted,
+            started_at: 0,
+            steps: 0,
+            last_at: 0,
+            bytes,
+            problem: Some(problem),
+            host: None,
+            user: None,
+        },
     }
 }
 

@@ -14,18 +14,9 @@ use serde_json::{Value as Json, json};
 
 use crate::display::SHOWN_ARGUMENTS;
 use crate::mcp::reply::AFTER_START;
-use crate::mcp::tools::AgentTool;
+use crate::mcp::tools::{AgentClient, AgentTool};
 use crate::paths::Locations;
 use crate::script::Resolver;
-
-/// The name mekara's server is registered under in Claude Code (`.mcp.json`), which makes
-/// its tools `mcp__mekara__<tool>`.
-pub(crate) const SERVER_NAME: &str = "mekara";
-
-/// The name Claude Code gives one of mekara's tools.
-pub(crate) fn claude_tool_name(tool: AgentTool) -> String {
-    format!("mcp__{SERVER_NAME}__{}", tool.name())
-}
 
 /// The hooks mekara provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +180,7 @@ fn start_call(name: &str, args: &str, source: &str, gap: &str) -> String {
 
 /// The UserPromptSubmit answer: context the model reads beside the expanded command.
 fn user_prompt_answer(name: &str, args: &str) -> String {
-    let start = claude_tool_name(AgentTool::Start);
+    let start = AgentClient::ClaudeCode.tool_name(AgentTool::Start);
     let source = format!("the text after `/{name}` in the user's prompt");
     let context = format!(
         "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
@@ -210,7 +201,7 @@ fn user_prompt_answer(name: &str, args: &str) -> String {
 /// [`user_prompt_answer`], which adds the call as JSON, so the two never disagree; without the
 /// hook it is still enough.
 pub(crate) fn bundled_command_body(name: &str) -> String {
-    let start = claude_tool_name(AgentTool::Start);
+    let start = AgentClient::ClaudeCode.tool_name(AgentTool::Start);
     format!(
         "`/{name}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
          steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
@@ -220,7 +211,7 @@ pub(crate) fn bundled_command_body(name: &str) -> String {
 
 /// The PreToolUse answer: deny the Skill call, naming the call to make instead.
 fn skill_answer(skill: &str, args: &str) -> String {
-    let start = claude_tool_name(AgentTool::Start);
+    let start = AgentClient::ClaudeCode.tool_name(AgentTool::Start);
     let reason = format!(
         "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
          Call the `{start}` tool with {}and {AFTER_START}",

@@ -1,5 +1,5 @@
 //! The command files `mekara install` writes so that every bundled script (not the demos)
-//! is typeable as `/name` in Claude Code.
+//! is typeable as `/name` in Claude Code, and every compiled script in OpenCode.
 //!
 //! Claude Code only offers a command it has a file for, and install makes `.claude/commands`
 //! a link to the NL scripts folder, so the files go there, marked with
@@ -7,11 +7,20 @@
 //! to the bundled script, eject replaces it, install refreshes it when mekara's version of it
 //! changed, and uninstall removes it. A file of that name without the mark is the person's
 //! own script and is never touched.
+//!
+//! OpenCode has no hooks to send a compiled script to `start`, so `--client opencode` writes
+//! a command of its own for each compiled script into OpenCode's commands folder
+//! (`.opencode/commands/NAME.md`), marked the same way, saying to call `mekara_start` with
+//! the name and what was typed (`$ARGUMENTS`, which OpenCode fills in). Each install writes
+//! the files of the compiled scripts there are then and removes those of scripts that went.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::script::bundled;
+use crate::mcp::reply::AFTER_START;
+use crate::mcp::tools::{AgentClient, AgentTool};
+use crate::paths::Locations;
 use crate::script::nl::{GENERATED_KEY, NlText, is_generated};
+use crate::script::{Listing, Resolver, bundled};
 
 /// One generated command file: its path under the NL scripts folder, and its text.
 pub(crate) struct CommandFile {
@@ -34,6 +43,41 @@ pub(crate) fn bundled() -> Vec<CommandFile> {
                     text: text(name, f.text, compiled),
                 }
             })
+        })
+        .collect()
+}
+
+/// OpenCode's command files for the compiled scripts a session in `base` can start (the
+/// project's, the user's and the bundled ones, not the demos).
+pub(crate) fn opencode(base: &Path) -> Vec<CommandFile> {
+    let start = AgentClient::OpenCode.tool_name(AgentTool::Start);
+    Resolver::new(&Locations::discover(base))
+        .list(Listing::Usual)
+        .into_iter()
+        .filter(|entry| entry.compiled)
+        .map(|entry| {
+            let name = entry.name.to_string();
+            let mut front = format!(
+                "---\n# Written by `mekara install --client opencode`, which rewrites it (and\n\
+                 # removes it when the script goes); the script is `{name}` in mekara\n"
+            );
+            if !entry.description.is_empty() {
+                front.push_str(&format!(
+                    "description: {}\n",
+                    serde_json::Value::String(entry.description.clone())
+                ));
+            }
+            front.push_str(&format!("{GENERATED_KEY}: {name}\n---\n\n"));
+            CommandFile {
+                rel: PathBuf::from(format!("{}.md", entry.name.as_path())),
+                text: format!(
+                    "{front}`{name}` is a compiled mekara script: mekara runs its automatic steps \
+                     itself. Do not look for its instructions to follow by hand. Call the \
+                     `{start}` tool with `name` `{name}` and, as `arguments`, exactly the text \
+                     between these tags (an empty string when there is none):\n\n\
+                     <arguments>\n$ARGUMENTS\n</arguments>\n\n{AFTER_START}\n"
+                ),
+            }
         })
         .collect()
 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value as Json, json};
 
 use super::{Action, Change, Direction};
 use crate::display::json_type;
-use crate::hooks::{self, Hook};
+use crate::hooks::Hook;
 use crate::mcp::tools;
 
 /// A configuration file that cannot be edited safely. Nothing was written.
@@ -212,7 +212,7 @@ fn server_entry(
     container: &'static str,
     entry: &Json,
 ) -> Result<Edit, EditError> {
-    let name = hooks::SERVER_NAME;
+    let name = tools::SERVER_NAME;
     edit_json(path, direction, |state, root| {
         let file = path.display().to_string();
         match direction {
@@ -277,6 +277,26 @@ pub(super) fn gemini(path: &Path, direction: Direction) -> Result<Edit, EditErro
     server_entry(path, direction, "mcpServers", &entry)
 }
 
+/// Qwen Code's `settings.json`: the `mekara` server, trusted, with its tools always loaded.
+/// Qwen Code is a fork of Gemini CLI and keeps its `trust` switch (without it, every call of
+/// the server's tools asks for a confirmation, which `qwen -p` cannot get). It also hides an
+/// MCP server's tools behind a `tool_search` bridge unless `alwaysLoadTools` is set: the
+/// model would first have to search for `start`, and the tools mekara's replies name would
+/// not be among those it was offered.
+pub(super) fn qwen(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let entry =
+        json!({"command": "mekara", "args": ["mcp"], "trust": true, "alwaysLoadTools": true});
+    server_entry(path, direction, "mcpServers", &entry)
+}
+
+/// Copilot CLI's own `mcp-config.json` (`--user`; in a project it reads `.mcp.json`): the
+/// `mekara` server with all its tools enabled. Copilot CLI keeps tool approvals only for a
+/// session (`--allow-tool mekara`), so there is no permission entry to write.
+pub(super) fn copilot(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let entry = json!({"type": "local", "command": "mekara", "args": ["mcp"], "tools": ["*"]});
+    server_entry(path, direction, "mcpServers", &entry)
+}
+
 /// The hook entry `install` adds for `hook`.
 fn hook_entry(hook: Hook) -> Json {
     let command = json!({"type": "command", "command": hook.command()});
@@ -304,7 +324,7 @@ fn is_hook_command(h: &Json, hook: Hook) -> bool {
 pub(super) fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError> {
     let allowed: Vec<String> = tools::ALL
         .into_iter()
-        .map(hooks::claude_tool_name)
+        .map(|tool| tools::AgentClient::ClaudeCode.tool_name(tool))
         .collect();
     edit_json(path, direction, |state, root| {
         match direction {
@@ -437,7 +457,7 @@ pub(super) fn codex(path: &Path, direction: Direction) -> Result<Edit, EditError
             reason: format!("{} (line {line})", e.message().trim_end()),
         }
     })?;
-    let name = hooks::SERVER_NAME;
+    let name = tools::SERVER_NAME;
     let (approval_key, approval) = CODEX_APPROVAL;
     let approved = |item: &Item| item.get(approval_key).and_then(Item::as_str) == Some(approval);
     // What install writes; without the approval setting, what installs before it wrote.

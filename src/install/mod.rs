@@ -1,5 +1,5 @@
 //! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
-//! Claude Code, and optionally OpenCode, Codex and Gemini CLI.
+//! Claude Code, and optionally OpenCode, Codex, Gemini CLI, Qwen Code and Copilot CLI.
 //!
 //! Work is done in two phases: [`plan`] reads every file it would touch and computes the
 //! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
@@ -32,6 +32,11 @@ pub(crate) enum Client {
     Codex,
     /// Gemini CLI: `.gemini/settings.json`.
     Gemini,
+    /// Qwen Code: `.qwen/settings.json`.
+    Qwen,
+    /// Copilot CLI: `.mcp.json` (Claude Code's server entry, which it reads too), or
+    /// `~/.copilot/mcp-config.json` with `--user`.
+    Copilot,
 }
 
 /// Install or uninstall.
@@ -258,12 +263,16 @@ pub(crate) fn plan(
         match client {
             Client::Claude => {}
             Client::OpenCode => {
-                let path = if user {
-                    base.join(".config/opencode/opencode.json")
+                let (path, commands) = if user {
+                    (
+                        base.join(".config/opencode/opencode.json"),
+                        base.join(".config/opencode/commands"),
+                    )
                 } else {
-                    base.join("opencode.json")
+                    (base.join("opencode.json"), base.join(".opencode/commands"))
                 };
                 client_edits.push(edits::opencode(&path, direction)?);
+                plan_opencode_commands(&mut plan, &commands, direction)?;
             }
             Client::Codex => {
                 client_edits.push(edits::codex(&base.join(".codex/config.toml"), direction)?);
@@ -273,6 +282,17 @@ pub(crate) fn plan(
                     &base.join(".gemini/settings.json"),
                     direction,
                 )?);
+            }
+            // In a project, Copilot CLI reads the `.mcp.json` written for Claude Code.
+            Client::Copilot if !user => {}
+            Client::Copilot => {
+                client_edits.push(edits::copilot(
+                    &base.join(".copilot/mcp-config.json"),
+                    direction,
+                )?);
+            }
+            Client::Qwen => {
+                client_edits.push(edits::qwen(&base.join(".qwen/settings.json"), direction)?);
             }
         }
     }
@@ -294,6 +314,14 @@ pub(crate) fn plan(
                  ignores the project's permissions and servers)"
                     .to_string(),
             );
+            if clients.contains(&Client::Qwen) {
+                plan.left_for_you.push(
+                    "approve the `mekara` server in Qwen Code once: run `qwen mcp approve \
+                     mekara` in this folder, or `/mcp` in `qwen` (until then Qwen Code starts \
+                     no server of the project's configuration)"
+                        .to_string(),
+                );
+            }
             if clients.contains(&Client::Codex) {
                 plan.left_for_you.push(
                     "trust this folder in Codex once: start `codex` in it and trust it when \
@@ -302,6 +330,19 @@ pub(crate) fn plan(
                         .to_string(),
                 );
             }
+        }
+        if clients.contains(&Client::Copilot) {
+            let trust = if user {
+                ""
+            } else {
+                "start `copilot` in this folder once and trust it (Copilot CLI reads no \
+                 `.mcp.json` of an untrusted folder); "
+            };
+            plan.left_for_you.push(format!(
+                "{trust}allow mekara's tools when you start Copilot CLI: `copilot --allow-tool \
+                 mekara` (it keeps no tool approvals in a file: without the option it asks at \
+                 each call, and `copilot -p` refuses them)"
+            ));
         }
         if clients.contains(&Client::Gemini) {
             let folders = if user {
@@ -508,6 +549,73 @@ fn plan_bundled_commands(
                 file.rel.with_extension("").display()
             )],
         });
+    }
+    Ok(())
+}
+
+/// Plans OpenCode's command files for the compiled scripts: written or refreshed, those of
+/// scripts that are gone removed (uninstall removes them all), never one of the person's.
+fn plan_opencode_commands(
+    plan: &mut Plan,
+    dir: &Path,
+    direction: Direction,
+) -> Result<(), InstallError> {
+    let base = plan.scope.base().to_path_buf();
+    let current = match direction {
+        Direction::Install => commands::opencode(&base),
+        Direction::Uninstall => Vec::new(),
+    };
+    for path in generated_files(dir)? {
+        if !current.iter().any(|f| dir.join(&f.rel) == path) {
+            let why = match direction {
+                Direction::Install => "its compiled script is gone",
+                Direction::Uninstall => "the OpenCode command for a compiled script",
+            };
+            plan.changes.push(Change {
+                path,
+                action: Action::RemoveGenerated,
+                details: vec![why.to_string()],
+            });
+        }
+    }
+    for file in current {
+        let path = dir.join(&file.rel);
+        let name = file.rel.with_extension("");
+        if path.exists() && !commands::is_ours(&path) {
+            plan.kept.push(format!(
+                "`{}` is your own OpenCode command: left as is, so `/{}` does not run the \
+                 compiled script through mekara",
+                display(&base, &path),
+                name.display()
+            ));
+            continue;
+        }
+        if std::fs::read_to_string(&path).is_ok_and(|t| t == file.text) {
+            continue;
+        }
+        plan.changes.push(Change {
+            action: Action::Write {
+                text: file.text,
+                created: !path.exists(),
+            },
+            path,
+            details: vec![format!(
+                "the OpenCode command `/{}` for the compiled script",
+                name.display()
+            )],
+        });
+    }
+    if direction == Direction::Uninstall {
+        // The folders go too when nothing else is in them.
+        for folder in [dir, dir.parent().unwrap_or(dir)] {
+            if folder != base && folder.is_dir() {
+                plan.changes.push(Change {
+                    path: folder.to_path_buf(),
+                    action: Action::RemoveDir,
+                    details: Vec::new(),
+                });
+            }
+        }
     }
     Ok(())
 }

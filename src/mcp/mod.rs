@@ -48,10 +48,7 @@ impl SessionPlan {
     /// The plan for a server started in `cwd`.
     pub(crate) fn discover(cwd: &Path, settings: Settings) -> Result<SessionPlan, EngineError> {
         let locations = Locations::discover(cwd);
-        let store = locations
-            .runs_dir()
-            .map(RunStore::new)
-            .ok_or(EngineError::NoRunsDir)?;
+        let store = crate::store_config::run_store(&locations)?;
         Ok(SessionPlan {
             resolver: Resolver::new(&locations),
             store,

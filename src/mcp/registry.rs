@@ -376,6 +376,10 @@ impl Registry {
         self.plan
             .store
             .list()
+            .unwrap_or_else(|e| {
+                tracing::warn!("cannot list the runs: {e}");
+                Vec::new()
+            })
             .into_iter()
             .filter(|r| matches!(r.state, RunState::Interrupted | RunState::Active))
             .collect()
@@ -399,13 +403,13 @@ impl Registry {
 
     /// `resume()` without an id: the runs a restart interrupted.
     fn interrupted_runs(&self) -> Reply {
-        let runs: Vec<_> = self
-            .plan
-            .store
-            .list()
-            .into_iter()
-            .filter(|r| r.state == RunState::Interrupted)
-            .collect();
+        let runs: Vec<_> = match self.plan.store.list() {
+            Ok(runs) => runs
+                .into_iter()
+                .filter(|r| r.state == RunState::Interrupted)
+                .collect(),
+            Err(e) => return Reply::error(reply::resume_refused(&e)),
+        };
         Reply::ok(reply::interrupted_runs(&runs))
     }
 }

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    JsonObject, ListPromptsResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities,
-    ServerConfig, ToolAnnotations,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, Role,
+    ServerCapabilities, ServerConfig, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -23,7 +23,7 @@ use super::history::Progress;
 use super::registry::{Driving, Registry, Slot};
 use super::reply::{self, Reply};
 use super::session::Session;
-use super::tools::{self, AgentTool};
+use super::tools::{self, AgentClient, AgentTool};
 use super::vcr::Recorder;
 use crate::engine::CancelToken;
 use crate::transport;
@@ -221,18 +221,41 @@ impl ServerHandler for Server {
         .with_instructions(reply::INSTRUCTIONS)
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let client = AgentClient::from_client_info(&request.client_info.name);
+        tracing::debug!(
+            "client `{}` {} ({client:?})",
+            request.client_info.name,
+            request.client_info.version
+        );
+        let mut result = self.negotiate_initialize(&request)?;
+        result.instructions = result
+            .instructions
+            .map(|text| reply::for_client(&text, client));
+        Ok(result)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let client = client(&context);
         Ok(ListToolsResult::with_all_items(
-            tools::ALL.iter().map(|t| tool_definition(*t)).collect(),
+            tools::ALL
+                .iter()
+                .map(|t| tool_definition(*t, client))
+                .collect(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        AgentTool::named(name).map(tool_definition)
+        AgentTool::named(name).map(|tool| tool_definition(tool, AgentClient::Other))
     }
 
     async fn call_tool(
@@ -247,7 +270,10 @@ impl ServerHandler for Server {
             ));
         };
         let reply = self.run(tool, request.arguments, &context).await?;
-        let content = vec![ContentBlock::text(reply.text)];
+        let content = vec![ContentBlock::text(reply::for_client(
+            &reply.text,
+            client(&context),
+        ))];
         // The run's handle is in the text only, never in `structuredContent`: Claude Code
         // gives the model a result's structured content *instead of* its text, so the reply
         // (what ran, what is pending, how to go on) would not reach the agent.
@@ -300,7 +326,7 @@ impl ServerHandler for Server {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         let script = match self.registry.resolver().resolve(&request.name) {
             Ok(script) => script,
@@ -337,7 +363,10 @@ impl ServerHandler for Server {
         }
         let description = script.description();
         let text = if script.compiled.is_some() {
-            reply::compiled_prompt(&script.name.to_string(), &arguments)
+            reply::for_client(
+                &reply::compiled_prompt(&script.name.to_string(), &arguments),
+                client(&context),
+            )
         } else {
             script.instructions(&arguments)
         };
@@ -360,8 +389,29 @@ fn fills_only_required_arguments(client: &str) -> bool {
     client == "gemini-cli-mcp-client"
 }
 
-/// A tool as `tools/list` gives it.
-fn tool_definition(tool: AgentTool) -> rmcp::model::Tool {
+/// The client on the other end of `context`'s connection: named by the request's own
+/// `_meta` (`2026-07-28` has no handshake: Claude Code 2.1 and Copilot CLI name themselves in
+/// each request; over HTTP such a request comes with a stand-in `initialize` of the
+/// transport's), else by the connection's `initialize` (up to protocol `2025-11-25`).
+fn client(context: &RequestContext<RoleServer>) -> AgentClient {
+    let named = context
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.name.clone())
+        });
+    named.map_or(AgentClient::Other, |name| {
+        AgentClient::from_client_info(&name)
+    })
+}
+
+/// A tool as `tools/list` gives it to `client` (its description names the other tools as
+/// the client's model sees them).
+fn tool_definition(tool: AgentTool, client: AgentClient) -> rmcp::model::Tool {
     let annotations = if tool.read_only() {
         ToolAnnotations::with_title(tool.title())
             .read_only(true)
@@ -374,7 +424,11 @@ fn tool_definition(tool: AgentTool) -> rmcp::model::Tool {
             .idempotent(false)
             .open_world(true)
     };
-    rmcp::model::Tool::new(tool.name(), tool.description(), tool.input_schema())
-        .with_title(tool.title())
-        .with_annotations(annotations)
+    rmcp::model::Tool::new(
+        tool.name(),
+        reply::for_client(tool.description(), client),
+        tool.input_schema(),
+    )
+    .with_title(tool.title())
+    .with_annotations(annotations)
 }

@@ -15,7 +15,7 @@ fn project_with(name: &str, nl: &str, star: &str) -> Project {
 }
 
 /// The "What failed" part of a fallback in `mekara run`'s transcript.
-fn what_failed(stdout: &str) -> &str {
+pub(crate) fn what_failed(stdout: &str) -> &str {
     let start = stdout
         .find("What failed:\n")
         .unwrap_or_else(|| panic!("no fallback in:\n{stdout}"))

@@ -450,6 +450,20 @@ pub fn outside_client(relative: &str, what: &str, install: &str) -> PathBuf {
     path
 }
 
+/// A new project with `mekara install --client CLIENT` run in it (mekara on the `PATH`, as
+/// the clients need it), and what install printed.
+pub fn installed_for(client: &str) -> (Project, String) {
+    let project = Project::new();
+    let out = project
+        .command(&["install", "--client", client])
+        .env("PATH", path_with_mekara())
+        .output()
+        .expect("run mekara install");
+    assert!(out.status.success(), "mekara install failed: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (project, stdout)
+}
+
 /// The events of the project's one run's journal, parsed.
 pub fn journal_events(project: &Project) -> Vec<serde_json::Value> {
     let ids = project.run_ids();

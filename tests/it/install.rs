@@ -346,7 +346,8 @@ fn an_earlier_skill_only_hook_is_replaced_and_uninstalled() {
 fn uninstall_after_install_on_a_bare_folder_leaves_it_bare() {
     let project = Project::new();
     let clients = [
-        "--client", "codex", "--client", "opencode", "--client", "gemini",
+        "--client", "codex", "--client", "opencode", "--client", "gemini", "--client", "qwen",
+        "--client", "copilot",
     ];
     mekara(&project, &[&["install"][..], &clients].concat()).expect_code(0);
     mekara(&project, &[&["uninstall"][..], &clients].concat()).expect_code(0);
@@ -506,6 +507,79 @@ fn codex_and_opencode_configs_keep_their_formatting() {
     );
 }
 
+/// OpenCode has no hooks, so `--client opencode` writes a command per compiled script that
+/// sends it to `mekara_start`; each install follows the scripts there are (a new one gets a
+/// command, a removed one loses it), a command of the person's is left alone, and uninstall
+/// takes the commands out with their folders.
+#[test]
+fn opencode_commands_follow_the_compiled_scripts() {
+    let project = Project::new();
+    let star = Some("def execute(request):\n    llm(\"Say hi.\")\n");
+    project.script(
+        "greet",
+        "---\ndescription: Greet \"everyone\"\n---\nSay hi.\n",
+        star,
+    );
+    project.script("notes", "Just notes, no compiled script.\n", None);
+    let run = mekara(&project, &["install", "--client", "opencode"]);
+    run.expect_code(0);
+    let commands = project.root().join(".opencode/commands");
+    let listed = |dir: &Path| {
+        let mut names: Vec<String> = tree(dir)
+            .iter()
+            .map(|entry| entry.split(':').next().unwrap_or(entry).to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    // The bundled compiled script (`compile`) and the project's; not the NL-only one.
+    assert_eq!(listed(&commands), ["compile.md", "greet.md"]);
+    insta::assert_snapshot!(
+        "install_opencode_command",
+        read(&project, ".opencode/commands/greet.md")
+    );
+    assert!(
+        run.stdout
+            .contains("the OpenCode command `/greet` for the compiled script"),
+        "{}",
+        run.stdout
+    );
+
+    // A new compiled script gets its command, a removed one loses it; the person's own
+    // command file is theirs.
+    project.script("team/deploy", "Deploy.\n", star);
+    std::fs::remove_file(project.root().join(".mekara/scripts/compiled/greet.star"))
+        .expect("remove");
+    project.write(".opencode/commands/compile.md", "My own compile command.\n");
+    let again = mekara(&project, &["install", "--client", "opencode"]);
+    again.expect_code(0);
+    assert_eq!(listed(&commands), ["compile.md", "team/", "team/deploy.md"]);
+    assert_eq!(
+        read(&project, ".opencode/commands/compile.md"),
+        "My own compile command.\n"
+    );
+    assert!(
+        again
+            .stdout
+            .contains("is your own OpenCode command: left as is"),
+        "{}",
+        again.stdout
+    );
+    let deploy = read(&project, ".opencode/commands/team/deploy.md");
+    assert!(
+        deploy.contains("`mekara_start` tool with `name` `team:deploy`"),
+        "{deploy}"
+    );
+
+    std::fs::remove_file(project.root().join(".opencode/commands/compile.md")).expect("remove");
+    mekara(&project, &["uninstall", "--client", "opencode"]).expect_code(0);
+    assert!(
+        !project.root().join(".opencode").exists(),
+        "{:?}",
+        tree(&project.root())
+    );
+}
+
 /// Gemini CLI's settings hold much besides servers (theme, auth, other servers): install adds
 /// the trusted `mekara` server among them, in place, and uninstall takes out only that.
 #[test]
@@ -544,6 +618,81 @@ fn gemini_settings_get_a_trusted_server_and_keep_everything_else() {
         ".gemini/settings.json",
         settings,
     );
+}
+
+/// Qwen Code: the `mekara` server in `.qwen/settings.json`, trusted (no confirmation per
+/// call) and with its tools always loaded (not behind Qwen Code's `tool_search`), and the
+/// one approval Qwen Code asks for a project's servers left to the person.
+#[test]
+fn qwen_settings_get_a_trusted_always_loaded_server() {
+    let project = Project::new();
+    let settings = "{\n  \"model\": {\n    \"name\": \"qwen3-coder-plus\"\n  }\n}\n";
+    project.write(".qwen/settings.json", settings);
+    let run = mekara(&project, &["install", "--client", "qwen"]);
+    run.expect_code(0);
+    let written: Json = serde_json::from_str(&read(&project, ".qwen/settings.json")).expect("json");
+    assert_eq!(
+        written,
+        serde_json::json!({
+            "model": {"name": "qwen3-coder-plus"},
+            "mcpServers": {"mekara": {
+                "command": "mekara", "args": ["mcp"], "trust": true, "alwaysLoadTools": true
+            }}
+        })
+    );
+    assert!(
+        run.stdout.contains("updated .qwen/settings.json")
+            && run
+                .stdout
+                .contains("run `qwen mcp approve mekara` in this folder"),
+        "{}",
+        run.stdout
+    );
+    second_install_changes_nothing_and_uninstall_restores(
+        &project,
+        "qwen",
+        ".qwen/settings.json",
+        settings,
+    );
+}
+
+/// Copilot CLI reads a project's `.mcp.json` (Claude Code's entry serves it) and, for every
+/// folder, `~/.copilot/mcp-config.json`; it keeps no tool approvals in a file, so install says
+/// how to allow mekara's tools when starting it.
+#[test]
+fn copilot_reads_the_project_mcp_json_and_the_user_scope_writes_its_mcp_config() {
+    let project = Project::new();
+    let run = mekara(&project, &["install", "--client", "copilot"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("start `copilot` in this folder once and trust it")
+            && run.stdout.contains("`copilot --allow-tool mekara`"),
+        "{}",
+        run.stdout
+    );
+    assert!(!project.root().join(".copilot").exists());
+    let mcp: Json = serde_json::from_str(&read(&project, ".mcp.json")).expect("json");
+    assert_eq!(mcp["mcpServers"]["mekara"]["command"], "mekara");
+
+    let config = project.home().join(".copilot/mcp-config.json");
+    let user = mekara(&project, &["install", "--user", "--client", "copilot"]);
+    user.expect_code(0);
+    assert!(
+        !user.stdout.contains("trust it") && user.stdout.contains("--allow-tool mekara"),
+        "{}",
+        user.stdout
+    );
+    let written: Json =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("json");
+    assert_eq!(
+        written,
+        json!({"mcpServers": {"mekara": {
+            "type": "local", "command": "mekara", "args": ["mcp"], "tools": ["*"]
+        }}})
+    );
+    mekara(&project, &["uninstall", "--user", "--client", "copilot"]).expect_code(0);
+    assert!(!config.exists(), "{}", config.display());
 }
 
 #[test]

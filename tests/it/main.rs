@@ -2,16 +2,18 @@
 //! library edit relinks one test binary. Every test spawns the real `mekara` binary in a
 //! temporary project ([`common`]) and talks to it the way its users do: the terminal, the
 //! hooks Claude Code runs, and MCP clients (`rmcp`, the official Python SDK, the conformance
-//! suite, the real Claude Code and Gemini CLI).
+//! suite, the real Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode and Copilot CLI).
 
 #[macro_use]
 mod common;
 
 mod builtins;
 mod bundled;
+mod chat_completions;
 mod claude_code;
 mod codex;
 mod conformance;
+mod copilot;
 mod durability;
 mod exit_codes;
 mod gemini;
@@ -22,9 +24,13 @@ mod install;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod memory;
+mod opencode;
 mod parallel;
+mod postgres;
 mod prune;
 mod python_client;
+mod qwen;
 mod resolution;
 mod rewind;
 mod serve;

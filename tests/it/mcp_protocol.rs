@@ -1439,6 +1439,35 @@ fn http_sessions_each_have_their_own_run() {
     assert!(mine.contains("test:random[1]"), "{mine}");
 }
 
+#[test]
+fn http_a_script_past_the_heap_limit_falls_back_and_other_sessions_go_on() {
+    // Regression: forty doublings of a string reached 4 GiB in the server's process, and a
+    // "len overflow" panic, before the heap limit was checked.
+    let project = Project::new();
+    project.script(
+        "grow",
+        "Grow a string.\n",
+        Some("def execute(request):\n    s = \"x\"\n    for i in range(40):\n        s = s + s\n"),
+    );
+    let server = HttpServer::start(&project);
+    let hostile = http_session(&server);
+    let other = http_session(&server);
+    let started = http_call(&server, &other, 1, "start", json!({"name": "test/random"}));
+    assert!(started.contains("llm step `test:random[1]`"), "{started}");
+    let failed = http_call(&server, &hostile, 1, "start", json!({"name": "grow"}));
+    assert!(
+        failed.contains("Heap memory limit of 268435456 bytes exceeded")
+            && failed.contains("grow.star:4:9")
+            && failed.contains("finish_nl_script"),
+        "the script falls back, naming the limit and the line:\n{failed}"
+    );
+    let mine = http_call(&server, &other, 2, "status", json!({}));
+    assert!(mine.contains("test:random[1]"), "{mine}");
+    let finished = http_call(&server, &hostile, 2, "finish_nl_script", json!({}));
+    assert!(!finished.contains("bug in mekara"), "{finished}");
+    server.assert_serving();
+}
+
 // ---------------------------------------------------------------------------------------
 // Streamable HTTP under abuse: bounded sessions, connections and waits
 // ---------------------------------------------------------------------------------------
@@ -1912,6 +1941,39 @@ fn every_protocol_version_is_served_over_stdio_and_http() {
         response.assert_initialized();
         let init = &response.messages()[0];
         assert_eq!(init["result"]["protocolVersion"], answered, "http: {init}");
+    }
+}
+
+/// `2026-07-28` has no `initialize`: the client names itself in each request's `_meta`, and
+/// mekara's texts name its tools as that client shows them (Copilot CLI speaks it so).
+#[test]
+fn over_2026_07_28_the_client_named_in_meta_gets_its_tool_names() {
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    for (client, continue_name) in [
+        ("copilot-cli", "mekara-continue_compiled_script"),
+        ("claude-code", "mcp__mekara__continue_compiled_script"),
+        ("stateless-test", "continue_compiled_script"),
+    ] {
+        let mut stdio = Session::spawn(project.command(&["mcp"]));
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"}
+        });
+        let reply = stdio.request(
+            "tools/call",
+            Some(json!({
+                "name": "start",
+                "arguments": {"name": "two", "arguments": "s"},
+                "_meta": meta,
+            })),
+        );
+        let text = result_text(&reply["result"]);
+        assert!(
+            text.contains(&format!("call `{continue_name}` with")),
+            "{client}: {text}"
+        );
     }
 }
 

@@ -479,19 +479,24 @@ fn a_kill_during_a_retried_run_then_a_resume_runs_no_step_twice() {
         counts(&project, &["c0", "c1", "c2", "c3", "c4"]),
         [1, 1, 1, 0, 0]
     );
+    // `go` is written only once the resume runs the step again: the resume kills the
+    // killed run's step (still waiting for `go`) before it runs anything, so that one
+    // must never see it.
+    std::fs::remove_file(project.root().join("started")).expect("remove started");
+    let resuming = project.spawn(&["run", "--resume", &id]);
+    wait_for(&project.root().join("started"));
     project.write("go", "");
-    let resumed = project.run(&["run", "--resume", &id], "");
-    resumed.expect_code(0);
+    let resumed = resuming.wait_with_output().expect("wait");
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "{stdout}");
     assert_eq!(
         counts(&project, &["c0", "c1", "c2", "c3", "c4"]),
         [1, 1, 1, 1, 1],
-        "{}",
-        resumed.stdout
+        "{stdout}"
     );
     assert!(
-        !resumed.stdout.contains("kill[2]"),
-        "the retried steps that finished are answered from the journal:\n{}",
-        resumed.stdout
+        !stdout.contains("kill[2]"),
+        "the retried steps that finished are answered from the journal:\n{stdout}"
     );
 }
 

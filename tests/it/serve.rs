@@ -282,6 +282,25 @@ def sum_and_zap(a: int, b: int) -> str:
 }
 
 #[tokio::test]
+async fn a_function_that_doubles_a_string_is_stopped_by_the_heap_limit_and_the_server_goes_on() {
+    // Regression: forty doublings reached 4 GiB and a "len overflow" panic.
+    let project = Project::new();
+    project.write(
+        "tools/grow.star",
+        "def grow(times: int) -> int:\n    \"\"\"Doubles a string.\"\"\"\n    s = \"x\"\n    for i in range(times):\n        s = s + s\n    return len(s)\n",
+    );
+    let client = serve(&project, &["tools"]).await;
+    let text = client.call("grow", json!({"times": 40})).await.err();
+    assert!(
+        text.contains("Heap memory limit of 268435456 bytes exceeded")
+            && text.contains("grow.star:5:9"),
+        "the limit is named with the statement that went past it:\n{text}"
+    );
+    assert_eq!(client.call("grow", json!({"times": 10})).await.ok(), "1024");
+    client.service.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_runaway_function_is_stopped_by_the_tick_limit() {
     let project = Project::new();
     project.write("tools/agent.star", AGENT_MODULE);

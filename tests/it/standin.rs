@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 
 /// A request the stand-in received.
 #[derive(Debug, Clone)]
@@ -150,6 +150,27 @@ pub fn event_stream(body: String) -> Answer {
         .expect("a valid response")
 }
 
+/// The calls an agent makes to run `test/nested` to its end, as (tool, arguments), the
+/// handle of the run written [`RUN_ID`]; mekara replies [`NESTED_REPLIES`].
+pub fn nested_calls() -> [(&'static str, Json); 5] {
+    [
+        ("start", json!({"name": "test/nested", "arguments": ""})),
+        (
+            "continue_compiled_script",
+            json!({"run_id": RUN_ID, "outputs": {"guess": "50"}}),
+        ),
+        (
+            "continue_compiled_script",
+            json!({"run_id": RUN_ID, "outputs": {}}),
+        ),
+        ("finish_nl_script", json!({"run_id": RUN_ID})),
+        (
+            "continue_compiled_script",
+            json!({"run_id": RUN_ID, "outputs": {}}),
+        ),
+    ]
+}
+
 /// What mekara replies, call by call, to an agent running `test/nested`: `start`,
 /// `continue_compiled_script` with a guess, again with no outputs, `finish_nl_script`, and
 /// `continue_compiled_script` once more.
@@ -160,6 +181,54 @@ pub const NESTED_REPLIES: [&str; 5] = [
     "## Your turn: llm step `test:nested[3]`",
     "## Done",
 ];
+
+/// The argument a scripted call writes for "the run handle of the latest tool result".
+pub const RUN_ID: &str = "{run_id}";
+
+/// `value` (a scripted call's arguments) with every string [`RUN_ID`] replaced by `handle`.
+pub fn fill_run_id(value: &mut Json, handle: &str) {
+    match value {
+        Json::String(s) if s == RUN_ID => *s = handle.to_string(),
+        Json::Array(items) => items.iter_mut().for_each(|v| fill_run_id(v, handle)),
+        Json::Object(map) => map.values_mut().for_each(|v| fill_run_id(v, handle)),
+        _ => {}
+    }
+}
+
+/// mekara's tools, by their own names.
+const MEKARA_TOOLS: [&str; 7] = [
+    "start",
+    "continue_compiled_script",
+    "finish_nl_script",
+    "status",
+    "list_scripts",
+    "resume",
+    "eject_script",
+];
+
+/// Asserts that every one of mekara's tools `text` (a reply the model got) tells the model
+/// to call, as a backticked name (`` `mcp_mekara_start` ``), is one the client `offered`
+/// the model, and that it names at least one.
+pub fn assert_names_offered_tools(text: &str, offered: &[String]) {
+    let mentions: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|word| {
+            MEKARA_TOOLS.iter().any(|tool| {
+                word.strip_suffix(tool)
+                    .is_some_and(|prefix| prefix.is_empty() || prefix.ends_with(['_', '-']))
+            })
+        })
+        .collect();
+    assert!(!mentions.is_empty(), "the reply names no tool:\n{text}");
+    for mention in mentions {
+        assert!(
+            offered.iter().any(|o| o == mention),
+            "the reply names `{mention}`, which the client does not offer ({offered:?}):\n{text}"
+        );
+    }
+}
 
 /// Asserts that a run's journal `events` say it completed: every frame pushed was popped, the
 /// root last.

@@ -17,6 +17,7 @@ use starlark::values::Value;
 use super::context::LogPrinter;
 use super::values::keyword_values;
 use super::{Limits, apply_limits};
+use crate::memory::Budget;
 
 /// An error in a script's code, rendered with `file:line:col` and the source snippet.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -73,10 +74,81 @@ pub(super) fn at_end_of_file(e: starlark::Error, source: &str) -> starlark::Erro
     moved
 }
 
-/// Whether `e` is starlark's tick or heap limit, which it raises without a location.
+/// Whether `e` is starlark's tick or heap limit, which it raises without a location
+/// (the heap limit of a [`MemoryCheck`] comes with one).
 pub(super) fn is_limit(e: &starlark::Error) -> bool {
     let text = e.without_diagnostic().to_string();
-    text.starts_with("Execution duration limit of") || text.starts_with("Heap memory limit of")
+    e.span().is_none()
+        && (text.starts_with("Execution duration limit of")
+            || text.starts_with("Heap memory limit of"))
+}
+
+/// Runs `evaluate`, turning starlark's panic on a value of 4 GiB or more (past any heap
+/// limit; see [`crate::memory::is_size_overflow`]) into the heap limit error, without a
+/// location (it is found as for starlark's own limits). Any other panic goes on.
+pub(super) fn overflow_as_limit<T>(
+    limits: &Limits,
+    evaluate: impl FnOnce() -> T,
+) -> Result<T, starlark::Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(evaluate)).map_err(|panic| {
+        let message = crate::display::panic_message(panic.as_ref());
+        if !crate::memory::is_size_overflow(message) {
+            std::panic::resume_unwind(panic);
+        }
+        starlark::Error::new_other(anyhow::anyhow!(
+            "Heap memory limit of {} bytes exceeded: this statement made a value of 4 GiB or more",
+            limits.max_heap_bytes
+        ))
+    })
+}
+
+/// The heap limit, checked before every statement against what the evaluating thread
+/// holds (see [`crate::memory`]): starlark checks its own only every thousand or so
+/// instructions, after a loop of a few statements may have doubled a string thirty times.
+/// The statement that ran last is the one that went past the limit, and the error says so.
+pub(super) struct MemoryCheck {
+    /// The limit, in bytes.
+    limit: usize,
+    /// The statement that ran last.
+    last: Option<FileSpan>,
+}
+
+impl MemoryCheck {
+    /// Checks the memory of `eval`'s thread against `limits` before every statement.
+    pub(super) fn watch(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) {
+        let check = MemoryCheck {
+            limit: limits.max_heap_bytes,
+            last: None,
+        };
+        eval.before_stmt_for_dap(BeforeStmtFunc::Dyn(Box::new(check)));
+    }
+}
+
+impl<'e> BeforeStmtFuncDyn<'e> for MemoryCheck {
+    fn call<'v>(
+        &mut self,
+        span: starlark::codemap::FileSpanRef,
+        _continued: bool,
+        _eval: &mut Evaluator<'v, '_, 'e>,
+    ) -> starlark::Result<()> {
+        if let Some(spent) = Budget::spent().filter(|&spent| spent > self.limit) {
+            let mut e = starlark::Error::new_other(anyhow::anyhow!(
+                "Heap memory limit of {} bytes exceeded: this statement took the script's \
+                 memory to {spent} bytes",
+                self.limit
+            ));
+            if let Some(last) = &self.last {
+                e.set_span(last.span, &last.file);
+            }
+            return Err(e);
+        }
+        // Called before every statement: the file is cloned only when it changes.
+        match &mut self.last {
+            Some(last) if last.file == *span.file => last.span = span.span,
+            last => *last = Some(span.to_file_span()),
+        }
+        Ok(())
+    }
 }
 
 /// The statement that ran last in an evaluation, noted by a `before_stmt` hook.

@@ -41,9 +41,11 @@ pub(crate) use static_check::{planned_steps, typecheck};
 pub(crate) use values::unfit;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};
-use diagnostics::{LastStatement, is_limit, render};
+use diagnostics::{LastStatement, MemoryCheck, is_limit, overflow_as_limit, render};
 use modules::{Loads, ModuleGraph};
 use values::{json_of, keyword_values};
+
+use crate::memory::Budget;
 
 use super::error::EngineError;
 use super::group_note::GroupNote;
@@ -131,20 +133,31 @@ pub(crate) fn freeze_module(
     limits: &Limits,
     loads: &HashMap<&str, &FrozenModule>,
 ) -> Result<FrozenModule, CodeError> {
-    Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
-        {
-            let printer = LogPrinter;
-            let loader = Loads(loads);
-            let mut eval = Evaluator::new(&module);
-            eval.set_print_handler(&printer);
-            eval.set_loader(&loader);
-            apply_limits(&mut eval, limits).map_err(CodeError::new)?;
-            eval.eval_module(ast, globals())
-                .map_err(|e| CodeError::new(render(&e)))?;
-        }
-        module
-            .freeze()
-            .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+    let _budget = limits.budget();
+    let frozen = overflow_as_limit(limits, || {
+        Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
+            {
+                let printer = LogPrinter;
+                let loader = Loads(loads);
+                let mut eval = Evaluator::new(&module);
+                eval.set_print_handler(&printer);
+                eval.set_loader(&loader);
+                apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+                MemoryCheck::watch(&mut eval, limits);
+                eval.eval_module(ast, globals())
+                    .map_err(|e| CodeError::new(render(&e)))?;
+            }
+            module
+                .freeze()
+                .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+        })
+    });
+    // starlark computes some constant expressions as it compiles, before any statement runs.
+    frozen.unwrap_or_else(|limit| {
+        Err(CodeError::new(format!(
+            "error: {}\n --> {origin}",
+            render(&limit)
+        )))
     })
 }
 
@@ -154,6 +167,15 @@ fn apply_limits(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) -> Result<(),
         .and_then(|()| eval.set_max_heap_size(limits.max_heap_bytes))
         .and_then(|()| eval.set_max_callstack_size(limits.max_call_depth))
         .map_err(|e| format!("cannot set evaluation limits: {e}"))
+}
+
+impl Limits {
+    /// The memory budget of an evaluation on this thread, held while it runs: what its
+    /// statements allocate is checked against the heap limit, and one allocation that
+    /// would take it past four times the limit stops the process (see [`crate::memory`]).
+    fn budget(&self) -> Budget {
+        Budget::enter(self.max_heap_bytes.saturating_mul(4))
+    }
 }
 
 /// Where a suspended evaluation stopped: what the frame needs before it can go on.
@@ -345,34 +367,41 @@ fn call_with_steps(
     args: &Arguments<'_>,
 ) -> Result<Json, String> {
     let call_once = |last: Option<&LastStatement>| {
-        Module::with_temp_heap(|module| {
-            let printer = StepPrinter { ctx };
-            let mut eval = Evaluator::new(&module);
-            eval.extra = Some(ctx);
-            eval.set_print_handler(&printer);
-            apply_limits(&mut eval, ctx.limits)?;
-            if let Some(last) = last {
-                last.watch(&mut eval);
-            }
-            let heap = module.heap();
-            let callee = heap.access_owned_frozen_value(callee);
-            let returned = match args {
-                Arguments::Request(request) => eval
-                    .eval_function(callee, &[heap.alloc(*request)], &[])
-                    .map(|_| Ok(Json::Null)),
-                Arguments::Keywords(kwargs) => {
-                    let named = keyword_values(heap, kwargs);
-                    eval.eval_function(callee, &[], &named).map(|v| {
-                        if v.is_none() {
-                            Ok(Json::Null)
-                        } else {
-                            json_of(v, "the value a tool returns").map_err(|e| e.to_string())
-                        }
-                    })
+        let _budget = ctx.limits.budget();
+        overflow_as_limit(ctx.limits, || {
+            Module::with_temp_heap(|module| {
+                let printer = StepPrinter { ctx };
+                let mut eval = Evaluator::new(&module);
+                eval.extra = Some(ctx);
+                eval.set_print_handler(&printer);
+                apply_limits(&mut eval, ctx.limits)?;
+                // Before the statement hook: at the statement that went past the limit,
+                // that hook has not noted the one that would follow.
+                MemoryCheck::watch(&mut eval, ctx.limits);
+                if let Some(last) = last {
+                    last.watch(&mut eval);
                 }
-            };
-            Ok::<_, String>(returned)
+                let heap = module.heap();
+                let callee = heap.access_owned_frozen_value(callee);
+                let returned = match args {
+                    Arguments::Request(request) => eval
+                        .eval_function(callee, &[heap.alloc(*request)], &[])
+                        .map(|_| Ok(Json::Null)),
+                    Arguments::Keywords(kwargs) => {
+                        let named = keyword_values(heap, kwargs);
+                        eval.eval_function(callee, &[], &named).map(|v| {
+                            if v.is_none() {
+                                Ok(Json::Null)
+                            } else {
+                                json_of(v, "the value a tool returns").map_err(|e| e.to_string())
+                            }
+                        })
+                    }
+                };
+                Ok::<_, String>(returned)
+            })
         })
+        .unwrap_or_else(|limit| Ok(Err(limit)))
     };
     match call_once(None)? {
         Ok(value) => value,

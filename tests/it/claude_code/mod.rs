@@ -286,6 +286,12 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
         "not every turn was asked for\n{session}"
     );
 
+    // Claude Code 2.1 defers MCP tools behind its ToolSearch, so the first request does not
+    // list them: the names it took the scripted calls under are the names it offers.
+    let offered: Vec<String> = calls
+        .iter()
+        .map(|(_, tool, _)| format!("mcp__mekara__{tool}"))
+        .collect();
     for ((id, tool, _), want) in calls.iter().zip(crate::standin::NESTED_REPLIES) {
         let (result, is_error) = tool_result(&session, id);
         assert!(!is_error, "`{tool}` ({id}) failed:\n{result}\n{session}");
@@ -293,6 +299,8 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
             result.contains(want),
             "`{tool}` ({id}) did not reply `{want}`:\n{result}"
         );
+        // The calls it names are named as Claude Code offers them (`mcp__mekara__...`).
+        crate::standin::assert_names_offered_tools(&result, &offered);
     }
 
     // The journal says the same: every frame pushed was popped, the root last.
@@ -697,12 +705,7 @@ fn an_unattended_run_with_claude_gets_structured_outputs_keeps_one_session_and_r
     assert_eq!(summary["state"], "stopped", "{summary}\n{}", run.stderr);
     assert_eq!(summary["agent_steps"], 1);
     let first_requests = standin.main_requests().len();
-    let offered: Vec<String> = standin.main_requests()[0].body["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_string))
-        .collect();
+    let offered = standin.main_requests()[0].tool_names();
     assert!(
         offered.iter().any(|t| t == "StructuredOutput"),
         "{offered:?}"

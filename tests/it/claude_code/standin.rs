@@ -21,6 +21,17 @@ impl Recorded {
             .is_some_and(|t| !t.is_empty())
     }
 
+    /// The names of the tools offered to the model (not MCP tools Claude Code defers behind
+    /// its ToolSearch).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    }
+
     /// The conversation's messages.
     pub fn messages(&self) -> &[Json] {
         self.body

@@ -31,14 +31,7 @@ fn codex() -> PathBuf {
 
 /// A project with `mekara install --client codex` run in it.
 fn installed_project() -> Project {
-    let project = Project::new();
-    let out = project
-        .command(&["install", "--client", "codex"])
-        .env("PATH", path_with_mekara())
-        .output()
-        .expect("run mekara install");
-    assert!(out.status.success(), "mekara install failed: {out:?}");
-    project
+    crate::common::installed_for("codex").0
 }
 
 /// What one `codex exec` run left behind.
@@ -157,6 +150,13 @@ fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
             "`{call_id}` did not reply `{want}`:\n{output}\n{session}"
         );
         assert!(!output.contains("mcp__mekara__"), "{output}");
+        // Codex offers the tools under their own names, in the `mcp__mekara` namespace.
+        let names: Vec<String> = offered
+            .iter()
+            .filter(|(namespace, _)| namespace.as_deref() == Some(MEKARA))
+            .map(|(_, name)| name.clone())
+            .collect();
+        crate::standin::assert_names_offered_tools(&output, &names);
     }
     assert!(
         output(&session, "call_start").contains("`continue_compiled_script`"),

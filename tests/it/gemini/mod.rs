@@ -15,7 +15,7 @@ use std::process::Command;
 use serde_json::{Value as Json, json};
 
 use crate::common::{Project, journal_events, path_with_mekara};
-use standin::{RUN_ID, Session, function_call, text};
+use standin::{Session, function_call, text};
 
 /// The installed `gemini`.
 fn gemini() -> PathBuf {
@@ -30,14 +30,8 @@ fn gemini() -> PathBuf {
 /// the first interactive launch: the API key as the way to sign in, and trust in the folder
 /// (Gemini CLI ignores an untrusted folder's settings, and `-p` refuses to run there).
 fn installed_project() -> Project {
-    let project = Project::new();
+    let (project, _) = crate::common::installed_for("gemini");
     let root = project.root().canonicalize().expect("canonical root");
-    let out = project
-        .command(&["install", "--client", "gemini"])
-        .env("PATH", path_with_mekara())
-        .output()
-        .expect("run mekara install");
-    assert!(out.status.success(), "mekara install failed: {out:?}");
     let gemini_home = project.home().join(".gemini");
     crate::common::write_file(
         &gemini_home.join("settings.json"),
@@ -94,22 +88,7 @@ fn mekara_call(tool: &str, args: Json) -> standin::Turn {
 #[test]
 fn a_scripted_run_of_test_nested_completes_through_gemini_cli_without_a_prompt() {
     let project = installed_project();
-    let calls = [
-        ("start", json!({"name": "test/nested", "arguments": ""})),
-        (
-            "continue_compiled_script",
-            json!({"run_id": RUN_ID, "outputs": {"guess": "50"}}),
-        ),
-        (
-            "continue_compiled_script",
-            json!({"run_id": RUN_ID, "outputs": {}}),
-        ),
-        ("finish_nl_script", json!({"run_id": RUN_ID})),
-        (
-            "continue_compiled_script",
-            json!({"run_id": RUN_ID, "outputs": {}}),
-        ),
-    ];
+    let calls = crate::standin::nested_calls();
     let turns = calls
         .iter()
         .map(|(tool, args)| mekara_call(tool, args.clone()))
@@ -142,6 +121,8 @@ fn a_scripted_run_of_test_nested_completes_through_gemini_cli_without_a_prompt()
             output.contains(want),
             "`{tool}` did not reply `{want}`:\n{output}"
         );
+        // The calls it names are named as Gemini CLI offers them (`mcp_mekara_...`).
+        crate::standin::assert_names_offered_tools(output, &offered);
     }
 
     // The journal says the run completed.

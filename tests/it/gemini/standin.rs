@@ -17,7 +17,7 @@ use hyper::Response;
 use serde_json::{Value as Json, json};
 
 pub use crate::standin::Recorded;
-use crate::standin::{Scripted, event_stream, json_response};
+use crate::standin::{Scripted, event_stream, fill_run_id, json_response};
 
 /// One scripted answer of the model: its parts (`text` or `functionCall`).
 pub type Turn = Vec<Json>;
@@ -27,9 +27,6 @@ pub type StandIn = Scripted<Turn>;
 
 /// What one `gemini -p` run left behind.
 pub type Session = crate::standin::Session<Turn>;
-
-/// The argument a scripted call writes for "the run handle of the latest tool result".
-pub const RUN_ID: &str = "{run_id}";
 
 /// Starts a stand-in answering as the Gemini API with `turns`, in order.
 pub fn start(turns: Vec<Turn>) -> StandIn {
@@ -140,13 +137,4 @@ fn latest_handle(recorded: &Recorded) -> Option<String> {
     let text = response.to_string().replace("\\\"", "\"");
     let (_, after) = text.split_once("\"run_id\": \"")?;
     after.split('"').next().map(str::to_string)
-}
-
-fn fill_run_id(value: &mut Json, handle: &str) {
-    match value {
-        Json::String(s) if s == RUN_ID => *s = handle.to_string(),
-        Json::Array(items) => items.iter_mut().for_each(|v| fill_run_id(v, handle)),
-        Json::Object(map) => map.values_mut().for_each(|v| fill_run_id(v, handle)),
-        _ => {}
-    }
 }

@@ -19,13 +19,15 @@ use crate::common::Project;
 #[derive(Clone, Default)]
 pub struct Handler {
     pub progress: Arc<Mutex<Vec<String>>>,
+    /// The `clientInfo.name` it gives at `initialize` (`mekara-tests` when `None`).
+    pub name: Option<String>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
             ClientCapabilities::default(),
-            Implementation::new("mekara-tests", "0"),
+            Implementation::new(self.name.as_deref().unwrap_or("mekara-tests"), "0"),
         )
     }
 
@@ -85,12 +87,32 @@ impl Client {
         Client::start_command(project, dir, &["mcp"], env).await
     }
 
+    /// Spawns `mekara mcp` in the project root and introduces itself as the client `name`
+    /// (`clientInfo.name`: `claude-code`, `opencode`, ...).
+    pub async fn start_as(project: &Project, name: &str) -> Client {
+        let handler = Handler {
+            name: Some(name.to_string()),
+            ..Handler::default()
+        };
+        Client::spawn(project, &project.root(), &["mcp"], &[], handler).await
+    }
+
     /// Spawns `mekara ARGS` (a stdio MCP server: `mcp`, `serve ...`) in `dir`.
     pub async fn start_command(
         project: &Project,
         dir: &Path,
         args: &[&str],
         env: &[(&str, &Path)],
+    ) -> Client {
+        Client::spawn(project, dir, args, env, Handler::default()).await
+    }
+
+    async fn spawn(
+        project: &Project,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+        handler: Handler,
     ) -> Client {
         let mut command = tokio::process::Command::from(project.command_in(dir, args));
         for (key, value) in env {
@@ -101,7 +123,6 @@ impl Client {
             .spawn()
             .expect("spawn mekara");
         let pid = transport.id().expect("pid");
-        let handler = Handler::default();
         let service = handler.clone().serve(transport).await.expect("initialize");
         Client {
             service,

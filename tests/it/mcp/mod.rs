@@ -7,4 +7,5 @@ mod flows;
 pub(crate) mod handles;
 mod replies;
 mod rewind;
+mod tool_names;
 mod vcr;

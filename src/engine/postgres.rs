@@ -1,0 +1,848 @@
+//! `PgStore`: runs in PostgreSQL, shared by every host with a checkout of the project.
+//!
+//! It keeps the file store's promises ([`super::store`]):
+//! - an event is one `INSERT` committed before [`RunLog::append`] returns, so before the
+//!   script sees the result it records (the header goes in the same statement as the first
+//!   event, as the file store writes them in one `write`);
+//! - one writer per run: the holder keeps a session-level advisory lock
+//!   (`pg_try_advisory_lock`) on a key derived from the project and the run id, on a
+//!   connection of its own for as long as it holds the run. The server drops the lock when
+//!   that connection ends, so a holder that died (SIGKILL, a crashed host) leaves the run
+//!   to whoever takes it up next, from any host;
+//! - the same events: each is the JSON line the journal file would hold, stored as text, so
+//!   replay, new event kinds and `store export` need nothing of their own.
+//!
+//! The step group note stays a local file under the runs folder: a takeover on the same host
+//! kills a step a killed mekara left running, as with files; a takeover on another host
+//! cannot reach the first host's processes (see README, "Shared run store").
+//!
+//! Calls are synchronous (the `postgres` crate), as the executor's appends are; the MCP
+//! server runs executors on blocking threads, where that is allowed.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use postgres::error::SqlState;
+use postgres::{Client, GenericClient, NoTls};
+use sha2::Digest as _;
+
+use super::error::EngineError;
+use super::group_note::GroupNote;
+use super::journal::{self, Contents, Event, JournalError};
+use super::runs::{RunSummary, summarize};
+use super::store::{RunLog, Store, journal_ids, make_runs_dir};
+
+/// The schema's migrations, in order: version N is `MIGRATIONS[..N]` applied.
+const MIGRATIONS: &[&str] = &[include_str!("postgres/1_runs.sql")];
+
+/// The schema version this mekara reads and writes.
+pub(crate) const SCHEMA: i32 = 1;
+
+/// How long a connection may take before the store is said to be unreachable, unless the
+/// URL sets `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The advisory lock `mekara store migrate` holds, so two migrations never interleave.
+const MIGRATE_KEY: i64 = 0x6d65_6b61_7261_0001;
+
+/// Why the shared run store could not be used. Every message names the store with its
+/// password hidden.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The setting is wrong.
+    #[error(
+        "the run store setting {from} is not a PostgreSQL URL: {reason}; write `postgres://USER:PASSWORD@HOST:PORT/DATABASE`"
+    )]
+    BadUrl {
+        /// Where it was set.
+        from: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `.mekara/config.toml` could not be read.
+    #[error("`{}`: {reason}", .file.display())]
+    Config {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The server could not be reached.
+    #[error(
+        "cannot reach the run store `{url}`: {reason}; check that the server is up and the URL in {from}"
+    )]
+    Connect {
+        /// The URL, its password hidden.
+        url: String,
+        /// Where it was set.
+        from: String,
+        /// Why.
+        reason: String,
+    },
+    /// The database has no mekara schema, or an older one.
+    #[error(
+        "the run store `{url}` has schema version {found} and this mekara needs version {SCHEMA}: run `mekara store migrate`"
+    )]
+    Older {
+        /// The URL, its password hidden.
+        url: String,
+        /// Its version (0: no mekara tables yet).
+        found: i32,
+    },
+    /// The database was migrated by a newer mekara.
+    #[error(
+        "the run store `{url}` has schema version {found}, newer than this mekara's ({SCHEMA}), so a newer mekara migrated it; upgrade mekara to use it"
+    )]
+    Newer {
+        /// The URL, its password hidden.
+        url: String,
+        /// Its version.
+        found: i32,
+    },
+    /// A query failed.
+    #[error("run store `{url}`: {reason}")]
+    Query {
+        /// The URL, its password hidden.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Where the shared store is and which project's runs are ours (read from the project's
+/// settings by [`crate::store_config`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// The URL, expanded.
+    pub url: String,
+    /// Where it was set, for messages.
+    pub from: String,
+    /// The project id.
+    pub project: String,
+}
+
+/// `url` with its password (in the user part, or a `password=` parameter) shown as `***`.
+pub(crate) fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@')
+            && let Some(colon) = rest[..at].find(':')
+        {
+            out = format!("{scheme}://{}:***{}", &rest[..colon], &rest[at..]);
+        }
+    }
+    let mut redacted = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find("password=") {
+        let value = at + "password=".len();
+        redacted.push_str(&rest[..value]);
+        redacted.push_str("***");
+        rest = &rest[value..];
+        let end = rest.find(['&', ' ']).unwrap_or(rest.len());
+        rest = &rest[end..];
+    }
+    redacted.push_str(rest);
+    redacted
+}
+
+/// `text` with every password `url` holds (as written and decoded) shown as `***`.
+pub(crate) fn redact(text: &str, url: &str) -> String {
+    let mut text = text.replace(url, &redact_url(url));
+    if let Ok(config) = postgres::Config::from_str(url)
+        && let Some(password) = config.get_password()
+        && password.len() >= 3
+    {
+        text = text.replace(&*String::from_utf8_lossy(password), "***");
+    }
+    text
+}
+
+/// The connection settings and the project: what every connection needs.
+#[derive(Debug)]
+struct Db {
+    config: postgres::Config,
+    url: String,
+    shown: String,
+    from: String,
+    project: String,
+}
+
+impl Db {
+    /// A connection whose schema is the one this mekara reads.
+    fn connect(&self) -> Result<Client, StoreError> {
+        let mut client = self.connect_any()?;
+        match self.version(&mut client)? {
+            SCHEMA => Ok(client),
+            found if found < SCHEMA => Err(StoreError::Older {
+                url: self.shown.clone(),
+                found,
+            }),
+            found => Err(StoreError::Newer {
+                url: self.shown.clone(),
+                found,
+            }),
+        }
+    }
+
+    /// A connection, whatever its schema.
+    fn connect_any(&self) -> Result<Client, StoreError> {
+        self.config.connect(NoTls).map_err(|e| StoreError::Connect {
+            url: self.shown.clone(),
+            from: self.from.clone(),
+            reason: redact(&reason(&e), &self.url),
+        })
+    }
+
+    /// The schema version (0 when mekara's tables are not there).
+    fn version(&self, client: &mut Client) -> Result<i32, StoreError> {
+        match client.query_opt("SELECT version FROM mekara_schema", &[]) {
+            Ok(row) => Ok(row.map_or(0, |r| r.get(0))),
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(0),
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    fn failed(&self, e: &postgres::Error) -> StoreError {
+        StoreError::Query {
+            url: self.shown.clone(),
+            reason: redact(&reason(e), &self.url),
+        }
+    }
+
+    /// Where run `id` is, for messages.
+    fn label(&self, id: &str) -> PathBuf {
+        PathBuf::from(format!("{} run {id}", self.shown))
+    }
+
+    /// Run `id`'s events (`None`: no such run), as the lines of its journal.
+    fn lines(&self, client: &mut Client, id: &str) -> Result<Option<Vec<String>>, StoreError> {
+        let rows = client
+            .query(
+                "SELECT e.body FROM mekara_runs r LEFT JOIN mekara_events e \
+                 ON e.project = r.project AND e.run_id = r.id \
+                 WHERE r.project = $1 AND r.id = $2 ORDER BY e.line",
+                &[&self.project, &id],
+            )
+            .map_err(|e| self.failed(&e))?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(
+            rows.iter()
+                .filter_map(|r| r.get::<_, Option<String>>(0))
+                .collect(),
+        ))
+    }
+
+    /// The keys of the advisory locks held now in this database: the runs being driven.
+    fn held(&self, client: &mut Client) -> Result<HashSet<i64>, StoreError> {
+        let rows = client
+            .query(
+                "SELECT classid::bigint, objid::bigint FROM pg_locks \
+                 WHERE locktype = 'advisory' AND objsubid = 1 AND granted \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &[],
+            )
+            .map_err(|e| self.failed(&e))?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let (high, low): (i64, i64) = (r.get(0), r.get(1));
+                i64::from_ne_bytes(
+                    ((u64::try_from(high).unwrap_or(0) << 32) | u64::try_from(low).unwrap_or(0))
+                        .to_ne_bytes(),
+                )
+            })
+            .collect())
+    }
+
+    /// The advisory lock key of run `id`.
+    fn key(&self, id: &str) -> i64 {
+        let digest = sha2::Sha256::digest(format!("mekara-run\0{}\0{id}", self.project));
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&digest[..8]);
+        i64::from_be_bytes(bytes)
+    }
+}
+
+impl From<StoreError> for EngineError {
+    fn from(e: StoreError) -> EngineError {
+        EngineError::Journal(JournalError::Store(e))
+    }
+}
+
+/// What a PostgreSQL error says, without the crate's framing.
+fn reason(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return db.message().to_string();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// The journal lines `lines` as the bytes of a journal file.
+fn file_bytes(lines: &[String]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes
+}
+
+/// Runs in PostgreSQL.
+#[derive(Debug)]
+pub(crate) struct PgStore {
+    db: Arc<Db>,
+    /// This host, as runs record it.
+    host: String,
+    /// This user, as runs record it.
+    user: String,
+    /// The local runs folder, for step group notes.
+    notes: PathBuf,
+}
+
+/// This host's name: `MEKARA_HOST`, else the system's.
+fn this_host() -> String {
+    std::env::var("MEKARA_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| whoami::hostname().ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// This user's name: `USER`, else the system's.
+fn this_user() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(|| whoami::username().ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+impl PgStore {
+    /// The store `settings` name; group notes go to the local `notes` folder.
+    pub(crate) fn new(settings: Settings, notes: PathBuf) -> Result<PgStore, StoreError> {
+        let shown = redact_url(&settings.url);
+        let mut config =
+            postgres::Config::from_str(&settings.url).map_err(|e| StoreError::BadUrl {
+                from: settings.from.clone(),
+                reason: redact(&e.to_string(), &settings.url),
+            })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        config.application_name("mekara");
+        Ok(PgStore {
+            db: Arc::new(Db {
+                config,
+                url: settings.url,
+                shown,
+                from: settings.from,
+                project: settings.project,
+            }),
+            host: this_host(),
+            user: this_user(),
+            notes,
+        })
+    }
+
+    /// Takes run `id`: a connection of its own holding the run's advisory lock, and the
+    /// run's local group note.
+    fn take(&self, id: &str) -> Result<(Client, GroupNote, Vec<String>), EngineError> {
+        let db = &self.db;
+        let mut client = db.connect()?;
+        let locked: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&db.key(id)])
+            .map_err(|e| db.failed(&e))?
+            .get(0);
+        if !locked {
+            return Err(JournalError::Busy { id: id.to_string() }.into());
+        }
+        // Read under the lock: a run removed meanwhile is not found, not written to.
+        let lines = db
+            .lines(&mut client, id)?
+            .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })?;
+        let group = self.note(id)?;
+        group.set_journal_len(file_bytes(&lines).len() as u64);
+        Ok((client, group, lines))
+    }
+
+    /// Adds run `id` of this host and user; `false` when the id is taken.
+    fn add_run(&self, client: &mut impl GenericClient, id: &str) -> Result<bool, StoreError> {
+        let added = client
+            .execute(
+                "INSERT INTO mekara_runs (project, id, host, os_user) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING",
+                &[&self.db.project, &id, &self.host, &self.user],
+            )
+            .map_err(|e| self.db.failed(&e))?;
+        Ok(added == 1)
+    }
+
+    fn note(&self, id: &str) -> Result<GroupNote, EngineError> {
+        make_runs_dir(&self.notes)?;
+        GroupNote::open(&self.notes, id).map_err(|source| {
+            JournalError::Io {
+                path: super::group_note::path(&self.notes, id),
+                source,
+            }
+            .into()
+        })
+    }
+
+    /// Applies the migrations the database lacks; returns the versions before and after.
+    pub(crate) fn migrate(&self) -> Result<(i32, i32), StoreError> {
+        let db = &self.db;
+        let mut client = db.connect_any()?;
+        let mut tx = client.transaction().map_err(|e| db.failed(&e))?;
+        let run = |tx: &mut postgres::Transaction<'_>, sql: &str| {
+            tx.batch_execute(sql).map_err(|e| db.failed(&e))
+        };
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_KEY])
+            .map_err(|e| db.failed(&e))?;
+        run(
+            &mut tx,
+            "CREATE TABLE IF NOT EXISTS mekara_schema (version integer NOT NULL)",
+        )?;
+        let found: Option<i32> = tx
+            .query_opt("SELECT version FROM mekara_schema", &[])
+            .map_err(|e| db.failed(&e))?
+            .map(|r| r.get(0));
+        let from = found.unwrap_or(0);
+        if from > SCHEMA {
+            return Err(StoreError::Newer {
+                url: db.shown.clone(),
+                found: from,
+            });
+        }
+        for sql in &MIGRATIONS[usize::try_from(from).unwrap_or(0)..] {
+            run(&mut tx, sql)?;
+        }
+        let set = if found.is_some() {
+            "UPDATE mekara_schema SET version = $1"
+        } else {
+            "INSERT INTO mekara_schema (version) VALUES ($1)"
+        };
+        tx.execute(set, &[&SCHEMA]).map_err(|e| db.failed(&e))?;
+        tx.commit().map_err(|e| db.failed(&e))?;
+        Ok((from, SCHEMA))
+    }
+
+    /// Copies the journal files of `dir` that are not in the database yet; a run another
+    /// process holds is left for later. Returns what happened to each run, in id order.
+    pub(crate) fn import(&self, dir: &Path) -> Result<Vec<(String, Moved)>, EngineError> {
+        let db = &self.db;
+        let mut client = db.connect()?;
+        let mut report = Vec::new();
+        for id in journal_ids(dir) {
+            if !super::runs::is_run_id(&id) {
+                continue;
+            }
+            let path = dir.join(format!("{id}.jsonl"));
+            if journal::is_busy(&path) {
+                report.push((id, Moved::Busy));
+                continue;
+            }
+            let bytes = std::fs::read(&path).map_err(|source| JournalError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let contents = match journal::parse(&path, &bytes) {
+                Ok(contents) => contents,
+                Err(e) => {
+                    report.push((id, Moved::Unreadable(e.to_string())));
+                    continue;
+                }
+            };
+            let whole = contents
+                .torn
+                .map_or(bytes.len(), |t| usize::try_from(t.offset).unwrap_or(0));
+            let text = String::from_utf8_lossy(&bytes[..whole]);
+            let mut tx = client.transaction().map_err(|e| db.failed(&e))?;
+            if !self.add_run(&mut tx, &id)? {
+                report.push((id, Moved::Present));
+                continue;
+            }
+            let insert = tx
+                .prepare(
+                    "INSERT INTO mekara_events (project, run_id, line, body) VALUES ($1, $2, $3, $4)",
+                )
+                .map_err(|e| db.failed(&e))?;
+            for (n, line) in text.lines().enumerate() {
+                let n = i32::try_from(n + 1).unwrap_or(i32::MAX);
+                tx.execute(&insert, &[&db.project, &id, &n, &line])
+                    .map_err(|e| db.failed(&e))?;
+            }
+            tx.commit().map_err(|e| db.failed(&e))?;
+            report.push((id, Moved::Copied));
+        }
+        Ok(report)
+    }
+
+    /// Writes the project's runs that `dir` has no file of as journal files there; a run
+    /// another process holds is left for later.
+    pub(crate) fn export(&self, dir: &Path) -> Result<Vec<(String, Moved)>, EngineError> {
+        let db = &self.db;
+        let mut client = db.connect()?;
+        let held = db.held(&mut client)?;
+        let ids: Vec<String> = client
+            .query(
+                "SELECT id FROM mekara_runs WHERE project = $1 ORDER BY id",
+                &[&db.project],
+            )
+            .map_err(|e| db.failed(&e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        make_runs_dir(dir)?;
+        let mut report = Vec::new();
+        for id in ids {
+            let path = dir.join(format!("{id}.jsonl"));
+            if held.contains(&db.key(&id)) {
+                report.push((id, Moved::Busy));
+                continue;
+            }
+            if path.exists() {
+                report.push((id, Moved::Present));
+                continue;
+            }
+            let lines = db.lines(&mut client, &id)?.unwrap_or_default();
+            let io = |source| JournalError::Io {
+                path: path.clone(),
+                source,
+            };
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(io)?;
+            std::io::Write::write_all(&mut file, &file_bytes(&lines)).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            report.push((id, Moved::Copied));
+        }
+        Ok(report)
+    }
+}
+
+/// What `store import` or `store export` did with one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Moved {
+    /// Copied.
+    Copied,
+    /// Already there: left as it is.
+    Present,
+    /// Another process holds it: left for later.
+    Busy,
+    /// Its journal cannot be read.
+    Unreadable(String),
+}
+
+impl Store for PgStore {
+    fn place(&self) -> String {
+        format!("{} (project `{}`)", self.db.shown, self.db.project)
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn create(
+        &self,
+        id: &str,
+        token_sha256: Option<String>,
+    ) -> Result<Box<dyn RunLog>, EngineError> {
+        let db = &self.db;
+        let mut client = db.connect()?;
+        let taken = || {
+            JournalError::Io {
+                path: db.label(id),
+                source: std::io::ErrorKind::AlreadyExists.into(),
+            }
+            .into()
+        };
+        let locked: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&db.key(id)])
+            .map_err(|e| db.failed(&e))?
+            .get(0);
+        if !locked {
+            return Err(taken());
+        }
+        if !self.add_run(&mut client, id)? {
+            return Err(taken());
+        }
+        let header = serde_json::to_string(&Event::Run(journal::RunEvent {
+            format: journal::FORMAT.to_string(),
+            mekara: env!("CARGO_PKG_VERSION").to_string(),
+            id: id.to_string(),
+            token_sha256,
+            at: journal::now_ms(),
+        }))
+        .map_err(|e| db.failed_json(&e))?;
+        Ok(Box::new(PgRun {
+            id: id.to_string(),
+            label: db.label(id),
+            db: Arc::clone(db),
+            lines: 0,
+            header: Some(header),
+            group: self.note(id)?,
+            inserts: Inserts::prepare(&mut client, db)?,
+            client: Held(Some(client)),
+        }))
+    }
+
+    fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
+        let (mut client, group, lines) = self.take(id)?;
+        let label = self.db.label(id);
+        let contents = journal::parse(&label, &file_bytes(&lines))?;
+        let run = PgRun {
+            id: id.to_string(),
+            label,
+            inserts: Inserts::prepare(&mut client, &self.db)?,
+            client: Held(Some(client)),
+            db: Arc::clone(&self.db),
+            lines: i32::try_from(lines.len()).unwrap_or(i32::MAX),
+            header: None,
+            group,
+        };
+        Ok((Box::new(run), contents))
+    }
+
+    fn read(&self, id: &str) -> Result<Contents, EngineError> {
+        let mut client = self.db.connect()?;
+        let lines = self
+            .db
+            .lines(&mut client, id)?
+            .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })?;
+        Ok(journal::parse(&self.db.label(id), &file_bytes(&lines))?)
+    }
+
+    fn list(&self, id: Option<&str>) -> Result<Vec<RunSummary>, EngineError> {
+        let db = &self.db;
+        let mut client = db.connect()?;
+        let held = db.held(&mut client)?;
+        let rows = client
+            .query(
+                "SELECT r.id, r.host, r.os_user, e.body FROM mekara_runs r \
+                 LEFT JOIN mekara_events e ON e.project = r.project AND e.run_id = r.id \
+                 WHERE r.project = $1 AND ($2::text IS NULL OR r.id = $2) \
+                 ORDER BY r.id, e.line",
+                &[&db.project, &id],
+            )
+            .map_err(|e| db.failed(&e))?;
+        let mut runs: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
+        for row in &rows {
+            let entry = runs
+                .entry(row.get(0))
+                .or_insert_with(|| (row.get(1), row.get(2), Vec::new()));
+            if let Some(body) = row.get::<_, Option<String>>(3) {
+                entry.2.push(body);
+            }
+        }
+        if let (Some(id), true) = (id, runs.is_empty()) {
+            return Err(EngineError::RunNotFound { id: id.to_string() });
+        }
+        Ok(runs
+            .into_iter()
+            .map(|(id, (host, user, lines))| {
+                let label = db.label(&id);
+                let bytes = file_bytes(&lines);
+                let busy = held.contains(&db.key(&id));
+                let mut summary = summarize(
+                    id,
+                    &label,
+                    journal::parse(&label, &bytes),
+                    &|| busy,
+                    bytes.len() as u64,
+                );
+                summary.host = Some(host);
+                summary.user = Some(user);
+                summary
+            })
+            .collect())
+    }
+
+    fn remove(&self, id: &str) -> Result<u64, EngineError> {
+        let (mut client, group, lines) = self.take(id)?;
+        let _ = group.kill_leftover();
+        client
+            .execute(
+                "DELETE FROM mekara_runs WHERE project = $1 AND id = $2",
+                &[&self.db.project, &id],
+            )
+            .map_err(|e| self.db.failed(&e))?;
+        group.remove();
+        Ok(file_bytes(&lines).len() as u64)
+    }
+}
+
+impl Db {
+    fn failed_json(&self, e: &serde_json::Error) -> StoreError {
+        StoreError::Query {
+            url: self.shown.clone(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// The appends of a held run, prepared once on its connection: one event, and the header
+/// with the first event.
+struct Inserts {
+    one: postgres::Statement,
+    two: postgres::Statement,
+}
+
+impl Inserts {
+    fn prepare(client: &mut Client, db: &Db) -> Result<Inserts, StoreError> {
+        let mut prepare = |sql| client.prepare(sql).map_err(|e| db.failed(&e));
+        Ok(Inserts {
+            one: prepare(
+                "INSERT INTO mekara_events (project, run_id, line, body) VALUES ($1, $2, $3, $4)",
+            )?,
+            two: prepare(
+                "INSERT INTO mekara_events (project, run_id, line, body) \
+                 VALUES ($1, $2, $3, $4), ($1, $2, $5, $6)",
+            )?,
+        })
+    }
+}
+
+/// The connection that holds a run's advisory lock. The synchronous client blocks on a
+/// runtime of its own even to close, which tokio forbids on a thread that drives async
+/// tasks (`mekara mcp` drops sessions there when it stops), so there it is closed on a
+/// thread of its own.
+struct Held(Option<Client>);
+
+impl Held {
+    fn get(&mut self) -> &mut Client {
+        self.0
+            .as_mut()
+            .expect("the connection is kept until the run is dropped")
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                std::thread::spawn(move || drop(client));
+            } else {
+                drop(client);
+            }
+        }
+    }
+}
+
+/// One run held in PostgreSQL: its connection holds the run's advisory lock.
+struct PgRun {
+    id: String,
+    label: PathBuf,
+    client: Held,
+    inserts: Inserts,
+    db: Arc<Db>,
+    /// How many lines (events) the run has.
+    lines: i32,
+    /// The header of a new run, inserted with its first event.
+    header: Option<String>,
+    group: GroupNote,
+}
+
+impl std::fmt::Debug for PgRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgRun")
+            .field("id", &self.id)
+            .field("store", &self.db.shown)
+            .field("lines", &self.lines)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunLog for PgRun {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn path(&self) -> &Path {
+        &self.label
+    }
+
+    fn append(&mut self, event: &Event) -> Result<(), JournalError> {
+        let line = serde_json::to_string(event).map_err(|e| self.db.failed_json(&e))?;
+        let (project, id, next) = (&self.db.project, &self.id, self.lines + 1);
+        let written = match &self.header {
+            Some(header) => self.client.get().execute(
+                &self.inserts.two,
+                &[project, id, &next, header, &(next + 1), &line],
+            ),
+            None => self
+                .client
+                .get()
+                .execute(&self.inserts.one, &[project, id, &next, &line]),
+        };
+        written.map_err(|e| self.db.failed(&e))?;
+        let mut bytes = line.len() as u64 + 1;
+        if let Some(header) = self.header.take() {
+            bytes += header.len() as u64 + 1;
+            self.lines += 1;
+        }
+        self.lines += 1;
+        self.group.journal_grew(bytes);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        // Every append was committed before it returned.
+        Ok(())
+    }
+
+    fn read(&self) -> Result<Contents, JournalError> {
+        let mut client = self.db.connect()?;
+        let lines = self.db.lines(&mut client, &self.id)?.unwrap_or_default();
+        journal::parse(&self.label, &file_bytes(&lines))
+    }
+
+    fn group_note(&self) -> &GroupNote {
+        &self.group
+    }
+
+    fn close(self: Box<Self>) -> Result<(), JournalError> {
+        // Ending the connection releases the lock.
+        self.group.remove();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(
+            redact_url("postgres://me:s3cret@db:5432/runs?sslmode=disable"),
+            "postgres://me:***@db:5432/runs?sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("postgresql://db/runs?user=me&password=s3cret&x=1"),
+            "postgresql://db/runs?user=me&password=***&x=1"
+        );
+        assert_eq!(
+            redact_url("host=db password=s3cret user=me"),
+            "host=db password=*** user=me"
+        );
+        assert_eq!(redact_url("postgres://me@db/runs"), "postgres://me@db/runs");
+        assert_eq!(
+            redact("cannot use s3cret", "postgres://me:s3cret@db/runs"),
+            "cannot use ***"
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! The process's allocator, and the memory budget of a Starlark evaluation.
+//!
+//! starlark checks its heap limit every thousand or so instructions, after the fact: one
+//! loop of forty statements, or one expression (`"x" * 2147483647`), can take gigabytes
+//! before the next check. [`Allocator`] wraps the system allocator and counts, per thread,
+//! the bytes allocated (net of those freed) while a [`Budget`] is held there:
+//!
+//! - [`Budget::spent`] is read before every statement of the evaluation, which fails with
+//!   the heap limit at the statement that went past it (see `engine::compiled`);
+//! - an allocation that would take the count past the budget's hard cap is refused (null).
+//!   starlark 0.14 cannot recover from a refused allocation (its arena and the standard
+//!   collections it builds call `handle_alloc_error`, which aborts the process), so a
+//!   refusal says why on stderr first: it bounds what one statement can take, at the price
+//!   of the process (docs/design.md, "Memory of a script").
+//!
+//! An allocator must not unwind, and must not allocate: the counts are thread-local cells.
+#![allow(unsafe_code)] // A global allocator is an `unsafe` trait; this one only adds counts.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::fmt::Write as _;
+use std::os::fd::BorrowedFd;
+
+/// The system allocator, counting what a thread allocates under a [`Budget`].
+pub struct Allocator;
+
+thread_local! {
+    /// The bytes this thread may still hold under its budget's hard cap (`None`: no budget).
+    static LEFT: Cell<Option<isize>> = const { Cell::new(None) };
+    /// The hard cap of this thread's budget.
+    static CAP: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Charges `bytes` to this thread's budget, if it has one; false if they do not fit
+/// (nothing is charged then).
+fn charge(bytes: usize) -> bool {
+    LEFT.try_with(|left| match left.get() {
+        None => true,
+        Some(have) => {
+            let want = isize::try_from(bytes).unwrap_or(isize::MAX);
+            if want > have {
+                // Over the cap once: the process stops, so no later allocation is refused
+                // (the message, the abort) and the message is written once.
+                left.set(None);
+                say_refused(bytes, CAP.try_with(Cell::get).unwrap_or(0));
+                false
+            } else {
+                left.set(Some(have - want));
+                true
+            }
+        }
+    })
+    .unwrap_or(true)
+}
+
+/// Says on stderr, without allocating, why the allocation that follows fails.
+fn say_refused(bytes: usize, cap: isize) {
+    let mut text = Text::default();
+    let _ = writeln!(
+        text,
+        "error: a statement of the Starlark script asked for {bytes} bytes at once, past the \
+         memory cap of an evaluation ({cap} bytes: four times the heap limit); mekara stops. \
+         The run is kept: fix the script, then resume the run"
+    );
+    // SAFETY: fd 2 is open for the life of the process, and only borrowed for the write.
+    let stderr = unsafe { BorrowedFd::borrow_raw(2) };
+    let _ = rustix::io::write(stderr, &text.bytes[..text.len]);
+}
+
+/// A line of text on the stack (the allocator must not allocate); what does not fit is cut.
+struct Text {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text {
+            bytes: [0; 512],
+            len: 0,
+        }
+    }
+}
+
+impl std::fmt::Write for Text {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = (self.len + s.len()).min(self.bytes.len());
+        self.bytes[self.len..end].copy_from_slice(&s.as_bytes()[..end - self.len]);
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Gives `bytes` back to this thread's budget, if it has one.
+fn credit(bytes: usize) {
+    let _ = LEFT.try_with(|left| {
+        if let Some(have) = left.get() {
+            let back = isize::try_from(bytes).unwrap_or(isize::MAX);
+            left.set(Some(have.saturating_add(back)));
+        }
+    });
+}
+
+// SAFETY: every call goes to `System` with the caller's own arguments; the counting only
+// reads and writes thread-local cells that need no allocation (const-initialised, no
+// destructor), and a refusal returns null, which callers must handle.
+unsafe impl GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if !charge(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract for `alloc` holds for `System` too.
+        let p = unsafe { System.alloc(layout) };
+        if p.is_null() {
+            credit(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if !charge(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if p.is_null() {
+            credit(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        credit(layout.size());
+        // SAFETY: `ptr` came from `System` with `layout` (every allocation goes there).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old = layout.size();
+        if new_size > old && !charge(new_size - old) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as for `dealloc`, and the caller's contract for `realloc`.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        match (p.is_null(), new_size > old) {
+            (true, true) => credit(new_size - old),
+            (false, false) => credit(old - new_size),
+            _ => {}
+        }
+        p
+    }
+}
+
+/// A memory budget on the current thread, from [`Budget::enter`] until it is dropped.
+/// Budgets do not nest: under one, another is the same one.
+pub(crate) struct Budget {
+    /// Whether this one set the thread's budget (and so clears it).
+    outer: bool,
+}
+
+impl Budget {
+    /// Lets this thread allocate at most `cap` bytes (net of what it frees) until the
+    /// budget is dropped, if it has no budget yet.
+    pub(crate) fn enter(cap: usize) -> Budget {
+        let cap = isize::try_from(cap).unwrap_or(isize::MAX);
+        let outer = LEFT.with(|left| {
+            if left.get().is_some() {
+                return false;
+            }
+            left.set(Some(cap));
+            CAP.with(|c| c.set(cap));
+            true
+        });
+        Budget { outer }
+    }
+
+    /// The bytes this thread holds under its budget (net of what it freed), if it has one.
+    pub(crate) fn spent() -> Option<usize> {
+        let left = LEFT.with(Cell::get)?;
+        let cap = CAP.with(Cell::get);
+        Some(usize::try_from(cap.saturating_sub(left)).unwrap_or(0))
+    }
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        if self.outer {
+            LEFT.with(|left| left.set(None));
+        }
+    }
+}
+
+/// Whether a panic with `message` is starlark refusing a value of 4 GiB or more (its sizes
+/// are 32-bit), which it checks with an assertion before it allocates: under a [`Budget`],
+/// that is the heap limit, not a bug.
+pub(crate) fn is_size_overflow(message: &str) -> bool {
+    ["AlignedSize must not exceed u32::MAX", "len overflow"].contains(&message)
+}
+
+/// Keeps the panic hook from printing the panics of [`is_size_overflow`] raised under a
+/// budget: the evaluation reports them as the heap limit, with the script's line.
+pub(crate) fn quiet_size_overflows() {
+    let print = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = crate::display::panic_message(info.payload());
+        let expected = Budget::spent().is_some() && is_size_overflow(message);
+        if !expected {
+            print(info);
+        }
+    }));
+}

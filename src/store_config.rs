@@ -1,0 +1,177 @@
+//! Which run store a project uses: the journal files, or the shared PostgreSQL store that
+//! `MEKARA_STORE_URL` or `[store]` in `.mekara/config.toml` names (`url`, with `${VAR}`
+//! expanded as `.mcp.json` is, and `project`). The engine gets the settings; this is the one
+//! place that reads them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::engine::EngineError;
+use crate::engine::postgres::{PgStore, Settings, StoreError, redact};
+use crate::engine::runs::RunStore;
+use crate::paths::Locations;
+
+/// The environment variable that names the store, before `[store] url`.
+pub(crate) const URL_VAR: &str = "MEKARA_STORE_URL";
+
+/// The run store of `locations`: PostgreSQL when `MEKARA_STORE_URL` or `[store] url` names
+/// one, else the runs folder. Nothing is connected yet: a command that never touches a run
+/// never needs the database.
+pub(crate) fn run_store(locations: &Locations) -> Result<RunStore, EngineError> {
+    match shared(locations)? {
+        None => Ok(RunStore::new(
+            locations.runs_dir().ok_or(EngineError::NoRunsDir)?,
+        )),
+        Some(store) => Ok(RunStore::with(Arc::new(store))),
+    }
+}
+
+/// The shared store `locations` name, if they name one. Its step group notes stay in the
+/// local runs folder.
+pub(crate) fn shared(locations: &Locations) -> Result<Option<PgStore>, EngineError> {
+    let dir = locations.runs_dir().ok_or(EngineError::NoRunsDir)?;
+    match settings(locations)? {
+        None => Ok(None),
+        Some(settings) => Ok(Some(PgStore::new(settings, dir)?)),
+    }
+}
+
+/// The `[store]` section of `.mekara/config.toml`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Section {
+    url: Option<String>,
+    project: Option<String>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    store: Option<Section>,
+}
+
+/// The shared store `locations` name: `MEKARA_STORE_URL`, else `[store] url` of the
+/// project's `.mekara/config.toml` (with `${VAR}` expanded); `None` for the files.
+fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
+    let root = locations.project_root.as_deref();
+    let file = root.map(|r| r.join(crate::client::policy::POLICY_FILE));
+    let section = match &file {
+        Some(file) => read_section(file)?,
+        None => Section::default(),
+    };
+    let (raw, from) = match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => (url, format!("`{URL_VAR}`")),
+        _ => match section.url {
+            Some(url) => (url, "`[store] url` of `.mekara/config.toml`".to_string()),
+            None => return Ok(None),
+        },
+    };
+    let mut secrets = crate::client::Secrets::default();
+    let url = crate::client::config::expand(&raw, &|v| std::env::var(v).ok(), &mut secrets)
+        .map_err(|reason| StoreError::BadUrl {
+            from: from.clone(),
+            reason: redact(&reason, &raw),
+        })?
+        .0;
+    let project = section
+        .project
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| root.and_then(origin_remote).map(|r| normalise_remote(&r)))
+        .or_else(|| {
+            root.and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "~".to_string());
+    Ok(Some(Settings { url, from, project }))
+}
+
+fn read_section(file: &Path) -> Result<Section, StoreError> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Section::default()),
+        Err(e) => {
+            return Err(StoreError::Config {
+                file: file.to_path_buf(),
+                reason: format!("cannot read it: {e}"),
+            });
+        }
+    };
+    // The rest of the file is the MCP client's policy, read (and checked) there.
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| StoreError::Config {
+        file: file.to_path_buf(),
+        reason: e.to_string().trim_end().to_string(),
+    })?;
+    table.retain(|k, _| k == "store");
+    let parsed: ConfigFile =
+        toml::Table::try_into(table).map_err(|e: toml::de::Error| StoreError::Config {
+            file: file.to_path_buf(),
+            reason: format!("`[store]`: {}", e.to_string().trim_end()),
+        })?;
+    Ok(parsed.store.unwrap_or_default())
+}
+
+/// The `origin` remote of the git repository at `root`, if it has one.
+fn origin_remote(root: &Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["config", "--get", "remote.origin.url"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let url = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !url.is_empty()).then_some(url)
+}
+
+/// A remote URL as a project id that is the same for every clone: no scheme, user, port or
+/// `.git`, and the host in lower case. `https://github.com/acme/app.git`,
+/// `git@github.com:acme/app` and `ssh://git@GitHub.com:22/acme/app/` are all
+/// `github.com/acme/app`.
+pub(crate) fn normalise_remote(url: &str) -> String {
+    let url = url.trim();
+    let (rest, scp) = match url.split_once("://") {
+        Some((_, rest)) => (rest, false),
+        None => (url, true),
+    };
+    let (authority, path) = if scp {
+        // `user@host:path`, as git's scp-like syntax; a local path has no `:` before `/`.
+        match rest.split_once(':') {
+            Some((a, p)) if !a.contains('/') => (a, p),
+            _ => ("", rest),
+        }
+    } else {
+        rest.split_once('/').unwrap_or((rest, ""))
+    };
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if scp {
+        host
+    } else {
+        host.split_once(':').map_or(host, |(h, _)| h)
+    };
+    let path = path.trim_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    if host.is_empty() {
+        path.to_string()
+    } else {
+        format!("{}/{path}", host.to_lowercase())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remotes_of_one_repository_name_one_project() {
+        for url in [
+            "https://github.com/acme/app.git",
+            "https://user:token@github.com/acme/app",
+            "git@github.com:acme/app.git",
+            "ssh://git@GitHub.com:22/acme/app/",
+            "git://github.com/acme/app.git",
+        ] {
+            assert_eq!(normalise_remote(url), "github.com/acme/app", "{url}");
+        }
+        assert_eq!(normalise_remote("/srv/git/app.git"), "srv/git/app");
+    }
+}

@@ -1,0 +1,132 @@
+//! End to end with the real Copilot CLI: `mekara install --client copilot` in a temporary
+//! project, then `copilot -p PROMPT` with `HOME` in a temporary folder, offline
+//! (`COPILOT_OFFLINE`, no GitHub account) and with a provider of its own
+//! (`COPILOT_PROVIDER_BASE_URL`) at a scripted stand-in model speaking the Chat Completions API
+//! ([`crate::chat_completions`]), which records every request Copilot CLI makes. The checks are
+//! on those requests (what the model was really shown) and on mekara's journal.
+//!
+//! Copilot CLI is installed by `tests/copilot/install.sh` into `target/test-clients/copilot/`.
+//! The tests are ignored unless the `clients` feature is on (as in CI); with it on, a missing
+//! client is a failure.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::chat_completions::{self as standin, Session, Turn, call};
+use crate::common::{Project, path_with_mekara};
+
+/// The installed `copilot`.
+fn copilot() -> PathBuf {
+    crate::common::outside_client(
+        "copilot/node_modules/.bin/copilot",
+        "Copilot CLI",
+        "tests/copilot/install.sh",
+    )
+}
+
+/// Where Copilot CLI's executable unpacks itself (`tests/copilot/install.sh` does it once).
+fn copilot_cache() -> PathBuf {
+    crate::common::outside_client("copilot/cache", "Copilot CLI", "tests/copilot/install.sh")
+}
+
+/// A project with `mekara install --client copilot` run in it, and the folder trusted in the
+/// person's `~/.copilot/config.json`, as Copilot CLI saves it when asked on the first
+/// interactive launch (until then it does not read the project's `.mcp.json`).
+fn installed_project() -> Project {
+    let (project, stdout) = crate::common::installed_for("copilot");
+    assert!(stdout.contains("--allow-tool mekara"), "{stdout}");
+    let root = project.root().canonicalize().expect("canonical root");
+    crate::common::write_file(
+        &project.home().join(".copilot/config.json"),
+        &serde_json::json!({"trusted_folders": [root]}).to_string(),
+    );
+    project
+}
+
+/// Runs `copilot -p PROMPT ARGS...` in the project against a stand-in scripted with `turns`.
+fn copilot_p(project: &Project, prompt: &str, args: &[&str], turns: Vec<Turn>) -> Session {
+    let standin = standin::start(turns);
+    let mut command = Command::new(copilot());
+    command
+        .args(["-p", prompt, "--no-auto-update", "--disable-builtin-mcps"])
+        .args(args)
+        .current_dir(project.root())
+        .env_clear()
+        .env("PATH", path_with_mekara())
+        .env("HOME", project.home())
+        // Unpacked there once by the install script, not into each test's home.
+        .env("COPILOT_CACHE_HOME", copilot_cache())
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", standin.url()))
+        .env("COPILOT_PROVIDER_API_KEY", "sk-stand-in")
+        .env("COPILOT_MODEL", "stand-in")
+        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+    Session::run(command, standin)
+}
+
+/// The name Copilot CLI gives one of mekara's tools.
+fn copilot_name(tool: &str) -> String {
+    format!("mekara-{tool}")
+}
+
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Copilot CLI (bash tests/copilot/install.sh) and --features clients"
+)]
+#[test]
+fn a_scripted_run_of_test_nested_completes_through_copilot_cli() {
+    let project = installed_project();
+    let session = copilot_p(
+        &project,
+        "Run the nested test script.",
+        &["--allow-tool", "mekara"],
+        standin::nested_turns(copilot_name),
+    );
+    session.assert_nested_run(&project, copilot_name);
+}
+
+/// The control for the test above: without `--allow-tool mekara`, Copilot CLI does not run
+/// mekara's `start` in `-p` mode, where nobody can approve it.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Copilot CLI (bash tests/copilot/install.sh) and --features clients"
+)]
+#[test]
+fn without_allow_tool_copilot_cli_does_not_run_mekaras_tools() {
+    let project = installed_project();
+    let session = copilot_p(
+        &project,
+        "Start test/random.",
+        &[],
+        vec![call(
+            &copilot_name("start"),
+            serde_json::json!({"name": "test/random", "arguments": "7"}),
+        )],
+    );
+    let offered = session.offered();
+    assert!(
+        offered.iter().any(|n| n == "mekara-start"),
+        "the tool was not even offered: {offered:?}\n{session}"
+    );
+    assert!(
+        project.run_ids().is_empty(),
+        "mekara ran the script anyway\n{session}"
+    );
+}
+
+/// Without the folder trusted, Copilot CLI does not read the project's `.mcp.json`: the
+/// person trusts it once, as install's output says.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Copilot CLI (bash tests/copilot/install.sh) and --features clients"
+)]
+#[test]
+fn in_an_untrusted_folder_copilot_cli_offers_no_mekara_tools() {
+    let (project, _) = crate::common::installed_for("copilot");
+    let session = copilot_p(&project, "Hello.", &["--allow-tool", "mekara"], Vec::new());
+    let offered = session.offered();
+    assert!(
+        !offered.iter().any(|n| n.starts_with("mekara-")),
+        "{offered:?}\n{session}"
+    );
+}

@@ -1,0 +1,664 @@
+//! The shared run store in PostgreSQL: a real server (the Debian `postgresql` package),
+//! started once for the test process by [`server`], one database per test. Hosts are
+//! simulated by checkouts: each [`Project`] is its own folder and HOME, with its own
+//! `MEKARA_HOST`.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::common::{Project, Run, run_with_stdin, wait_for};
+
+const BIN: &str = "/usr/lib/postgresql/15/bin";
+const PASSWORD: &str = "pg-s3cret-pw";
+const NEEDS: &str = "needs PostgreSQL 15 (`apt-get install postgresql`)";
+
+/// One PostgreSQL server for the whole test process, on a free loopback port, its data and
+/// socket in a temporary folder. It runs as `nobody` (initdb refuses root) under a shell
+/// that stops it and removes the folder when this process's end closes its stdin.
+struct Server {
+    port: u16,
+    _keeper: Child,
+}
+
+fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        assert!(
+            std::path::Path::new(BIN).join("initdb").exists(),
+            "{NEEDS}: {BIN}/initdb is missing"
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("mekara-pg")
+            .tempdir()
+            .expect("tempdir")
+            .keep();
+        std::fs::write(dir.join("pw"), PASSWORD).expect("pw");
+        let as_nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+        let root = nix_is_root();
+        if root {
+            for path in [dir.clone(), dir.join("pw")] {
+                std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+            }
+        }
+        let mut initdb = Command::new(if root { "setpriv" } else { "env" });
+        if root {
+            initdb.args(as_nobody);
+        }
+        let out = initdb
+            .arg(format!("{BIN}/initdb"))
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args(["-U", "mekara", "--auth=scram-sha-256", "--no-sync"])
+            .arg(format!("--pwfile={}", dir.join("pw").display()))
+            .output()
+            .expect("initdb");
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let run_as = if root {
+            format!("setpriv {}", as_nobody.join(" "))
+        } else {
+            "env".to_string()
+        };
+        let d = dir.display();
+        let keeper = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!(
+                "{run_as} {BIN}/postgres -D {d}/data -p {port} -k {d} -c listen_addresses=127.0.0.1 \
+                 -c fsync=off -c max_connections=200 >{d}/log 2>&1 & p=$!; read _; kill -INT $p; wait $p; rm -rf {d}"
+            ))
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start postgres");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while connect("postgres", port).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "postgres did not start: {}",
+                std::fs::read_to_string(dir.join("log")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Server {
+            port,
+            _keeper: keeper,
+        }
+    })
+}
+
+fn nix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn connect(db: &str, port: u16) -> Result<postgres::Client, postgres::Error> {
+    postgres::Client::connect(
+        &format!("postgres://mekara:{PASSWORD}@127.0.0.1:{port}/{db}"),
+        postgres::NoTls,
+    )
+}
+
+/// A fresh database of the shared server for one test.
+struct Db {
+    name: String,
+    port: u16,
+}
+
+impl Db {
+    /// A new, empty database (no mekara schema).
+    fn empty() -> Db {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let port = server().port;
+        let name = format!(
+            "t{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        connect("postgres", port)
+            .expect("connect")
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("create database");
+        Db { name, port }
+    }
+
+    /// A new database, migrated by `mekara store migrate`.
+    fn migrated(project: &Project) -> Db {
+        let db = Db::empty();
+        db.run(project, "a", &["store", "migrate"]).expect_code(0);
+        db
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "postgres://mekara:{PASSWORD}@127.0.0.1:{}/{}",
+            self.port, self.name
+        )
+    }
+
+    fn client(&self) -> postgres::Client {
+        connect(&self.name, self.port).expect("connect")
+    }
+
+    /// `mekara ARGS` in `project` as host `host` (user `u-HOST`), with this store.
+    fn command(&self, project: &Project, host: &str, args: &[&str]) -> Command {
+        let mut cmd = project.command(args);
+        cmd.env("MEKARA_STORE_URL", self.url())
+            .env("MEKARA_HOST", host)
+            .env("USER", format!("u-{host}"));
+        cmd
+    }
+
+    fn run(&self, project: &Project, host: &str, args: &[&str]) -> Run {
+        run_with_stdin(self.command(project, host, args), "")
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.client()
+            .query("SELECT id FROM mekara_runs ORDER BY id", &[])
+            .expect("ids")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+}
+
+/// A checkout of the project `acme` (the id comes from `[store] project`), with a script
+/// that writes to `shared` (a folder both hosts see): `a`, then `b` (which waits for
+/// `shared/go` when `shared/wait` exists), then `c`.
+fn checkout(shared: &std::path::Path) -> Project {
+    let project = Project::new();
+    project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    let s = shared.display();
+    project.script(
+        "steps",
+        "Run the steps.",
+        Some(&format!(
+            r#"def execute(request):
+    auto("echo a >> {s}/a.count", context = "a")
+    auto("touch {s}/started; while [ -e {s}/wait ] && [ ! -e {s}/go ]; do sleep 0.02; done; echo b >> {s}/b.count", context = "b")
+    auto("echo c >> {s}/c.count", context = "c")
+"#
+        )),
+    );
+    project
+}
+
+/// Two checkouts of `acme` and a store, with host `laptop` driving `steps` and waiting in
+/// step `b` until `shared/go` appears.
+fn driving_step_b(shared: &std::path::Path) -> (Project, Project, Db, Child) {
+    let (laptop, ci) = (checkout(shared), checkout(shared));
+    let db = Db::migrated(&laptop);
+    std::fs::write(shared.join("wait"), "").expect("wait");
+    let child = db
+        .command(&laptop, "laptop", &["run", "steps"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    wait_for(&shared.join("started"));
+    (laptop, ci, db, child)
+}
+
+fn count(shared: &std::path::Path, name: &str) -> usize {
+    crate::common::lines(&shared.join(format!("{name}.count")))
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let (laptop, ci) = (checkout(shared.path()), checkout(shared.path()));
+    let db = Db::migrated(&laptop);
+    db.run(&laptop, "laptop", &["run", "steps"]).expect_code(0);
+    assert!(
+        !laptop
+            .root()
+            .join(".mekara/runs")
+            .read_dir()
+            .is_ok_and(|mut d| d
+                .any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "jsonl")))),
+        "no journal file: the run is in the database"
+    );
+    let ids = db.ids();
+    assert_eq!(ids.len(), 1);
+
+    let listed = db.run(&ci, "ci", &["runs"]);
+    listed.expect_code(0);
+    let row = listed.stdout.lines().nth(1).expect("a row");
+    for word in [&ids[0], "steps", "completed", "laptop", "u-laptop"] {
+        assert!(row.contains(word), "{word}: {}", listed.stdout);
+    }
+    assert!(
+        listed.stdout.contains("(project `acme`)"),
+        "{}",
+        listed.stdout
+    );
+    assert!(!listed.stdout.contains(PASSWORD), "{}", listed.stdout);
+
+    let shown = db.run(&ci, "ci", &["runs", "show", &ids[0]]);
+    shown.expect_code(0);
+    assert!(shown.stdout.contains("$ echo a >>"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("◀ completed"), "{}", shown.stdout);
+
+    for (filter, found) in [
+        (&["--host", "laptop"][..], true),
+        (&["--host", "ci"], false),
+        (&["--user", "u-laptop"], true),
+        (&["--user", "u-ci"], false),
+        (&["--state", "completed"], true),
+        (&["--state", "interrupted"], false),
+    ] {
+        let args: Vec<&str> = ["runs"].iter().chain(filter).copied().collect();
+        let out = db.run(&ci, "ci", &args);
+        out.expect_code(0);
+        assert_eq!(
+            out.stdout.contains(&ids[0]),
+            found,
+            "{filter:?}: {}",
+            out.stdout
+        );
+        if !found {
+            assert!(
+                out.stdout.contains("none of the 1 run in"),
+                "{}",
+                out.stdout
+            );
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn the_url_in_config_toml_expands_variables_and_files_refuse_host_filters() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let project = checkout(shared.path());
+    let db = Db::migrated(&project);
+    project.write(
+        ".mekara/config.toml",
+        &format!(
+            "[store]\nurl = \"postgres://mekara:${{PG_PW}}@127.0.0.1:{}/{}\"\nproject = \"acme\"\n",
+            db.port, db.name
+        ),
+    );
+    let mut cmd = project.command(&["run", "steps"]);
+    cmd.env("PG_PW", PASSWORD);
+    run_with_stdin(cmd, "").expect_code(0);
+    assert_eq!(db.ids().len(), 1, "the run went to the database");
+
+    let mut cmd = project.command(&["runs"]);
+    cmd.env_remove("PG_PW");
+    let unset = run_with_stdin(cmd, "");
+    unset.expect_code(2);
+    assert!(
+        unset.stderr.contains("variable `PG_PW` is not set"),
+        "{}",
+        unset.stderr
+    );
+
+    let files = Project::new();
+    let refused = files.run(&["runs", "--host", "ci"], "");
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("`--host` and `--user` choose among the runs of a shared run store"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let (laptop, ci, db, mut child) = driving_step_b(s);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let ids = db.ids();
+    let listed = db.run(&ci, "ci", &["runs", "--state", "interrupted"]);
+    assert!(listed.stdout.contains(&ids[0]), "{}", listed.stdout);
+
+    // The killed laptop's step still waits; the other host cannot reach it (the group
+    // note is host-local), so the test lets it end.
+    std::fs::write(s.join("go"), "").expect("go");
+    let resumed = db.run(&ci, "ci", &["run", "--resume", &ids[0]]);
+    resumed.expect_code(0);
+    assert_eq!(count(s, "a"), 1, "the finished step `a` ran once");
+    assert_eq!(count(s, "c"), 1);
+    assert!(
+        !resumed.stdout.contains("steps[0]") && resumed.stdout.contains("steps[1]"),
+        "{}",
+        resumed.stdout
+    );
+    let listed = db.run(&laptop, "laptop", &["runs"]);
+    assert!(listed.stdout.contains("completed"), "{}", listed.stdout);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let (_laptop, ci, db, mut child) = driving_step_b(s);
+    let ids = db.ids();
+    let refused = db.run(&ci, "ci", &["run", "--resume", &ids[0]]);
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "run `{}` is in use by another mekara process",
+            ids[0]
+        )),
+        "{}",
+        refused.stderr
+    );
+    let listed = db.run(&ci, "ci", &["runs"]);
+    assert!(listed.stdout.contains("active"), "{}", listed.stdout);
+    let removed = db.run(&ci, "ci", &["runs", "prune", "--state", "interrupted"]);
+    assert!(
+        !removed.stdout.contains("removed 1"),
+        "an active run is never pruned: {}",
+        removed.stdout
+    );
+    std::fs::write(s.join("go"), "").expect("go");
+    assert!(child.wait().expect("wait").success());
+    assert_eq!((count(s, "a"), count(s, "b"), count(s, "c")), (1, 1, 1));
+    let listed = db.run(&ci, "ci", &["runs"]);
+    assert!(listed.stdout.contains("completed"), "{}", listed.stdout);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn the_schema_is_checked_older_and_newer_with_what_to_do() {
+    let project = Project::new();
+    let db = Db::empty();
+    let old = db.run(&project, "a", &["runs"]);
+    old.expect_code(1);
+    let shown = format!("postgres://mekara:***@127.0.0.1:{}/{}", db.port, db.name);
+    assert_eq!(
+        old.stderr.trim_end(),
+        format!(
+            "error: the run store `{shown}` has schema version 0 and this mekara needs version 1: run `mekara store migrate`"
+        )
+    );
+    let migrated = db.run(&project, "a", &["store", "migrate"]);
+    migrated.expect_code(0);
+    assert!(
+        migrated.stdout.contains("from schema version 0 to 1"),
+        "{}",
+        migrated.stdout
+    );
+    let again = db.run(&project, "a", &["store", "migrate"]);
+    assert!(
+        again.stdout.contains("at schema version 1 already"),
+        "{}",
+        again.stdout
+    );
+    db.run(&project, "a", &["runs"]).expect_code(0);
+
+    db.client()
+        .batch_execute("UPDATE mekara_schema SET version = 7")
+        .expect("update");
+    let newer = db.run(&project, "a", &["runs"]);
+    newer.expect_code(1);
+    assert_eq!(
+        newer.stderr.trim_end(),
+        format!(
+            "error: the run store `{shown}` has schema version 7, newer than this mekara's (1), so a newer mekara migrated it; upgrade mekara to use it"
+        )
+    );
+    let refused = db.run(&project, "a", &["store", "migrate"]);
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("schema version 7, newer"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn import_then_export_round_trips_journals_byte_for_byte() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let (laptop, other) = (checkout(shared.path()), checkout(shared.path()));
+    // Two runs in files, one of which was rewound (a supersede event and superseded lines).
+    laptop.run(&["run", "steps"], "").expect_code(0);
+    laptop.run(&["run", "steps"], "").expect_code(0);
+    let ids = laptop.run_ids();
+    laptop
+        .run(&["run", "--resume", &ids[1], "--from", "steps[1]"], "")
+        .expect_code(0);
+    let files = laptop.runs_snapshot();
+    assert!(
+        files
+            .values()
+            .any(|j| String::from_utf8_lossy(j).contains("\"supersede\""))
+    );
+
+    let db = Db::migrated(&laptop);
+    let imported = db.run(&laptop, "laptop", &["store", "import"]);
+    imported.expect_code(0);
+    assert_eq!(
+        imported.stdout,
+        "imported 2 runs; 0 runs already in the store\n"
+    );
+    let again = db.run(&laptop, "laptop", &["store", "import"]);
+    assert_eq!(
+        again.stdout,
+        "imported 0 runs; 2 runs already in the store\n"
+    );
+    assert_eq!(db.ids(), ids);
+
+    let exported = db.run(&other, "other", &["store", "export"]);
+    exported.expect_code(0);
+    assert_eq!(
+        exported.stdout,
+        "exported 2 runs; 0 runs already a file here\n"
+    );
+    assert_eq!(other.runs_snapshot(), files, "byte-identical journals");
+    let shown = db.run(&other, "other", &["runs", "show", &ids[1]]);
+    assert!(shown.stdout.contains("(superseded)"), "{}", shown.stdout);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_bad_url_or_a_server_that_is_down_is_a_clear_error_without_the_password() {
+    let project = Project::new();
+    let port = server().port;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    for (url, says) in [
+        (
+            format!("postgres://mekara:{PASSWORD}@127.0.0.1:{closed}/x"),
+            format!(
+                "error: cannot reach the run store `postgres://mekara:***@127.0.0.1:{closed}/x`: error connecting to server: Connection refused"
+            ),
+        ),
+        (
+            format!("postgres://mekara:wrong-{PASSWORD}@127.0.0.1:{port}/postgres"),
+            format!(
+                "error: cannot reach the run store `postgres://mekara:***@127.0.0.1:{port}/postgres`: password authentication failed for user \"mekara\""
+            ),
+        ),
+        (
+            format!("postgres://mekara:{PASSWORD}@127.0.0.1:notaport/x"),
+            "error: the run store setting `MEKARA_STORE_URL` is not a PostgreSQL URL".to_string(),
+        ),
+    ] {
+        let mut cmd = project.command(&["runs"]);
+        cmd.env("MEKARA_STORE_URL", &url);
+        let started = std::time::Instant::now();
+        let out = run_with_stdin(cmd, "");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no hang"
+        );
+        assert_ne!(out.code, Some(0));
+        assert!(out.stderr.starts_with(&says), "{url}:\n{}", out.stderr);
+        assert!(!out.stderr.contains(PASSWORD), "{}", out.stderr);
+    }
+    // A host that never answers: the connect timeout of the URL (or 5 s) ends the wait.
+    let mut cmd = project.command(&["runs"]);
+    cmd.env(
+        "MEKARA_STORE_URL",
+        format!("postgres://mekara:{PASSWORD}@10.255.255.1:5432/x?connect_timeout=1"),
+    );
+    let out = run_with_stdin(cmd, "");
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.contains("cannot reach the run store"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(PASSWORD), "{}", out.stderr);
+
+    let mut cmd = project.command(&["store", "--help"]);
+    cmd.env(
+        "MEKARA_STORE_URL",
+        format!("postgres://mekara:{PASSWORD}@h/x"),
+    );
+    let help = run_with_stdin(cmd, "");
+    help.expect_code(0);
+    assert!(!help.stdout.contains(PASSWORD), "{}", help.stdout);
+}
+
+/// One MCP call to a `mekara mcp` of its own, in `project` as host `host`.
+async fn mcp_once(
+    project: &Project,
+    db: &Db,
+    host: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> String {
+    let url = db.url();
+    let env = [
+        ("MEKARA_STORE_URL", std::path::Path::new(&url)),
+        ("MEKARA_HOST", std::path::Path::new(host)),
+    ];
+    let client = crate::mcp::client::Client::start(project, &env).await;
+    let reply = client.call(tool, args).await.ok();
+    client.service.cancel().await.expect("close");
+    reply
+}
+
+/// Runs `future` to its end on a runtime of its own.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(future)
+}
+
+/// Over MCP: a run started by the agent of one host is carried to its end, by its handle,
+/// by a server on another host, each call through a server process of its own.
+///
+/// Not a `tokio::test`: the test's own calls to the database use the synchronous client,
+/// which cannot run inside a runtime; the MCP calls get one each.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn mcp_servers_on_two_hosts_carry_one_run_by_its_handle() {
+    use serde_json::json;
+    let (laptop, ci) = (Project::new(), Project::new());
+    for project in [&laptop, &ci] {
+        crate::mcp::handles::two_steps(project);
+        project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    }
+    let db = Db::migrated(&laptop);
+    let started = block_on(mcp_once(
+        &laptop,
+        &db,
+        "laptop",
+        "start",
+        json!({"name": "two", "arguments": "p"}),
+    ));
+    let h = crate::mcp::client::handle(&started);
+    let second = block_on(mcp_once(
+        &ci,
+        &db,
+        "ci",
+        "continue_compiled_script",
+        json!({"run_id": h, "outputs": {"word": "one"}}),
+    ));
+    assert!(second.contains("second word"), "{second}");
+    let done = block_on(mcp_once(
+        &laptop,
+        &db,
+        "laptop",
+        "continue_compiled_script",
+        json!({"run_id": h, "outputs": {"word": "two"}}),
+    ));
+    assert!(done.contains("## Done"), "{done}");
+    let out = std::fs::read_to_string(laptop.root().join("out-p")).expect("output");
+    assert_eq!(out, "one\ntwo\n");
+    let listed = db.run(&ci, "ci", &["runs"]);
+    assert!(
+        listed.stdout.contains("completed") && listed.stdout.contains("laptop"),
+        "{}",
+        listed.stdout
+    );
+}
+
+/// `--state` chooses among file runs too (no database needed).
+#[test]
+fn runs_state_filters_file_runs_too() {
+    let project = Project::new();
+    project.script(
+        "one",
+        "One step.",
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    project.run(&["run", "one"], "").expect_code(0);
+    let id = &project.run_ids()[0];
+    let completed = project.run(&["runs", "--state", "completed"], "");
+    completed.expect_code(0);
+    assert!(
+        completed.stdout.contains(id.as_str()),
+        "{}",
+        completed.stdout
+    );
+    let interrupted = project.run(&["runs", "--state", "interrupted"], "");
+    interrupted.expect_code(0);
+    assert!(
+        interrupted.stdout.starts_with("none of the 1 run in ")
+            && !interrupted.stdout.contains(id.as_str()),
+        "{}",
+        interrupted.stdout
+    );
+}
