@@ -130,6 +130,7 @@ fn journal_events() -> impl Strategy<Value = Vec<Event>> {
                                 ..StepResult::default()
                             },
                             allow_failure,
+                            parallel: None,
                         },
                         at: 3,
                     }));

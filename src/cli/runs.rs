@@ -387,6 +387,9 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
         record.index,
         record.input.summary()
     ));
+    if let Some(member) = &record.parallel {
+        out.push_str(&format!("  ∥ {member}"));
+    }
     if let Some(context) = &record.context {
         out.push_str(&format!("  # {context}"));
     }

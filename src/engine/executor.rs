@@ -1258,6 +1258,7 @@ impl Executor {
             context,
             result,
             allow_failure,
+            parallel: None,
         };
         self.append(&Event::Step(StepEvent {
             depth,

@@ -25,6 +25,12 @@
 //! someone else's). With the leader gone, the group id cannot have been handed out again
 //! while members of our group are alive (Linux keeps a pid allocated while it names a
 //! process group), so what is left in that group is ours.
+//!
+//! The steps of a `parallel` group run at once, so one line cannot hold them: each runs in
+//! a slot of its own (a line after the first, one per concurrent step). The journal grows as
+//! members finish while others still run, so its length cannot tell a member's end: a slot
+//! keeps no length, and is cleared when its step returns (one more write, paid only by
+//! parallel steps). A resume kills the group of every slot still written.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -44,6 +50,9 @@ pub struct GroupNote {
     path: Arc<PathBuf>,
     /// The length of the run's journal, kept up to date by the journal (0 for a new one).
     journal_len: Arc<AtomicU64>,
+    /// Which line this handle writes: 0 for sequential steps, from 1 for the steps of a
+    /// `parallel` group that run at once.
+    slot: u64,
 }
 
 /// Fixed width, so every note overwrites the last one whole: `pgid lo hi journal_len` padded.
@@ -80,7 +89,17 @@ impl GroupNote {
             file: Arc::new(file),
             path: Arc::new(path),
             journal_len: Arc::new(AtomicU64::new(0)),
+            slot: 0,
         })
+    }
+
+    /// The same note, writing line `slot` (from 1): where one of the steps of a `parallel`
+    /// group that run at once notes its group. Such a line is cleared when its step returns.
+    pub(crate) fn member_slot(&self, slot: usize) -> GroupNote {
+        GroupNote {
+            slot: u64::try_from(slot).unwrap_or(u64::MAX),
+            ..self.clone()
+        }
     }
 
     /// Tells the note how long the run's journal is (the journal calls this when it opens).
@@ -105,14 +124,20 @@ impl GroupNote {
         let mut line = [b' '; WIDTH];
         line[WIDTH - 1] = b'\n';
         let mut cursor = std::io::Cursor::new(&mut line[..WIDTH - 1]);
-        let journal_len = self.journal_len.load(Ordering::Relaxed);
-        let _ = write!(
-            cursor,
-            "{pgid} {spawned_after} {spawned_before} {journal_len}"
-        );
+        let _ = if self.slot == 0 {
+            let journal_len = self.journal_len.load(Ordering::Relaxed);
+            write!(
+                cursor,
+                "{pgid} {spawned_after} {spawned_before} {journal_len}"
+            )
+        } else {
+            // No journal length: the step is in flight until its line is cleared.
+            write!(cursor, "{pgid} {spawned_after} {spawned_before}")
+        };
         // A note that cannot be written only loses the clean-up after a crash; the step
         // itself must not fail for it.
-        if let Err(e) = self.file.write_all_at(&line, 0) {
+        let offset = self.slot.saturating_mul(WIDTH as u64);
+        if let Err(e) = self.file.write_all_at(&line, offset) {
             tracing::debug!("cannot note the step's process group: {e}");
         }
     }
@@ -126,32 +151,60 @@ impl GroupNote {
     /// one noted, and clears the note. Call it only while holding the run (its journal
     /// lock), after telling the note the journal's length: then whoever wrote the note is
     /// gone, and the journal says whether the step ended.
+    ///
+    /// The groups of `parallel` steps noted in the lines after the first are killed too
+    /// (each said in the log); the result is the first line's.
     pub fn kill_leftover(&self) -> Leftover {
+        let journal_len = self.journal_len.load(Ordering::Relaxed);
+        let mut slot = 1;
+        loop {
+            let mut line = [0u8; WIDTH];
+            let read = self
+                .file
+                .read_at(&mut line, slot * WIDTH as u64)
+                .unwrap_or(0);
+            if read == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line[..read]);
+            if let Some(note) = parse(&text) {
+                let found = self.kill_noted(&note);
+                tracing::info!("a parallel step's noted process group: {found:?}");
+            }
+            slot += 1;
+        }
         let mut line = [0u8; WIDTH];
         let read = self.file.read_at(&mut line, 0).unwrap_or(0);
         let text = String::from_utf8_lossy(&line[..read]);
-        let journal_len = self.journal_len.load(Ordering::Relaxed);
         let found = parse(&text)
             .filter(|note| note.journal_len >= journal_len)
-            .map_or(Leftover::None, |note| match ours(&note, clock_ns()) {
-                Err(why) => {
-                    tracing::warn!(
-                        "`{}` names process group {}, which is not one mekara started: {why}; nothing was killed",
-                        self.path.display(),
-                        note.pgid
-                    );
-                    Leftover::NotOurs(note.pgid)
-                }
-                Ok(false) => Leftover::Reused(note.pgid),
-                Ok(true) => match Pid::from_raw(note.pgid) {
-                    Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
-                        Leftover::Killed(note.pgid)
-                    }
-                    _ => Leftover::None,
-                },
-            });
+            .map_or(Leftover::None, |note| self.kill_noted(&note));
+        if slot > 1 {
+            let _ = self.file.set_len(WIDTH as u64);
+        }
         self.clear();
         found
+    }
+
+    /// Kills the group of `note` if it is still the one noted.
+    fn kill_noted(&self, note: &Noted) -> Leftover {
+        match ours(note, clock_ns()) {
+            Err(why) => {
+                tracing::warn!(
+                    "`{}` names process group {}, which is not one mekara started: {why}; nothing was killed",
+                    self.path.display(),
+                    note.pgid
+                );
+                Leftover::NotOurs(note.pgid)
+            }
+            Ok(false) => Leftover::Reused(note.pgid),
+            Ok(true) => match Pid::from_raw(note.pgid) {
+                Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
+                    Leftover::Killed(note.pgid)
+                }
+                _ => Leftover::None,
+            },
+        }
     }
 }
 
@@ -323,6 +376,46 @@ mod tests {
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(9)
         );
+    }
+
+    #[test]
+    fn the_groups_of_parallel_steps_are_killed_though_the_journal_grew_until_cleared() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let note = GroupNote::open(dir.path(), "r1").expect("open");
+        let spawn = || {
+            let after = clock_ns();
+            let child = std::process::Command::new("sleep")
+                .arg("30")
+                .process_group(0)
+                .spawn()
+                .expect("spawn sleep");
+            let pgid = i32::try_from(child.id()).expect("pid fits");
+            (child, pgid, after)
+        };
+        let (mut running, running_pgid, after) = spawn();
+        let (mut ended, ended_pgid, ended_after) = spawn();
+        note.set_journal_len(100);
+        note.member_slot(1).note(running_pgid, after, clock_ns());
+        let slot = note.member_slot(2);
+        slot.note(ended_pgid, ended_after, clock_ns());
+        // The second step returned: its line is cleared.
+        slot.clear();
+        // Other members finished meanwhile: the journal grew, which says nothing of the
+        // step of line 1.
+        note.set_journal_len(500);
+        assert_eq!(note.kill_leftover(), Leftover::None);
+        let status = running.wait().expect("wait");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        assert!(ended.try_wait().expect("try_wait").is_none(), "killed");
+        ended.kill().expect("kill");
+        ended.wait().expect("reap");
+        // The note is back to one line.
+        let text = std::fs::read_to_string(path(dir.path(), "r1")).expect("read");
+        assert_eq!(text.len(), WIDTH);
     }
 
     #[test]

@@ -659,6 +659,10 @@ mod tests {
                     ..StepResult::default()
                 },
                 allow_failure: true,
+                parallel: Some(crate::engine::step::ParallelMember {
+                    group: 2,
+                    member: 1,
+                }),
             },
             at: 99,
         })

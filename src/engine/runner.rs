@@ -22,7 +22,7 @@ use super::step::{StepInput, StepResult};
 ///
 /// Everything a run does that is not a pure function of its journal goes through here:
 /// shell commands, and the ids and tokens of new runs.
-pub trait StepRunner: Send {
+pub trait StepRunner: Send + Sync {
     /// Runs `step`, passing output to `on_output` as it arrives.
     fn run_shell(
         &self,
@@ -30,6 +30,64 @@ pub trait StepRunner: Send {
         on_output: &mut dyn FnMut(&[u8]),
         cancel: &CancelToken,
     ) -> Ran;
+
+    /// Runs the shell steps of one round of a `parallel` group, at most `max` at once, and
+    /// passes each result to `on_done` with the step's position in `steps`, on the calling
+    /// thread, as it comes. Each step runs as [`run_shell`](Self::run_shell) runs it (its
+    /// own process group, timeout and cancellation); its output is not streamed but kept
+    /// whole in its result, so the outputs of steps that run at once never mix. A step
+    /// whose group is noted gets a line of the note of its own (see `group_note`).
+    fn run_shells(
+        &self,
+        steps: &[ShellStep],
+        max: usize,
+        cancel: &CancelToken,
+        on_done: &mut dyn FnMut(usize, Ran),
+    ) {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        // Worker `worker` takes the next step not taken until none is left; its steps note
+        // their group in line `worker + 1` of the note.
+        let work = |worker: usize, sender: std::sync::mpsc::Sender<(usize, Ran)>| loop {
+            let at = next.fetch_add(1, Ordering::SeqCst);
+            let Some(step) = steps.get(at) else { break };
+            let mut step = step.clone();
+            step.group_note = step.group_note.map(|n| n.member_slot(worker + 1));
+            let ran = self.run_shell(&step, &mut |_| {}, cancel);
+            if let Some(note) = &step.group_note {
+                note.clear();
+            }
+            if sender.send((at, ran)).is_err() {
+                break;
+            }
+        };
+        std::thread::scope(|scope| {
+            let mut workers = 0;
+            for worker in 0..max.clamp(1, steps.len().max(1)) {
+                let sender = sender.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("mekara-parallel-{worker}"))
+                    .spawn_scoped(scope, move || work(worker, sender));
+                match spawned {
+                    Ok(_) => workers += 1,
+                    // Fewer workers only means fewer steps at once.
+                    Err(e) => {
+                        tracing::warn!("cannot start a thread for a parallel step: {e}");
+                        break;
+                    }
+                }
+            }
+            if workers == 0 {
+                // Not one thread: the steps run one after another on this one.
+                work(0, sender);
+            } else {
+                drop(sender);
+            }
+            for (at, ran) in receiver {
+                on_done(at, ran);
+            }
+        });
+    }
 
     /// Calls a tool on another MCP server (`mcp()` steps and prompt tags). A runner without
     /// an MCP client fails the step.

@@ -527,6 +527,7 @@ mod tests {
                 context: None,
                 result: StepResult::default(),
                 allow_failure: false,
+                parallel: None,
             },
             at: 0,
         })

@@ -347,6 +347,26 @@ pub struct StepRecord {
     /// which received the result and went on, instead of stopping the frame.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_failure: bool,
+    /// The step was run by a member of a `parallel` group: which group and which member.
+    /// Members' steps are journaled as they finish, in any order; replay looks them up by
+    /// member, so the order does not matter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelMember>,
+}
+
+/// Where a step of a `parallel` group belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParallelMember {
+    /// The group: the frame's step position where the group's steps begin.
+    pub group: usize,
+    /// The member: its position in the list given to `parallel`, from 0.
+    pub member: usize,
+}
+
+impl fmt::Display for ParallelMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "parallel group [{}], member {}", self.group, self.member)
+    }
 }
 
 impl StepRecord {

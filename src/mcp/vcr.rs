@@ -258,15 +258,9 @@ struct Recording {
     recorder: Arc<Recorder>,
 }
 
-impl StepRunner for Recording {
-    fn run_shell(
-        &self,
-        step: &ShellStep,
-        on_output: &mut dyn FnMut(&[u8]),
-        cancel: &CancelToken,
-    ) -> Ran {
-        let ran = self.inner.run_shell(step, on_output, cancel);
-        let (result, cancelled) = match &ran {
+impl Recording {
+    fn write_shell(&self, step: &ShellStep, ran: &Ran) {
+        let (result, cancelled) = match ran {
             Ran::Done(result) => (result.clone(), false),
             Ran::Cancelled => (StepResult::default(), true),
         };
@@ -280,7 +274,34 @@ impl StepRunner for Recording {
             cancelled,
             output: result.output,
         });
+    }
+}
+
+impl StepRunner for Recording {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        let ran = self.inner.run_shell(step, on_output, cancel);
+        self.write_shell(step, &ran);
         ran
+    }
+
+    /// The steps of a `parallel` round are recorded in the order the engine journals them
+    /// (the order they finished), which is the order a replay answers them in.
+    fn run_shells(
+        &self,
+        steps: &[ShellStep],
+        max: usize,
+        cancel: &CancelToken,
+        on_done: &mut dyn FnMut(usize, Ran),
+    ) {
+        self.inner.run_shells(steps, max, cancel, &mut |at, ran| {
+            self.write_shell(&steps[at], &ran);
+            on_done(at, ran);
+        });
     }
 
     fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
@@ -444,6 +465,42 @@ impl StepRunner for Player {
                      this call",
                 step.command
             )),
+        }
+    }
+
+    /// The steps of a `parallel` round are answered one after another, in the order the
+    /// recording has them (the order they finished when it was made), so the replay journals
+    /// and reports them in that order too.
+    fn run_shells(
+        &self,
+        steps: &[ShellStep],
+        _max: usize,
+        cancel: &CancelToken,
+        on_done: &mut dyn FnMut(usize, Ran),
+    ) {
+        let mut left: Vec<usize> = (0..steps.len()).collect();
+        while !left.is_empty() {
+            let recorded_next = self
+                .queue
+                .lock()
+                .ok()
+                .and_then(|queue| match queue.front() {
+                    Some(Entry::Shell {
+                        command,
+                        working_dir,
+                        env,
+                        ..
+                    }) => left.iter().position(|&at| {
+                        let step = &steps[at];
+                        step.command == *command
+                            && shown_dir(&step.working_dir, &self.cwd) == *working_dir
+                            && step.env == *env
+                    }),
+                    _ => None,
+                });
+            // None: the recording differs here, which answering the first step notes.
+            let at = left.remove(recorded_next.unwrap_or(0));
+            on_done(at, self.run_shell(&steps[at], &mut |_| {}, cancel));
         }
     }
 

@@ -19,7 +19,7 @@ def execute(request):
 
 /// Each step that appends to `NAME.count` in `root` ran exactly once; `context` is shown
 /// when one did not.
-fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
+pub(crate) fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
     for counter in counters {
         assert_eq!(
             lines(&root.join(format!("{counter}.count"))),
@@ -30,7 +30,7 @@ fn each_ran_once(root: &Path, counters: &[&str], context: &str) {
 }
 
 /// Sends SIGINT to `child`, as Ctrl-C in its terminal would.
-fn press_ctrl_c(child: &std::process::Child) {
+pub(crate) fn press_ctrl_c(child: &std::process::Child) {
     let sent = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -41,7 +41,7 @@ fn press_ctrl_c(child: &std::process::Child) {
 /// Waits up to 10 s for `child` to end after Ctrl-C was pressed, and returns how it ended;
 /// fails with `hung` (and the time) if it does not. With `press_again`, Ctrl-C is pressed a
 /// second time if mekara still runs a second after the first.
-fn ended_after_ctrl_c(
+pub(crate) fn ended_after_ctrl_c(
     child: &mut std::process::Child,
     press_again: bool,
     hung: &str,
@@ -65,7 +65,7 @@ fn ended_after_ctrl_c(
     }
 }
 
-fn pid_in(file: &Path) -> String {
+pub(crate) fn pid_in(file: &Path) -> String {
     std::fs::read_to_string(file)
         .expect("pid file")
         .trim()
@@ -73,7 +73,7 @@ fn pid_in(file: &Path) -> String {
 }
 
 /// Whether process `pid` is alive (a zombie waiting to be reaped is not).
-fn alive(pid: &str) -> bool {
+pub(crate) fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
@@ -86,7 +86,7 @@ fn alive(pid: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn wait_until_dead(pid: &str) -> bool {
+pub(crate) fn wait_until_dead(pid: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive(pid) {
         if Instant::now() > deadline {

@@ -27,6 +27,7 @@ mod mcp_client;
 mod mcp_protocol;
 mod memory;
 mod opencode;
+mod parallel;
 mod postgres;
 mod prune;
 mod python_client;

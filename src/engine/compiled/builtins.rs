@@ -55,6 +55,7 @@ pub(crate) fn globals() -> &'static Globals {
             LibraryExtension::SetType,
         ])
         .with(step_builtins)
+        .with(super::parallel::parallel_builtin)
         .with(|builder| builder.namespace("json", json_members))
         .build()
     })
@@ -106,10 +107,17 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             };
             let input = shell.input();
             let index = ctx.cursor.get();
-            let result = ctx.replay_or_run(&input, context, allow_failure, || {
-                ctx.runner
-                    .run_shell(&shell, &mut |chunk| ctx.observer.output(chunk), ctx.cancel)
-            })?;
+            let result = if ctx.in_member() {
+                ctx.member_shell(shell, context, allow_failure)?
+            } else {
+                ctx.replay_or_run(&input, context, allow_failure, || {
+                    ctx.runner.run_shell(
+                        &shell,
+                        &mut |chunk| ctx.observer.output(chunk),
+                        ctx.cancel,
+                    )
+                })?
+            };
             ctx.check_failure(index, &input, &result, allow_failure)?;
             let exit_code = result
                 .exit_code

@@ -18,8 +18,8 @@ use crate::engine::error::EngineError;
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
-use crate::engine::runner::{CancelToken, Ran, StepRunner};
-use crate::engine::step::{Kept, StepInput, StepRecord, StepResult};
+use crate::engine::runner::{CancelToken, Ran, ShellStep, StepRunner};
+use crate::engine::step::{Kept, ParallelMember, StepInput, StepRecord, StepResult};
 
 /// Appends a step to the run's journal.
 pub(crate) type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), JournalError> + 'a;
@@ -33,6 +33,31 @@ pub(super) enum Interrupt {
 
 pub(super) use context_type::StepContext;
 
+/// The member of a `parallel` group being called now (see `parallel`): its steps come from
+/// its own records in the group, not from the frame's cursor.
+pub(super) struct MemberRun {
+    /// Where it belongs; new steps are journaled with it.
+    pub(super) tag: ParallelMember,
+    /// Its steps in the journal, in the order it took them.
+    pub(super) recorded: Vec<StepRecord>,
+    /// How many of them this call replayed (or recorded).
+    pub(super) next: usize,
+    /// The group's records end before other steps of the frame: it ran to its end before,
+    /// so a new step of it means the script changed.
+    pub(super) closed: bool,
+    /// The shell step it reached without a record, which stopped it; run with the round.
+    pub(super) planned: Option<Planned>,
+    /// Its prints outside function steps, reported once it returns.
+    pub(super) prints: Vec<String>,
+}
+
+/// A shell step a member of a `parallel` group asked for, to run with the others.
+pub(super) struct Planned {
+    pub(super) step: ShellStep,
+    pub(super) context: Option<String>,
+    pub(super) allow_failure: bool,
+}
+
 mod context_type {
     //! Separate only so that the `unsafe impl` written by the `ProvidesStaticType` derive
     //! (needed to reach the context through `Evaluator::extra`) is allowed here and nowhere
@@ -40,8 +65,8 @@ mod context_type {
     #![allow(unsafe_code)]
 
     use super::{
-        CancelToken, Cell, Duration, GroupNote, Interrupt, JournalWriter, Kept, Limits, Observer,
-        Path, ProvidesStaticType, RefCell, StepRecord, StepRunner,
+        CancelToken, Cell, Duration, GroupNote, Interrupt, JournalWriter, Kept, Limits, MemberRun,
+        Observer, Path, ProvidesStaticType, RefCell, StepRecord, StepRunner,
     };
 
     #[derive(ProvidesStaticType)]
@@ -67,6 +92,8 @@ mod context_type {
         pub(in crate::engine::compiled) prints: Cell<usize>,
         /// How many of the frame's prints were reported, in this evaluation or before.
         pub(in crate::engine::compiled) printed: Cell<usize>,
+        /// The member of a `parallel` group being called, if one is.
+        pub(in crate::engine::compiled) member: RefCell<Option<MemberRun>>,
     }
 }
 
@@ -86,16 +113,26 @@ impl starlark::PrintHandler for StepPrinter<'_, '_> {
             buffer.push(text.as_bytes());
             buffer.push(b"\n");
             self.ctx.observer.output(format!("{text}\n").as_bytes());
+        } else if let Some(member) = self.ctx.member.borrow_mut().as_mut() {
+            // A member is called again each round: its prints count once, when it returns.
+            member.prints.push(text.to_string());
         } else {
-            let n = self.ctx.prints.get();
-            self.ctx.prints.set(n + 1);
-            let replaying = self.ctx.cursor.get() < self.ctx.steps.borrow().len();
-            if n >= self.ctx.printed.get() && !replaying {
-                self.ctx.observer.print(self.ctx.path, text);
-                self.ctx.printed.set(n + 1);
-            }
+            self.ctx.print_outside(text);
         }
         Ok(())
+    }
+}
+
+impl StepContext<'_> {
+    /// A print outside function steps: reported unless it was already.
+    pub(super) fn print_outside(&self, text: &str) {
+        let n = self.prints.get();
+        self.prints.set(n + 1);
+        let replaying = self.cursor.get() < self.steps.borrow().len();
+        if n >= self.printed.get() && !replaying {
+            self.observer.print(self.path, text);
+            self.printed.set(n + 1);
+        }
     }
 }
 
@@ -128,6 +165,16 @@ pub(super) fn step_context<'a, 'e>(
             "`{builtin}` cannot run inside a function step; call it from `execute` (or a plain function it calls) instead"
         );
     }
+    if ctx.member.borrow().is_some() && !matches!(builtin, "auto" | "mcp") {
+        if builtin == "llm" {
+            anyhow::bail!(
+                "llm steps inside parallel are not supported yet; call `llm` before or after the `parallel` group"
+            );
+        }
+        anyhow::bail!(
+            "`{builtin}` cannot run inside a `parallel` group, whose members may only run `auto` and `mcp` steps; call it before or after the group"
+        );
+    }
     Ok(ctx)
 }
 
@@ -141,13 +188,35 @@ impl StepContext<'_> {
     /// The recorded result of the next step, when the journal has one. A recorded step
     /// that asked for something else stops the evaluation.
     pub(super) fn replay(&self, input: &StepInput) -> anyhow::Result<Option<StepResult>> {
+        if let Some(member) = self.member.borrow_mut().as_mut() {
+            let Some(recorded) = member.recorded.get(member.next) else {
+                return Ok(None);
+            };
+            if recorded.input != *input {
+                let (index, detail) = (recorded.index, input.difference(&recorded.input));
+                return Err(self.interrupt(Interrupt::Engine(EngineError::Diverged {
+                    script: self.path.to_string(),
+                    index,
+                    detail,
+                })));
+            }
+            member.next += 1;
+            return Ok(Some(recorded.result.clone()));
+        }
         let index = self.cursor.get();
         let steps = self.steps.borrow();
         let Some(recorded) = steps.get(index) else {
             return Ok(None);
         };
-        if recorded.input != *input {
-            let detail = input.difference(&recorded.input);
+        if recorded.parallel.is_some() || recorded.input != *input {
+            let detail = if recorded.parallel.is_some() {
+                format!(
+                    "the script now runs {} outside a `parallel` group, where the journal has a step of one",
+                    input.summary()
+                )
+            } else {
+                input.difference(&recorded.input)
+            };
             drop(steps);
             return Err(self.interrupt(Interrupt::Engine(EngineError::Diverged {
                 script: self.path.to_string(),
@@ -159,6 +228,16 @@ impl StepContext<'_> {
         Ok(Some(recorded.result.clone()))
     }
 
+    /// The index the next new step gets: the cursor, or past the end of the journal for a
+    /// step of a `parallel` group (whose steps are appended as they come).
+    pub(super) fn next_index(&self) -> usize {
+        if self.member.borrow().is_some() {
+            self.steps.borrow().len()
+        } else {
+            self.cursor.get()
+        }
+    }
+
     /// Journals a new step, then lets the script see it.
     fn record(
         &self,
@@ -167,23 +246,97 @@ impl StepContext<'_> {
         allow_failure: bool,
         result: StepResult,
     ) -> anyhow::Result<StepResult> {
-        let index = self.cursor.get();
+        let tag = match self.member.borrow().as_ref() {
+            Some(member) if member.closed => {
+                return Err(self.closed_group(member.tag));
+            }
+            Some(member) => Some(member.tag),
+            None => None,
+        };
+        let record = self.append(input, context, allow_failure, result, tag)?;
+        if let Some(member) = self.member.borrow_mut().as_mut() {
+            member.recorded.push(record.clone());
+            member.next += 1;
+        } else {
+            self.cursor.set(record.index + 1);
+        }
+        Ok(record.result)
+    }
+
+    /// Journals a new step (of the `parallel` member `tag`, if any) and tells the observer;
+    /// the caller moves its cursor.
+    pub(super) fn append(
+        &self,
+        input: StepInput,
+        context: Option<String>,
+        allow_failure: bool,
+        result: StepResult,
+        tag: Option<ParallelMember>,
+    ) -> anyhow::Result<StepRecord> {
+        let index = if tag.is_some() {
+            self.steps.borrow().len()
+        } else {
+            self.cursor.get()
+        };
         let record = StepRecord {
             index,
             input,
             context,
             result,
             allow_failure,
+            parallel: tag,
         };
         let written = (self.journal.borrow_mut())(&record);
         if let Err(e) = written {
             return Err(self.interrupt(Interrupt::Engine(e.into())));
         }
         self.observer.step_finished(self.path, &record);
-        let result = record.result.clone();
-        self.steps.borrow_mut().push(record);
-        self.cursor.set(index + 1);
-        Ok(result)
+        self.steps.borrow_mut().push(record.clone());
+        Ok(record)
+    }
+
+    /// The error for a new step of a `parallel` group whose journal shows it ended before.
+    pub(super) fn closed_group(&self, tag: ParallelMember) -> anyhow::Error {
+        self.interrupt(Interrupt::Engine(EngineError::Diverged {
+            script: self.path.to_string(),
+            index: tag.group,
+            detail: format!(
+                "member {} of the `parallel` group now takes more steps than the journal recorded",
+                tag.member
+            ),
+        }))
+    }
+
+    /// A shell step of a `parallel` member: the recorded result, else the member stops here
+    /// and the step runs with the group's round (see `parallel`).
+    pub(super) fn member_shell(
+        &self,
+        step: ShellStep,
+        context: Option<String>,
+        allow_failure: bool,
+    ) -> anyhow::Result<StepResult> {
+        if let Some(result) = self.replay(&step.input())? {
+            return Ok(result);
+        }
+        let mut member = self.member.borrow_mut();
+        let member = member
+            .as_mut()
+            .expect("member_shell is called only while a member runs");
+        if member.closed {
+            let tag = member.tag;
+            return Err(self.closed_group(tag));
+        }
+        member.planned = Some(Planned {
+            step,
+            context,
+            allow_failure,
+        });
+        Err(anyhow::anyhow!("mekara: parallel member planned"))
+    }
+
+    /// Whether a member of a `parallel` group is being called.
+    pub(super) fn in_member(&self) -> bool {
+        self.member.borrow().is_some()
     }
 
     /// The result of an effect step (a shell command, a function, a tool call): the recorded
@@ -201,7 +354,7 @@ impl StepContext<'_> {
         if let Some(result) = self.replay(input)? {
             return Ok(result);
         }
-        let index = self.cursor.get();
+        let index = self.next_index();
         self.observer
             .step_started(self.path, index, input, context.as_deref());
         match run() {
@@ -224,6 +377,15 @@ impl StepContext<'_> {
         if result.success || allow_failure {
             return Ok(());
         }
+        // A member's steps are numbered where the journal put them.
+        let index = match self.member.borrow().as_ref() {
+            Some(member) => member
+                .next
+                .checked_sub(1)
+                .and_then(|at| member.recorded.get(at))
+                .map_or(index, |r| r.index),
+            None => index,
+        };
         let error = result.error.as_deref().unwrap_or("failed");
         Err(self.interrupt(Interrupt::StepFailed(format!(
             "step {}[{index}] `{}` failed: {error}",

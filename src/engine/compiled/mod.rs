@@ -18,6 +18,7 @@ mod context;
 mod declared;
 mod diagnostics;
 mod modules;
+mod parallel;
 mod static_check;
 mod values;
 
@@ -324,6 +325,7 @@ pub(crate) fn evaluate_counted(
         capture: RefCell::new(None),
         prints: Cell::new(0),
         printed: Cell::new(*printed),
+        member: RefCell::new(None),
     };
     let execute = match program.module.get("execute") {
         Ok(execute) => execute,
@@ -505,6 +507,7 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
         capture: RefCell::new(None),
         prints: Cell::new(0),
         printed: Cell::new(0),
+        member: RefCell::new(None),
     };
     let result = call_with_steps(&ctx, &callee, &Arguments::Keywords(kwargs));
     match (result, ctx.interrupt.take()) {
