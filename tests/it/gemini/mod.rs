@@ -229,16 +229,17 @@ fn colour_project() -> Project {
     project
 }
 
-/// `mekara run --agent gemini --json colour` against a stand-in scripted with `turns`: what
+/// `mekara run --agent gemini --json SCRIPT` against a stand-in scripted with `turns`: what
 /// it printed, and every main request the stand-in got.
 fn run_with_gemini(
     project: &Project,
+    script: &str,
     turns: Vec<standin::Turn>,
 ) -> (crate::common::Run, Vec<standin::Recorded>) {
     let standin = standin::start(turns);
     let bin = gemini();
     let bin = bin.parent().expect("the folder of gemini");
-    let mut command = project.command(&["run", "--agent", "gemini", "--json", "colour"]);
+    let mut command = project.command(&["run", "--agent", "gemini", "--json", script]);
     command.env("PATH", format!("{}:{}", bin.display(), path_with_mekara()));
     use_standin(&mut command, project, &standin);
     let run = crate::common::Run::from_output(command.output().expect("run mekara"));
@@ -265,6 +266,7 @@ fn an_unattended_run_with_gemini_answers_each_llm_step_in_one_session() {
     trusted(&project);
     let (run, requests) = run_with_gemini(
         &project,
+        "colour",
         vec![
             // The outputs may close a sentence in a fenced block, or stand alone.
             vec![text(
@@ -345,6 +347,7 @@ fn a_gemini_answer_without_the_outputs_is_asked_again_once() {
     trusted(&project);
     let (run, requests) = run_with_gemini(
         &project,
+        "colour",
         vec![
             vec![text("Red.")],
             vec![text(r#"{"colour": "blue"}"#)],
@@ -374,7 +377,8 @@ fn a_gemini_answer_without_the_outputs_is_asked_again_once() {
 #[test]
 fn an_untrusted_folder_fails_the_run_saying_how_to_trust_it() {
     let project = colour_project();
-    let (run, requests) = run_with_gemini(&project, vec![vec![text(r#"{"colour": "red"}"#)]]);
+    let (run, requests) =
+        run_with_gemini(&project, "colour", vec![vec![text(r#"{"colour": "red"}"#)]]);
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert!(requests.is_empty(), "{requests:#?}");
     let said = format!("{}{}", run.stdout, run.stderr);
@@ -383,5 +387,63 @@ fn an_untrusted_folder_fails_the_run_saying_how_to_trust_it() {
             && said.contains("GEMINI_CLI_TRUST_WORKSPACE=true")
             && said.contains("--agent gemini"),
         "{said}"
+    );
+}
+
+/// The bundled `test/nested` to its end with Gemini answering: an llm step with outputs, one
+/// without, a called NL script and a last llm step, all in one session, each question
+/// carrying the answers before it.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
+)]
+#[test]
+fn an_unattended_run_of_test_nested_with_gemini_completes() {
+    let project = Project::new();
+    signed_in(&project);
+    trusted(&project);
+    let answers = [
+        r#"{"guess": "50"}"#,
+        "So close!",
+        "I imagined a small blue teapot.",
+        "You owe me exactly one small blue teapot.",
+    ];
+    let (run, requests) = run_with_gemini(
+        &project,
+        "test/nested",
+        answers.iter().map(|a| vec![text(a)]).collect(),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(requests.len(), answers.len(), "{requests:#?}");
+    let last = requests[3].contents_text();
+    for said in &answers[..3] {
+        assert!(
+            last.contains(said),
+            "`{said}` is not in the last question:\n{last}"
+        );
+    }
+    assert!(
+        last.contains("Step 4: tell the user they owe you"),
+        "{last}"
+    );
+    let events = journal_events(&project);
+    crate::standin::assert_completed(&events);
+    let sessions: Vec<&Json> = events
+        .iter()
+        .filter_map(|e| match e["event"].as_str() {
+            Some("step") => e["result"].get("agent"),
+            Some("pop") => e.get("agent"),
+            _ => None,
+        })
+        .map(|agent| &agent["session"])
+        .collect();
+    assert_eq!(sessions.len(), answers.len(), "{events:#?}");
+    assert!(sessions[0].is_string(), "{events:#?}");
+    assert!(sessions.iter().all(|s| *s == sessions[0]), "{sessions:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["result"]["outputs"]["guess"] == "50"),
+        "{events:#?}"
     );
 }
