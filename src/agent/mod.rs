@@ -1,6 +1,6 @@
 //! Agent processes as step runners (`mekara run --agent claude`, `--agent-command CMD`): the
 //! request mekara gives an agent for one llm step or NL script, the answer it reads back,
-//! and the adapters that start the agent ([`command`], [`claude`], [`codex`]).
+//! and the adapters that start the agent ([`command`], [`claude`], [`codex`], [`gemini`]).
 //!
 //! An adapter only runs the agent once and reads what it said. Deciding what to ask (the
 //! prompt is the MCP reply, rendered by `crate::mcp`), checking the outputs, asking again,
@@ -10,6 +10,7 @@
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod command;
+pub(crate) mod gemini;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -142,6 +143,26 @@ pub(crate) fn outputs_schema(expects: Option<&Map<String, Json>>) -> Json {
     })
 }
 
+/// The last JSON object in an agent's free-text answer (whole, not one nested in another),
+/// for agents that cannot be made to answer in JSON only: it may stand alone, end a
+/// sentence or sit in a fenced code block.
+pub(crate) fn last_json_object(text: &str) -> Option<Map<String, Json>> {
+    let mut last = None;
+    let mut at = 0;
+    while let Some(found) = text[at..].find('{') {
+        let start = at + found;
+        let mut objects = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Json>();
+        match objects.next() {
+            Some(Ok(Json::Object(object))) => {
+                last = Some(object);
+                at = start + objects.byte_offset();
+            }
+            _ => at = start + 1,
+        }
+    }
+    last
+}
+
 /// What a run's agent answers add up to, from its journal.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Spent {
@@ -260,4 +281,26 @@ fn run_agent(
 /// `'text'` for `sh`.
 pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_whole_json_object_of_an_answer_is_found() {
+        let found = |text: &str| last_json_object(text).map(|o| Json::Object(o).to_string());
+        assert_eq!(found(r#"{"a": 1}"#).as_deref(), Some(r#"{"a":1}"#));
+        assert_eq!(
+            found("Try {\"a\": 1}, then:\n```json\n{\"b\": {\"c\": 2}}\n```\nDone.").as_deref(),
+            Some(r#"{"b":{"c":2}}"#)
+        );
+        // An unclosed brace or a set in prose is skipped, not a failure.
+        assert_eq!(
+            found(r#"{"a": 1} and {oops {not json"#).as_deref(),
+            Some(r#"{"a":1}"#)
+        );
+        assert_eq!(found("red"), None);
+        assert_eq!(found("[1, 2]"), None);
+    }
 }

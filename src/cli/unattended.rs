@@ -18,6 +18,7 @@ use super::output::outln;
 use crate::agent::claude::ClaudeAgent;
 use crate::agent::codex::CodexAgent;
 use crate::agent::command::CommandAgent;
+use crate::agent::gemini::GeminiAgent;
 use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::display::count;
 use crate::engine::journal::Event;
@@ -35,8 +36,8 @@ use crate::script::Resolver;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("unattended_agent").args(["agent", "agent_command"])))]
 pub(super) struct UnattendedArgs {
-    /// Run unattended: this agent does the llm steps and NL scripts (Claude Code or the Codex
-    /// CLI headless, `claude` or `codex` on PATH).
+    /// Run unattended: this agent does the llm steps and NL scripts (Claude Code, the Codex
+    /// CLI or Gemini CLI headless, `claude`, `codex` or `gemini` on PATH).
     #[arg(long, value_enum, value_name = "AGENT")]
     agent: Option<AgentName>,
     /// Run unattended: this command does the llm steps and NL scripts, through the JSON
@@ -80,6 +81,8 @@ enum AgentName {
     Claude,
     // The Codex CLI: `codex exec --json --output-schema FILE`, then `codex exec resume THREAD`.
     Codex,
+    // Gemini CLI: `gemini --output-format json -p`, then `--resume SESSION`.
+    Gemini,
 }
 
 impl UnattendedArgs {
@@ -92,6 +95,7 @@ impl UnattendedArgs {
         match (&self.agent, &self.agent_command) {
             (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
             (Some(AgentName::Codex), None) => Box::new(CodexAgent::new()),
+            (Some(AgentName::Gemini), None) => Box::new(GeminiAgent::new()),
             (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent::new()),
         }
     }
@@ -103,6 +107,7 @@ impl UnattendedArgs {
                 format!("--agent-command {}", crate::agent::shell_quote(command))
             }
             (Some(AgentName::Codex), None) => "--agent codex".to_string(),
+            (Some(AgentName::Gemini), None) => "--agent gemini".to_string(),
             _ => "--agent claude".to_string(),
         };
         format!("mekara run --resume {id} {agent}")

@@ -585,6 +585,16 @@ pub(crate) fn unattended_prompt(reply: &str, previous_error: Option<&str>) -> St
     out
 }
 
+/// What an agent without a structured-output option (Gemini CLI) is told after the prompt:
+/// end its answer with the outputs as one JSON object fitting `schema`.
+pub(crate) fn json_answer_request(schema: &Json) -> String {
+    let schema = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
+    format!(
+        "\n\nYour structured answer: end your reply with the expected outputs as one JSON \
+         object, with nothing after it, that fits this JSON Schema:\n\n```json\n{schema}\n```\n"
+    )
+}
+
 // ---------------------------------------------------------------------------------------
 // Refusals
 

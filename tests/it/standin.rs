@@ -150,6 +150,22 @@ pub fn event_stream(body: String) -> Answer {
         .expect("a valid response")
 }
 
+/// The compiled script `colour` in `project`, for unattended runs (`mekara run --agent`): two
+/// llm steps, the second asking about the first's answer (`Count the letters of red.` after
+/// `{"colour": "red"}`), then a shell step echoing both (`red has 3`).
+pub fn colour_script(project: &crate::common::Project) {
+    project.script(
+        "colour",
+        "Name a colour, then count its letters.",
+        Some(
+            "def execute(request):\n    \
+             r = llm(\"Name a colour.\", expects = {\"colour\": \"one word\"})\n    \
+             n = llm(\"Count the letters of \" + r.outputs[\"colour\"] + \".\", expects = {\"letters\": \"how many\"})\n    \
+             auto(\"echo \" + r.outputs[\"colour\"] + \" has \" + str(n.outputs[\"letters\"]))\n",
+        ),
+    );
+}
+
 /// The calls an agent makes to run `test/nested` to its end, as (tool, arguments), the
 /// handle of the run written [`RUN_ID`]; mekara replies [`NESTED_REPLIES`].
 pub fn nested_calls() -> [(&'static str, Json); 5] {

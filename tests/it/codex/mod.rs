@@ -236,16 +236,7 @@ fn without_the_installed_approval_mode_codex_refuses_the_call() {
 fn an_unattended_run_with_codex_answers_each_llm_step_in_one_thread() {
     let codex = codex();
     let project = Project::new();
-    project.script(
-        "colour",
-        "Name a colour, then count its letters.",
-        Some(
-            "def execute(request):\n    \
-             r = llm(\"Name a colour.\", expects = {\"colour\": \"one word\"})\n    \
-             n = llm(\"Count the letters of \" + r.outputs[\"colour\"] + \".\", expects = {\"letters\": \"how many\"})\n    \
-             auto(\"echo \" + r.outputs[\"colour\"] + \" has \" + str(n.outputs[\"letters\"]))\n",
-        ),
-    );
+    crate::standin::colour_script(&project);
     let standin = StandIn::start(vec![
         say(r#"{"colour": "red"}"#),
         say(r#"{"letters": "3"}"#),

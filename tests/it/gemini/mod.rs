@@ -31,17 +31,26 @@ fn gemini() -> PathBuf {
 /// (Gemini CLI ignores an untrusted folder's settings, and `-p` refuses to run there).
 fn installed_project() -> Project {
     let (project, _) = crate::common::installed_for("gemini");
-    let root = project.root().canonicalize().expect("canonical root");
-    let gemini_home = project.home().join(".gemini");
+    signed_in(&project);
+    trusted(&project);
+    project
+}
+
+/// The person's Gemini CLI signs in with an API key.
+fn signed_in(project: &Project) {
     crate::common::write_file(
-        &gemini_home.join("settings.json"),
+        &project.home().join(".gemini/settings.json"),
         &json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
     );
+}
+
+/// The person told Gemini CLI to trust the project's folder.
+fn trusted(project: &Project) {
+    let root = project.root().canonicalize().expect("canonical root");
     crate::common::write_file(
-        &gemini_home.join("trustedFolders.json"),
+        &project.home().join(".gemini/trustedFolders.json"),
         &json!({root.display().to_string(): "TRUST_FOLDER"}).to_string(),
     );
-    project
 }
 
 /// Runs `gemini -p PROMPT` in the project against a stand-in scripted with `turns`.
@@ -54,14 +63,20 @@ fn gemini_p(project: &Project, prompt: &str, turns: Vec<standin::Turn>) -> Sessi
         .current_dir(project.root())
         .env_clear()
         .env("PATH", path_with_mekara())
+        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+    use_standin(&mut command, project, &standin);
+    Session::run(command, standin)
+}
+
+/// Points Gemini CLI, started by `command`, at `standin`, with the project's `HOME`.
+fn use_standin(command: &mut Command, project: &Project, standin: &standin::StandIn) {
+    command
         .env("HOME", project.home())
         .env("GOOGLE_GEMINI_BASE_URL", standin.url())
         .env("GEMINI_API_KEY", "stand-in")
         // A fixed model: with the default ("auto") every prompt first goes to a routing
         // model, whose JSON answer the stand-in would have to play too.
-        .env("GEMINI_MODEL", "gemini-2.5-flash")
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
-    Session::run(command, standin)
+        .env("GEMINI_MODEL", "gemini-2.5-flash");
 }
 
 impl Session {
@@ -203,4 +218,232 @@ fn a_typed_prompt_command_passes_its_text_to_the_script() {
             "`{typed}`: {want} is missing:\n{shown}\n{session}"
         );
     }
+}
+
+/// A project with a script of two llm steps, the second asking about the first's answer,
+/// and Gemini CLI signed in.
+fn colour_project() -> Project {
+    let project = Project::new();
+    signed_in(&project);
+    crate::standin::colour_script(&project);
+    project
+}
+
+/// `mekara run --agent gemini --json SCRIPT` against a stand-in scripted with `turns`: what
+/// it printed, and every main request the stand-in got.
+fn run_with_gemini(
+    project: &Project,
+    script: &str,
+    turns: Vec<standin::Turn>,
+) -> (crate::common::Run, Vec<standin::Recorded>) {
+    let standin = standin::start(turns);
+    let bin = gemini();
+    let bin = bin.parent().expect("the folder of gemini");
+    let mut command = project.command(&["run", "--agent", "gemini", "--json", script]);
+    command.env("PATH", format!("{}:{}", bin.display(), path_with_mekara()));
+    use_standin(&mut command, project, &standin);
+    let run = crate::common::Run::from_output(command.output().expect("run mekara"));
+    (run, standin.main_requests())
+}
+
+/// The journaled llm steps of the project's one run.
+fn llm_steps(project: &Project) -> Vec<Json> {
+    journal_events(project)
+        .into_iter()
+        .filter(|e| e["event"] == "step" && e["input"]["kind"] == "llm")
+        .collect()
+}
+
+/// `mekara run --agent gemini`: each llm step is one `gemini -p`, the second resuming the
+/// first's session; the outputs, the session and the tokens are journaled.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
+)]
+#[test]
+fn an_unattended_run_with_gemini_answers_each_llm_step_in_one_session() {
+    let project = colour_project();
+    trusted(&project);
+    let (run, requests) = run_with_gemini(
+        &project,
+        "colour",
+        vec![
+            // The outputs may close a sentence in a fenced block, or stand alone.
+            vec![text(
+                "Red is a fine colour.\n```json\n{\"colour\": \"red\"}\n```",
+            )],
+            vec![text(r#"{"letters": "3"}"#)],
+        ],
+    );
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{}\n{}\nrequests: {requests:#?}",
+        run.stdout,
+        run.stderr,
+    );
+    let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(summary["state"], "completed", "{summary}");
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    // The outputs were asked for with their schema, in the prompt.
+    let first = requests[0].contents_text();
+    assert!(
+        first.contains("Name a colour.") && first.contains(r#""colour": {"#),
+        "{first}"
+    );
+    // The second question carried the first, its answer included: one session.
+    let second = requests[1].contents_text();
+    assert!(
+        second.contains("Name a colour.")
+            && second.contains("Red is a fine colour.")
+            && second.contains("Count the letters of red."),
+        "{second}"
+    );
+    let steps = llm_steps(&project);
+    assert_eq!(steps.len(), 2);
+    let session = steps[0]["result"]["agent"]["session"].clone();
+    assert!(session.is_string(), "{steps:#?}");
+    assert_eq!(
+        steps[1]["result"]["agent"]["session"], session,
+        "one session for the run"
+    );
+    assert_eq!(steps[0]["result"]["outputs"]["colour"], "red");
+    assert_eq!(steps[1]["result"]["outputs"]["letters"], "3");
+    // The stand-in counts 1 token in and 1 out per answer.
+    for step in &steps {
+        let agent = &step["result"]["agent"];
+        assert_eq!(
+            (
+                agent["input_tokens"].as_u64(),
+                agent["output_tokens"].as_u64()
+            ),
+            (Some(1), Some(1)),
+            "{agent}"
+        );
+    }
+    let id = project.run_ids().pop().expect("a run");
+    let shown = project.run(&["runs", "show", &id], "");
+    assert!(
+        shown.stdout.contains("1 tokens in, 1 out"),
+        "{}",
+        shown.stdout
+    );
+    let echoed = journal_events(&project)
+        .into_iter()
+        .find(|e| e["event"] == "step" && e["input"]["kind"] == "shell")
+        .expect("the shell step");
+    assert_eq!(echoed["result"]["output"], "red has 3\n", "{echoed}");
+}
+
+/// An answer without the outputs as JSON is refused, and Gemini is asked again once, in the
+/// same session, told why.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
+)]
+#[test]
+fn a_gemini_answer_without_the_outputs_is_asked_again_once() {
+    let project = colour_project();
+    trusted(&project);
+    let (run, requests) = run_with_gemini(
+        &project,
+        "colour",
+        vec![
+            vec![text("Red.")],
+            vec![text(r#"{"colour": "blue"}"#)],
+            vec![text(r#"{"letters": 4}"#)],
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let again = requests[1].contents_text();
+    assert!(
+        again.contains("Your last answer for this item was refused")
+            && again.contains("does not end with the step's outputs as a JSON object")
+            && again.contains("Red."),
+        "{again}"
+    );
+    let steps = llm_steps(&project);
+    assert_eq!(steps[0]["result"]["outputs"]["colour"], "blue");
+    assert_eq!(steps[0]["result"]["agent"]["attempts"], 2, "{steps:#?}");
+}
+
+/// In a folder Gemini CLI does not trust, `-p` will not run: the run fails saying how to
+/// trust it, and asks the model nothing.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
+)]
+#[test]
+fn an_untrusted_folder_fails_the_run_saying_how_to_trust_it() {
+    let project = colour_project();
+    let (run, requests) =
+        run_with_gemini(&project, "colour", vec![vec![text(r#"{"colour": "red"}"#)]]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(requests.is_empty(), "{requests:#?}");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("Gemini CLI does not trust the folder")
+            && said.contains("GEMINI_CLI_TRUST_WORKSPACE=true")
+            && said.contains("--agent gemini"),
+        "{said}"
+    );
+}
+
+/// The bundled `test/nested` to its end with Gemini answering: an llm step with outputs, one
+/// without, a called NL script and a last llm step, all in one session, each question
+/// carrying the answers before it.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
+)]
+#[test]
+fn an_unattended_run_of_test_nested_with_gemini_completes() {
+    let project = Project::new();
+    signed_in(&project);
+    trusted(&project);
+    let answers = [
+        r#"{"guess": "50"}"#,
+        "So close!",
+        "I imagined a small blue teapot.",
+        "You owe me exactly one small blue teapot.",
+    ];
+    let (run, requests) = run_with_gemini(
+        &project,
+        "test/nested",
+        answers.iter().map(|a| vec![text(a)]).collect(),
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(requests.len(), answers.len(), "{requests:#?}");
+    let last = requests[3].contents_text();
+    for said in &answers[..3] {
+        assert!(
+            last.contains(said),
+            "`{said}` is not in the last question:\n{last}"
+        );
+    }
+    assert!(
+        last.contains("Step 4: tell the user they owe you"),
+        "{last}"
+    );
+    let events = journal_events(&project);
+    crate::standin::assert_completed(&events);
+    let sessions: Vec<&Json> = events
+        .iter()
+        .filter_map(|e| match e["event"].as_str() {
+            Some("step") => e["result"].get("agent"),
+            Some("pop") => e.get("agent"),
+            _ => None,
+        })
+        .map(|agent| &agent["session"])
+        .collect();
+    assert_eq!(sessions.len(), answers.len(), "{events:#?}");
+    assert!(sessions[0].is_string(), "{events:#?}");
+    assert!(sessions.iter().all(|s| *s == sessions[0]), "{sessions:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["result"]["outputs"]["guess"] == "50"),
+        "{events:#?}"
+    );
 }

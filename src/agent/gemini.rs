@@ -1,0 +1,180 @@
+//! `--agent gemini`: Gemini CLI headless. Each question is one `gemini --output-format json
+//! -p ''` with the prompt on stdin (`-p` appends its text to stdin's). Gemini CLI has no
+//! structured-output option, so an llm step that expects outputs has their JSON Schema at
+//! the end of its prompt, and the outputs are the last JSON object of the answer. The first
+//! question starts a session and the next ones `--resume` it by id, so Gemini keeps the
+//! context of the whole run, as over MCP. The JSON result holds `session_id`, `response`,
+//! `stats` (token counts per model) and, when it failed, `error`. Gemini CLI reports no cost.
+
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use super::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
+use crate::engine::CancelToken;
+use crate::engine::step::AgentReport;
+
+/// Gemini CLI's exit code when it will not run headless in a folder it does not trust.
+const UNTRUSTED_FOLDER: &str = "exited with code 55";
+
+/// Gemini CLI, found as `gemini` on `PATH`.
+pub(crate) struct GeminiAgent {
+    program: String,
+}
+
+impl GeminiAgent {
+    pub(crate) fn new() -> GeminiAgent {
+        GeminiAgent {
+            program: "gemini".to_string(),
+        }
+    }
+
+    /// The command line for `request` (the prompt goes on stdin).
+    fn command(&self, request: &Request) -> String {
+        let mut command = format!("{} --output-format json", self.program);
+        if let Some(session) = &request.session {
+            command.push_str(" --resume ");
+            command.push_str(&shell_quote(session));
+        }
+        command.push_str(" -p ''");
+        command
+    }
+}
+
+impl Agent for GeminiAgent {
+    fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
+        let mut prompt = crate::mcp::reply::unattended_prompt(
+            &request.prompt,
+            request.previous_error.as_deref(),
+        );
+        if request.wants_outputs() {
+            prompt.push_str(&crate::mcp::reply::json_answer_request(&request.schema));
+        }
+        match run_agent(
+            &self.command(request),
+            prompt.as_bytes(),
+            &request.working_dir,
+            timeout,
+            request.group_note.clone(),
+            cancel,
+        ) {
+            Ok(stdout) => read_result(&stdout, request.wants_outputs()),
+            Err(Stopped::Failed(error)) if error.contains(UNTRUSTED_FOLDER) => {
+                Reply::Failed(untrusted(request), AgentReport::default())
+            }
+            Err(stopped) => stopped.into(),
+        }
+    }
+}
+
+/// Why Gemini CLI refused to run, and what to do about it (the run, saved, says how to
+/// resume it).
+fn untrusted(request: &Request) -> String {
+    format!(
+        "Gemini CLI does not trust the folder {}, so it will not run headless there: trust it \
+         once (start `gemini` in that folder and answer its trust question), or set \
+         GEMINI_CLI_TRUST_WORKSPACE=true in mekara's environment",
+        request.working_dir.display()
+    )
+}
+
+/// Reads the result object `gemini --output-format json` prints.
+fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
+    // Gemini CLI may print a line of its own before the JSON (a warning): the result is the
+    // last JSON object it printed.
+    let Some(result) = last_json_object(stdout) else {
+        return Reply::Failed(
+            format!(
+                "Gemini CLI did not print its JSON result; it wrote: {}",
+                crate::display::clipped(stdout.trim(), 2000)
+            ),
+            AgentReport::default(),
+        );
+    };
+    let tokens = |kind: &str| -> Option<u64> {
+        let models = result.get("stats")?.get("models")?.as_object()?;
+        models
+            .values()
+            .map(|m| {
+                m.get("tokens")
+                    .and_then(|t| t.get(kind))
+                    .and_then(Json::as_u64)
+            })
+            .sum()
+    };
+    let report = AgentReport {
+        session: result
+            .get("session_id")
+            .and_then(Json::as_str)
+            .map(str::to_string),
+        input_tokens: tokens("prompt"),
+        output_tokens: tokens("candidates"),
+        ..AgentReport::default()
+    };
+    if let Some(error) = result.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Json::as_str)
+            .map_or_else(|| error.to_string(), str::to_string);
+        return Reply::Failed(format!("Gemini CLI failed: {message}"), report);
+    }
+    if !wants_outputs {
+        return Reply::Outputs(serde_json::Map::new(), report);
+    }
+    let said = result.get("response").and_then(Json::as_str).unwrap_or("");
+    match last_json_object(said) {
+        Some(outputs) => Reply::Outputs(outputs, report),
+        None => Reply::Malformed(
+            format!(
+                "Gemini's answer does not end with the step's outputs as a JSON object; it \
+                 said: {}",
+                crate::display::clipped(said.trim(), 2000)
+            ),
+            report,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_result_gives_the_outputs_the_session_and_the_tokens() {
+        let stdout = r#"{
+  "session_id": "s-1",
+  "response": "Here it is:\n```json\n{\"colour\": \"red\", \"shade\": {\"dark\": true}}\n```",
+  "stats": {"models": {
+    "gemini-2.5-flash": {"tokens": {"prompt": 12, "candidates": 3, "total": 15}},
+    "gemini-2.5-flash-lite": {"tokens": {"prompt": 2, "candidates": 1, "total": 3}}
+  }}
+}"#;
+        match read_result(stdout, true) {
+            Reply::Outputs(outputs, report) => {
+                assert_eq!(outputs["colour"], "red");
+                assert_eq!(outputs["shade"]["dark"], true);
+                assert_eq!(report.session.as_deref(), Some("s-1"));
+                assert_eq!(
+                    (report.input_tokens, report.output_tokens),
+                    (Some(14), Some(4))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn failures_and_wrong_answers_are_told_apart() {
+        let failed = r#"{"session_id": "s", "error": {"type": "Error", "message": "quota"}}"#;
+        assert!(
+            matches!(read_result(failed, true), Reply::Failed(e, _) if e == "Gemini CLI failed: quota")
+        );
+        let prose = r#"{"session_id": "s", "response": "red"}"#;
+        assert!(matches!(read_result(prose, true), Reply::Malformed(..)));
+        assert!(matches!(
+            read_result("not json at all", true),
+            Reply::Failed(..)
+        ));
+        assert!(matches!(read_result(prose, false), Reply::Outputs(o, _) if o.is_empty()));
+    }
+}
