@@ -37,7 +37,16 @@ cd "$dest"
 # --loglevel=error hides EBADENGINE notices of dependencies that ask for a newer Node than
 # the code paths we use need.
 if [[ -f package-lock.json ]]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  # `npm ci` refuses a lock that leaves out optional platform packages the registry does not
+  # have (Qwen Code's clipboard for darwin and win32 at its pinned version), which
+  # `npm install` accepts while keeping to the lock; the lock must come out unchanged.
+  if ! npm ci --no-audit --no-fund --loglevel=silent; then
+    echo "$package: npm ci refused the lock; installing with npm install, kept to the lock"
+    npm install --no-audit --no-fund --loglevel=error
+    npm ls "$package" >/dev/null
+    cmp -s "$here/package-lock.json" package-lock.json ||
+      { echo "$package: npm install changed the lock; update $here/package-lock.json" >&2; exit 1; }
+  fi
 else
   npm install --no-audit --no-fund --loglevel=error
 fi
