@@ -55,10 +55,12 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
-    let settings = Settings {
+    let mut settings = Settings {
         default_timeout,
         ..Settings::default()
     };
+    // Only an unattended run can send the llm steps of a `parallel` group out at once.
+    settings.limits.llm_in_parallel = args.unattended.agent_given();
     let client = crate::client::McpClient::for_locations(&locations);
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     if args.unattended.dry_run {
@@ -268,6 +270,12 @@ fn play(
                     Asked::Answered(outputs) => executor.continue_llm(outputs, terminal),
                     unanswered => return left_at_prompt(executor, &unanswered),
                 }
+            }
+            // `llm_in_parallel` is off in the terminal: the group refused its llm steps.
+            Ok(Pending::Tasks { path, .. }) => {
+                anyhow::bail!(
+                    "`{path}` waits for the llm steps of a `parallel` group, which only an unattended run asks (`mekara run --agent …`)"
+                )
             }
             Ok(Pending::Ask {
                 path,

@@ -473,6 +473,26 @@ pub(crate) fn pending(
                 with_handle(handle)
             );
         }
+        Pending::Tasks { path, tasks, .. } => {
+            // Only an unattended run gets here (see `Limits::llm_in_parallel`), which asks
+            // each task on its own with `task_prompt`.
+            let _ = writeln!(
+                out,
+                "## Independent llm tasks of a `parallel` group in `{path}`\n"
+            );
+            for task in tasks {
+                let _ = writeln!(
+                    out,
+                    "### Task {}\n\n<instructions>\n{}</instructions>\n",
+                    task.member,
+                    with_newline(&task.prompt)
+                );
+            }
+            let _ = writeln!(
+                out,
+                "Each task goes to an agent process of its own (`mekara run --agent …`)."
+            );
+        }
         Pending::Ask {
             path,
             question,
@@ -657,6 +677,27 @@ fn argument_error(error: &ArgumentError) -> String {
             tool.name()
         ),
     }
+}
+
+/// What an agent process of an unattended run reads for `task`, one of the independent
+/// tasks of a `parallel` group in frame `path`: the task as an llm step of its own, named
+/// `PATH task MEMBER`.
+pub(crate) fn task_prompt(path: &str, task: &crate::engine::Task) -> String {
+    let step = Pending::Llm {
+        path: task_label(path, task.member),
+        prompt: task.prompt.clone(),
+        expects: task.expects.clone(),
+    };
+    format!(
+        "This is one of several independent tasks that run at once, each by an agent of its \
+         own: do only this one.\n\n{}",
+        pending(&step, None, None)
+    )
+}
+
+/// How a task of a `parallel` group is named in messages: `PATH task MEMBER`.
+pub(crate) fn task_label(path: &str, member: usize) -> String {
+    format!("{path} task {member}")
 }
 
 /// Says why `error` stopped a call of `tool`, and what to call instead. `last` is the

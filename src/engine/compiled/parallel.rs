@@ -120,6 +120,7 @@ fn run_group<'v>(
     let mut returned: Vec<Option<(Value<'v>, MemberRun)>> = members.iter().map(|_| None).collect();
     loop {
         let mut planned = Vec::new();
+        let mut tasks = Vec::new();
         for (member, callee) in members.iter().enumerate() {
             if returned[member].is_some() {
                 continue;
@@ -132,6 +133,7 @@ fn run_group<'v>(
                 next: 0,
                 closed,
                 planned: None,
+                task: None,
                 prints: Vec::new(),
             });
             let outcome = eval.eval_function(*callee, &[], &[]);
@@ -145,6 +147,9 @@ fn run_group<'v>(
                 Err(_) if ctx.interrupt.borrow().is_none() && run.planned.is_some() => {
                     planned.push((tag, run.planned.take().expect("checked")));
                 }
+                Err(_) if ctx.interrupt.borrow().is_none() && run.task.is_some() => {
+                    tasks.push(run.task.take().expect("checked"));
+                }
                 Err(e) => {
                     let ended = group_records(&ctx.steps.borrow(), group).len();
                     ctx.cursor.set(group + ended);
@@ -152,10 +157,15 @@ fn run_group<'v>(
                 }
             }
         }
-        if planned.is_empty() {
+        if !planned.is_empty() {
+            // The shell steps first: a member stopped at an llm step stops there again.
+            run_round(ctx, group, &planned, max)?;
+        } else if !tasks.is_empty() {
+            ctx.cursor.set(group);
+            return Err(ctx.interrupt(Interrupt::Tasks { group, max, tasks }).into());
+        } else {
             break;
         }
-        run_round(ctx, group, &planned, max)?;
     }
     let ended = group_records(&ctx.steps.borrow(), group).len();
     let used: usize = returned.iter().flatten().map(|(_, run)| run.next).sum();
