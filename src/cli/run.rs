@@ -59,8 +59,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         default_timeout,
         ..Settings::default()
     };
-    // Only an unattended run can send the llm steps of a `parallel` group out at once.
-    settings.limits.llm_in_parallel = args.unattended.agent_given();
+    // A `parallel` group's llm steps go out at once unattended, one after another here.
+    settings.limits.llm_in_parallel = true;
     let client = crate::client::McpClient::for_locations(&locations);
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     if args.unattended.dry_run {
@@ -271,11 +271,20 @@ fn play(
                     unanswered => return left_at_prompt(executor, &unanswered),
                 }
             }
-            // `llm_in_parallel` is off in the terminal: the group refused its llm steps.
-            Ok(Pending::Tasks { path, .. }) => {
-                anyhow::bail!(
-                    "`{path}` waits for the llm steps of a `parallel` group, which only an unattended run asks (`mekara run --agent …`)"
-                )
+            // The independent llm steps of a `parallel` group: one person asks them one
+            // after another, each journaled as it is answered.
+            Ok(Pending::Tasks { path, tasks, .. }) => {
+                for task in &tasks {
+                    let label = crate::mcp::reply::task_label(&path, task.member);
+                    outln!("\n── llm step {label} ──\n{}", task.prompt.trim_end())?;
+                    match ask_outputs(&mut input, task.expects.as_ref())? {
+                        Asked::Answered(outputs) => {
+                            executor.answer_task(task.member, outputs, None, terminal)?;
+                        }
+                        unanswered => return left_at_prompt(executor, &unanswered),
+                    }
+                }
+                executor.advance(terminal)
             }
             Ok(Pending::Ask {
                 path,

@@ -615,14 +615,15 @@ impl Executor {
         self.advance(observer)
     }
 
-    /// Gives the outputs of the task of `member` in the pending `parallel` group, as an
-    /// agent process answered it, and journals them tagged with the member. The run does
-    /// not go on: the group's other tasks may still be out; [`Executor::advance`] goes on.
+    /// Gives the outputs of the task of `member` in the pending `parallel` group (with what
+    /// the agent process that answered reported, if one did), journaled tagged with the
+    /// member. The run does not go on: the group's other tasks may still be out;
+    /// [`Executor::advance`] goes on.
     pub fn answer_task(
         &mut self,
         member: usize,
         outputs: Map<String, Json>,
-        agent: AgentReport,
+        agent: Option<AgentReport>,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
         let (group, task) = self.pending_task(member, observer)?;
@@ -630,8 +631,8 @@ impl Executor {
         let result = StepResult {
             success: true,
             outputs: Some(outputs),
-            duration_ms: agent.wall_ms,
-            agent: Some(agent),
+            duration_ms: agent.as_ref().and_then(|a| a.wall_ms),
+            agent,
             ..StepResult::default()
         };
         self.record_task(group, task, result, observer)

@@ -142,7 +142,9 @@ impl Session {
     ) -> Result<(), String> {
         let history = History::new(progress);
         let done = match answer {
-            Ok(outputs) => self.executor.answer_task(member, outputs, report, &history),
+            Ok(outputs) => self
+                .executor
+                .answer_task(member, outputs, Some(report), &history),
             Err(error) => self.executor.fail_task(member, error, report, &history),
         };
         self.carried.extend(history.into_events());

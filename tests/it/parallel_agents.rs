@@ -243,14 +243,39 @@ fn a_killed_run_resumes_asking_only_the_tasks_not_answered() {
     );
 }
 #[test]
-fn in_the_terminal_an_llm_step_inside_parallel_is_refused_saying_where_it_runs() {
+fn in_the_terminal_the_tasks_are_asked_one_after_another_and_each_journaled() {
     let project = project(&json!({}));
-    let run = project.run(&["run", "grove"], "");
+    let run = project.run(&["run", "grove"], "apple\noak\n");
+    run.expect_code(0);
     assert!(
-        run.stdout.contains(
-            "llm steps inside parallel run only in an unattended run (`mekara run --agent …`) for now"
-        ),
+        run.stdout.contains("apple shell member oak!"),
         "{}",
         run.stdout
+    );
+    mekara_snapshot!(project, run);
+    let mut answers = answered(&project);
+    answers.sort_by_key(|a| a.0.to_string());
+    assert_eq!(
+        answers,
+        [
+            (json!(0), json!({"word": "apple"}), Json::Null),
+            (json!(2), json!({"word": "oak"}), Json::Null),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn over_mcp_an_llm_step_inside_parallel_is_refused_saying_where_it_runs() {
+    let project = project(&json!({}));
+    let client = crate::mcp::client::Client::start(&project, &[]).await;
+    let reply = client
+        .call("start", json!({"name": "grove", "arguments": ""}))
+        .await
+        .ok();
+    assert!(
+        reply.contains(
+            "llm steps inside parallel run only in an unattended run (`mekara run --agent …`) or in the terminal for now"
+        ),
+        "{reply}"
     );
 }

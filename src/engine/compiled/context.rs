@@ -178,7 +178,7 @@ pub(super) fn step_context<'a, 'e>(
     if ctx.member.borrow().is_some() && !allowed(builtin) {
         if builtin == "llm" {
             anyhow::bail!(
-                "llm steps inside parallel run only in an unattended run (`mekara run --agent …`) for now; here, call `llm` before or after the `parallel` group"
+                "llm steps inside parallel run only in an unattended run (`mekara run --agent …`) or in the terminal for now; here, call `llm` before or after the `parallel` group"
             );
         }
         anyhow::bail!(
