@@ -55,12 +55,10 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
-    let mut settings = Settings {
+    let settings = Settings {
         default_timeout,
         ..Settings::default()
     };
-    // A `parallel` group's llm steps go out at once unattended, one after another here.
-    settings.limits.llm_in_parallel = true;
     let client = crate::client::McpClient::for_locations(&locations);
     let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
     if args.unattended.dry_run {

@@ -583,13 +583,74 @@ impl Executor {
         outputs: Map<String, Json>,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
-        if self.waiting_question().is_some()
-            || matches!(self.advance(observer)?, Pending::Ask { .. })
-        {
-            let answer = answer_of(outputs)?;
-            return self.answer_ask(&answer, AnsweredBy::Agent, observer);
+        let pending = match self.waiting_question() {
+            Some(_) => None,
+            None => Some(self.advance(observer)?),
+        };
+        match pending {
+            None | Some(Pending::Ask { .. }) => {
+                let answer = answer_of(outputs)?;
+                self.answer_ask(&answer, AnsweredBy::Agent, observer)
+            }
+            Some(Pending::Tasks { group, tasks, .. }) => {
+                self.answer_tasks(group, tasks, &outputs, observer)
+            }
+            Some(_) => self.answer_llm(outputs, None, observer),
         }
-        self.answer_llm(outputs, None, observer)
+    }
+
+    /// Gives the outputs of every task of the pending `parallel` group at once, keyed by
+    /// task (the member's number), and runs on. All are checked before any is journaled.
+    fn answer_tasks(
+        &mut self,
+        group: usize,
+        tasks: Vec<Task>,
+        outputs: &Map<String, Json>,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
+        let expected: Vec<String> = tasks.iter().map(|t| t.member.to_string()).collect();
+        check_names(expected, outputs)?;
+        let mut given = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let key = task.member.to_string();
+            let own = match outputs.get(&key) {
+                Some(Json::Object(own)) => own.clone(),
+                _ => {
+                    return Err(EngineError::Unfit {
+                        detail: format!(
+                            "the outputs of task `{key}` must be an object of its outputs (`{{}}` when it expects none)"
+                        ),
+                    });
+                }
+            };
+            check_outputs(task.expects.as_ref(), &own).map_err(|e| match e {
+                EngineError::Outputs {
+                    missing,
+                    unexpected,
+                    expected,
+                } => {
+                    let named = |names: Vec<String>| {
+                        names.into_iter().map(|n| format!("{key}.{n}")).collect()
+                    };
+                    EngineError::Outputs {
+                        missing: named(missing),
+                        unexpected: named(unexpected),
+                        expected: named(expected),
+                    }
+                }
+                other => other,
+            })?;
+            given.push((task, own));
+        }
+        for (task, own) in given {
+            let result = StepResult {
+                success: true,
+                outputs: Some(own),
+                ..StepResult::default()
+            };
+            self.record_task(group, task, result, observer)?;
+        }
+        self.advance(observer)
     }
 
     /// [`Executor::continue_llm`], with what the agent process that answered reported
@@ -696,43 +757,7 @@ impl Executor {
         observer.step_finished(&self.label(), &record);
         Ok(())
     }
-}
 
-/// Checks the outputs given for an llm step against its `expects`: the same names, each a
-/// value a script can hold.
-pub(crate) fn check_outputs(
-    expects: Option<&Map<String, Json>>,
-    outputs: &Map<String, Json>,
-) -> Result<(), EngineError> {
-    {
-        let expected: Vec<String> = expects.iter().flat_map(|e| e.keys().cloned()).collect();
-        let missing: Vec<String> = expected
-            .iter()
-            .filter(|k| !outputs.contains_key(*k))
-            .cloned()
-            .collect();
-        let unexpected: Vec<String> = outputs
-            .keys()
-            .filter(|k| !expected.contains(k))
-            .cloned()
-            .collect();
-        if !missing.is_empty() || !unexpected.is_empty() {
-            return Err(EngineError::Outputs {
-                missing,
-                unexpected,
-                expected,
-            });
-        }
-        if let Some(detail) = outputs.iter().find_map(|(name, value)| {
-            super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
-        }) {
-            return Err(EngineError::Unfit { detail });
-        }
-        Ok(())
-    }
-}
-
-impl Executor {
     /// The prompt and `expects` of the pending llm step; an error when something else is
     /// pending.
     fn pending_llm(
@@ -1456,6 +1481,46 @@ impl Executor {
             .chain(std::iter::once(top.script.name.to_string()))
             .collect()
     }
+}
+
+/// Checks that `outputs` has exactly the names `expected`.
+fn check_names(expected: Vec<String>, outputs: &Map<String, Json>) -> Result<(), EngineError> {
+    let missing: Vec<String> = expected
+        .iter()
+        .filter(|k| !outputs.contains_key(*k))
+        .cloned()
+        .collect();
+    let unexpected: Vec<String> = outputs
+        .keys()
+        .filter(|k| !expected.contains(k))
+        .cloned()
+        .collect();
+    if missing.is_empty() && unexpected.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Outputs {
+        missing,
+        unexpected,
+        expected,
+    })
+}
+
+/// Checks the outputs given for an llm step against its `expects`: the same names, each a
+/// value a script can hold.
+pub(crate) fn check_outputs(
+    expects: Option<&Map<String, Json>>,
+    outputs: &Map<String, Json>,
+) -> Result<(), EngineError> {
+    check_names(
+        expects.iter().flat_map(|e| e.keys().cloned()).collect(),
+        outputs,
+    )?;
+    if let Some(detail) = outputs.iter().find_map(|(name, value)| {
+        super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
+    }) {
+        return Err(EngineError::Unfit { detail });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -330,7 +330,7 @@ impl Session {
     /// The NL source of the top frame, when it is compiled and this is the first time it
     /// needs the agent.
     fn nl_source_once(&mut self, pending: &Pending) -> Option<(String, String)> {
-        if !matches!(pending, Pending::Llm { .. }) {
+        if !matches!(pending, Pending::Llm { .. } | Pending::Tasks { .. }) {
             return None;
         }
         let top = self.executor.frames().last()?;

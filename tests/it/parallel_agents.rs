@@ -265,17 +265,43 @@ fn in_the_terminal_the_tasks_are_asked_one_after_another_and_each_journaled() {
 }
 
 #[tokio::test]
-async fn over_mcp_an_llm_step_inside_parallel_is_refused_saying_where_it_runs() {
+async fn over_mcp_the_tasks_are_one_pending_item_finished_by_one_continue_keyed_by_task() {
     let project = project(&json!({}));
     let client = crate::mcp::client::Client::start(&project, &[]).await;
-    let reply = client
+    let snap = |name: &str, text: &str| {
+        insta::assert_snapshot!(name.to_string(), project.scrub(text));
+    };
+    let started = client
         .call("start", json!({"name": "grove", "arguments": ""}))
         .await
         .ok();
-    assert!(
-        reply.contains(
-            "llm steps inside parallel run only in an unattended run (`mekara run --agent …`) or in the terminal for now"
-        ),
-        "{reply}"
+    snap("mcp_tasks_pending", &started);
+    let run_id = crate::mcp::client::handle(&started);
+    let call = |outputs: Json| {
+        client.call(
+            "continue_compiled_script",
+            json!({"run_id": run_id, "outputs": outputs}),
+        )
+    };
+    // A task left out, one's outputs of the wrong shape: refused, nothing journaled.
+    let missing = call(json!({"0": {"word": "apple"}})).await.err();
+    assert!(missing.contains("`2`"), "{missing}");
+    let wrong = call(json!({"0": {"word": "apple"}, "2": {"tree": "oak"}}))
+        .await
+        .err();
+    snap("mcp_tasks_wrong_outputs", &wrong);
+    assert!(answered(&project).is_empty());
+    let done = call(json!({"0": {"word": "apple"}, "2": {"word": "oak"}}))
+        .await
+        .ok();
+    assert!(done.contains("apple shell member oak!"), "{done}");
+    let mut answers = answered(&project);
+    answers.sort_by_key(|a| a.0.to_string());
+    assert_eq!(
+        answers,
+        [
+            (json!(0), json!({"word": "apple"}), Json::Null),
+            (json!(2), json!({"word": "oak"}), Json::Null),
+        ]
     );
 }

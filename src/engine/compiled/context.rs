@@ -173,16 +173,9 @@ pub(super) fn step_context<'a, 'e>(
             "`{builtin}` cannot run inside a function step; call it from `execute` (or a plain function it calls) instead"
         );
     }
-    let allowed =
-        |b: &str| matches!(b, "auto" | "mcp") || (b == "llm" && ctx.limits.llm_in_parallel);
-    if ctx.member.borrow().is_some() && !allowed(builtin) {
-        if builtin == "llm" {
-            anyhow::bail!(
-                "llm steps inside parallel run only in an unattended run (`mekara run --agent …`) or in the terminal for now; here, call `llm` before or after the `parallel` group"
-            );
-        }
+    if ctx.member.borrow().is_some() && !matches!(builtin, "auto" | "mcp" | "llm") {
         anyhow::bail!(
-            "`{builtin}` cannot run inside a `parallel` group, whose members may only run `auto` and `mcp` steps; call it before or after the group"
+            "`{builtin}` cannot run inside a `parallel` group, whose members may only run `auto`, `mcp` and `llm` steps; call it before or after the group"
         );
     }
     Ok(ctx)

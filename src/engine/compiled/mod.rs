@@ -63,9 +63,6 @@ pub struct Limits {
     pub max_heap_bytes: usize,
     /// Depth of Starlark calls.
     pub max_call_depth: usize,
-    /// Whether an llm step may run inside a `parallel` group: only where the group's llm
-    /// steps can go out at once (an unattended run); elsewhere they are refused.
-    pub llm_in_parallel: bool,
 }
 
 impl Default for Limits {
@@ -74,7 +71,6 @@ impl Default for Limits {
             max_ticks: 50_000_000,
             max_heap_bytes: 256 * 1024 * 1024,
             max_call_depth: 200,
-            llm_in_parallel: false,
         }
     }
 }
@@ -540,9 +536,9 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
     match (result, ctx.interrupt.take()) {
         (_, Some(Interrupt::Engine(e))) => Err(e),
         (_, Some(Interrupt::Suspend(s))) => Ok(Called::Suspended(s)),
-        // Direct calls refuse llm steps in a group (`llm_in_parallel` is off for them).
+        // A served tool has no agent to hand the group's llm steps to.
         (_, Some(Interrupt::Tasks { .. })) => Ok(Called::Failed(
-            "llm steps inside `parallel` run only in an unattended run".to_string(),
+            "the tool reached `llm()` steps inside `parallel`, but served tools cannot hand work to the agent; move them into a compiled script".to_string(),
         )),
         (_, Some(Interrupt::StepFailed(message))) => Ok(Called::Failed(message)),
         (Err(message), None) => Ok(Called::Failed(message)),
