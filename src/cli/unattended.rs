@@ -7,6 +7,8 @@
 //!
 //! Progress goes to stderr, so that stdout holds only the closing line, or the JSON summary.
 
+mod tasks;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -15,8 +17,6 @@ use clap::{ArgGroup, Args, ValueEnum};
 use serde_json::{Value as Json, json};
 
 use super::output::outln;
-
-mod tasks;
 use crate::agent::claude::ClaudeAgent;
 use crate::agent::codex::CodexAgent;
 use crate::agent::command::CommandAgent;

@@ -241,7 +241,7 @@ impl Suspension {
 }
 
 /// An llm step that a member of a `parallel` group stopped at: one of the independent
-/// tasks the group waits for (unattended runs only, see `parallel`).
+/// tasks the group waits for (see `parallel`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     /// The member that asks, from 0: its answer is journaled tagged with it.
@@ -258,8 +258,8 @@ pub(crate) enum Evaluation {
     /// The frame waits for the agent or a nested script.
     Suspended(Suspension),
     /// The frame waits for the llm steps the members of the `parallel` group at step
-    /// position `group` stopped at, in the members' order.
-    /// `max` is the group's own bound on what runs at once.
+    /// position `group` stopped at, in the members' order; `max` is the group's own bound
+    /// on what runs at once.
     Tasks {
         group: usize,
         max: usize,

@@ -12,6 +12,11 @@
 //! 3. The members are called again, their finished steps now replaying, until every member
 //!    returned.
 //!
+//! A member that reaches an llm step without a record stops there too. A round with shell
+//! steps runs them first; a round with only llm steps left suspends the frame with them as
+//! the group's independent tasks (`Evaluation::Tasks`), each answered on its own and
+//! journaled tagged with its member, the next evaluation replaying it.
+//!
 //! A member that fails (a step without `allow_failure`, an error in its code) fails the
 //! group as soon as it is called, before anything the members called so far planned can run:
 //! so the same journal always gives the same failure, live or replayed, and the steps
