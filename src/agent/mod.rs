@@ -187,7 +187,9 @@ impl Spent {
             if let Some(report) = report {
                 spent.answers += 1;
                 spent.cost_usd += report.cost_usd.unwrap_or(0.0);
-                if report.session.is_some() {
+                // A task of a `parallel` group had an agent session of its own.
+                let task = matches!(event, Event::Step(step) if step.record.parallel.is_some());
+                if report.session.is_some() && !task {
                     spent.session.clone_from(&report.session);
                 }
             }

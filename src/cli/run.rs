@@ -269,6 +269,21 @@ fn play(
                     unanswered => return left_at_prompt(executor, &unanswered),
                 }
             }
+            // The independent llm steps of a `parallel` group: one person asks them one
+            // after another, each journaled as it is answered.
+            Ok(Pending::Tasks { path, tasks, .. }) => {
+                for task in &tasks {
+                    let label = crate::mcp::reply::task_label(&path, task.member);
+                    outln!("\n── llm step {label} ──\n{}", task.prompt.trim_end())?;
+                    match ask_outputs(&mut input, task.expects.as_ref())? {
+                        Asked::Answered(outputs) => {
+                            executor.answer_task(task.member, outputs, None, terminal)?;
+                        }
+                        unanswered => return left_at_prompt(executor, &unanswered),
+                    }
+                }
+                executor.advance(terminal)
+            }
             Ok(Pending::Ask {
                 path,
                 question,

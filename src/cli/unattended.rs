@@ -7,6 +7,8 @@
 //!
 //! Progress goes to stderr, so that stdout holds only the closing line, or the JSON summary.
 
+mod tasks;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -53,6 +55,10 @@ pub(super) struct UnattendedArgs {
         requires = "unattended_agent"
     )]
     agent_timeout: f64,
+    /// How many agent processes answer the llm steps of a `parallel` group at once (the
+    /// group's own `max` when not given).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "unattended_agent")]
+    max_parallel_agents: Option<u64>,
     /// Stop before an agent step once the run has had this many agent answers.
     #[arg(long, value_name = "N", requires = "unattended_agent")]
     max_agent_steps: Option<usize>,
@@ -268,6 +274,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 };
             }
             Pending::Llm { path, expects, .. } => (Kind::Llm, path.clone(), expects.clone()),
+            Pending::Tasks { path, .. } => (Kind::Llm, path.clone(), None),
             Pending::Nl { path, .. } => (Kind::Nl, path.clone(), None),
             Pending::Fallback { path, .. } => (Kind::Fallback, path.clone(), None),
             // A question is for a person, never for the agent: the run stops, resumable.
@@ -302,6 +309,29 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 .map_or_else(|| PathBuf::from("."), |f| f.working_dir.clone()),
             group_note: session.group_note(),
         };
+        if let Pending::Tasks {
+            path, max, tasks, ..
+        } = &pending
+        {
+            let group = tasks::Group {
+                path,
+                max: *max,
+                tasks,
+            };
+            match tasks::ask_tasks(
+                args,
+                &mut session,
+                &group,
+                &request,
+                agent_timeout,
+                &cancel,
+                &progress,
+            ) {
+                Asked::Next(next) => reply = next,
+                Asked::Stop(end) => break end,
+            }
+            continue;
+        }
         eprintln!("… asking the agent: {} `{path}`", kind_name(kind));
         match ask(
             agent.as_mut(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension};
+use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension, Task};
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
@@ -20,7 +20,9 @@ use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
 use super::runs::{RunHistory, RunStore};
-use super::step::{AgentReport, AnsweredBy, MAX_KEPT, StepInput, StepRecord, StepResult};
+use super::step::{
+    AgentReport, AnsweredBy, MAX_KEPT, ParallelMember, StepInput, StepRecord, StepResult,
+};
 use super::store::RunLog;
 use super::tool::NL_TAG_CONTEXT;
 use crate::script::nl::{ARGUMENTS, NlText};
@@ -150,6 +152,18 @@ pub enum Pending {
         /// the part of the work it did not finish is the agent's too.
         failed_call: Option<FailedCall>,
     },
+    /// The llm steps that the members of a `parallel` group stopped at: independent tasks,
+    /// each answered on its own (unattended runs only).
+    Tasks {
+        /// Stack path, the top frame at the group's first step.
+        path: String,
+        /// The frame's step position where the group's steps begin.
+        group: usize,
+        /// The group's bound on what runs at once (`parallel(…, max = N)`).
+        max: usize,
+        /// The tasks not answered yet, in the members' order.
+        tasks: Vec<Task>,
+    },
     /// A question for the person (`ask`): the agent passes it on and never answers it itself.
     Ask {
         /// Stack path.
@@ -187,7 +201,7 @@ impl Pending {
     /// What this pending item waits for.
     pub fn waiting(&self) -> Waiting {
         match self {
-            Pending::Llm { .. } => Waiting::LlmStep,
+            Pending::Llm { .. } | Pending::Tasks { .. } => Waiting::LlmStep,
             Pending::Nl { .. } => Waiting::NlScript,
             Pending::Fallback { .. } => Waiting::Fallback,
             Pending::Ask { .. } => Waiting::Answer,
@@ -569,13 +583,74 @@ impl Executor {
         outputs: Map<String, Json>,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
-        if self.waiting_question().is_some()
-            || matches!(self.advance(observer)?, Pending::Ask { .. })
-        {
-            let answer = answer_of(outputs)?;
-            return self.answer_ask(&answer, AnsweredBy::Agent, observer);
+        let pending = match self.waiting_question() {
+            Some(_) => None,
+            None => Some(self.advance(observer)?),
+        };
+        match pending {
+            None | Some(Pending::Ask { .. }) => {
+                let answer = answer_of(outputs)?;
+                self.answer_ask(&answer, AnsweredBy::Agent, observer)
+            }
+            Some(Pending::Tasks { group, tasks, .. }) => {
+                self.answer_tasks(group, tasks, &outputs, observer)
+            }
+            Some(_) => self.answer_llm(outputs, None, observer),
         }
-        self.answer_llm(outputs, None, observer)
+    }
+
+    /// Gives the outputs of every task of the pending `parallel` group at once, keyed by
+    /// task (the member's number), and runs on. All are checked before any is journaled.
+    fn answer_tasks(
+        &mut self,
+        group: usize,
+        tasks: Vec<Task>,
+        outputs: &Map<String, Json>,
+        observer: &dyn Observer,
+    ) -> Result<Pending, EngineError> {
+        let expected: Vec<String> = tasks.iter().map(|t| t.member.to_string()).collect();
+        check_names(expected, outputs)?;
+        let mut given = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let key = task.member.to_string();
+            let own = match outputs.get(&key) {
+                Some(Json::Object(own)) => own.clone(),
+                _ => {
+                    return Err(EngineError::Unfit {
+                        detail: format!(
+                            "the outputs of task `{key}` must be an object of its outputs (`{{}}` when it expects none)"
+                        ),
+                    });
+                }
+            };
+            check_outputs(task.expects.as_ref(), &own).map_err(|e| match e {
+                EngineError::Outputs {
+                    missing,
+                    unexpected,
+                    expected,
+                } => {
+                    let named = |names: Vec<String>| {
+                        names.into_iter().map(|n| format!("{key}.{n}")).collect()
+                    };
+                    EngineError::Outputs {
+                        missing: named(missing),
+                        unexpected: named(unexpected),
+                        expected: named(expected),
+                    }
+                }
+                other => other,
+            })?;
+            given.push((task, own));
+        }
+        for (task, own) in given {
+            let result = StepResult {
+                success: true,
+                outputs: Some(own),
+                ..StepResult::default()
+            };
+            self.record_task(group, task, result, observer)?;
+        }
+        self.advance(observer)
     }
 
     /// [`Executor::continue_llm`], with what the agent process that answered reported
@@ -587,29 +662,7 @@ impl Executor {
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
         let (prompt, expects) = self.pending_llm(observer)?;
-        let expected: Vec<String> = expects.iter().flat_map(|e| e.keys().cloned()).collect();
-        let missing: Vec<String> = expected
-            .iter()
-            .filter(|k| !outputs.contains_key(*k))
-            .cloned()
-            .collect();
-        let unexpected: Vec<String> = outputs
-            .keys()
-            .filter(|k| !expected.contains(k))
-            .cloned()
-            .collect();
-        if !missing.is_empty() || !unexpected.is_empty() {
-            return Err(EngineError::Outputs {
-                missing,
-                unexpected,
-                expected,
-            });
-        }
-        if let Some(detail) = outputs.iter().find_map(|(name, value)| {
-            super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
-        }) {
-            return Err(EngineError::Unfit { detail });
-        }
+        check_outputs(expects.as_ref(), &outputs)?;
         self.record_in_top(
             StepInput::Llm { prompt, expects },
             StepResult {
@@ -621,6 +674,88 @@ impl Executor {
             },
         )?;
         self.advance(observer)
+    }
+
+    /// Gives the outputs of the task of `member` in the pending `parallel` group (with what
+    /// the agent process that answered reported, if one did), journaled tagged with the
+    /// member. The run does not go on: the group's other tasks may still be out;
+    /// [`Executor::advance`] goes on.
+    pub fn answer_task(
+        &mut self,
+        member: usize,
+        outputs: Map<String, Json>,
+        agent: Option<AgentReport>,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
+        let (group, task) = self.pending_task(member, observer)?;
+        check_outputs(task.expects.as_ref(), &outputs)?;
+        let result = StepResult {
+            success: true,
+            outputs: Some(outputs),
+            duration_ms: agent.as_ref().and_then(|a| a.wall_ms),
+            agent,
+            ..StepResult::default()
+        };
+        self.record_task(group, task, result, observer)
+    }
+
+    /// Fails the task of `member` in the pending `parallel` group: the agent process could
+    /// not do it. The member fails when the group is called again, and with it the group.
+    pub fn fail_task(
+        &mut self,
+        member: usize,
+        error: String,
+        agent: AgentReport,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
+        let (group, task) = self.pending_task(member, observer)?;
+        let result = StepResult {
+            success: false,
+            error: Some(error),
+            duration_ms: agent.wall_ms,
+            agent: Some(agent),
+            ..StepResult::default()
+        };
+        self.record_task(group, task, result, observer)
+    }
+
+    /// The pending task of `member`, with its group's position.
+    fn pending_task(
+        &mut self,
+        member: usize,
+        observer: &dyn Observer,
+    ) -> Result<(usize, Task), EngineError> {
+        let pending = self.advance(observer)?;
+        if let Pending::Tasks { group, tasks, .. } = &pending
+            && let Some(task) = tasks.iter().find(|t| t.member == member)
+        {
+            return Ok((*group, task.clone()));
+        }
+        Err(EngineError::WrongCall {
+            expected: Waiting::LlmStep,
+            waiting: pending.waiting(),
+        })
+    }
+
+    /// Journals the answer of a task of the group at `group`, tagged with its member.
+    fn record_task(
+        &mut self,
+        group: usize,
+        task: Task,
+        result: StepResult,
+        observer: &dyn Observer,
+    ) -> Result<(), EngineError> {
+        let tag = ParallelMember {
+            group,
+            member: task.member,
+        };
+        let input = StepInput::Llm {
+            prompt: task.prompt,
+            expects: task.expects,
+        };
+        let record = self.record_step_tagged(input, None, result, false, Some(tag))?;
+        observer.step_finished(&self.label(), &record);
+        Ok(())
     }
 
     /// The prompt and `expects` of the pending llm step; an error when something else is
@@ -880,6 +1015,16 @@ impl Executor {
                         path: self.path(),
                         prompt,
                         expects,
+                    });
+                }
+                Evaluation::Tasks { group, max, tasks } => {
+                    self.sync()?;
+                    return Ok(Pending::Tasks {
+                        // Named by the group's first step: it stays as tasks are answered.
+                        path: format!("{}[{group}]", self.label()),
+                        group,
+                        max,
+                        tasks,
                     });
                 }
                 Evaluation::Suspended(Suspension::Ask {
@@ -1250,6 +1395,18 @@ impl Executor {
         result: StepResult,
         allow_failure: bool,
     ) -> Result<StepRecord, EngineError> {
+        self.record_step_tagged(input, context, result, allow_failure, None)
+    }
+
+    /// [`Executor::record_step`], of the `parallel` member `parallel` when one.
+    fn record_step_tagged(
+        &mut self,
+        input: StepInput,
+        context: Option<String>,
+        result: StepResult,
+        allow_failure: bool,
+        parallel: Option<ParallelMember>,
+    ) -> Result<StepRecord, EngineError> {
         let depth = self.stack.len() - 1;
         let top = self.stack.last().expect("a step is recorded into a frame");
         let record = StepRecord {
@@ -1258,7 +1415,7 @@ impl Executor {
             context,
             result,
             allow_failure,
-            parallel: None,
+            parallel,
         };
         self.append(&Event::Step(StepEvent {
             depth,
@@ -1324,6 +1481,46 @@ impl Executor {
             .chain(std::iter::once(top.script.name.to_string()))
             .collect()
     }
+}
+
+/// Checks that `outputs` has exactly the names `expected`.
+fn check_names(expected: Vec<String>, outputs: &Map<String, Json>) -> Result<(), EngineError> {
+    let missing: Vec<String> = expected
+        .iter()
+        .filter(|k| !outputs.contains_key(*k))
+        .cloned()
+        .collect();
+    let unexpected: Vec<String> = outputs
+        .keys()
+        .filter(|k| !expected.contains(k))
+        .cloned()
+        .collect();
+    if missing.is_empty() && unexpected.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Outputs {
+        missing,
+        unexpected,
+        expected,
+    })
+}
+
+/// Checks the outputs given for an llm step against its `expects`: the same names, each a
+/// value a script can hold.
+pub(crate) fn check_outputs(
+    expects: Option<&Map<String, Json>>,
+    outputs: &Map<String, Json>,
+) -> Result<(), EngineError> {
+    check_names(
+        expects.iter().flat_map(|e| e.keys().cloned()).collect(),
+        outputs,
+    )?;
+    if let Some(detail) = outputs.iter().find_map(|(name, value)| {
+        super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
+    }) {
+        return Err(EngineError::Unfit { detail });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub(crate) mod step;
 pub mod store;
 pub(crate) mod tool;
 
+pub use compiled::Task;
 pub use error::{EngineError, Waiting};
 pub use executor::{Answer, Claim, Executor, FailedCall, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};

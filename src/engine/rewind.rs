@@ -520,7 +520,7 @@ fn probe(resolver: &Resolver, limits: &Limits, trace: &Trace) -> Result<Probe, E
             }
             Now::GoesOn
         }
-        Err(EngineError::Cancelled { .. }) => Now::GoesOn,
+        Err(EngineError::Cancelled { .. }) | Ok(Evaluation::Tasks { .. }) => Now::GoesOn,
         Ok(Evaluation::Completed) => Now::Ends,
         Ok(Evaluation::Failed(message)) => Now::Fails(message),
         Err(e) => return Err(e),

@@ -402,21 +402,7 @@ pub(crate) fn pending(
                      `continue_compiled_script` with `{{{run}\"outputs\": {{}}}}`."
                 );
             } else {
-                out.push_str("Expected outputs:\n");
-                for (name, description) in &expected {
-                    match description.as_str() {
-                        Some(d) if !d.trim().is_empty() => {
-                            let _ = writeln!(out, "- `{name}`: {}", d.trim());
-                        }
-                        _ => {
-                            let _ = writeln!(out, "- `{name}`");
-                        }
-                    }
-                }
-                let example: Vec<String> = expected
-                    .iter()
-                    .map(|(name, _)| format!("{}: …", compact(&Json::String((*name).clone()))))
-                    .collect();
+                let example = expected_outputs(&mut out, &expected);
                 let _ = writeln!(
                     out,
                     "\nWhen you have done this step, call `continue_compiled_script` with \
@@ -471,6 +457,53 @@ pub(crate) fn pending(
                 out,
                 "Call `finish_nl_script`{} when the whole script is done.",
                 with_handle(handle)
+            );
+        }
+        Pending::Tasks { path, tasks, .. } => {
+            let _ = writeln!(
+                out,
+                "## Your turn: {} independent llm tasks `{path}`\n",
+                tasks.len()
+            );
+            if let Some((name, source)) = nl_source {
+                let _ = writeln!(
+                    out,
+                    "These tasks belong to the compiled script `{name}`. Its NL source, for \
+                     context only (mekara runs the other steps itself; do just these tasks):\n\n\
+                     <nl-source>\n{}</nl-source>\n",
+                    with_newline(source)
+                );
+            }
+            out.push_str(
+                "They do not depend on each other: do each (at once, if you can hand them to \
+                 subagents), then give all their outputs in one call.\n\n",
+            );
+            let mut example = Vec::new();
+            for task in tasks {
+                let _ = writeln!(
+                    out,
+                    "### Task `{}`\n\n<instructions>\n{}</instructions>\n",
+                    task.member,
+                    with_newline(&task.prompt)
+                );
+                let expected: Vec<(&String, &Json)> =
+                    task.expects.iter().flat_map(|e| e.iter()).collect();
+                let names = if expected.is_empty() {
+                    out.push_str("No outputs are expected.\n\n");
+                    Vec::new()
+                } else {
+                    let names = expected_outputs(&mut out, &expected);
+                    out.push('\n');
+                    names
+                };
+                example.push(format!("\"{}\": {{{}}}", task.member, names.join(", ")));
+            }
+            let _ = writeln!(
+                out,
+                "When every task is done, call `continue_compiled_script` once with \
+                 `{{{run}\"outputs\": {{{}}}}}`: each task's outputs under its number.\n\
+                 Do only these tasks: mekara runs the rest. Do not call `finish_nl_script` here.",
+                example.join(", ")
             );
         }
         Pending::Ask {
@@ -659,6 +692,47 @@ fn argument_error(error: &ArgumentError) -> String {
     }
 }
 
+/// Lists the expected outputs (`- \`name\`: description`) and returns each as `"name": …`,
+/// for the call to make.
+fn expected_outputs(out: &mut String, expected: &[(&String, &Json)]) -> Vec<String> {
+    out.push_str("Expected outputs:\n");
+    for (name, description) in expected {
+        match description.as_str() {
+            Some(d) if !d.trim().is_empty() => {
+                let _ = writeln!(out, "- `{name}`: {}", d.trim());
+            }
+            _ => {
+                let _ = writeln!(out, "- `{name}`");
+            }
+        }
+    }
+    expected
+        .iter()
+        .map(|(name, _)| format!("{}: …", compact(&Json::String((*name).clone()))))
+        .collect()
+}
+
+/// What an agent process of an unattended run reads for `task`, one of the independent
+/// tasks of a `parallel` group in frame `path`: the task as an llm step of its own, named
+/// `PATH task MEMBER`.
+pub(crate) fn task_prompt(path: &str, task: &crate::engine::Task) -> String {
+    let step = Pending::Llm {
+        path: task_label(path, task.member),
+        prompt: task.prompt.clone(),
+        expects: task.expects.clone(),
+    };
+    format!(
+        "This is one of several independent tasks that run at once, each by an agent of its \
+         own: do only this one.\n\n{}",
+        pending(&step, None, None)
+    )
+}
+
+/// How a task of a `parallel` group is named in messages: `PATH task MEMBER`.
+pub(crate) fn task_label(path: &str, member: usize) -> String {
+    format!("{path} task {member}")
+}
+
 /// Says why `error` stopped a call of `tool`, and what to call instead. `last` is the
 /// pending item the agent was last shown; `run` the session's run.
 pub(crate) fn refusal(
@@ -668,7 +742,9 @@ pub(crate) fn refusal(
     run: Option<&str>,
 ) -> String {
     let pending_path = match last {
-        Some(Pending::Llm { path, .. } | Pending::Nl { path, .. }) => format!(" `{path}`"),
+        Some(
+            Pending::Llm { path, .. } | Pending::Nl { path, .. } | Pending::Tasks { path, .. },
+        ) => format!(" `{path}`"),
         Some(Pending::Fallback { path, .. } | Pending::Ask { path, .. }) => format!(" `{path}`"),
         _ => String::new(),
     };

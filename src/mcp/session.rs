@@ -38,6 +38,9 @@ pub(crate) struct Session {
     last: Option<Pending>,
     /// Why `last` cannot be trusted: the last call was cancelled mid-step.
     interrupted: Option<String>,
+    /// What happened while the tasks of a `parallel` group were answered, for the reply
+    /// that goes on after them.
+    carried: Vec<CallEvent>,
 }
 
 impl Session {
@@ -55,6 +58,7 @@ impl Session {
             shown: HashSet::new(),
             last: None,
             interrupted: None,
+            carried: Vec::new(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Session {
             shown: HashSet::new(),
             last: None,
             interrupted: None,
+            carried: Vec::new(),
         };
         Ok((session, torn, plan))
     }
@@ -122,6 +127,38 @@ impl Session {
             ),
         };
         self.reply(tool, outcome, history.into_events(), String::new())
+    }
+
+    /// What an agent process did with task `member` of the pending `parallel` group (its
+    /// outputs, or why it could not), journaled at once with what it reported; the run
+    /// does not go on until [`Session::go_on`]. An error is the refusal's text, as an agent
+    /// over MCP would read it.
+    pub(crate) fn answer_task(
+        &mut self,
+        member: usize,
+        answer: Result<serde_json::Map<String, serde_json::Value>, String>,
+        report: AgentReport,
+        progress: &dyn Fn(Progress<'_>),
+    ) -> Result<(), String> {
+        let history = History::new(progress);
+        let done = match answer {
+            Ok(outputs) => self
+                .executor
+                .answer_task(member, outputs, Some(report), &history),
+            Err(error) => self.executor.fail_task(member, error, report, &history),
+        };
+        self.carried.extend(history.into_events());
+        done.map_err(|e| reply::refusal(AgentTool::Continue, &e, None, None))
+    }
+
+    /// Goes on after the tasks of a `parallel` group were answered: the reply is the one
+    /// the MCP call finishing the group would get.
+    pub(crate) fn go_on(&mut self, progress: &dyn Fn(Progress<'_>)) -> Reply {
+        let history = History::new(progress);
+        let outcome = self.executor.advance(&history);
+        let mut events = std::mem::take(&mut self.carried);
+        events.extend(history.into_events());
+        self.reply(AgentTool::Continue, outcome, events, String::new())
     }
 
     /// The token that stops the running step of this session from another thread.
@@ -293,7 +330,7 @@ impl Session {
     /// The NL source of the top frame, when it is compiled and this is the first time it
     /// needs the agent.
     fn nl_source_once(&mut self, pending: &Pending) -> Option<(String, String)> {
-        if !matches!(pending, Pending::Llm { .. }) {
+        if !matches!(pending, Pending::Llm { .. } | Pending::Tasks { .. }) {
             return None;
         }
         let top = self.executor.frames().last()?;

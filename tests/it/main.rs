@@ -28,6 +28,7 @@ mod mcp_protocol;
 mod memory;
 mod opencode;
 mod parallel;
+mod parallel_agents;
 mod postgres;
 mod prune;
 mod python_client;

@@ -333,7 +333,6 @@ fn bad_arguments_to_parallel_are_refused_with_what_to_write() {
             "nested",
             r#"parallel([lambda: parallel([lambda: auto("true")])])"#,
         ),
-        ("llm", r#"parallel([lambda: llm("Judge it")])"#),
         ("call", r#"parallel([lambda: call_script("other")])"#),
     ] {
         project.script(

@@ -90,7 +90,7 @@ fn asked_steps(project: &Project) -> Vec<String> {
 }
 
 /// The requests the agent got, in order.
-fn calls(project: &Project) -> Vec<Json> {
+pub(crate) fn calls(project: &Project) -> Vec<Json> {
     std::fs::read_to_string(project.root().join("agent/calls.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -361,7 +361,7 @@ fn spawn_until(project: &Project, args: &[&str], marker: &str, never: &str) -> s
 }
 
 /// The pid of the background child a hanging agent started.
-fn hang_pid(project: &Project) -> i32 {
+pub(crate) fn hang_pid(project: &Project) -> i32 {
     std::fs::read_to_string(project.root().join("agent/hang.pid"))
         .expect("the agent noted its child")
         .parse()
@@ -369,7 +369,7 @@ fn hang_pid(project: &Project) -> i32 {
 }
 
 /// Whether process `pid` has ended (a zombie waiting for its parent counts as ended).
-fn gone(pid: i32) -> bool {
+pub(crate) fn gone(pid: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();

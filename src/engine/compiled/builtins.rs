@@ -216,7 +216,13 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let input = suspension.input();
         let index = ctx.cursor.get();
         let Some(result) = ctx.replay(&input)? else {
-            return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
+            // In a `parallel` member, the step is asked with the group's other tasks.
+            return Err(match suspension {
+                Suspension::Llm { prompt, expects } if ctx.in_member() => {
+                    ctx.member_llm(prompt, expects)
+                }
+                suspension => ctx.interrupt(Interrupt::Suspend(suspension)),
+            });
         };
         // An agent process that could not do the step failed it (`mekara run --agent …`).
         ctx.check_failure(index, &input, &result, false)?;

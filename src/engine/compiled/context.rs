@@ -13,7 +13,7 @@ use std::time::Duration;
 use starlark::any::ProvidesStaticType;
 use starlark::eval::Evaluator;
 
-use super::{Limits, Suspension};
+use super::{Limits, Suspension, Task};
 use crate::engine::error::EngineError;
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::JournalError;
@@ -27,6 +27,12 @@ pub(crate) type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), Journal
 /// Why the interpreter was unwound by a builtin.
 pub(super) enum Interrupt {
     Suspend(Suspension),
+    /// The llm steps the members of the `parallel` group at `group` stopped at.
+    Tasks {
+        group: usize,
+        max: usize,
+        tasks: Vec<Task>,
+    },
     StepFailed(String),
     Engine(EngineError),
 }
@@ -47,6 +53,8 @@ pub(super) struct MemberRun {
     pub(super) closed: bool,
     /// The shell step it reached without a record, which stopped it; run with the round.
     pub(super) planned: Option<Planned>,
+    /// The llm step it reached without a record, which stopped it; asked with the others.
+    pub(super) task: Option<Task>,
     /// Its prints outside function steps, reported once it returns.
     pub(super) prints: Vec<String>,
 }
@@ -165,14 +173,9 @@ pub(super) fn step_context<'a, 'e>(
             "`{builtin}` cannot run inside a function step; call it from `execute` (or a plain function it calls) instead"
         );
     }
-    if ctx.member.borrow().is_some() && !matches!(builtin, "auto" | "mcp") {
-        if builtin == "llm" {
-            anyhow::bail!(
-                "llm steps inside parallel are not supported yet; call `llm` before or after the `parallel` group"
-            );
-        }
+    if ctx.member.borrow().is_some() && !matches!(builtin, "auto" | "mcp" | "llm") {
         anyhow::bail!(
-            "`{builtin}` cannot run inside a `parallel` group, whose members may only run `auto` and `mcp` steps; call it before or after the group"
+            "`{builtin}` cannot run inside a `parallel` group, whose members may only run `auto`, `mcp` and `llm` steps; call it before or after the group"
         );
     }
     Ok(ctx)
@@ -332,6 +335,29 @@ impl StepContext<'_> {
             allow_failure,
         });
         Err(anyhow::anyhow!("mekara: parallel member planned"))
+    }
+
+    /// An llm step of a `parallel` member without a record: the member stops here, and the
+    /// step is asked with the group's other tasks (see `parallel`).
+    pub(super) fn member_llm(
+        &self,
+        prompt: String,
+        expects: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> anyhow::Error {
+        let mut member = self.member.borrow_mut();
+        let member = member
+            .as_mut()
+            .expect("member_llm is called only while a member runs");
+        if member.closed {
+            let tag = member.tag;
+            return self.closed_group(tag);
+        }
+        member.task = Some(Task {
+            member: member.tag.member,
+            prompt,
+            expects,
+        });
+        anyhow::anyhow!("mekara: parallel member asks")
     }
 
     /// Whether a member of a `parallel` group is being called.

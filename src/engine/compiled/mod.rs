@@ -240,11 +240,31 @@ impl Suspension {
     }
 }
 
+/// An llm step that a member of a `parallel` group stopped at: one of the independent
+/// tasks the group waits for (see `parallel`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// The member that asks, from 0: its answer is journaled tagged with it.
+    pub member: usize,
+    /// The instruction.
+    pub prompt: String,
+    /// The outputs it must give, with their descriptions.
+    pub expects: Option<Map<String, Json>>,
+}
+
 /// How an evaluation ended.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Evaluation {
     /// The frame waits for the agent or a nested script.
     Suspended(Suspension),
+    /// The frame waits for the llm steps the members of the `parallel` group at step
+    /// position `group` stopped at, in the members' order; `max` is the group's own bound
+    /// on what runs at once.
+    Tasks {
+        group: usize,
+        max: usize,
+        tasks: Vec<Task>,
+    },
     /// `execute` returned.
     Completed,
     /// A step failed without `allow_failure`, or the script raised an error.
@@ -347,6 +367,9 @@ pub(crate) fn evaluate_counted(
     let evaluation = match (result, interrupt) {
         (_, Some(Interrupt::Engine(e))) => Err(e),
         (_, Some(Interrupt::Suspend(s))) => Ok(Evaluation::Suspended(s)),
+        (_, Some(Interrupt::Tasks { group, max, tasks })) => {
+            Ok(Evaluation::Tasks { group, max, tasks })
+        }
         (_, Some(Interrupt::StepFailed(message))) => Ok(Evaluation::Failed(message)),
         (Err(message), None) => Ok(Evaluation::Failed(message)),
         (Ok(_), None) if cursor < steps.len() => Err(EngineError::Diverged {
@@ -513,6 +536,10 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
     match (result, ctx.interrupt.take()) {
         (_, Some(Interrupt::Engine(e))) => Err(e),
         (_, Some(Interrupt::Suspend(s))) => Ok(Called::Suspended(s)),
+        // A served tool has no agent to hand the group's llm steps to.
+        (_, Some(Interrupt::Tasks { .. })) => Ok(Called::Failed(
+            "the tool reached `llm()` steps inside `parallel`, but served tools cannot hand work to the agent; move them into a compiled script".to_string(),
+        )),
         (_, Some(Interrupt::StepFailed(message))) => Ok(Called::Failed(message)),
         (Err(message), None) => Ok(Called::Failed(message)),
         (Ok(value), None) => Ok(Called::Returned(value)),

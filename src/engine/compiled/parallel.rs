@@ -12,6 +12,11 @@
 //! 3. The members are called again, their finished steps now replaying, until every member
 //!    returned.
 //!
+//! A member that reaches an llm step without a record stops there too. A round with shell
+//! steps runs them first; a round with only llm steps left suspends the frame with them as
+//! the group's independent tasks (`Evaluation::Tasks`), each answered on its own and
+//! journaled tagged with its member, the next evaluation replaying it.
+//!
 //! A member that fails (a step without `allow_failure`, an error in its code) fails the
 //! group as soon as it is called, before anything the members called so far planned can run:
 //! so the same journal always gives the same failure, live or replayed, and the steps
@@ -120,6 +125,7 @@ fn run_group<'v>(
     let mut returned: Vec<Option<(Value<'v>, MemberRun)>> = members.iter().map(|_| None).collect();
     loop {
         let mut planned = Vec::new();
+        let mut tasks = Vec::new();
         for (member, callee) in members.iter().enumerate() {
             if returned[member].is_some() {
                 continue;
@@ -132,6 +138,7 @@ fn run_group<'v>(
                 next: 0,
                 closed,
                 planned: None,
+                task: None,
                 prints: Vec::new(),
             });
             let outcome = eval.eval_function(*callee, &[], &[]);
@@ -145,6 +152,9 @@ fn run_group<'v>(
                 Err(_) if ctx.interrupt.borrow().is_none() && run.planned.is_some() => {
                     planned.push((tag, run.planned.take().expect("checked")));
                 }
+                Err(_) if ctx.interrupt.borrow().is_none() && run.task.is_some() => {
+                    tasks.push(run.task.take().expect("checked"));
+                }
                 Err(e) => {
                     let ended = group_records(&ctx.steps.borrow(), group).len();
                     ctx.cursor.set(group + ended);
@@ -152,10 +162,15 @@ fn run_group<'v>(
                 }
             }
         }
-        if planned.is_empty() {
+        if !planned.is_empty() {
+            // The shell steps first: a member stopped at an llm step stops there again.
+            run_round(ctx, group, &planned, max)?;
+        } else if !tasks.is_empty() {
+            ctx.cursor.set(group);
+            return Err(ctx.interrupt(Interrupt::Tasks { group, max, tasks }).into());
+        } else {
             break;
         }
-        run_round(ctx, group, &planned, max)?;
     }
     let ended = group_records(&ctx.steps.borrow(), group).len();
     let used: usize = returned.iter().flatten().map(|(_, run)| run.next).sum();

@@ -1,0 +1,163 @@
+//! The llm steps of a `parallel` group in an unattended run: each task goes to an agent
+//! process of its own (its own agent session, not the run's), at most
+//! `--max-parallel-agents` at once (the group's `max` by default). Each answer is checked
+//! and asked again once when it does not fit, in the worker that asked it, and journaled on
+//! this thread as it arrives, tagged with its member: a kill loses only the answers still
+//! out, and a resume asks only those.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value as Json};
+
+use super::{Asked, End, UnattendedArgs, add, cost_note};
+use crate::agent::{Agent, Kind, Reply as AgentReply, Request, outputs_schema};
+use crate::engine::step::AgentReport;
+use crate::engine::{CancelToken, Task};
+use crate::mcp::history::Progress;
+use crate::mcp::reply;
+use crate::mcp::session::Session;
+use crate::mcp::tools::AgentTool;
+
+/// The tasks pending in frame `path`, and the bound of its group (`parallel(…, max = N)`).
+pub(super) struct Group<'a> {
+    pub path: &'a str,
+    pub max: usize,
+    pub tasks: &'a [Task],
+}
+
+/// What one worker came back with: the member, its label, and the answer (`None` when the
+/// run was stopped).
+type Answer = (usize, String, Option<Answered>);
+
+/// A task's outputs or why it failed, with what the agent reported over every attempt.
+type Answered = (Result<Map<String, Json>, String>, AgentReport);
+
+/// Asks the agents for every task of `group` at once, journals each answer as it arrives,
+/// then lets the run go on.
+pub(super) fn ask_tasks(
+    args: &UnattendedArgs,
+    session: &mut Session,
+    group: &Group<'_>,
+    base: &Request,
+    timeout: Duration,
+    cancel: &CancelToken,
+    progress: &dyn Fn(Progress<'_>),
+) -> Asked {
+    let Group { path, max, tasks } = *group;
+    let workers = args
+        .max_parallel_agents
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(max)
+        .clamp(1, tasks.len().max(1));
+    eprintln!(
+        "… asking {} at once: {} of the `parallel` group in `{path}`",
+        crate::display::count(workers, "agent"),
+        crate::display::count(tasks.len(), "llm step"),
+    );
+    let next = AtomicUsize::new(0);
+    let (sender, answers) = mpsc::channel::<Answer>();
+    let mut stopped = false;
+    std::thread::scope(|scope| {
+        for worker in 0..workers {
+            let (sender, next) = (sender.clone(), &next);
+            scope.spawn(move || {
+                let mut agent = args.agent();
+                while let Some(task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
+                    if cancel.is_cancelled() {
+                        break;
+                    }
+                    let mut request = Request {
+                        step: reply::task_label(path, task.member),
+                        kind: Kind::Llm,
+                        prompt: reply::task_prompt(path, task),
+                        schema: outputs_schema(task.expects.as_ref()),
+                        // Its own agent session, not the run's.
+                        session: None,
+                        // Each running agent notes its process group on a line of its own.
+                        group_note: base.group_note.as_ref().map(|n| n.member_slot(worker + 1)),
+                        ..base.clone()
+                    };
+                    let answer = ask_one(agent.as_mut(), &mut request, task, timeout, cancel);
+                    if let Some(note) = &request.group_note {
+                        note.clear();
+                    }
+                    if sender.send((task.member, request.step, answer)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for (member, step, answer) in answers {
+            let Some((answer, report)) = answer else {
+                stopped = true;
+                continue;
+            };
+            match &answer {
+                Ok(_) => eprintln!("  `{step}` answered{}", cost_note(&report)),
+                Err(error) => {
+                    eprintln!("  `{step}` failed: {}", error.trim().replace('\n', "\n  "));
+                }
+            }
+            // A refusal here means the group moved on meanwhile (a member failed): the
+            // reply that goes on says what is pending now.
+            if let Err(refused) = session.answer_task(member, answer, report, progress) {
+                eprintln!(
+                    "  `{step}` not kept: {}",
+                    refused.trim().replace('\n', "\n  ")
+                );
+            }
+        }
+    });
+    if stopped || cancel.is_cancelled() {
+        return Asked::Stop(End::Interrupted);
+    }
+    Asked::Next(session.go_on(progress))
+}
+
+/// Asks one task, and once more when its answer does not fit; `None` when the run was
+/// stopped meanwhile. The outputs are checked as the journal will check them.
+fn ask_one(
+    agent: &mut dyn Agent,
+    request: &mut Request,
+    task: &Task,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Option<Answered> {
+    let started = Instant::now();
+    let mut total = AgentReport::default();
+    loop {
+        eprintln!("… asking an agent: llm step `{}`", request.step);
+        let (answer, report) = match agent.ask(request, timeout, cancel) {
+            AgentReply::Cancelled => return None,
+            AgentReply::Outputs(outputs, report) => {
+                let checked =
+                    crate::engine::executor::check_outputs(task.expects.as_ref(), &outputs)
+                        .map(|()| outputs)
+                        .map_err(|e| (reply::refusal(AgentTool::Continue, &e, None, None), true));
+                (checked, report)
+            }
+            AgentReply::Malformed(error, report) => (Err((error, true)), report),
+            AgentReply::Failed(error, report) => (Err((error, false)), report),
+        };
+        add(&mut total, &report, request.attempt, started.elapsed());
+        if total.session.is_some() {
+            request.session.clone_from(&total.session);
+        }
+        match answer {
+            Ok(outputs) => return Some((Ok(outputs), total)),
+            Err((error, true)) if request.attempt == 1 => {
+                eprintln!(
+                    "  `{}`: {}\n… asking the agent again",
+                    request.step,
+                    error.trim().replace('\n', "\n  ")
+                );
+                request.attempt = 2;
+                request.previous_error = Some(error);
+            }
+            Err((error, _)) => return Some((Err(error), total)),
+        }
+    }
+}
