@@ -12,7 +12,7 @@ pub(crate) mod codex;
 pub(crate) mod command;
 pub(crate) mod gemini;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
@@ -100,6 +100,12 @@ impl Request {
             "previous_error": self.previous_error,
             "budget_usd": self.budget_usd,
         })
+    }
+
+    /// The prompt an agent's own CLI reads on stdin: the text of the step, told that no one
+    /// is there to answer, with why the previous answer was refused.
+    pub(crate) fn cli_prompt(&self) -> String {
+        crate::mcp::reply::unattended_prompt(&self.prompt, self.previous_error.as_deref())
     }
 }
 
@@ -213,15 +219,15 @@ impl From<Stopped> for Reply {
     }
 }
 
-/// Runs `command` through the shell as shell steps run (its own process group, killed
-/// whole when it ends, times out or is cancelled), with `stdin` as its input. Its stdout is
-/// the answer; its stderr goes on to mekara's.
+/// Runs `command` for `request` through the shell as shell steps run (in the request's
+/// folder, its own process group noted and killed whole when it ends, times out or is
+/// cancelled), with `stdin` as its input. Its stdout is the answer; its stderr goes on to
+/// mekara's.
 fn run_agent(
     command: &str,
     stdin: &[u8],
-    working_dir: &Path,
+    request: &Request,
     timeout: Duration,
-    group_note: Option<GroupNote>,
     cancel: &CancelToken,
 ) -> Result<String, Stopped> {
     let files = tempfile::Builder::new()
@@ -230,22 +236,22 @@ fn run_agent(
         .map_err(|e| {
             Stopped::Failed(format!("cannot make a folder for the agent's answer: {e}"))
         })?;
-    let request = files.path().join("request");
+    let input = files.path().join("request");
     let answer = files.path().join("answer");
-    std::fs::write(&request, stdin)
+    std::fs::write(&input, stdin)
         .map_err(|e| Stopped::Failed(format!("cannot write the agent's request: {e}")))?;
     // The shell's own stdout and stderr are the step's one pipe: the agent's stdout goes to
     // a file instead, so what it logs on stderr cannot mix into its answer.
     let step = ShellStep {
         command: format!(
             "{{ {command}\n}} <{} >{}",
-            shell_quote(&request.display().to_string()),
+            shell_quote(&input.display().to_string()),
             shell_quote(&answer.display().to_string())
         ),
-        working_dir: working_dir.to_path_buf(),
+        working_dir: request.working_dir.clone(),
         env: std::collections::BTreeMap::new(),
         timeout,
-        group_note,
+        group_note: request.group_note.clone(),
     };
     let ran = ShellRunner::new().run_shell(
         &step,

@@ -94,9 +94,9 @@ impl UnattendedArgs {
     fn agent(&self) -> Box<dyn Agent> {
         match (&self.agent, &self.agent_command) {
             (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
-            (Some(AgentName::Codex), None) => Box::new(CodexAgent::new()),
-            (Some(AgentName::Gemini), None) => Box::new(GeminiAgent::new()),
-            (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent::new()),
+            (Some(AgentName::Codex), None) => Box::new(CodexAgent),
+            (Some(AgentName::Gemini), None) => Box::new(GeminiAgent),
+            (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent),
         }
     }
 
