@@ -222,7 +222,7 @@ impl From<Stopped> for Reply {
 /// Runs `command` for `request` through the shell as shell steps run (in the request's
 /// folder, its own process group noted and killed whole when it ends, times out or is
 /// cancelled), with `stdin` as its input. Its stdout is the answer; its stderr goes on to
-/// mekara's.
+/// mekara's, and when it fails the end of its stderr is in the error.
 fn run_agent(
     command: &str,
     stdin: &[u8],
@@ -253,11 +253,13 @@ fn run_agent(
         timeout,
         group_note: request.group_note.clone(),
     };
+    let mut stderr = Vec::new();
     let ran = ShellRunner::new().run_shell(
         &step,
         &mut |chunk| {
             use std::io::Write as _;
             let _ = std::io::stderr().write_all(chunk);
+            keep_tail(&mut stderr, chunk);
         },
         cancel,
     );
@@ -279,9 +281,47 @@ fn run_agent(
         } else {
             format!("{error}; it wrote: {said}")
         };
+        let error = match stderr_tail(&stderr) {
+            Some(tail) => format!("{error}; on stderr it said: {tail}"),
+            None => error,
+        };
         return Err(Stopped::Failed(error));
     }
     Ok(stdout)
+}
+
+/// How much of the end of a failed agent's stderr its step's error keeps: agent CLIs print
+/// their error there (Gemini CLI its JSON error), last.
+const STDERR_TAIL: usize = 4096;
+
+/// Appends `chunk` to `tail`, keeping only its last [`STDERR_TAIL`] bytes (and one more, to
+/// tell that some were dropped).
+fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8]) {
+    tail.extend_from_slice(chunk);
+    if tail.len() > STDERR_TAIL + 1 {
+        tail.drain(..tail.len() - STDERR_TAIL - 1);
+    }
+}
+
+/// The kept end of an agent's stderr as text, `…` first when its start was dropped, or
+/// `None` when it wrote nothing there.
+fn stderr_tail(tail: &[u8]) -> Option<String> {
+    let (cut, kept) = match tail.len().checked_sub(STDERR_TAIL) {
+        Some(over) if over > 0 => (true, &tail[over..]),
+        _ => (false, tail),
+    };
+    // The cut may fall inside a character: start at the next one.
+    let start = kept.iter().take_while(|b| **b & 0xC0 == 0x80).count();
+    let text = String::from_utf8_lossy(&kept[start..]);
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(if cut {
+        format!("…{text}")
+    } else {
+        text.to_string()
+    })
 }
 
 /// `'text'` for `sh`.
