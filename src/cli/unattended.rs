@@ -315,12 +315,9 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             Asked::Stop(end) => break end,
         }
     };
-    let id = session
-        .run_id()
-        .map(str::to_string)
-        .or(run_id)
-        .unwrap_or_default();
-    finish(args, &store, &id, &end, started.elapsed())
+    // No run when the script could not start (not found, say): nothing to resume.
+    let id = session.run_id().map(str::to_string).or(run_id);
+    finish(args, &store, id.as_deref(), &end, started.elapsed())
 }
 
 /// What came of asking the agent about the pending item.
@@ -478,18 +475,23 @@ fn limit_reached(args: &UnattendedArgs, spent: &Spent, elapsed: Duration) -> Opt
 fn finish(
     args: &UnattendedArgs,
     store: &RunStore,
-    id: &str,
+    id: Option<&str>,
     end: &End,
     elapsed: Duration,
 ) -> anyhow::Result<Exit> {
-    let events = store.read(id).map(|c| c.events).unwrap_or_default();
+    let events = id
+        .and_then(|id| store.read(id).ok())
+        .map(|c| c.events)
+        .unwrap_or_default();
     let spent = Spent::of(&events);
     let steps = steps_of(&events);
     let failed = steps
         .iter()
         .rev()
         .find(|(_, record)| !record.result.success && !record.allow_failure);
-    let resume = end.resumable().then(|| args.resume_command(id));
+    let resume = id
+        .filter(|_| end.resumable())
+        .map(|id| args.resume_command(id));
     let exit = end.exit();
     match end {
         End::Limit(why) | End::Failed(why) | End::Waiting(why) => eprintln!("{why}"),
@@ -499,7 +501,7 @@ fn finish(
         eprintln!("the run is saved: resume it with `{resume}`");
     }
     if let Some(file) = &args.junit {
-        std::fs::write(file, junit(id, &steps, end, elapsed)).map_err(|e| {
+        std::fs::write(file, junit(id.unwrap_or_default(), &steps, end, elapsed)).map_err(|e| {
             anyhow::anyhow!("cannot write the JUnit report `{}`: {e}", file.display())
         })?;
     }
@@ -525,6 +527,7 @@ fn finish(
         outln!("{}", serde_json::to_string_pretty(&summary)?)?;
     } else {
         let how = match end {
+            _ if id.is_none() => "not started",
             End::Completed => "completed",
             End::FellBack => "failed and was finished by the agent",
             End::Limit(_) => "stopped at a limit",
@@ -532,8 +535,9 @@ fn finish(
             End::Waiting(_) => "is waiting for an answer",
             End::Interrupted => "interrupted",
         };
+        let run = id.map_or_else(|| "run".to_string(), |id| format!("run {id}"));
         outln!(
-            "── run {id} {how}: {}, {} (${:.4}) in {:.1} s ──",
+            "── {run} {how}: {}, {} (${:.4}) in {:.1} s ──",
             count(steps.len(), "step"),
             count(spent.answers, "agent answer"),
             spent.cost_usd,

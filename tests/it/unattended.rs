@@ -396,6 +396,43 @@ fn an_agent_that_fails_with_its_error_on_stderr_has_the_tail_of_it_in_the_steps_
     );
 }
 
+/// Regression (issue 15): a script that is not found makes no run, yet the closing line
+/// said "resume it with `mekara run --resume  --agent X`", with no run id.
+#[test]
+fn a_script_that_is_not_found_makes_no_run_and_gets_no_resume_hint() {
+    let project = project();
+    for agent in [
+        &["--agent", "claude"][..],
+        &["--agent-command", AGENT_COMMAND],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(agent);
+        args.push("nosuch");
+        let text = project.run(&args, "");
+        text.expect_code(1);
+        assert!(
+            text.stderr.contains("script `nosuch` not found"),
+            "{}",
+            text.stderr
+        );
+        assert!(!text.stderr.contains("resume"), "{args:?}: {}", text.stderr);
+        assert!(!text.stdout.contains("resume"), "{args:?}: {}", text.stdout);
+        assert!(
+            text.stdout.starts_with("── run not started:"),
+            "{}",
+            text.stdout
+        );
+
+        args.insert(1, "--json");
+        let json = json_summary(&project.run(&args, ""));
+        assert_eq!(json["run_id"], Json::Null, "{json:#}");
+        assert_eq!(json["resume"], Json::Null, "{json:#}");
+        assert_eq!(json["state"], "failed");
+    }
+    assert!(project.run_ids().is_empty());
+    assert!(calls(&project).is_empty(), "the agent was started");
+}
+
 /// Spawns `mekara ARGS` and waits until the file `marker` (under the project) exists.
 fn spawn_until(project: &Project, args: &[&str], marker: &str, never: &str) -> std::process::Child {
     let child = project
