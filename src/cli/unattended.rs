@@ -665,6 +665,7 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
             ("call_script", Some(name)) => {
                 format!("{name} (`mekara run --dry-run {name}` lists its steps)")
             }
+            ("parallel", None) => "members computed when it runs".to_string(),
             (_, Some(text)) => text.clone(),
             (_, None) => "(computed when it runs)".to_string(),
         };
@@ -673,6 +674,8 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
             "ask" => "ask → person",
             other => other,
         };
+        // A group's members are indented under it.
+        let kind = format!("{}{kind}", "  ".repeat(step.depth));
         let _ = write!(out, "  line {:<4} {kind:<12} {what}", step.line);
         if !step.expects.is_empty() {
             let _ = write!(out, " (expects {})", crate::display::quoted(&step.expects));
@@ -683,12 +686,17 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
         out.push('\n');
     }
     let agent = steps.iter().filter(|s| s.builtin == "llm").count();
-    let _ = writeln!(
+    let groups = steps.iter().filter(|s| s.builtin == "parallel").count();
+    let _ = write!(
         out,
-        "{} written, {} of them for the agent.",
-        count(steps.len(), "step call"),
+        "{} written, {} of them for the agent",
+        count(steps.len() - groups, "step call"),
         agent
     );
+    if groups > 0 {
+        let _ = write!(out, "; {}", count(groups, "parallel group"));
+    }
+    out.push_str(".\n");
     outln!("{}", out.trim_end())?;
     Ok(Exit::Success)
 }

@@ -662,6 +662,37 @@ fn dry_run_lists_the_step_calls_and_those_for_the_agent_and_runs_nothing() {
     assert!(calls(&project).is_empty(), "a dry run started the agent");
 }
 
+/// Regression (issue 15): `--dry-run` did not list `parallel(...)` calls, so the members'
+/// steps looked like steps that run one after another.
+#[test]
+fn dry_run_lists_parallel_groups_with_the_steps_of_their_members() {
+    let project = project();
+    project.script(
+        "checks",
+        "---\ndescription: Checks at once\n---\n1. Lint and test at once.\n",
+        Some(
+            r#"
+def execute(request):
+    auto("echo start", context = "begin")
+    parallel([lambda: auto("make lint", context = "lint"), lambda: auto("make test")], max = 4)
+    each = [lambda: auto("echo " + n) for n in ["a", "b"]]
+    parallel(each)
+    parallel([lambda: lint()])
+    llm("Summarise.")
+
+def lint():
+    auto("cargo clippy")
+"#,
+        ),
+    );
+    mekara_snapshot!(
+        "dry_run_parallel",
+        project,
+        project.command(&["run", "--dry-run", "checks"])
+    );
+    assert!(project.run_ids().is_empty(), "a dry run made a run");
+}
+
 #[test]
 fn ctrl_c_during_an_agent_step_stops_the_agent_and_leaves_the_run_resumable() {
     let project = project();
