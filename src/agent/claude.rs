@@ -11,21 +11,16 @@ use super::{Agent, Reply, Request, run_agent, shell_quote};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 
+/// The program, found on `PATH`.
+const PROGRAM: &str = "claude";
+
 /// Claude Code, found as `claude` on `PATH`.
-pub(crate) struct ClaudeAgent {
-    program: String,
-}
+pub(crate) struct ClaudeAgent;
 
 impl ClaudeAgent {
-    pub(crate) fn new() -> ClaudeAgent {
-        ClaudeAgent {
-            program: "claude".to_string(),
-        }
-    }
-
     /// The command line for `request` (the prompt goes on stdin).
     fn command(&self, request: &Request) -> String {
-        let mut command = format!("{} -p --output-format json", self.program);
+        let mut command = format!("{PROGRAM} -p --output-format json");
         if request.wants_outputs() {
             command.push_str(" --json-schema ");
             command.push_str(&shell_quote(&request.schema.to_string()));
@@ -43,16 +38,12 @@ impl ClaudeAgent {
 
 impl Agent for ClaudeAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let prompt = crate::mcp::reply::unattended_prompt(
-            &request.prompt,
-            request.previous_error.as_deref(),
-        );
+        let prompt = request.cli_prompt();
         match run_agent(
             &self.command(request),
             prompt.as_bytes(),
-            &request.working_dir,
+            request,
             timeout,
-            request.group_note.clone(),
             cancel,
         ) {
             Ok(stdout) => read_result(&stdout, request.wants_outputs()),

@@ -14,22 +14,17 @@ use super::{Agent, Reply, Request, run_agent, shell_quote};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 
+/// The program, found on `PATH`.
+const PROGRAM: &str = "codex";
+
 /// The Codex CLI, found as `codex` on `PATH`.
-pub(crate) struct CodexAgent {
-    program: String,
-}
+pub(crate) struct CodexAgent;
 
 impl CodexAgent {
-    pub(crate) fn new() -> CodexAgent {
-        CodexAgent {
-            program: "codex".to_string(),
-        }
-    }
-
     /// The command line for `request`, with the outputs' schema in `schema_file` (the prompt
     /// goes on stdin).
     fn command(&self, request: &Request, schema_file: Option<&std::path::Path>) -> String {
-        let mut command = format!("{} exec", self.program);
+        let mut command = format!("{PROGRAM} exec");
         if let Some(session) = &request.session {
             command.push_str(" resume ");
             command.push_str(&shell_quote(session));
@@ -46,10 +41,7 @@ impl CodexAgent {
 
 impl Agent for CodexAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let prompt = crate::mcp::reply::unattended_prompt(
-            &request.prompt,
-            request.previous_error.as_deref(),
-        );
+        let prompt = request.cli_prompt();
         let schema = match write_schema(request) {
             Ok(schema) => schema,
             Err(e) => {
@@ -62,9 +54,8 @@ impl Agent for CodexAgent {
         match run_agent(
             &self.command(request, schema.as_ref().map(tempfile::NamedTempFile::path)),
             prompt.as_bytes(),
-            &request.working_dir,
+            request,
             timeout,
-            request.group_note.clone(),
             cancel,
         ) {
             Ok(stdout) => read_events(&stdout, request.wants_outputs()),

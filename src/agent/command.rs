@@ -26,14 +26,7 @@ impl CommandAgent {
 impl Agent for CommandAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
         let input = request.to_json().to_string();
-        match run_agent(
-            &self.command,
-            input.as_bytes(),
-            &request.working_dir,
-            timeout,
-            request.group_note.clone(),
-            cancel,
-        ) {
+        match run_agent(&self.command, input.as_bytes(), request, timeout, cancel) {
             Ok(stdout) => read_answer(&stdout),
             Err(stopped) => stopped.into(),
         }

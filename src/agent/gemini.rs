@@ -17,21 +17,16 @@ use crate::engine::step::AgentReport;
 /// Gemini CLI's exit code when it will not run headless in a folder it does not trust.
 const UNTRUSTED_FOLDER: &str = "exited with code 55";
 
+/// The program, found on `PATH`.
+const PROGRAM: &str = "gemini";
+
 /// Gemini CLI, found as `gemini` on `PATH`.
-pub(crate) struct GeminiAgent {
-    program: String,
-}
+pub(crate) struct GeminiAgent;
 
 impl GeminiAgent {
-    pub(crate) fn new() -> GeminiAgent {
-        GeminiAgent {
-            program: "gemini".to_string(),
-        }
-    }
-
     /// The command line for `request` (the prompt goes on stdin).
     fn command(&self, request: &Request) -> String {
-        let mut command = format!("{} --output-format json", self.program);
+        let mut command = format!("{PROGRAM} --output-format json");
         if let Some(session) = &request.session {
             command.push_str(" --resume ");
             command.push_str(&shell_quote(session));
@@ -43,19 +38,15 @@ impl GeminiAgent {
 
 impl Agent for GeminiAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let mut prompt = crate::mcp::reply::unattended_prompt(
-            &request.prompt,
-            request.previous_error.as_deref(),
-        );
+        let mut prompt = request.cli_prompt();
         if request.wants_outputs() {
             prompt.push_str(&crate::mcp::reply::json_answer_request(&request.schema));
         }
         match run_agent(
             &self.command(request),
             prompt.as_bytes(),
-            &request.working_dir,
+            request,
             timeout,
-            request.group_note.clone(),
             cancel,
         ) {
             Ok(stdout) => read_result(&stdout, request.wants_outputs()),

@@ -12,7 +12,7 @@ pub(crate) mod codex;
 pub(crate) mod command;
 pub(crate) mod gemini;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
@@ -100,6 +100,12 @@ impl Request {
             "previous_error": self.previous_error,
             "budget_usd": self.budget_usd,
         })
+    }
+
+    /// The prompt an agent's own CLI reads on stdin: the text of the step, told that no one
+    /// is there to answer, with why the previous answer was refused.
+    pub(crate) fn cli_prompt(&self) -> String {
+        crate::mcp::reply::unattended_prompt(&self.prompt, self.previous_error.as_deref())
     }
 }
 
@@ -215,15 +221,15 @@ impl From<Stopped> for Reply {
     }
 }
 
-/// Runs `command` through the shell as shell steps run (its own process group, killed
-/// whole when it ends, times out or is cancelled), with `stdin` as its input. Its stdout is
-/// the answer; its stderr goes on to mekara's.
+/// Runs `command` for `request` through the shell as shell steps run (in the request's
+/// folder, its own process group noted and killed whole when it ends, times out or is
+/// cancelled), with `stdin` as its input. Its stdout is the answer; its stderr goes on to
+/// mekara's, and when it fails the end of its stderr is in the error.
 fn run_agent(
     command: &str,
     stdin: &[u8],
-    working_dir: &Path,
+    request: &Request,
     timeout: Duration,
-    group_note: Option<GroupNote>,
     cancel: &CancelToken,
 ) -> Result<String, Stopped> {
     let files = tempfile::Builder::new()
@@ -232,28 +238,30 @@ fn run_agent(
         .map_err(|e| {
             Stopped::Failed(format!("cannot make a folder for the agent's answer: {e}"))
         })?;
-    let request = files.path().join("request");
+    let input = files.path().join("request");
     let answer = files.path().join("answer");
-    std::fs::write(&request, stdin)
+    std::fs::write(&input, stdin)
         .map_err(|e| Stopped::Failed(format!("cannot write the agent's request: {e}")))?;
     // The shell's own stdout and stderr are the step's one pipe: the agent's stdout goes to
     // a file instead, so what it logs on stderr cannot mix into its answer.
     let step = ShellStep {
         command: format!(
             "{{ {command}\n}} <{} >{}",
-            shell_quote(&request.display().to_string()),
+            shell_quote(&input.display().to_string()),
             shell_quote(&answer.display().to_string())
         ),
-        working_dir: working_dir.to_path_buf(),
+        working_dir: request.working_dir.clone(),
         env: std::collections::BTreeMap::new(),
         timeout,
-        group_note,
+        group_note: request.group_note.clone(),
     };
+    let mut stderr = Vec::new();
     let ran = ShellRunner::new().run_shell(
         &step,
         &mut |chunk| {
             use std::io::Write as _;
             let _ = std::io::stderr().write_all(chunk);
+            keep_tail(&mut stderr, chunk);
         },
         cancel,
     );
@@ -275,9 +283,47 @@ fn run_agent(
         } else {
             format!("{error}; it wrote: {said}")
         };
+        let error = match stderr_tail(&stderr) {
+            Some(tail) => format!("{error}; on stderr it said: {tail}"),
+            None => error,
+        };
         return Err(Stopped::Failed(error));
     }
     Ok(stdout)
+}
+
+/// How much of the end of a failed agent's stderr its step's error keeps: agent CLIs print
+/// their error there (Gemini CLI its JSON error), last.
+const STDERR_TAIL: usize = 4096;
+
+/// Appends `chunk` to `tail`, keeping only its last [`STDERR_TAIL`] bytes (and one more, to
+/// tell that some were dropped).
+fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8]) {
+    tail.extend_from_slice(chunk);
+    if tail.len() > STDERR_TAIL + 1 {
+        tail.drain(..tail.len() - STDERR_TAIL - 1);
+    }
+}
+
+/// The kept end of an agent's stderr as text, `…` first when its start was dropped, or
+/// `None` when it wrote nothing there.
+fn stderr_tail(tail: &[u8]) -> Option<String> {
+    let (cut, kept) = match tail.len().checked_sub(STDERR_TAIL) {
+        Some(over) if over > 0 => (true, &tail[over..]),
+        _ => (false, tail),
+    };
+    // The cut may fall inside a character: start at the next one.
+    let start = kept.iter().take_while(|b| **b & 0xC0 == 0x80).count();
+    let text = String::from_utf8_lossy(&kept[start..]);
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    Some(if cut {
+        format!("…{text}")
+    } else {
+        text.to_string()
+    })
 }
 
 /// `'text'` for `sh`.

@@ -332,8 +332,9 @@ fn play(
                     "no step of it was done before the failure".to_string()
                 } else {
                     format!(
-                        "{} of it was done before the failure, shown above",
-                        count(done, "step")
+                        "{} of it {} done before the failure, shown above",
+                        count(done, "step"),
+                        if done == 1 { "was" } else { "were" }
                     )
                 };
                 outln!(

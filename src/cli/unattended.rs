@@ -100,9 +100,9 @@ impl UnattendedArgs {
     fn agent(&self) -> Box<dyn Agent> {
         match (&self.agent, &self.agent_command) {
             (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
-            (Some(AgentName::Codex), None) => Box::new(CodexAgent::new()),
-            (Some(AgentName::Gemini), None) => Box::new(GeminiAgent::new()),
-            (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent::new()),
+            (Some(AgentName::Codex), None) => Box::new(CodexAgent),
+            (Some(AgentName::Gemini), None) => Box::new(GeminiAgent),
+            (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent),
         }
     }
 
@@ -345,12 +345,9 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             Asked::Stop(end) => break end,
         }
     };
-    let id = session
-        .run_id()
-        .map(str::to_string)
-        .or(run_id)
-        .unwrap_or_default();
-    finish(args, &store, &id, &end, started.elapsed())
+    // No run when the script could not start (not found, say): nothing to resume.
+    let id = session.run_id().map(str::to_string).or(run_id);
+    finish(args, &store, id.as_deref(), &end, started.elapsed())
 }
 
 /// What came of asking the agent about the pending item.
@@ -508,18 +505,23 @@ fn limit_reached(args: &UnattendedArgs, spent: &Spent, elapsed: Duration) -> Opt
 fn finish(
     args: &UnattendedArgs,
     store: &RunStore,
-    id: &str,
+    id: Option<&str>,
     end: &End,
     elapsed: Duration,
 ) -> anyhow::Result<Exit> {
-    let events = store.read(id).map(|c| c.events).unwrap_or_default();
+    let events = id
+        .and_then(|id| store.read(id).ok())
+        .map(|c| c.events)
+        .unwrap_or_default();
     let spent = Spent::of(&events);
     let steps = steps_of(&events);
     let failed = steps
         .iter()
         .rev()
         .find(|(_, record)| !record.result.success && !record.allow_failure);
-    let resume = end.resumable().then(|| args.resume_command(id));
+    let resume = id
+        .filter(|_| end.resumable())
+        .map(|id| args.resume_command(id));
     let exit = end.exit();
     match end {
         End::Limit(why) | End::Failed(why) | End::Waiting(why) => eprintln!("{why}"),
@@ -529,7 +531,7 @@ fn finish(
         eprintln!("the run is saved: resume it with `{resume}`");
     }
     if let Some(file) = &args.junit {
-        std::fs::write(file, junit(id, &steps, end, elapsed)).map_err(|e| {
+        std::fs::write(file, junit(id.unwrap_or_default(), &steps, end, elapsed)).map_err(|e| {
             anyhow::anyhow!("cannot write the JUnit report `{}`: {e}", file.display())
         })?;
     }
@@ -555,6 +557,7 @@ fn finish(
         outln!("{}", serde_json::to_string_pretty(&summary)?)?;
     } else {
         let how = match end {
+            _ if id.is_none() => "not started",
             End::Completed => "completed",
             End::FellBack => "failed and was finished by the agent",
             End::Limit(_) => "stopped at a limit",
@@ -562,8 +565,9 @@ fn finish(
             End::Waiting(_) => "is waiting for an answer",
             End::Interrupted => "interrupted",
         };
+        let run = id.map_or_else(|| "run".to_string(), |id| format!("run {id}"));
         outln!(
-            "── run {id} {how}: {}, {} (${:.4}) in {:.1} s ──",
+            "── {run} {how}: {}, {} (${:.4}) in {:.1} s ──",
             count(steps.len(), "step"),
             count(spent.answers, "agent answer"),
             spent.cost_usd,
@@ -691,6 +695,7 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
             ("call_script", Some(name)) => {
                 format!("{name} (`mekara run --dry-run {name}` lists its steps)")
             }
+            ("parallel", None) => "members computed when it runs".to_string(),
             (_, Some(text)) => text.clone(),
             (_, None) => "(computed when it runs)".to_string(),
         };
@@ -699,6 +704,8 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
             "ask" => "ask → person",
             other => other,
         };
+        // A group's members are indented under it.
+        let kind = format!("{}{kind}", "  ".repeat(step.depth));
         let _ = write!(out, "  line {:<4} {kind:<12} {what}", step.line);
         if !step.expects.is_empty() {
             let _ = write!(out, " (expects {})", crate::display::quoted(&step.expects));
@@ -709,12 +716,17 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
         out.push('\n');
     }
     let agent = steps.iter().filter(|s| s.builtin == "llm").count();
-    let _ = writeln!(
+    let groups = steps.iter().filter(|s| s.builtin == "parallel").count();
+    let _ = write!(
         out,
-        "{} written, {} of them for the agent.",
-        count(steps.len(), "step call"),
+        "{} written, {} of them for the agent",
+        count(steps.len() - groups, "step call"),
         agent
     );
+    if groups > 0 {
+        let _ = write!(out, "; {}", count(groups, "parallel group"));
+    }
+    out.push_str(".\n");
     outln!("{}", out.trim_end())?;
     Ok(Exit::Success)
 }

@@ -25,6 +25,28 @@ fn stops_at_the_limit(body: &str, line: &str) {
         run.stderr
     );
     assert!(!run.stderr.contains("bug in mekara"), "{}", run.stderr);
+    // Regression (issue 15): a traceback header with no frame under it.
+    assert!(
+        !failed.contains("Traceback (most recent call last):\nerror"),
+        "`{body}`: an empty traceback:\n{failed}"
+    );
+}
+
+/// Regression (issue 15): the limit comes with no traceback frame worth showing, and the
+/// fallback said "Traceback (most recent call last):" right before the error.
+#[test]
+fn the_heap_limit_is_told_without_an_empty_traceback() {
+    let project = Project::new();
+    project.script(
+        "grow",
+        "Grow.\n",
+        Some("def execute(request):\n    s = \"x\"\n    for i in range(40):\n        s = s + s\n"),
+    );
+    let run = project.run(&["run", "grow"], "\n");
+    run.expect_code(1);
+    let failed = what_failed(&run.stdout);
+    assert!(failed.starts_with(&format!("error: {LIMIT}")), "{failed}");
+    assert!(!failed.contains("Traceback"), "{failed}");
 }
 
 #[test]
@@ -59,6 +81,8 @@ fn a_function_step_that_doubles_a_string_stops_at_the_line_in_the_function() {
         "    auto(\"true\")\n    auto(double, {\"s\": \"x\"})\n",
         "3:9",
     );
+    // Called as a plain function, not as a step.
+    stops_at_the_limit("    double(\"x\")\n", "3:9");
 }
 
 #[test]

@@ -28,7 +28,8 @@ const PLAIN: &str = "---\ndescription: An NL script\n---\n1. Imagine a cube.\n";
 /// The scripted agent: logs the request, then answers with `ANSWERS[(step kind, attempt)]`
 /// from `answers.json` (keyed `"llm:1"`, `"llm:2"`, `"nl:1"`, `"fallback:1"`), else the
 /// right outputs for the schema. An answer `{"hang": true}` sleeps, with a child in the
-/// background whose pid goes to `hang.pid`; `{"raw": TEXT}` prints TEXT as it is.
+/// background whose pid goes to `hang.pid`; `{"raw": TEXT}` prints TEXT as it is;
+/// `{"stderr": TEXT, "exit": N}` writes TEXT on stderr and exits with N.
 const AGENT: &str = r##"
 import json, os, sys, time
 req = json.load(sys.stdin)
@@ -52,6 +53,9 @@ if isinstance(answer, dict) and answer.get("hang"):
     open(os.path.join(here, "hang.pid"), "w").write(str(pid))
     open(os.path.join(here, "hanging"), "w").write("")
     time.sleep(300)
+if isinstance(answer, dict) and "stderr" in answer:
+    sys.stderr.write(answer["stderr"])
+    sys.exit(answer["exit"])
 if isinstance(answer, dict) and "raw" in answer:
     sys.stdout.write(answer["raw"])
 else:
@@ -342,6 +346,93 @@ fn a_hanging_agent_is_killed_with_its_process_group_at_the_timeout() {
     );
 }
 
+/// Regression (issue 17): an agent CLI that failed with its error on stderr (as Gemini CLI
+/// prints its JSON error) left only "the agent exited with code 41" in the journal.
+#[test]
+fn an_agent_that_fails_with_its_error_on_stderr_has_the_tail_of_it_in_the_steps_error() {
+    let project = project();
+    let said = r#"{"error": {"type": "FatalInputError", "code": 41}}"#;
+    answers(&project, &json!({"llm:1": {"stderr": said, "exit": 41}}));
+    let failed = run(&project, &["colour"]);
+    failed.expect_code(1);
+    let summary = json_summary(&failed);
+    assert_eq!(
+        summary["failed_step"]["error"],
+        format!("the agent exited with code 41; on stderr it said: {said}")
+    );
+    assert!(
+        failed.stderr.contains(said),
+        "still shown live: {}",
+        failed.stderr
+    );
+    let journaled = journaled_steps(&project);
+    let error = journaled[1]["result"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains(said), "journaled: {:#}", journaled[1]);
+
+    // A long stderr: only its last 4 KiB are kept, and the cut says so.
+    let project = self::project();
+    let long = format!("start{}the end", "x".repeat(10_000));
+    answers(&project, &json!({"llm:1": {"stderr": long, "exit": 3}}));
+    let long_failed = run(&project, &["colour"]);
+    let error = json_summary(&long_failed)["failed_step"]["error"]
+        .as_str()
+        .expect("a string")
+        .to_string();
+    assert!(
+        error.starts_with("the agent exited with code 3; on stderr it said: …"),
+        "{error}"
+    );
+    assert!(error.ends_with("xxthe end"), "{error}");
+    assert!(!error.contains("start"), "{error}");
+    assert!(error.len() < 4200, "{} bytes", error.len());
+
+    // Nothing on stderr: the error is as it was.
+    let project = self::project();
+    answers(&project, &json!({"llm:1": {"stderr": "", "exit": 5}}));
+    let quiet = run(&project, &["colour"]);
+    assert_eq!(
+        json_summary(&quiet)["failed_step"]["error"],
+        "the agent exited with code 5"
+    );
+}
+
+/// Regression (issue 15): a script that is not found makes no run, yet the closing line
+/// said "resume it with `mekara run --resume  --agent X`", with no run id.
+#[test]
+fn a_script_that_is_not_found_makes_no_run_and_gets_no_resume_hint() {
+    let project = project();
+    for agent in [
+        &["--agent", "claude"][..],
+        &["--agent-command", AGENT_COMMAND],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(agent);
+        args.push("nosuch");
+        let text = project.run(&args, "");
+        text.expect_code(1);
+        assert!(
+            text.stderr.contains("script `nosuch` not found"),
+            "{}",
+            text.stderr
+        );
+        assert!(!text.stderr.contains("resume"), "{args:?}: {}", text.stderr);
+        assert!(!text.stdout.contains("resume"), "{args:?}: {}", text.stdout);
+        assert!(
+            text.stdout.starts_with("── run not started:"),
+            "{}",
+            text.stdout
+        );
+
+        args.insert(1, "--json");
+        let json = json_summary(&project.run(&args, ""));
+        assert_eq!(json["run_id"], Json::Null, "{json:#}");
+        assert_eq!(json["resume"], Json::Null, "{json:#}");
+        assert_eq!(json["state"], "failed");
+    }
+    assert!(project.run_ids().is_empty());
+    assert!(calls(&project).is_empty(), "the agent was started");
+}
+
 /// Spawns `mekara ARGS` and waits until the file `marker` (under the project) exists.
 fn spawn_until(project: &Project, args: &[&str], marker: &str, never: &str) -> std::process::Child {
     let child = project
@@ -569,6 +660,37 @@ fn dry_run_lists_the_step_calls_and_those_for_the_agent_and_runs_nothing() {
     );
     assert!(project.run_ids().is_empty(), "a dry run made a run");
     assert!(calls(&project).is_empty(), "a dry run started the agent");
+}
+
+/// Regression (issue 15): `--dry-run` did not list `parallel(...)` calls, so the members'
+/// steps looked like steps that run one after another.
+#[test]
+fn dry_run_lists_parallel_groups_with_the_steps_of_their_members() {
+    let project = project();
+    project.script(
+        "checks",
+        "---\ndescription: Checks at once\n---\n1. Lint and test at once.\n",
+        Some(
+            r#"
+def execute(request):
+    auto("echo start", context = "begin")
+    parallel([lambda: auto("make lint", context = "lint"), lambda: auto("make test")], max = 4)
+    each = [lambda: auto("echo " + n) for n in ["a", "b"]]
+    parallel(each)
+    parallel([lambda: lint()])
+    llm("Summarise.")
+
+def lint():
+    auto("cargo clippy")
+"#,
+        ),
+    );
+    mekara_snapshot!(
+        "dry_run_parallel",
+        project,
+        project.command(&["run", "--dry-run", "checks"])
+    );
+    assert!(project.run_ids().is_empty(), "a dry run made a run");
 }
 
 #[test]

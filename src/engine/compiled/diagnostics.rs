@@ -38,13 +38,21 @@ impl CodeError {
 /// `starlark::Error` does not implement `std::error::Error`; it is rendered by hand,
 /// keeping its location and snippet. The traceback's outermost frame is mekara calling the
 /// script's function (`File <builtin>, in <module>`), which says nothing to the script's
-/// author, so it is left out.
+/// author, so it is left out, and with it the traceback's header when no frame is left
+/// under it (an error at the top of `execute`, such as the heap limit).
 pub(super) fn render(e: &starlark::Error) -> String {
+    const HEADER: &str = "Traceback (most recent call last):";
     let text = format!("{e}");
-    let kept: Vec<&str> = text
+    let mut kept: Vec<&str> = text
         .lines()
         .filter(|line| line.trim() != "File <builtin>, in <module>")
         .collect();
+    // Frames are indented under the header; the error line that ends them is not.
+    if let Some(at) = kept.iter().position(|line| *line == HEADER)
+        && !kept.get(at + 1).is_some_and(|next| next.starts_with(' '))
+    {
+        kept.remove(at);
+    }
     kept.join("\n").trim_end().to_string()
 }
 

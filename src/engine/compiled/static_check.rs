@@ -45,8 +45,10 @@ pub(crate) fn string_literals(ast: &AstModule) -> String {
 pub(crate) struct PlannedStep {
     /// The line of the call, from 1.
     pub line: usize,
-    /// `auto`, `llm`, `ask`, `call_script` or `mcp`.
+    /// `auto`, `llm`, `ask`, `call_script`, `mcp`, or `parallel` for a group.
     pub builtin: &'static str,
+    /// How many `parallel` calls it is written in (a member's steps are 1).
+    pub depth: usize,
     /// The first argument when it is written out: a string's text, or `f(…)` for a function
     /// called as a step.
     pub what: Option<String>,
@@ -59,14 +61,15 @@ pub(crate) struct PlannedStep {
 /// The step builtins called in `source`, in the order they are written. Which of them run,
 /// and how often, is known only by running the script.
 pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedStep>, String> {
-    const STEPS: [&str; 5] = ["auto", "llm", "ask", "call_script", "mcp"];
+    const STEPS: [&str; 6] = ["auto", "llm", "ask", "call_script", "mcp", "parallel"];
     fn literal(e: &AstExpr) -> Option<String> {
         match &e.node {
             ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
             _ => None,
         }
     }
-    fn expr(e: &AstExpr, out: &mut Vec<(Span, PlannedStep)>) {
+    fn expr(e: &AstExpr, depth: usize, out: &mut Vec<(Span, PlannedStep)>) {
+        let mut inner = depth;
         if let ExprP::Call(callee, args) = &e.node
             && let ExprP::Identifier(name) = &callee.node
             && let Some(builtin) = STEPS.iter().find(|b| **b == name.node.ident)
@@ -74,6 +77,7 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
             let mut step = PlannedStep {
                 line: 0,
                 builtin,
+                depth,
                 what: None,
                 context: None,
                 expects: Vec::new(),
@@ -82,6 +86,13 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
                 match &arg.node {
                     ArgumentP::Positional(value) if step.what.is_none() => {
                         step.what = match &value.node {
+                            // `parallel([lambda: …, …])`
+                            ExprP::List(members) if *builtin == "parallel" => {
+                                Some(match members.len() {
+                                    1 => "1 member".to_string(),
+                                    n => format!("{n} members at once"),
+                                })
+                            }
                             // `auto(function, kwargs)`
                             ExprP::Identifier(f) if *builtin == "auto" => {
                                 Some(format!("{}(…)", f.node.ident))
@@ -97,17 +108,25 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
                             step.expects = pairs.iter().filter_map(|(k, _)| literal(k)).collect();
                         }
                     }
+                    ArgumentP::Named(name, value) if name.node == "max" => {
+                        if let ExprP::Literal(max @ AstLiteral::Int(_)) = &value.node {
+                            step.context = Some(format!("at most {max} at a time"));
+                        }
+                    }
                     _ => {}
                 }
             }
+            if *builtin == "parallel" {
+                inner += 1;
+            }
             out.push((e.span, step));
         }
-        e.node.visit_expr(|e| expr(e, out));
+        e.node.visit_expr(|e| expr(e, inner, out));
     }
     let ast =
         AstModule::parse(origin, source.to_string(), &dialect()).map_err(|e| e.to_string())?;
     let mut found = Vec::new();
-    ast.statement().node.visit_expr(|e| expr(e, &mut found));
+    ast.statement().node.visit_expr(|e| expr(e, 0, &mut found));
     found.sort_by_key(|(span, _)| span.begin());
     Ok(found
         .into_iter()
