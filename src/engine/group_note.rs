@@ -244,16 +244,15 @@ fn ours(note: &Noted, now: u64) -> Result<bool, String> {
         return Err("its spawn window is not one mekara could have noted".into());
     }
     match process::process(note.pgid) {
-        Some(leader) if !started_within(leader.started_ns, note.after, note.before) => Ok(false),
+        Some(leader) if !leader.may_have_started_within(note.after, note.before) => Ok(false),
         Some(leader) if leader.pgid != note.pgid => {
             Err("its leader no longer leads that group".into())
         }
         Some(_) => Ok(true),
         None => {
-            let tick = process::start_resolution_ns();
             match process::group_members(note.pgid)
                 .into_iter()
-                .find(|member| member.started_ns + tick < note.after)
+                .find(|member| member.started_before(note.after))
             {
                 Some(member) => Err(format!(
                     "its member {} started before the step was spawned",
@@ -292,13 +291,6 @@ fn parse(text: &str) -> Option<Noted> {
         before,
         journal_len,
     })
-}
-
-/// Start times are known to [`process::start_resolution_ns`] (a clock tick on Linux, a
-/// second from `ps`), so the window is widened by that much on each side.
-fn started_within(started_ns: u64, after: u64, before: u64) -> bool {
-    let tick = process::start_resolution_ns();
-    started_ns + tick >= after && started_ns <= before + tick
 }
 
 #[cfg(test)]
@@ -458,11 +450,17 @@ mod tests {
             .spawn()
             .expect("spawn sleep");
         let pgid = i32::try_from(bystander.id()).expect("pid fits");
-        // Noted as spawned a while (more than the start times' resolution) after it was.
-        std::thread::sleep(std::time::Duration::from_nanos(
-            2 * process::start_resolution_ns() + 50_000_000,
-        ));
-        let later = clock_ns();
+        // Noted as spawned a while (more than the start times' uncertainty) after it was.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let later = loop {
+            let now = clock_ns();
+            let latest = process::process(pgid).expect("bystander").started_by_ns;
+            if now > latest + 1_000_000_000 {
+                break now;
+            }
+            assert!(std::time::Instant::now() < deadline, "the clock stood still");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
         note.note(pgid, later, clock_ns());
         assert_eq!(note.kill_leftover(), Leftover::Reused(pgid));
         // A window as wide as the uptime.
@@ -497,11 +495,14 @@ mod tests {
     #[test]
     fn our_own_start_time_is_read_and_a_reused_pid_is_told_apart() {
         let me = i32::try_from(std::process::id()).expect("pid fits");
-        let started = process::process(me).expect("our own process").started_ns;
+        let found = process::process(me).expect("our own process");
+        let started = found.started_ns;
         assert!(started <= clock_ns());
-        assert!(started_within(started, started, started));
+        assert!(found.may_have_started_within(started, started));
+        assert!(found.may_have_started_within(found.started_by_ns, found.started_by_ns));
         // A note from long after we started is not us.
         let later = started + 60 * 1_000_000_000;
-        assert!(!started_within(started, later, later + 1));
+        assert!(!found.may_have_started_within(later, later + 1));
+        assert!(found.started_before(later));
     }
 }

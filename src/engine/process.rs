@@ -27,8 +27,23 @@ use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 pub(crate) struct Process {
     pub(crate) pid: i32,
     pub(crate) pgid: i32,
-    /// When it started, in nanoseconds on [`clock_ns`]'s clock.
+    /// The earliest it can have started, in nanoseconds on [`clock_ns`]'s clock.
     pub(crate) started_ns: u64,
+    /// The latest it can have started: start times are known only to a clock tick on
+    /// Linux, and to about two seconds (plus the time `ps` took) from `ps`.
+    pub(crate) started_by_ns: u64,
+}
+
+impl Process {
+    /// Whether it can have started between `after` and `before`.
+    pub(crate) fn may_have_started_within(&self, after: u64, before: u64) -> bool {
+        self.started_by_ns >= after && self.started_ns <= before
+    }
+
+    /// Whether it surely started before `t`.
+    pub(crate) fn started_before(&self, t: u64) -> bool {
+        self.started_by_ns < t
+    }
 }
 
 /// How a child's exit is noticed: a descriptor that polls readable once the child exited,
@@ -84,7 +99,7 @@ impl ExitWatch {
     }
 }
 
-pub(crate) use imp::{clock_ns, group_members, process, start_resolution_ns};
+pub(crate) use imp::{clock_ns, group_members, process};
 
 /// The backend's name, for the tests.
 #[cfg(test)]
@@ -114,7 +129,7 @@ mod imp {
     }
 
     /// `/proc` counts start times in clock ticks (100 a second on Linux).
-    pub(crate) fn start_resolution_ns() -> u64 {
+    fn start_resolution_ns() -> u64 {
         let ticks = match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
             Ok(Some(ticks)) if ticks > 0 => ticks.unsigned_abs(),
             _ => 100,
@@ -134,10 +149,12 @@ mod imp {
             return None;
         }
         let ticks: u64 = fields.get(19)?.parse().ok()?;
+        let tick = start_resolution_ns();
         Some(Process {
             pid,
             pgid: fields.get(2)?.parse().ok()?,
-            started_ns: ticks * start_resolution_ns(),
+            started_ns: ticks * tick,
+            started_by_ns: (ticks + 1) * tick,
         })
     }
 
@@ -182,15 +199,12 @@ mod imp {
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 
-    /// `ps` gives ages in whole seconds.
-    pub(crate) fn start_resolution_ns() -> u64 {
-        1_000_000_000
-    }
+    const SECOND_NS: u64 = 1_000_000_000;
 
     /// `ps -o pid=,pgid=,stat=,etime=` with `selection` (`-p PID` or `-A`), parsed; a
     /// zombie counts as no process.
     fn ps(selection: &[&str]) -> Vec<Process> {
-        let now = clock_ns();
+        let asked = clock_ns();
         let Ok(out) = Command::new("ps")
             .args(selection)
             .args(["-o", "pid=", "-o", "pgid=", "-o", "stat=", "-o", "etime="])
@@ -200,14 +214,21 @@ mod imp {
         else {
             return Vec::new();
         };
+        let answered = clock_ns();
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .filter_map(|line| parse_line(line, now))
+            .filter_map(|line| parse_line(line, asked, answered))
             .collect()
     }
 
-    /// One line of [`ps`]'s output at time `now`.
-    pub(super) fn parse_line(line: &str, now: u64) -> Option<Process> {
+    /// One line of [`ps`]'s output, asked for at `asked` and read at `answered`.
+    ///
+    /// `ps` measured the age somewhere in between, and rounds both the start and its own
+    /// clock down to the second, so the true age is within a second of the one it prints:
+    /// the process started between `asked - age - 1s` and `answered - age + 1s`. (A busy
+    /// machine can take well over a second to run `ps`; a window from `asked` alone once
+    /// took such a step for another process and left it running.)
+    pub(super) fn parse_line(line: &str, asked: u64, answered: u64) -> Option<Process> {
         let mut fields = line.split_whitespace();
         let pid = fields.next()?.parse().ok()?;
         let pgid = fields.next()?.parse().ok()?;
@@ -216,10 +237,12 @@ mod imp {
         if stat.starts_with('Z') || fields.next().is_some() {
             return None;
         }
+        let age_ns = age.saturating_mul(SECOND_NS);
         Some(Process {
             pid,
             pgid,
-            started_ns: now.saturating_sub(age * 1_000_000_000),
+            started_ns: asked.saturating_sub(age_ns.saturating_add(SECOND_NS)),
+            started_by_ns: answered.saturating_sub(age_ns).saturating_add(SECOND_NS),
         })
     }
 
@@ -322,17 +345,21 @@ mod tests {
         for bad in ["", "5", "1:2:3:4", "x:01", "00:61", "-1:00", "a-00:00"] {
             assert_eq!(elapsed_secs(bad), None, "{bad:?}");
         }
-        let now = 100 * 1_000_000_000;
+        let s = 1_000_000_000;
+        // `ps` was asked at 100 s and answered at 102 s: it measured 7 s at 100 s at the
+        // earliest (true age up to 8 s) and at 102 s at the latest (true age down to 6 s).
+        let (asked, answered) = (100 * s, 102 * s);
         assert_eq!(
-            parse_line("  123   120 S+     00:07", now),
+            parse_line("  123   120 S+     00:07", asked, answered),
             Some(Process {
                 pid: 123,
                 pgid: 120,
-                started_ns: 93 * 1_000_000_000
+                started_ns: 92 * s,
+                started_by_ns: 96 * s,
             })
         );
-        assert_eq!(parse_line("123 120 Z 00:07", now), None, "a zombie");
-        assert_eq!(parse_line("123 120 S", now), None);
-        assert_eq!(parse_line("123 120 S 00:07 extra", now), None);
+        for line in ["123 120 Z 00:07", "123 120 S", "123 120 S 00:07 extra"] {
+            assert_eq!(parse_line(line, asked, answered), None, "{line:?}");
+        }
     }
 }
