@@ -108,14 +108,14 @@ fn connect(db: &str, port: u16) -> Result<postgres::Client, postgres::Error> {
 }
 
 /// A fresh database of the shared server for one test.
-struct Db {
+pub(crate) struct Db {
     name: String,
     port: u16,
 }
 
 impl Db {
     /// A new, empty database (no mekara schema).
-    fn empty() -> Db {
+    pub(crate) fn empty() -> Db {
         static N: AtomicUsize = AtomicUsize::new(0);
         let port = server().port;
         let name = format!(
@@ -131,25 +131,25 @@ impl Db {
     }
 
     /// A new database, migrated by `mekara store migrate`.
-    fn migrated(project: &Project) -> Db {
+    pub(crate) fn migrated(project: &Project) -> Db {
         let db = Db::empty();
         db.run(project, "a", &["store", "migrate"]).expect_code(0);
         db
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "postgres://mekara:{PASSWORD}@127.0.0.1:{}/{}",
             self.port, self.name
         )
     }
 
-    fn client(&self) -> postgres::Client {
+    pub(crate) fn client(&self) -> postgres::Client {
         connect(&self.name, self.port).expect("connect")
     }
 
     /// `mekara ARGS` in `project` as host `host` (user `u-HOST`), with this store.
-    fn command(&self, project: &Project, host: &str, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, project: &Project, host: &str, args: &[&str]) -> Command {
         let mut cmd = project.command(args);
         cmd.env("MEKARA_STORE_URL", self.url())
             .env("MEKARA_HOST", host)
@@ -157,17 +157,46 @@ impl Db {
         cmd
     }
 
-    fn run(&self, project: &Project, host: &str, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, project: &Project, host: &str, args: &[&str]) -> Run {
         run_with_stdin(self.command(project, host, args), "")
     }
 
-    fn ids(&self) -> Vec<String> {
+    /// Host `name`: a checkout of its own (`project`, its own folder and HOME) using this
+    /// store, as `MEKARA_HOST=name` and `USER=u-name`.
+    pub(crate) fn host<'a>(&'a self, name: &str, project: Project) -> Host<'a> {
+        Host {
+            db: self,
+            name: name.to_string(),
+            project,
+        }
+    }
+
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.client()
             .query("SELECT id FROM mekara_runs ORDER BY id", &[])
             .expect("ids")
             .iter()
             .map(|r| r.get(0))
             .collect()
+    }
+}
+
+/// A simulated host: a checkout of the project of its own, on the shared store.
+pub(crate) struct Host<'a> {
+    pub db: &'a Db,
+    pub name: String,
+    pub project: Project,
+}
+
+impl Host<'_> {
+    /// `mekara ARGS` on this host.
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        self.db.command(&self.project, &self.name, args)
+    }
+
+    /// `mekara ARGS` on this host, run to its end with nothing on stdin.
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
+        run_with_stdin(self.command(args), "")
     }
 }
 
@@ -403,19 +432,19 @@ fn the_schema_is_checked_older_and_newer_with_what_to_do() {
     assert_eq!(
         old.stderr.trim_end(),
         format!(
-            "error: the run store `{shown}` has schema version 0 and this mekara needs version 1: run `mekara store migrate`"
+            "error: the run store `{shown}` has schema version 0 and this mekara needs version 2: run `mekara store migrate`"
         )
     );
     let migrated = db.run(&project, "a", &["store", "migrate"]);
     migrated.expect_code(0);
     assert!(
-        migrated.stdout.contains("from schema version 0 to 1"),
+        migrated.stdout.contains("from schema version 0 to 2"),
         "{}",
         migrated.stdout
     );
     let again = db.run(&project, "a", &["store", "migrate"]);
     assert!(
-        again.stdout.contains("at schema version 1 already"),
+        again.stdout.contains("at schema version 2 already"),
         "{}",
         again.stdout
     );
@@ -429,7 +458,7 @@ fn the_schema_is_checked_older_and_newer_with_what_to_do() {
     assert_eq!(
         newer.stderr.trim_end(),
         format!(
-            "error: the run store `{shown}` has schema version 7, newer than this mekara's (1), so a newer mekara migrated it; upgrade mekara to use it"
+            "error: the run store `{shown}` has schema version 7, newer than this mekara's (2), so a newer mekara migrated it; upgrade mekara to use it"
         )
     );
     let refused = db.run(&project, "a", &["store", "migrate"]);
