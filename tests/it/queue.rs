@@ -72,7 +72,7 @@ fn ran(shared: &Path) -> BTreeMap<String, usize> {
 }
 
 /// Submits `script REQUEST` on `host` to `queue`; returns the run id it printed.
-fn submit(host: &Host<'_>, script: &str, request: &str, extra: &[&str]) -> String {
+fn submit(host: &Host, script: &str, request: &str, extra: &[&str]) -> String {
     let mut args = vec!["submit", "--agent-command", AGENT];
     args.extend(extra);
     args.extend([script, request]);
@@ -89,7 +89,7 @@ fn submit(host: &Host<'_>, script: &str, request: &str, extra: &[&str]) -> Strin
 }
 
 /// Starts `mekara worker ARGS` on `host`, its stderr to `HOST.err` in `shared`.
-fn worker(host: &Host<'_>, shared: &Path, args: &[&str]) -> Child {
+fn worker(host: &Host, shared: &Path, args: &[&str]) -> Child {
     let mut all = vec!["worker"];
     all.extend(args);
     let err = std::fs::File::create(shared.join(format!("{}.err", host.name))).expect("err");
@@ -190,7 +190,7 @@ fn three_workers_run_every_run_of_a_queue_exactly_once() {
     let s = shared.path();
     let first = checkout(s, "");
     let db = Db::migrated(&first);
-    let hosts: Vec<Host<'_>> = ["w1", "w2", "w3"]
+    let hosts: Vec<Host> = ["w1", "w2", "w3"]
         .iter()
         .map(|name| db.host(name, checkout(s, "")))
         .collect();
@@ -230,7 +230,7 @@ fn workers_killed_at_random_points_lose_no_step_and_rerun_none_that_finished() {
     for n in 0..runs {
         submit(&submitter, "steps", &format!("r{n}"), &[]);
     }
-    let hosts: Vec<Host<'_>> = (0..6)
+    let hosts: Vec<Host> = (0..6)
         .map(|n| db.host(&format!("h{n}"), checkout(s, "")))
         .collect();
     let mut live: Vec<Child> = vec![worker(&hosts[0], s, &[]), worker(&hosts[1], s, &[])];
@@ -542,4 +542,65 @@ fn bad_input_to_submit_worker_and_cancel_is_a_clear_error() {
             out.stderr
         );
     }
+}
+
+/// The pid of the `mekara run` a worker started for run `id`.
+fn child_of(id: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            if words
+                .windows(2)
+                .any(|w| (w[0] == b"--run-id" || w[0] == b"--resume") && w[1] == id.as_bytes())
+            {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no child runs {id}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_run_whose_process_is_killed_is_resumed_by_its_worker_with_no_finished_step_again() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let host = db.host("a", first);
+    let id = submit(&host, "gate", "g", &[]);
+    let mut w = worker(&host, s, &["--until-empty"]);
+    wait_for(&s.join("started"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child_of(&id)).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("SIGKILL");
+    std::fs::write(s.join("go"), "").expect("go");
+    assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "a"));
+    let said = stderr_of(s, "a");
+    assert!(
+        said.contains(&format!("released run {id}: its process was killed")),
+        "{said}"
+    );
+    assert!(said.contains(&format!("resuming run {id}")), "{said}");
+    assert!(
+        said.contains(&format!("finished run {id}: completed")),
+        "{said}"
+    );
+    assert_eq!(
+        ran(s).get("g 0"),
+        Some(&1),
+        "the finished step did not run again"
+    );
+    assert_eq!(ran(s).get("g 1"), Some(&1));
 }
