@@ -117,10 +117,13 @@ pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
     if let Some(secs) = args.agent_timeout {
         super::timeout_arg("--agent-timeout", secs)?;
     }
+    // clap requires one of the two (the `submit_agent` group).
     let agent = match (&args.agent, &args.agent_command) {
         (_, Some(command)) => vec!["--agent-command".to_string(), command.clone()],
-        (Some(agent), None) => vec!["--agent".to_string(), agent.clone()],
-        (None, None) => unreachable!("clap requires one of them"),
+        (agent, None) => vec![
+            "--agent".to_string(),
+            agent.clone().unwrap_or_else(|| "claude".to_string()),
+        ],
     };
     let mut limits = Vec::new();
     let mut limit = |flag: &str, value: Option<String>| {

@@ -604,3 +604,41 @@ fn a_run_whose_process_is_killed_is_resumed_by_its_worker_with_no_finished_step_
     );
     assert_eq!(ran(s).get("g 1"), Some(&1));
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_second_sigterm_stops_a_worker_at_once_and_its_run_is_still_taken_up() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let a = db.host("a", first);
+    let b = db.host("b", checkout(s, ""));
+    let id = submit(&a, "gate", "g", &[]);
+    let mut wa = worker(&a, s, &[]);
+    wait_for(&s.join("started"));
+    let pid = rustix::process::Pid::from_raw(i32::try_from(wa.id()).expect("pid")).expect("pid");
+    for _ in 0..2 {
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(wait(&mut wa, 10), Some(130));
+    std::fs::write(s.join("go"), "").expect("go");
+    let mut wb = worker(&b, s, &["--until-empty"]);
+    // The run's last process may still be letting go of it: the worker waits for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while state(&db, &id) != "done" {
+        assert!(Instant::now() < deadline, "{}", stderr_of(s, "b"));
+        if wb.try_wait().expect("wait").is_some() {
+            wb = worker(&b, s, &["--until-empty"]);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = wb.kill();
+    let _ = wb.wait();
+    assert_eq!(ran(s).get("g 0"), Some(&1));
+    assert_eq!(ran(s).get("g 1"), Some(&1));
+}
