@@ -302,7 +302,7 @@ impl Client {
         let request = http::Request::from_parts(parts, Full::new(body));
         self.runtime.block_on(async {
             let exchange = async {
-                let response = self.hyper.send(request).await?;
+                let response = self.hyper.send(request).await.map_err(collector_error)?;
                 let (parts, body) = response.into_parts();
                 let body = body.collect().await?.to_bytes();
                 Ok::<_, Box<dyn std::error::Error + Send + Sync>>(http::Response::from_parts(
@@ -317,6 +317,23 @@ impl Client {
     }
 }
 
+/// The client's error in words about the collector (its own name MCP servers and
+/// `.mcp.json`).
+fn collector_error(e: crate::client::http::HttpError) -> Box<dyn std::error::Error + Send + Sync> {
+    use crate::client::http::HttpError;
+    match e {
+        HttpError::Connect { target, source } => format!(
+            "cannot connect to `{target}`: {source}; check that the collector is running and that `OTEL_EXPORTER_OTLP_ENDPOINT` is right"
+        )
+        .into(),
+        HttpError::Tls { target, source } => format!(
+            "the TLS handshake with `{target}` failed: {source}; a private CA can be trusted with `SSL_CERT_FILE`"
+        )
+        .into(),
+        other => other.into(),
+    }
+}
+
 #[async_trait::async_trait]
 impl opentelemetry_http::HttpClient for Client {
     async fn send_bytes(
@@ -327,7 +344,7 @@ impl opentelemetry_http::HttpClient for Client {
         match &result {
             Err(e) => self.warn_once(&crate::client::http::explain(e.as_ref())),
             Ok(response) if !response.status().is_success() => {
-                self.warn_once(&format!("the collector answered {}", response.status()))
+                self.warn_once(&format!("the collector answered {}", response.status()));
             }
             Ok(_) => {}
         }
