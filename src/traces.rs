@@ -380,7 +380,9 @@ impl Watch for Watcher {
         for event in history {
             run.marks.push(Mark::of(event));
         }
-        run.rebuild();
+        for index in 0..run.marks.len() {
+            run.follow(index);
+        }
         Box::new(TracedLog {
             inner: log,
             traces: self.0.clone(),
@@ -450,6 +452,7 @@ impl Mark {
         match event {
             Event::Push(push) => Mark::Push(Frame {
                 line: 0,
+                epoch: 0,
                 span: SpanId::INVALID,
                 parent: SpanId::INVALID,
                 script: push.script.clone(),
@@ -479,6 +482,9 @@ impl Mark {
 struct Frame {
     /// The journal line (from 1) of its `push`.
     line: usize,
+    /// The line of the `supersede` that opened it again after it had been popped (its span
+    /// was sent, so the frame reopened is a span of its own); 0 when none did.
+    epoch: usize,
     span: SpanId,
     parent: SpanId,
     script: String,
@@ -489,8 +495,8 @@ struct Frame {
     /// When and why it fell back to its NL instructions.
     fell_back: Option<(u64, String)>,
     /// The frame it called last, popped and not yet recorded as its `call_script` step:
-    /// that frame's push line and time.
-    called: Option<(usize, u64)>,
+    /// that frame's push line, epoch and time.
+    called: Option<(usize, usize, u64)>,
 }
 
 /// One run's spans in the making: a mark per journal line, and the frames open.
@@ -509,9 +515,10 @@ impl RunTrace {
         TraceId::from_bytes(bytes)
     }
 
-    /// The id of the span `what` opened at journal line `line`.
-    fn span_id(&self, what: &str, line: usize) -> SpanId {
-        let digest = sha2::Sha256::digest(format!("mekara run {} {what} {line}", self.id));
+    /// The id of the span `what` opened at journal line `line` (in `epoch`, see
+    /// [`Frame::epoch`]).
+    fn span_id(&self, what: &str, line: usize, epoch: usize) -> SpanId {
+        let digest = sha2::Sha256::digest(format!("mekara run {} {what} {line} {epoch}", self.id));
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(&digest[..8]);
         if bytes == [0; 8] {
@@ -520,46 +527,75 @@ impl RunTrace {
         SpanId::from_bytes(bytes)
     }
 
-    /// The stack of open frames again from the live marks (at start, and after a
-    /// `supersede` took part of the history out).
-    fn rebuild(&mut self) {
-        let marks = &self.marks;
+    /// Follows mark `index` (already in `marks`) on the stack.
+    fn follow(&mut self, index: usize) {
+        let mark = self.marks[index].clone();
+        if matches!(mark, Mark::Supersede(_)) {
+            self.reopen(index);
+        } else {
+            let mut stack = std::mem::take(&mut self.stack);
+            self.apply(&mut stack, index + 1, &mark);
+            self.stack = stack;
+        }
+    }
+
+    /// The stack again from the live marks up to the `supersede` at `index`, which took part
+    /// of the history out. A frame popped and now open again gets a new epoch: its span, and
+    /// the call step's, were sent already.
+    fn reopen(&mut self, index: usize) {
+        let marks = &self.marks[..=index];
         let live = crate::engine::runs::live_by(marks.len(), |i| match marks[i] {
             Mark::Supersede(line) => Some(line),
             _ => None,
         })
         .unwrap_or_else(|_| vec![true; marks.len()]);
         let mut stack = Vec::new();
-        for (index, mark) in self.marks.iter().enumerate() {
-            if live[index] {
-                self.apply(&mut stack, index + 1, mark);
+        for (i, mark) in marks.iter().enumerate() {
+            if live[i] {
+                self.apply(&mut stack, i + 1, mark);
             }
         }
+        for position in 0..stack.len() {
+            let (below, rest) = stack.split_at_mut(position);
+            let frame = &mut rest[0];
+            frame.epoch = self
+                .stack
+                .iter()
+                .find(|old| old.line == frame.line)
+                .map_or(index + 1, |old| old.epoch);
+            self.name(below.last(), frame);
+        }
         self.stack = stack;
+    }
+
+    /// Gives `frame`, above `below`, its span id and its parent's.
+    fn name(&self, below: Option<&Frame>, frame: &mut Frame) {
+        frame.span = self.span_id("frame", frame.line, frame.epoch);
+        frame.parent = match (below, frame.origin) {
+            (None, _) => self.span_id("run", frame.line, frame.epoch),
+            (Some(_), Origin::Call) => self.span_id("call", frame.line, frame.epoch),
+            (Some(below), Origin::Start) => below.span,
+        };
     }
 
     /// What the event of `line` does to `stack`.
     fn apply(&self, stack: &mut Vec<Frame>, line: usize, mark: &Mark) {
         match mark {
             Mark::Push(frame) => {
-                let parent = match (stack.last(), frame.origin) {
-                    (None, _) => self.span_id("run", line),
-                    (Some(_), Origin::Call) => self.span_id("call", line),
-                    (Some(below), Origin::Start) => below.span,
-                };
-                stack.push(Frame {
+                let mut frame = Frame {
                     line,
-                    span: self.span_id("frame", line),
-                    parent,
+                    epoch: 0,
                     ..frame.clone()
-                });
+                };
+                self.name(stack.last(), &mut frame);
+                stack.push(frame);
             }
             Mark::Pop => {
                 if let Some(popped) = stack.pop()
                     && popped.origin == Origin::Call
                     && let Some(caller) = stack.last_mut()
                 {
-                    caller.called = Some((popped.line, popped.at));
+                    caller.called = Some((popped.line, popped.epoch, popped.at));
                 }
             }
             Mark::Fail { at, error } => {
@@ -579,8 +615,7 @@ impl RunTrace {
     /// Exports what `event`, just appended, ends.
     fn record(&mut self, traces: &Traces, event: &Event) {
         let line = self.marks.len() + 1;
-        let mark = Mark::of(event);
-        self.marks.push(mark.clone());
+        self.marks.push(Mark::of(event));
         match event {
             Event::Step(step) => {
                 let frame = self.stack.get(step.depth).or(self.stack.last());
@@ -604,13 +639,7 @@ impl RunTrace {
             }
             _ => {}
         }
-        if matches!(mark, Mark::Supersede(_)) {
-            self.rebuild();
-        } else {
-            let mut stack = std::mem::take(&mut self.stack);
-            self.apply(&mut stack, line, &mark);
-            self.stack = stack;
-        }
+        self.follow(line - 1);
     }
 
     /// A context whose parent is span `parent` of this run's trace.
@@ -634,11 +663,11 @@ impl RunTrace {
     ) {
         let result = &record.result;
         let (span_id, start) = match (&record.input, frame.called) {
-            (StepInput::Call { .. }, Some((child, child_at))) => {
-                (self.span_id("call", child), child_at)
+            (StepInput::Call { .. }, Some((child, epoch, child_at))) => {
+                (self.span_id("call", child, epoch), child_at)
             }
             _ => (
-                self.span_id("step", line),
+                self.span_id("step", line, 0),
                 at.saturating_sub(result.duration_ms.unwrap_or(0)),
             ),
         };

@@ -590,3 +590,67 @@ fn wrong_trace_settings_are_warnings_and_the_run_goes_on() {
     out.expect_code(0);
     assert!(!out.stderr.contains("traces"), "{}", out.stderr);
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
+)]
+fn a_retried_step_is_a_new_span_and_the_reopened_script_a_new_attempt() {
+    let receiver = Receiver::start();
+    let project = Project::new();
+    project.script(
+        "parent",
+        "Call the child.\n",
+        Some("def execute(request):\n    auto(\"echo p\")\n    call_script(\"child\")\n"),
+    );
+    project.script(
+        "child",
+        "Read the file.\n",
+        Some("def execute(request):\n    auto(\"echo k\")\n    auto(\"cat needed.txt\")\n"),
+    );
+    let endpoint = receiver.endpoint();
+    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())];
+    run(&project, &["run", "parent"], &env).expect_code(1);
+    let id = project.run_ids().pop().expect("a run");
+    project.write("needed.txt", "here\n");
+    run(&project, &["run", "--resume", &id, "--retry"], &env).expect_code(0);
+    let spans = receiver.spans();
+    // The child failed, so it ended, and its call step with it; the retry opened it again:
+    // a second attempt, each a span of its own, never one span id sent twice.
+    let mut ids: Vec<&str> = spans
+        .iter()
+        .map(|s| s["span_id"].as_str().expect("id"))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), spans.len(), "no span id sent twice: {spans:#?}");
+    let children = named(&spans, "script child");
+    assert_eq!(children.len(), 2, "{spans:#?}");
+    let (failed, retried) = (children[0], children[1]);
+    assert_eq!(failed["status"]["code"], 2);
+    assert_eq!(retried["status"]["code"], 0);
+    assert_eq!(retried["attributes"]["mekara.frame.outcome"], "completed");
+    let attempts: Vec<&Json> = spans
+        .iter()
+        .filter(|s| {
+            s["attributes"]["mekara.script"] == "child" && s["attributes"]["mekara.step.index"] == 1
+        })
+        .collect();
+    assert_eq!(attempts.len(), 2, "{spans:#?}");
+    assert_eq!(attempts[0]["status"]["code"], 2);
+    assert_eq!(parent_of(&spans, attempts[0]), failed);
+    assert_eq!(attempts[1]["status"]["code"], 0);
+    assert_eq!(parent_of(&spans, attempts[1]), retried);
+    // Each attempt under its own call step, both under the one parent frame.
+    let parent = one(&spans, "script parent");
+    assert_ne!(failed["parent_span_id"], retried["parent_span_id"]);
+    for child in [failed, retried] {
+        let call = parent_of(&spans, child);
+        assert_eq!(call["name"], "step call");
+        assert_eq!(parent_of(&spans, call), parent);
+    }
+    let run_span = one(&spans, "run parent");
+    assert_eq!(run_span["attributes"]["mekara.run.state"], "completed");
+    assert_eq!(parent_of(&spans, parent), run_span);
+}
