@@ -45,6 +45,7 @@ mod mcp;
 mod memory;
 mod serve;
 mod store_config;
+mod traces;
 mod transport;
 
 pub use cli::run;

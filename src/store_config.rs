@@ -18,13 +18,17 @@ pub(crate) const URL_VAR: &str = "MEKARA_STORE_URL";
 /// The run store of `locations`: PostgreSQL when `MEKARA_STORE_URL` or `[store] url` names
 /// one, else the runs folder. Nothing is connected yet: a command that never touches a run
 /// never needs the database.
+/// Its runs are traced when the environment names an OpenTelemetry collector
+/// ([`crate::traces`]).
 pub(crate) fn run_store(locations: &Locations) -> Result<RunStore, EngineError> {
-    match shared(locations)? {
-        None => Ok(RunStore::new(
-            locations.runs_dir().ok_or(EngineError::NoRunsDir)?,
-        )),
-        Some(store) => Ok(RunStore::with(Arc::new(store))),
-    }
+    let store = match shared(locations)? {
+        None => RunStore::new(locations.runs_dir().ok_or(EngineError::NoRunsDir)?),
+        Some(store) => RunStore::with(Arc::new(store)),
+    };
+    Ok(match crate::traces::watch(locations) {
+        Some(watch) => store.watched(watch),
+        None => store,
+    })
 }
 
 /// The shared store `locations` name, if they name one. Its step group notes stay in the

@@ -105,6 +105,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     // hook, says where.
     let dispatched =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command)));
+    // Spans not yet sent go now, within a bounded wait, whatever the command's result.
+    crate::traces::shutdown();
     let result = match dispatched {
         Ok(result) => result,
         Err(payload) => {

@@ -157,7 +157,9 @@ impl HyperClient {
         builder
     }
 
-    async fn send(
+    /// Sends `request` on a new connection; a 401 or 403 is an error, noted in the client's
+    /// [`AuthFailure`].
+    pub(crate) async fn send(
         &self,
         mut request: Request<Full<Bytes>>,
     ) -> Result<http::Response<hyper::body::Incoming>, HttpError> {

@@ -40,6 +40,9 @@ struct File {
     /// The queues' limits, read by [`crate::store_config::queue_limits`].
     #[serde(default, rename = "queue")]
     _queue: Option<toml::Table>,
+    /// The traces' section, read by `crate::traces`.
+    #[serde(default, rename = "traces")]
+    _traces: Option<toml::Table>,
 }
 
 /// One server's policy.

@@ -319,7 +319,7 @@ pub(crate) struct PgStore {
 }
 
 /// This host's name: `MEKARA_HOST`, else the system's.
-fn this_host() -> String {
+pub(crate) fn this_host() -> String {
     std::env::var("MEKARA_HOST")
         .ok()
         .filter(|h| !h.is_empty())
@@ -328,7 +328,7 @@ fn this_host() -> String {
 }
 
 /// This user's name: `USER`, else the system's.
-fn this_user() -> String {
+pub(crate) fn this_user() -> String {
     std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty())

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::error::EngineError;
 use super::journal::{self, AskEvent, Contents, Event, JournalError, Outcome, PushEvent};
 use super::step::StepRecord;
-use super::store::{FileStore, RunLog, Store};
+use super::store::{FileStore, RunLog, Store, Watch};
 
 /// A frame as its events describe it.
 #[derive(Debug, Clone)]
@@ -63,25 +63,36 @@ pub struct RunHistory {
 /// one says. A `supersede` that points at the header or past itself is reported with its
 /// line.
 pub fn live(events: &[Event]) -> Result<Vec<bool>, (usize, String)> {
-    let mut live = vec![false; events.len()];
+    live_by(events.len(), |index| match &events[index] {
+        Event::Supersede(supersede) => Some(supersede.line),
+        _ => None,
+    })
+}
+
+/// [`live`] for `len` events of which `supersede_line` tells the `supersede` events, and
+/// the line each supersedes from.
+pub(crate) fn live_by(
+    len: usize,
+    supersede_line: impl Fn(usize) -> Option<usize>,
+) -> Result<Vec<bool>, (usize, String)> {
+    let mut live = vec![false; len];
     // The live events so far, in order: a supersede cuts the tail of this list.
-    let mut kept: Vec<usize> = Vec::with_capacity(events.len());
-    for (index, event) in events.iter().enumerate() {
-        let Event::Supersede(supersede) = event else {
+    let mut kept: Vec<usize> = Vec::with_capacity(len);
+    for index in 0..len {
+        let Some(line) = supersede_line(index) else {
             live[index] = true;
             kept.push(index);
             continue;
         };
-        if supersede.line < 2 || supersede.line > index {
+        if line < 2 || line > index {
             return Err((
                 index + 1,
                 format!(
-                    "a `supersede` event from line {}, which is not a line between the header and itself",
-                    supersede.line
+                    "a `supersede` event from line {line}, which is not a line between the header and itself"
                 ),
             ));
         }
-        while kept.last().is_some_and(|&k| k + 1 >= supersede.line) {
+        while kept.last().is_some_and(|&k| k + 1 >= line) {
             if let Some(k) = kept.pop() {
                 live[k] = false;
             }
@@ -269,6 +280,7 @@ pub struct RunSummary {
 #[derive(Debug, Clone)]
 pub struct RunStore {
     store: Arc<dyn Store>,
+    watch: Option<Arc<dyn Watch>>,
 }
 
 impl RunStore {
@@ -276,12 +288,21 @@ impl RunStore {
     pub fn new(dir: impl Into<PathBuf>) -> RunStore {
         RunStore {
             store: Arc::new(FileStore::new(dir.into())),
+            watch: None,
         }
     }
 
     /// Runs kept by `store`.
     pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
-        RunStore { store }
+        RunStore { store, watch: None }
+    }
+
+    /// The same runs, each run taken for writing wrapped by `watch`.
+    pub(crate) fn watched(self, watch: Arc<dyn Watch>) -> RunStore {
+        RunStore {
+            watch: Some(watch),
+            ..self
+        }
     }
 
     /// Where the runs are, for people: the folder, or the database (its password hidden)
@@ -310,7 +331,11 @@ impl RunStore {
             if !is_run_id(&id) {
                 return Err(EngineError::BadRunId { id });
             }
-            match self.store.create(&id, token_sha256.clone()) {
+            match self
+                .store
+                .create(&id, token_sha256.clone())
+                .map(|log| self.wrap(log, &[]))
+            {
                 Err(EngineError::Journal(JournalError::Io { source, .. }))
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
                 {
@@ -323,7 +348,15 @@ impl RunStore {
 
     /// Takes run `id` to continue it: holds its lock and reads its events.
     pub fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
-        self.store.open(checked(id)?)
+        let (log, contents) = self.store.open(checked(id)?)?;
+        Ok((self.wrap(log, &contents.events), contents))
+    }
+
+    fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
+        match &self.watch {
+            Some(watch) => watch.wrap(log, history),
+            None => log,
+        }
     }
 
     /// Reads run `id` without taking it.

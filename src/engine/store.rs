@@ -50,6 +50,14 @@ pub(crate) trait Store: Send + Sync + std::fmt::Debug {
     fn remove(&self, id: &str) -> Result<u64, EngineError>;
 }
 
+/// Watches the runs a process holds: wraps each one taken for writing, with the events it
+/// already has (none for a new run), to see every event appended after. How traces are
+/// exported (`crate::traces`) without the engine knowing of them.
+pub(crate) trait Watch: Send + Sync + std::fmt::Debug {
+    /// `log`, wrapped.
+    fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog>;
+}
+
 /// One run, held by this process, that events are appended to.
 pub trait RunLog: Send + std::fmt::Debug {
     /// The run's id.

@@ -27,6 +27,7 @@ mod mcp_client;
 mod mcp_protocol;
 mod memory;
 mod opencode;
+mod otel;
 mod parallel;
 mod parallel_agents;
 mod postgres;

@@ -71,7 +71,7 @@ const STOPPED_AT_THE_SECOND_STEP: [&str; 4] = [
     "colour[4] > plain[0]",
 ];
 
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let project = Project::new();
     project.script("colour", NL, Some(STAR));
     project.script("plain", PLAIN, None);
@@ -79,9 +79,9 @@ fn project() -> Project {
     project
 }
 
-const AGENT_COMMAND: &str = "python3 agent/agent.py";
+pub(crate) const AGENT_COMMAND: &str = "python3 agent/agent.py";
 
-fn answers(project: &Project, answers: &Json) {
+pub(crate) fn answers(project: &Project, answers: &Json) {
     project.write("agent/answers.json", &answers.to_string());
 }
 
