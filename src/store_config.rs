@@ -3,6 +3,7 @@
 //! expanded as `.mcp.json` is, and `project`). The engine gets the settings; this is the one
 //! place that reads them.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -52,6 +53,82 @@ struct Section {
 struct ConfigFile {
     #[serde(default)]
     store: Option<Section>,
+    #[serde(default)]
+    queue: BTreeMap<String, QueueLimits>,
+}
+
+/// The limits of one queue, `[queue.NAME]` of `.mekara/config.toml`: how many of its runs
+/// run at once across every worker, and the unattended limits of each run (a flag given to
+/// `mekara submit` wins over these).
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct QueueLimits {
+    pub concurrency: Option<usize>,
+    pub max_cost: Option<f64>,
+    pub max_agent_steps: Option<usize>,
+    pub max_duration: Option<String>,
+    pub agent_timeout: Option<f64>,
+}
+
+impl QueueLimits {
+    /// The limits as flags of `mekara run`, the ones `given` already has left out.
+    pub(crate) fn flags(&self, given: &[String]) -> Vec<String> {
+        let mut flags = Vec::new();
+        let mut add = |flag: &str, value: Option<String>| {
+            if let Some(value) = value
+                && !given.iter().any(|g| g == flag)
+            {
+                flags.push(flag.to_string());
+                flags.push(value);
+            }
+        };
+        add("--max-cost", self.max_cost.map(|v| v.to_string()));
+        add(
+            "--max-agent-steps",
+            self.max_agent_steps.map(|v| v.to_string()),
+        );
+        add("--max-duration", self.max_duration.clone());
+        add("--agent-timeout", self.agent_timeout.map(|v| v.to_string()));
+        flags
+    }
+}
+
+/// The `[queue.NAME]` sections of the project's `.mekara/config.toml`, checked.
+pub(crate) fn queue_limits(
+    locations: &Locations,
+) -> Result<BTreeMap<String, QueueLimits>, StoreError> {
+    let Some(file) = locations
+        .project_root
+        .as_deref()
+        .map(|r| r.join(crate::client::policy::POLICY_FILE))
+    else {
+        return Ok(BTreeMap::new());
+    };
+    let queues = read_config(&file)?.queue;
+    for (name, limits) in &queues {
+        let bad = |reason: String| StoreError::Config {
+            file: file.clone(),
+            reason: format!("`[queue.{name}]`: {reason}"),
+        };
+        if limits.concurrency == Some(0) {
+            return Err(bad("`concurrency` must be 1 or more".to_string()));
+        }
+        if let Some(cost) = limits.max_cost
+            && !(cost.is_finite() && cost >= 0.0)
+        {
+            return Err(bad(format!(
+                "`max_cost` must be a number of US dollars, 0 or more, not `{cost}`"
+            )));
+        }
+        if let Some(duration) = &limits.max_duration
+            && let Err(e) = humantime::parse_duration(duration)
+        {
+            return Err(bad(format!(
+                "`max_duration = \"{duration}\"`: {e}; write a duration such as `90s`, `20m` or `1h`"
+            )));
+        }
+    }
+    Ok(queues)
 }
 
 /// The shared store `locations` name: `MEKARA_STORE_URL`, else `[store] url` of the
@@ -90,9 +167,14 @@ fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
 }
 
 fn read_section(file: &Path) -> Result<Section, StoreError> {
+    Ok(read_config(file)?.store.unwrap_or_default())
+}
+
+/// The `[store]` and `[queue.*]` sections of `file` (none when it is not there).
+fn read_config(file: &Path) -> Result<ConfigFile, StoreError> {
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Section::default()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
         Err(e) => {
             return Err(StoreError::Config {
                 file: file.to_path_buf(),
@@ -105,13 +187,11 @@ fn read_section(file: &Path) -> Result<Section, StoreError> {
         file: file.to_path_buf(),
         reason: e.to_string().trim_end().to_string(),
     })?;
-    table.retain(|k, _| k == "store");
-    let parsed: ConfigFile =
-        toml::Table::try_into(table).map_err(|e: toml::de::Error| StoreError::Config {
-            file: file.to_path_buf(),
-            reason: format!("`[store]`: {}", e.to_string().trim_end()),
-        })?;
-    Ok(parsed.store.unwrap_or_default())
+    table.retain(|k, _| k == "store" || k == "queue");
+    toml::Table::try_into(table).map_err(|e: toml::de::Error| StoreError::Config {
+        file: file.to_path_buf(),
+        reason: e.to_string().trim_end().to_string(),
+    })
 }
 
 /// The `origin` remote of the git repository at `root`, if it has one.

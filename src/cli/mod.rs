@@ -8,6 +8,7 @@ mod hook;
 mod install;
 mod mcp;
 mod output;
+mod queue;
 mod run;
 mod runs;
 mod scripts;
@@ -56,6 +57,10 @@ enum Command {
     Runs(runs::RunsArgs),
     /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
     Store(store::StoreArgs),
+    /// Queue an unattended run in the shared run store, for a `mekara worker` to run.
+    Submit(queue::SubmitArgs),
+    /// Run the queued runs of the shared run store, on this host, as they come.
+    Worker(queue::WorkerArgs),
     /// Serve mekara to agents over MCP (stdio, or Streamable HTTP with `--http`).
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
@@ -140,6 +145,8 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Check(args) => check::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Store(args) => store::run(args),
+        Command::Submit(args) => queue::submit(args),
+        Command::Worker(args) => queue::worker(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
         Command::Tools(args) => tools::run(args),

@@ -44,6 +44,15 @@ pub(super) struct RunArgs {
     /// The folder the script runs in (default: the current one).
     #[arg(long, short = 'C', value_name = "DIR")]
     working_dir: Option<PathBuf>,
+    /// The id of the new run: a worker starts the run `mekara submit` queued under this id.
+    #[arg(
+        long,
+        value_name = "ID",
+        hide = true,
+        conflicts_with = "resume",
+        requires = "name"
+    )]
+    run_id: Option<String>,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     timeout: f64,
@@ -60,7 +69,17 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         ..Settings::default()
     };
     let client = crate::client::McpClient::for_locations(&locations);
-    let runner = Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
+    let mut runner: Box<dyn crate::engine::StepRunner> =
+        Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
+    if let Some(id) = &args.run_id {
+        if !crate::engine::runs::is_run_id(id) {
+            return super::usage(format!("`--run-id {id}` is not a run id"));
+        }
+        runner = Box::new(super::queue::NamedRun {
+            inner: runner,
+            id: id.clone(),
+        });
+    }
     if args.unattended.dry_run {
         let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
         return super::unattended::dry_run(&resolver, &name);

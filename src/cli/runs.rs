@@ -5,6 +5,7 @@ use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
 use crate::display::{bytes, count, format_time, step_mark};
 use crate::engine::journal::{Event, Origin, Outcome, Reason};
+use crate::engine::postgres::{JobState, QueueRow};
 use crate::engine::runs::{PruneRule, RunState, RunStore, RunSummary, live};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
@@ -30,6 +31,12 @@ enum RunsCommand {
     /// Print a run's journal: every frame and step, with outputs.
     Show {
         /// The run's id, as `mekara runs` lists it.
+        id: String,
+    },
+    /// Stop a run `mekara submit` queued, from any host: a queued run never starts, a running
+    /// one stops within the step in flight (the shared run store only).
+    Cancel {
+        /// The run's id, as `mekara submit` printed it.
         id: String,
     },
     /// Remove old runs (never one another mekara process is driving)
@@ -70,6 +77,10 @@ enum PruneState {
     Waiting,
     /// stopped before its script started
     NotStarted,
+    /// queued (`mekara submit`), waiting for a worker
+    Queued,
+    /// cancelled (`mekara runs cancel`)
+    Cancelled,
 }
 
 impl From<PruneState> for RunState {
@@ -81,6 +92,8 @@ impl From<PruneState> for RunState {
             PruneState::Interrupted => RunState::Interrupted,
             PruneState::Waiting => RunState::WaitingForAnswer,
             PruneState::NotStarted => RunState::NotStarted,
+            PruneState::Queued => RunState::Queued,
+            PruneState::Cancelled => RunState::Cancelled,
         }
     }
 }
@@ -103,6 +116,9 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             }
             let states: Vec<RunState> = args.state.into_iter().map(RunState::from).collect();
             let mut runs = store.list()?;
+            if let Some(shared) = crate::store_config::shared(&locations)? {
+                with_queue(&mut runs, shared.queue_rows(None)?);
+            }
             let all = runs.len();
             runs.retain(|r| {
                 args.host
@@ -154,7 +170,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                         "{:20}  {:24}  {:24}  {:20}  {steps}{who}",
                         r.id,
                         script,
-                        r.state.to_string(),
+                        state_cell(r),
                         format_time(r.started_at),
                     )?,
                 }
@@ -184,8 +200,19 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             };
             return prune(&store, &rule, dry_run);
         }
+        Some(RunsCommand::Cancel { id }) => return super::queue::cancel(&locations, &id),
         Some(RunsCommand::Show { id }) => {
-            let contents = store.read(&id)?;
+            let queued = match crate::store_config::shared(&locations)? {
+                Some(shared) => shared.queue_rows(Some(&id))?.pop(),
+                None => None,
+            };
+            let contents = match (store.read(&id), &queued) {
+                (Err(crate::engine::EngineError::RunNotFound { .. }), Some(row)) => {
+                    outln!("{}", not_started(row))?;
+                    return Ok(Exit::Success);
+                }
+                (contents, _) => contents?,
+            };
             let mut out = String::new();
             // An unreadable order of supersede events is said by the state below; here,
             // every event then counts as live.
@@ -204,7 +231,9 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     torn.len, torn.offset
                 ));
             }
-            match store.summary(&id)?.state {
+            let mut summary = vec![store.summary(&id)?];
+            with_queue(&mut summary, queued.into_iter().collect());
+            match summary[0].state {
                 RunState::Interrupted => out.push_str(&format!(
                     "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP {}\n",
                     resume_call(&id)
@@ -220,7 +249,13 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 RunState::NotStarted => out.push_str(
                     "stopped before its script started: nothing ran, so there is nothing to resume\n",
                 ),
-                RunState::Completed | RunState::FinishedByAgent | RunState::FellBack => {}
+                RunState::Cancelled => out.push_str(&format!(
+                    "cancelled by `mekara runs cancel`; resume it with `mekara run --resume {id}` (with the agent it ran with) to go on all the same\n"
+                )),
+                RunState::Completed
+                | RunState::FinishedByAgent
+                | RunState::FellBack
+                | RunState::Queued => {}
             }
             out!("{out}")?;
         }
@@ -443,4 +478,81 @@ fn mark_superseded(text: &str) -> String {
 
 fn indent_lines(text: &str, indent: &str) -> String {
     text.replace('\n', &format!("\n{indent}"))
+}
+
+/// `runs` with what the shared store's queue knows: queued runs that have not started yet,
+/// which worker runs a run, and which were cancelled. Oldest first, as runs are.
+fn with_queue(runs: &mut Vec<RunSummary>, queue: Vec<QueueRow>) {
+    for row in queue {
+        let live_worker = (row.state == JobState::Claimed && row.live)
+            .then(|| row.worker_host.clone())
+            .flatten();
+        if let Some(run) = runs.iter_mut().find(|r| r.id == row.run_id) {
+            run.queue = Some(row.queue);
+            run.worker = live_worker;
+            if row.state == JobState::Cancelled && run.state == RunState::Interrupted {
+                run.state = RunState::Cancelled;
+            }
+            continue;
+        }
+        let state = match row.state {
+            JobState::Claimed if row.live => RunState::Active,
+            JobState::Queued | JobState::Claimed => RunState::Queued,
+            JobState::Cancelled => RunState::Cancelled,
+            JobState::Done | JobState::Failed => RunState::NotStarted,
+        };
+        runs.push(RunSummary {
+            id: row.run_id,
+            script: row.script,
+            state,
+            started_at: row.submitted_at,
+            steps: 0,
+            last_at: row.submitted_at,
+            bytes: 0,
+            problem: None,
+            host: Some(row.submitted_host),
+            user: Some(row.submitted_user),
+            queue: Some(row.queue),
+            worker: live_worker,
+        });
+    }
+    runs.sort_by(|a, b| a.id.cmp(&b.id));
+}
+
+/// The STATE cell of `mekara runs`: a queued run names its queue, a run a worker drives
+/// names the worker's host.
+fn state_cell(r: &RunSummary) -> String {
+    match (&r.state, &r.queue, &r.worker) {
+        (RunState::Queued, Some(queue), _) => format!("queued in {queue}"),
+        (RunState::Active, _, Some(worker)) => format!("active on {worker}"),
+        (state, _, _) => state.to_string(),
+    }
+}
+
+/// What `runs show` says of a queued run that has no journal yet.
+fn not_started(row: &QueueRow) -> String {
+    let id = &row.run_id;
+    let submitted = format!(
+        "run {id} (`{}`), submitted to queue `{}` by {} on {}, {}",
+        row.script.replace('/', ":"),
+        row.queue,
+        row.submitted_user,
+        row.submitted_host,
+        format_time(row.submitted_at)
+    );
+    let now = match row.state {
+        JobState::Claimed if row.live => format!(
+            "starting on {}",
+            row.worker_host.as_deref().unwrap_or("a worker")
+        ),
+        JobState::Queued | JobState::Claimed => {
+            "queued: no step has run yet; a `mekara worker` runs it".to_string()
+        }
+        JobState::Cancelled => "cancelled before a worker ran it".to_string(),
+        JobState::Done | JobState::Failed => format!(
+            "failed before its script started: {}",
+            row.note.as_deref().unwrap_or("see the worker's output")
+        ),
+    };
+    format!("{submitted}\n{now}")
 }

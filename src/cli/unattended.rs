@@ -75,6 +75,9 @@ pub(super) struct UnattendedArgs {
     /// Write a JUnit XML report of the run's steps to FILE.
     #[arg(long, value_name = "FILE", requires = "unattended_agent")]
     junit: Option<PathBuf>,
+    /// Stop the run resumably, as Ctrl-C does, when stdin closes (a worker's child run).
+    #[arg(long, hide = true, requires = "unattended_agent")]
+    stop_when_stdin_closes: bool,
     /// Run nothing: list the steps the script's source calls, and which go to the agent.
     #[arg(long, conflicts_with = "resume")]
     pub(super) dry_run: bool,
@@ -252,6 +255,9 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     // Ctrl-C stops the running step or agent, and the run ends resumable (exit 130).
     let cancel = session.cancel_token();
     let _ctrl_c = signal_hook::flag::register(signal_hook::consts::SIGINT, cancel.flag());
+    if args.stop_when_stdin_closes {
+        super::queue::stop_when_stdin_closes(cancel.flag());
+    }
     let mut reply = session.call(&first, &progress, String::new(), None);
     let mut agent = args.agent();
     let run_id = session.run_id().map(str::to_string);

@@ -37,6 +37,9 @@ struct File {
     /// The run store's section, read by [`crate::engine::store`].
     #[serde(default, rename = "store")]
     _store: Option<toml::Table>,
+    /// The queues' limits, read by [`crate::store_config::queue_limits`].
+    #[serde(default, rename = "queue")]
+    _queue: Option<toml::Table>,
     /// The traces' section, read by `crate::traces`.
     #[serde(default, rename = "traces")]
     _traces: Option<toml::Table>,

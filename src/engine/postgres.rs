@@ -35,11 +35,18 @@ use super::journal::{self, Contents, Event, JournalError};
 use super::runs::{RunSummary, summarize};
 use super::store::{RunLog, Store, journal_ids, make_runs_dir};
 
+mod queue;
+
+pub(crate) use queue::{Cancel, Job, JobState, NewJob, QueueRow, Worker};
+
 /// The schema's migrations, in order: version N is `MIGRATIONS[..N]` applied.
-const MIGRATIONS: &[&str] = &[include_str!("postgres/1_runs.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("postgres/1_runs.sql"),
+    include_str!("postgres/2_queue.sql"),
+];
 
 /// The schema version this mekara reads and writes.
-pub(crate) const SCHEMA: i32 = 1;
+pub(crate) const SCHEMA: i32 = 2;
 
 /// How long a connection may take before the store is said to be unreachable, unless the
 /// URL sets `connect_timeout`.
@@ -239,7 +246,7 @@ impl Db {
     }
 
     /// The keys of the advisory locks held now in this database: the runs being driven.
-    fn held(&self, client: &mut Client) -> Result<HashSet<i64>, StoreError> {
+    fn held(&self, client: &mut impl GenericClient) -> Result<HashSet<i64>, StoreError> {
         let rows = client
             .query(
                 "SELECT classid::bigint, objid::bigint FROM pg_locks \

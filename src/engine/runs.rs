@@ -224,6 +224,10 @@ pub enum RunState {
     /// mekara was stopped after it created the run and before the script started: nothing
     /// ran, and there is nothing to resume.
     NotStarted,
+    /// Submitted to a queue of the shared store (`mekara submit`), waiting for a worker.
+    Queued,
+    /// Stopped by `mekara runs cancel`.
+    Cancelled,
 }
 
 impl std::fmt::Display for RunState {
@@ -236,6 +240,8 @@ impl std::fmt::Display for RunState {
             RunState::FinishedByAgent => "finished by hand",
             RunState::FellBack => "failed, finished by hand",
             RunState::NotStarted => "stopped before its script started",
+            RunState::Queued => "queued",
+            RunState::Cancelled => "cancelled",
         })
     }
 }
@@ -263,6 +269,10 @@ pub struct RunSummary {
     pub host: Option<String>,
     /// The user who created it, in a shared store.
     pub user: Option<String>,
+    /// The queue it was submitted to (`mekara submit`), in a shared store.
+    pub queue: Option<String>,
+    /// The host of the worker running it now, for a queued run.
+    pub worker: Option<String>,
 }
 
 /// Where runs are kept: the folder of journal files (the default), or the shared
@@ -425,6 +435,8 @@ pub(crate) fn summarize(
             problem: None,
             host: None,
             user: None,
+            queue: None,
+            worker: None,
             id,
         },
         Err(problem) => RunSummary {
@@ -438,6 +450,8 @@ pub(crate) fn summarize(
             problem: Some(problem),
             host: None,
             user: None,
+            queue: None,
+            worker: None,
         },
     }
 }

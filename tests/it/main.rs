@@ -33,6 +33,7 @@ mod parallel_agents;
 mod postgres;
 mod prune;
 mod python_client;
+mod queue;
 mod qwen;
 mod resolution;
 mod rewind;

@@ -108,14 +108,14 @@ fn connect(db: &str, port: u16) -> Result<postgres::Client, postgres::Error> {
 }
 
 /// A fresh database of the shared server for one test.
-struct Db {
+pub(crate) struct Db {
     name: String,
     port: u16,
 }
 
 impl Db {
     /// A new, empty database (no mekara schema).
-    fn empty() -> Db {
+    pub(crate) fn empty() -> Db {
         static N: AtomicUsize = AtomicUsize::new(0);
         let port = server().port;
         let name = format!(
@@ -130,44 +130,67 @@ impl Db {
         Db { name, port }
     }
 
-    /// A new database, migrated by `mekara store migrate`.
-    fn migrated(project: &Project) -> Db {
+    /// A new database, migrated by `mekara store migrate` (run in `project`).
+    pub(crate) fn migrated(project: &Project) -> Db {
         let db = Db::empty();
-        db.run(project, "a", &["store", "migrate"]).expect_code(0);
+        let mut cmd = project.command(&["store", "migrate"]);
+        cmd.env("MEKARA_STORE_URL", db.url());
+        run_with_stdin(cmd, "").expect_code(0);
         db
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "postgres://mekara:{PASSWORD}@127.0.0.1:{}/{}",
             self.port, self.name
         )
     }
 
-    fn client(&self) -> postgres::Client {
+    pub(crate) fn client(&self) -> postgres::Client {
         connect(&self.name, self.port).expect("connect")
     }
 
-    /// `mekara ARGS` in `project` as host `host` (user `u-HOST`), with this store.
-    fn command(&self, project: &Project, host: &str, args: &[&str]) -> Command {
-        let mut cmd = project.command(args);
-        cmd.env("MEKARA_STORE_URL", self.url())
-            .env("MEKARA_HOST", host)
-            .env("USER", format!("u-{host}"));
-        cmd
+    /// Host `name`: a checkout of its own (`project`, its own folder and HOME) using this
+    /// store, as `MEKARA_HOST=name` and `USER=u-name`.
+    pub(crate) fn host(&self, name: &str, project: Project) -> Host {
+        Host {
+            url: self.url(),
+            name: name.to_string(),
+            project,
+        }
     }
 
-    fn run(&self, project: &Project, host: &str, args: &[&str]) -> Run {
-        run_with_stdin(self.command(project, host, args), "")
-    }
-
-    fn ids(&self) -> Vec<String> {
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.client()
             .query("SELECT id FROM mekara_runs ORDER BY id", &[])
             .expect("ids")
             .iter()
             .map(|r| r.get(0))
             .collect()
+    }
+}
+
+/// A simulated host: a checkout of the project of its own (folder and HOME), on the
+/// shared store.
+pub(crate) struct Host {
+    url: String,
+    pub name: String,
+    pub project: Project,
+}
+
+impl Host {
+    /// `mekara ARGS` on this host (`MEKARA_HOST=NAME`, `USER=u-NAME`).
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.project.command(args);
+        cmd.env("MEKARA_STORE_URL", &self.url)
+            .env("MEKARA_HOST", &self.name)
+            .env("USER", format!("u-{}", self.name));
+        cmd
+    }
+
+    /// `mekara ARGS` on this host, run to its end with nothing on stdin.
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
+        run_with_stdin(self.command(args), "")
     }
 }
 
@@ -192,14 +215,21 @@ fn checkout(shared: &std::path::Path) -> Project {
     project
 }
 
-/// Two checkouts of `acme` and a store, with host `laptop` driving `steps` and waiting in
-/// step `b` until `shared/go` appears.
-fn driving_step_b(shared: &std::path::Path) -> (Project, Project, Db, Child) {
-    let (laptop, ci) = (checkout(shared), checkout(shared));
+/// A migrated store and two hosts with a checkout of `acme` each: `laptop` and `ci`.
+fn laptop_and_ci(shared: &std::path::Path) -> (Db, Host, Host) {
+    let laptop = checkout(shared);
     let db = Db::migrated(&laptop);
+    let (laptop, ci) = (db.host("laptop", laptop), db.host("ci", checkout(shared)));
+    (db, laptop, ci)
+}
+
+/// [`laptop_and_ci`], with `laptop` driving `steps` and waiting in step `b` until
+/// `shared/go` appears.
+fn driving_step_b(shared: &std::path::Path) -> (Host, Host, Db, Child) {
+    let (db, laptop, ci) = laptop_and_ci(shared);
     std::fs::write(shared.join("wait"), "").expect("wait");
-    let child = db
-        .command(&laptop, "laptop", &["run", "steps"])
+    let child = laptop
+        .command(&["run", "steps"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -220,11 +250,11 @@ fn count(shared: &std::path::Path, name: &str) -> usize {
 )]
 fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
     let shared = tempfile::tempdir().expect("tempdir");
-    let (laptop, ci) = (checkout(shared.path()), checkout(shared.path()));
-    let db = Db::migrated(&laptop);
-    db.run(&laptop, "laptop", &["run", "steps"]).expect_code(0);
+    let (db, laptop, ci) = laptop_and_ci(shared.path());
+    laptop.run(&["run", "steps"]).expect_code(0);
     assert!(
         !laptop
+            .project
             .root()
             .join(".mekara/runs")
             .read_dir()
@@ -235,7 +265,7 @@ fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
     let ids = db.ids();
     assert_eq!(ids.len(), 1);
 
-    let listed = db.run(&ci, "ci", &["runs"]);
+    let listed = ci.run(&["runs"]);
     listed.expect_code(0);
     let row = listed.stdout.lines().nth(1).expect("a row");
     for word in [&ids[0], "steps", "completed", "laptop", "u-laptop"] {
@@ -248,7 +278,7 @@ fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
     );
     assert!(!listed.stdout.contains(PASSWORD), "{}", listed.stdout);
 
-    let shown = db.run(&ci, "ci", &["runs", "show", &ids[0]]);
+    let shown = ci.run(&["runs", "show", &ids[0]]);
     shown.expect_code(0);
     assert!(shown.stdout.contains("$ echo a >>"), "{}", shown.stdout);
     assert!(shown.stdout.contains("◀ completed"), "{}", shown.stdout);
@@ -262,7 +292,7 @@ fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
         (&["--state", "interrupted"], false),
     ] {
         let args: Vec<&str> = ["runs"].iter().chain(filter).copied().collect();
-        let out = db.run(&ci, "ci", &args);
+        let out = ci.run(&args);
         out.expect_code(0);
         assert_eq!(
             out.stdout.contains(&ids[0]),
@@ -335,13 +365,13 @@ fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     let ids = db.ids();
-    let listed = db.run(&ci, "ci", &["runs", "--state", "interrupted"]);
+    let listed = ci.run(&["runs", "--state", "interrupted"]);
     assert!(listed.stdout.contains(&ids[0]), "{}", listed.stdout);
 
     // The killed laptop's step still waits; the other host cannot reach it (the group
     // note is host-local), so the test lets it end.
     std::fs::write(s.join("go"), "").expect("go");
-    let resumed = db.run(&ci, "ci", &["run", "--resume", &ids[0]]);
+    let resumed = ci.run(&["run", "--resume", &ids[0]]);
     resumed.expect_code(0);
     assert_eq!(count(s, "a"), 1, "the finished step `a` ran once");
     assert_eq!(count(s, "c"), 1);
@@ -350,7 +380,7 @@ fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice
         "{}",
         resumed.stdout
     );
-    let listed = db.run(&laptop, "laptop", &["runs"]);
+    let listed = laptop.run(&["runs"]);
     assert!(listed.stdout.contains("completed"), "{}", listed.stdout);
 }
 
@@ -364,7 +394,7 @@ fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
     let s = shared.path();
     let (_laptop, ci, db, mut child) = driving_step_b(s);
     let ids = db.ids();
-    let refused = db.run(&ci, "ci", &["run", "--resume", &ids[0]]);
+    let refused = ci.run(&["run", "--resume", &ids[0]]);
     refused.expect_code(1);
     assert!(
         refused.stderr.contains(&format!(
@@ -374,9 +404,9 @@ fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
         "{}",
         refused.stderr
     );
-    let listed = db.run(&ci, "ci", &["runs"]);
+    let listed = ci.run(&["runs"]);
     assert!(listed.stdout.contains("active"), "{}", listed.stdout);
-    let removed = db.run(&ci, "ci", &["runs", "prune", "--state", "interrupted"]);
+    let removed = ci.run(&["runs", "prune", "--state", "interrupted"]);
     assert!(
         !removed.stdout.contains("removed 1"),
         "an active run is never pruned: {}",
@@ -385,7 +415,7 @@ fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
     std::fs::write(s.join("go"), "").expect("go");
     assert!(child.wait().expect("wait").success());
     assert_eq!((count(s, "a"), count(s, "b"), count(s, "c")), (1, 1, 1));
-    let listed = db.run(&ci, "ci", &["runs"]);
+    let listed = ci.run(&["runs"]);
     assert!(listed.stdout.contains("completed"), "{}", listed.stdout);
 }
 
@@ -395,44 +425,44 @@ fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
     ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
 )]
 fn the_schema_is_checked_older_and_newer_with_what_to_do() {
-    let project = Project::new();
     let db = Db::empty();
-    let old = db.run(&project, "a", &["runs"]);
+    let a = db.host("a", Project::new());
+    let old = a.run(&["runs"]);
     old.expect_code(1);
     let shown = format!("postgres://mekara:***@127.0.0.1:{}/{}", db.port, db.name);
     assert_eq!(
         old.stderr.trim_end(),
         format!(
-            "error: the run store `{shown}` has schema version 0 and this mekara needs version 1: run `mekara store migrate`"
+            "error: the run store `{shown}` has schema version 0 and this mekara needs version 2: run `mekara store migrate`"
         )
     );
-    let migrated = db.run(&project, "a", &["store", "migrate"]);
+    let migrated = a.run(&["store", "migrate"]);
     migrated.expect_code(0);
     assert!(
-        migrated.stdout.contains("from schema version 0 to 1"),
+        migrated.stdout.contains("from schema version 0 to 2"),
         "{}",
         migrated.stdout
     );
-    let again = db.run(&project, "a", &["store", "migrate"]);
+    let again = a.run(&["store", "migrate"]);
     assert!(
-        again.stdout.contains("at schema version 1 already"),
+        again.stdout.contains("at schema version 2 already"),
         "{}",
         again.stdout
     );
-    db.run(&project, "a", &["runs"]).expect_code(0);
+    a.run(&["runs"]).expect_code(0);
 
     db.client()
         .batch_execute("UPDATE mekara_schema SET version = 7")
         .expect("update");
-    let newer = db.run(&project, "a", &["runs"]);
+    let newer = a.run(&["runs"]);
     newer.expect_code(1);
     assert_eq!(
         newer.stderr.trim_end(),
         format!(
-            "error: the run store `{shown}` has schema version 7, newer than this mekara's (1), so a newer mekara migrated it; upgrade mekara to use it"
+            "error: the run store `{shown}` has schema version 7, newer than this mekara's (2), so a newer mekara migrated it; upgrade mekara to use it"
         )
     );
-    let refused = db.run(&project, "a", &["store", "migrate"]);
+    let refused = a.run(&["store", "migrate"]);
     refused.expect_code(1);
     assert!(
         refused.stderr.contains("schema version 7, newer"),
@@ -464,27 +494,32 @@ fn import_then_export_round_trips_journals_byte_for_byte() {
     );
 
     let db = Db::migrated(&laptop);
-    let imported = db.run(&laptop, "laptop", &["store", "import"]);
+    let (laptop, other) = (db.host("laptop", laptop), db.host("other", other));
+    let imported = laptop.run(&["store", "import"]);
     imported.expect_code(0);
     assert_eq!(
         imported.stdout,
         "imported 2 runs; 0 runs already in the store\n"
     );
-    let again = db.run(&laptop, "laptop", &["store", "import"]);
+    let again = laptop.run(&["store", "import"]);
     assert_eq!(
         again.stdout,
         "imported 0 runs; 2 runs already in the store\n"
     );
     assert_eq!(db.ids(), ids);
 
-    let exported = db.run(&other, "other", &["store", "export"]);
+    let exported = other.run(&["store", "export"]);
     exported.expect_code(0);
     assert_eq!(
         exported.stdout,
         "exported 2 runs; 0 runs already a file here\n"
     );
-    assert_eq!(other.runs_snapshot(), files, "byte-identical journals");
-    let shown = db.run(&other, "other", &["runs", "show", &ids[1]]);
+    assert_eq!(
+        other.project.runs_snapshot(),
+        files,
+        "byte-identical journals"
+    );
+    let shown = other.run(&["runs", "show", &ids[1]]);
     assert!(shown.stdout.contains("(superseded)"), "{}", shown.stdout);
 }
 
@@ -627,7 +662,7 @@ fn mcp_servers_on_two_hosts_carry_one_run_by_its_handle() {
     assert!(done.contains("## Done"), "{done}");
     let out = std::fs::read_to_string(laptop.root().join("out-p")).expect("output");
     assert_eq!(out, "one\ntwo\n");
-    let listed = db.run(&ci, "ci", &["runs"]);
+    let listed = db.host("ci", ci).run(&["runs"]);
     assert!(
         listed.stdout.contains("completed") && listed.stdout.contains("laptop"),
         "{}",

@@ -1,0 +1,564 @@
+//! `mekara submit` and `mekara worker`: a queue of unattended runs in the shared run store
+//! (`crate::engine::postgres::Worker` claims them), drained by workers on any host with a
+//! checkout of the project. `mekara runs cancel` is here too, for `cli::runs`.
+//!
+//! A worker runs each run as a child `mekara run … --agent…` (never in its own process): a
+//! run that crashes or is killed takes only its child down, and the worker puts it back for
+//! a resume from its journal. The child stops its run resumably when the worker's end closes
+//! its stdin, so a worker killed outright leaves no run going on behind it.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{ArgGroup, Args};
+
+use super::output::outln;
+use crate::display::count;
+use crate::engine::postgres::{Cancel, Job, JobState, NewJob, PgStore, Worker};
+use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::{CancelToken, StepRunner, ToolCall};
+use crate::exit::Exit;
+use crate::paths::Locations;
+use crate::store_config::QueueLimits;
+
+/// The queue a run goes to, and a worker drains, unless told otherwise.
+const DEFAULT_QUEUE: &str = "default";
+
+/// How often a worker marks its claims alive and looks for cancels.
+const BEAT: Duration = Duration::from_millis(500);
+
+/// How long a worker waits before it looks at an empty queue again.
+const IDLE: Duration = Duration::from_millis(250);
+
+/// How many times a run's process may die before the worker gives it up as failed.
+const MAX_ATTEMPTS: i32 = 5;
+
+/// Queue an unattended run in the shared run store, for `mekara worker` to run.
+#[derive(Debug, Args)]
+#[command(
+    group(ArgGroup::new("submit_agent").required(true).args(["agent", "agent_command"])),
+    after_help = "Prints the run's id on stdout. Follow it with `mekara runs show ID`; stop it with `mekara runs cancel ID`.\nNeeds the shared run store (`[store] url` in .mekara/config.toml, or MEKARA_STORE_URL)."
+)]
+pub(super) struct SubmitArgs {
+    /// The script to run (`test/random` or `test:random`).
+    name: String,
+    /// The script's arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    arguments: Vec<String>,
+    /// The agent that does the llm steps and NL scripts on the worker: `claude`, `codex` or
+    /// `gemini` (on the worker's PATH).
+    #[arg(long, value_name = "AGENT", value_parser = ["claude", "codex", "gemini"])]
+    agent: Option<String>,
+    /// The command that does the llm steps and NL scripts on the worker (docs/agent-command.md).
+    #[arg(long, value_name = "CMD")]
+    agent_command: Option<String>,
+    /// The queue (`[queue.NAME]` of .mekara/config.toml sets its limits).
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_QUEUE)]
+    queue: String,
+    /// Stop the run before an agent step once its agents spent this much (US dollars).
+    #[arg(long, value_name = "USD")]
+    max_cost: Option<f64>,
+    /// Stop the run before an agent step once it has had this many agent answers.
+    #[arg(long, value_name = "N")]
+    max_agent_steps: Option<usize>,
+    /// Stop the run before an agent step once a worker has run it this long (`20m`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    max_duration: Option<Duration>,
+    /// How long one agent answer may take, in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    agent_timeout: Option<f64>,
+}
+
+/// Run the queued runs of the shared run store, as they come.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Run it in a checkout of the project, on as many hosts as you like. It prints a line per run claimed, finished or failed.\nCtrl-C or SIGTERM: no new runs; the runs in hand stop resumably and go back to the queue for another worker. A second one stops at once (the runs are still resumed elsewhere)."
+)]
+pub(super) struct WorkerArgs {
+    /// How many runs this worker runs at once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+    /// A queue to drain (repeat it for several).
+    #[arg(long = "queue", value_name = "NAME", default_value = DEFAULT_QUEUE)]
+    queues: Vec<String>,
+    /// Stop when the queues are empty and nothing runs (for scripts and CI).
+    #[arg(long)]
+    until_empty: bool,
+}
+
+/// The shared store of a queue command, or the usage error that says how to set one.
+fn shared_store(locations: &Locations, command: &str) -> anyhow::Result<PgStore> {
+    match crate::store_config::shared(locations)? {
+        Some(store) => Ok(store),
+        None => super::usage(format!(
+            "`mekara {command}` needs the shared run store, and this project keeps its runs in files; set `[store] url = \"postgres://USER:PASSWORD@HOST/DATABASE\"` in `.mekara/config.toml` or `MEKARA_STORE_URL`"
+        )),
+    }
+}
+
+pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
+    let (locations, resolver) = super::locate()?;
+    let store = shared_store(&locations, "submit")?;
+    let name = super::script_named(&resolver, &args.name, "submit")?;
+    // A script this checkout cannot run is refused now, not by a worker later.
+    resolver.resolve(&name)?;
+    if let Some(cost) = args.max_cost
+        && !(cost.is_finite() && cost >= 0.0)
+    {
+        return super::usage(format!(
+            "`--max-cost` must be a number of US dollars, 0 or more, not `{cost}`"
+        ));
+    }
+    if let Some(secs) = args.agent_timeout {
+        super::timeout_arg("--agent-timeout", secs)?;
+    }
+    // clap requires one of the two (the `submit_agent` group).
+    let agent = match (&args.agent, &args.agent_command) {
+        (_, Some(command)) => vec!["--agent-command".to_string(), command.clone()],
+        (agent, None) => vec![
+            "--agent".to_string(),
+            agent.clone().unwrap_or_else(|| "claude".to_string()),
+        ],
+    };
+    let mut limits = Vec::new();
+    let mut limit = |flag: &str, value: Option<String>| {
+        if let Some(value) = value {
+            limits.extend([flag.to_string(), value]);
+        }
+    };
+    limit("--max-cost", args.max_cost.map(|v| v.to_string()));
+    limit(
+        "--max-agent-steps",
+        args.max_agent_steps.map(|v| v.to_string()),
+    );
+    limit(
+        "--max-duration",
+        args.max_duration
+            .map(|d| humantime::format_duration(d).to_string()),
+    );
+    limit("--agent-timeout", args.agent_timeout.map(|v| v.to_string()));
+    let id = store.submit(&NewJob {
+        queue: args.queue.clone(),
+        script: name.clone(),
+        arguments: args.arguments.join(" "),
+        agent,
+        limits,
+    })?;
+    outln!("{id}")?;
+    eprintln!(
+        "queued run {id} (`{}`) in queue `{}` of {}; follow it with `mekara runs show {id}`, stop it with `mekara runs cancel {id}`",
+        name.replace('/', ":"),
+        args.queue,
+        crate::engine::store::Store::place(&store)
+    );
+    Ok(Exit::Success)
+}
+
+/// `mekara runs cancel ID`.
+pub(super) fn cancel(locations: &Locations, id: &str) -> anyhow::Result<Exit> {
+    let store = shared_store(locations, "runs cancel")?;
+    match store.cancel(id)? {
+        Cancel::Dequeued => {
+            outln!("cancelled run {id}: no worker runs it, and none will")?;
+            Ok(Exit::Success)
+        }
+        Cancel::Asked { worker_host } => {
+            eprintln!("asked the worker on {worker_host} to stop run {id}…");
+            // The worker looks every half second; its run stops within the step in flight.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                let row = store.queue_rows(Some(id))?.pop();
+                if row.as_ref().is_none_or(|r| r.state != JobState::Claimed) {
+                    let how = row.map_or(JobState::Cancelled, |r| r.state);
+                    if how == JobState::Cancelled {
+                        outln!("cancelled run {id}: its worker stopped it")?;
+                    } else {
+                        outln!("run {id} ended ({how}) before its worker could stop it")?;
+                    }
+                    return Ok(Exit::Success);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            outln!(
+                "asked the worker on {worker_host} to stop run {id}; it has not yet: `mekara runs show {id}` tells when it has"
+            )?;
+            Ok(Exit::Success)
+        }
+        Cancel::Ended(state) => {
+            eprintln!("run {id} has ended ({state}): there is nothing to cancel");
+            Ok(Exit::Failure)
+        }
+        Cancel::NotQueued => {
+            eprintln!(
+                "run {id} was not submitted to a queue: the `mekara run` (or agent) that drives it stops it (Ctrl-C)"
+            );
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+/// A run a worker has in hand: its child `mekara run`.
+struct Running {
+    job: Job,
+    child: Child,
+    /// Kept open: the child stops its run when this closes (the worker died).
+    _stdin: Option<ChildStdin>,
+    log: PathBuf,
+    started: Instant,
+    /// `mekara runs cancel` asked for it to stop.
+    cancelled: bool,
+}
+
+pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
+    let (locations, _) = super::locate()?;
+    if locations.project_root.is_none() {
+        return super::usage(
+            "`mekara worker` runs queued runs in a checkout of their project, and this folder is in none; `cd` into the project's folder (the one with `.mekara/`) first",
+        );
+    }
+    let store = shared_store(&locations, "worker")?;
+    let limits = crate::store_config::queue_limits(&locations)?;
+    let runs_dir = locations
+        .runs_dir()
+        .ok_or(crate::engine::EngineError::NoRunsDir)?;
+    crate::engine::store::make_runs_dir(&runs_dir)?;
+    let queues: Vec<(String, Option<usize>)> = args
+        .queues
+        .iter()
+        .map(|q| (q.clone(), limits.get(q).and_then(|l| l.concurrency)))
+        .collect();
+    let host = std::env::var("MEKARA_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| whoami::hostname().ok())
+        .unwrap_or_else(|| "unknown".to_string());
+    let name = format!("{host}:{}", std::process::id());
+    let mut worker = store.worker(&name)?;
+    let exe = std::env::current_exe()?;
+
+    // The first Ctrl-C or SIGTERM sets `stop`; a second one ends the worker at once (exit
+    // 130). Either way its runs are resumed: the children stop when their stdin closes.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let shown: Vec<String> = queues
+        .iter()
+        .map(|(q, limit)| match limit {
+            Some(n) => format!("`{q}` (at most {n} at once across workers)"),
+            None => format!("`{q}`"),
+        })
+        .collect();
+    eprintln!(
+        "worker {name}: running the runs of {} from {}, {} at a time; Ctrl-C or SIGTERM stops it",
+        shown.join(", "),
+        crate::engine::store::Store::place(&store),
+        args.concurrency
+    );
+    let slots = usize::try_from(args.concurrency).unwrap_or(usize::MAX);
+    let mut running: HashMap<String, Running> = HashMap::new();
+    let mut skip: HashMap<String, Instant> = HashMap::new();
+    let mut stopping = false;
+    let mut last_beat = Instant::now();
+    let mut next_claim = Instant::now();
+    let mut idle = false;
+    loop {
+        if stop.load(Ordering::SeqCst) && !stopping {
+            stopping = true;
+            eprintln!(
+                "stopping: no new runs; {} in hand stop{} resumably and go back to the queue (a second Ctrl-C or SIGTERM stops at once)",
+                count(running.len(), "run"),
+                if running.len() == 1 { "s" } else { "" }
+            );
+            for r in running.values() {
+                interrupt(&r.child);
+            }
+        }
+        let ended: Vec<(String, ExitStatus)> = running
+            .iter_mut()
+            .filter_map(|(id, r)| match r.child.try_wait() {
+                Ok(Some(status)) => Some((id.clone(), status)),
+                _ => None,
+            })
+            .collect();
+        for (id, status) in ended {
+            if let Some(r) = running.remove(&id) {
+                ended_run(&mut worker, r, status, stopping)?;
+                idle = false;
+            }
+        }
+        if stopping && running.is_empty() {
+            eprintln!("worker {name} stopped");
+            return Ok(Exit::Success);
+        }
+        if last_beat.elapsed() >= BEAT {
+            last_beat = Instant::now();
+            for id in worker.beat()? {
+                if let Some(r) = running.get_mut(&id)
+                    && !r.cancelled
+                {
+                    r.cancelled = true;
+                    eprintln!("cancelling run {id}: stopping it within the step in flight");
+                    interrupt(&r.child);
+                }
+            }
+        }
+        skip.retain(|_, until| *until > Instant::now());
+        while !stopping && running.len() < slots && (!idle || Instant::now() >= next_claim) {
+            let skipped: HashSet<String> = skip.keys().cloned().collect();
+            let Some(job) = worker.claim(&queues, &skipped)? else {
+                idle = true;
+                next_claim = Instant::now() + IDLE;
+                break;
+            };
+            idle = false;
+            let limits = limits.get(&job.queue).cloned().unwrap_or_default();
+            if let Some(r) = start(&mut worker, &exe, &runs_dir, job, &limits, &mut skip)? {
+                running.insert(r.job.run_id.clone(), r);
+            }
+        }
+        if args.until_empty && idle && running.is_empty() && skip.is_empty() {
+            eprintln!("worker {name}: the queue is empty; stopping");
+            return Ok(Exit::Success);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asks a child `mekara run` to stop its run resumably (its Ctrl-C).
+fn interrupt(child: &Child) {
+    if let Some(pid) = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+    }
+}
+
+/// Starts the child that runs claimed `job` (or ends the claim when the job must not run).
+fn start(
+    worker: &mut Worker,
+    exe: &std::path::Path,
+    runs_dir: &std::path::Path,
+    job: Job,
+    limits: &QueueLimits,
+    skip: &mut HashMap<String, Instant>,
+) -> anyhow::Result<Option<Running>> {
+    let id = job.run_id.clone();
+    if job.cancelled {
+        worker.end(
+            &id,
+            JobState::Cancelled,
+            Some("cancelled before a worker ran it"),
+        )?;
+        eprintln!("cancelled run {id} before it started");
+        return Ok(None);
+    }
+    if job.started && worker.run_busy(&id)? {
+        // Its last process is still letting go of it (or another host's is still running).
+        worker.end(&id, JobState::Queued, None)?;
+        skip.insert(id, Instant::now() + Duration::from_secs(2));
+        return Ok(None);
+    }
+    if job.attempts > MAX_ATTEMPTS {
+        let note = format!("its process died {MAX_ATTEMPTS} times; the worker gave it up");
+        worker.end(&id, JobState::Failed, Some(&note))?;
+        eprintln!("failed run {id}: {note}; resume it by hand with `mekara run --resume {id}`");
+        return Ok(None);
+    }
+    let mut command = Command::new(exe);
+    command.arg("run");
+    if job.started {
+        command.args(["--resume", &id]);
+    } else {
+        command.args(["--run-id", &id]);
+    }
+    command
+        .args(&job.agent)
+        .args(&job.limits)
+        .args(limits.flags(&job.limits))
+        .args(["--json", "--stop-when-stdin-closes"]);
+    if !job.started {
+        command.arg("--").arg(&job.script);
+        if !job.arguments.is_empty() {
+            command.arg(&job.arguments);
+        }
+    }
+    // Its progress goes to a log, its JSON summary to a file of its own (read at its end).
+    let log = runs_dir.join(format!("{id}.worker.log"));
+    let open = |path: &std::path::Path, append: bool| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))
+    };
+    let stderr = open(&log, true)?;
+    let stdout = open(&summary_path(&log), false)?;
+    let mut child = match command
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            worker.end(&id, JobState::Queued, None)?;
+            return Err(anyhow::anyhow!("cannot start `{}`: {e}", exe.display()));
+        }
+    };
+    let how = if job.started { "resuming" } else { "claimed" };
+    let again = if job.attempts > 1 {
+        format!(", attempt {}", job.attempts)
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "{how} run {id} (`{}` from queue `{}`{again})",
+        job.script.replace('/', ":"),
+        job.queue
+    );
+    Ok(Some(Running {
+        _stdin: child.stdin.take(),
+        job,
+        child,
+        log,
+        started: Instant::now(),
+        cancelled: false,
+    }))
+}
+
+/// Records how the child of `r` ended, and says so.
+fn ended_run(
+    worker: &mut Worker,
+    r: Running,
+    status: ExitStatus,
+    stopping: bool,
+) -> anyhow::Result<()> {
+    let id = &r.job.run_id;
+    let took = r.started.elapsed().as_secs_f64();
+    let interrupted = status.code() == Some(i32::from(Exit::Interrupted.code()));
+    if status.success() {
+        worker.end(id, JobState::Done, None)?;
+        eprintln!("finished run {id}: completed in {took:.1} s");
+    } else if r.cancelled {
+        worker.end(
+            id,
+            JobState::Cancelled,
+            Some("cancelled by `mekara runs cancel`"),
+        )?;
+        eprintln!("cancelled run {id} after {took:.1} s");
+    } else if stopping || interrupted || status.code().is_none() {
+        let why = match status.code() {
+            None => "its process was killed",
+            Some(_) if stopping => "the worker is stopping",
+            Some(_) => "its process was interrupted",
+        };
+        worker.end(id, JobState::Queued, None)?;
+        eprintln!("released run {id}: {why}; a worker resumes it from its journal");
+    } else {
+        let note = why_it_stopped(&r.log).unwrap_or_else(|| format!("exit code {status}"));
+        worker.end(id, JobState::Failed, Some(&note))?;
+        eprintln!("failed run {id}: {note} (its output: {})", r.log.display());
+    }
+    Ok(())
+}
+
+/// Where a child's JSON summary goes, beside its log.
+fn summary_path(log: &std::path::Path) -> PathBuf {
+    log.with_extension("json")
+}
+
+/// Why a child's run did not complete: what stopped it, from its JSON summary, else the
+/// last line of its log (an error before the run started).
+fn why_it_stopped(log: &std::path::Path) -> Option<String> {
+    let read = |path: &std::path::Path| {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .ok()?
+            .read_to_string(&mut text)
+            .ok()?;
+        Some(text)
+    };
+    let summary = read(&summary_path(log))
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|s| {
+            let state = s["state"].as_str()?.replace('_', " ");
+            Some(match s["stopped_by"].as_str() {
+                Some(why) => format!("{state}: {}", why.lines().next().unwrap_or_default()),
+                None => state,
+            })
+        });
+    summary.or_else(|| {
+        read(log)?
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    })
+}
+
+/// A runner whose new run takes the id it was given: a worker's child starts the run that
+/// `mekara submit` named. Everything else is the inner runner's.
+pub(super) struct NamedRun {
+    pub inner: Box<dyn StepRunner>,
+    pub id: String,
+}
+
+impl StepRunner for NamedRun {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        self.inner.run_shell(step, on_output, cancel)
+    }
+
+    fn run_shells(
+        &self,
+        steps: &[ShellStep],
+        max: usize,
+        cancel: &CancelToken,
+        on_done: &mut dyn FnMut(usize, Ran),
+    ) {
+        self.inner.run_shells(steps, max, cancel, on_done);
+    }
+
+    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
+        self.inner.call_tool(call, cancel)
+    }
+
+    fn new_run_id(&self, attempt: u32) -> String {
+        // A second attempt means the id is taken: that is an error of the queue, and a
+        // fresh id would only hide it; the store refuses it again and the run fails.
+        let _ = attempt;
+        self.id.clone()
+    }
+
+    fn new_run_token(&self) -> Option<String> {
+        self.inner.new_run_token()
+    }
+}
+
+/// Stops the run (as Ctrl-C does) when stdin reaches its end: the worker that started this
+/// `mekara run` has gone.
+pub(super) fn stop_when_stdin_closes(flag: Arc<AtomicBool>) {
+    let _ = std::thread::Builder::new()
+        .name("mekara-stdin-watch".to_string())
+        .spawn(move || {
+            let mut buf = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+            flag.store(true, Ordering::SeqCst);
+        });
+}

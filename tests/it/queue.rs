@@ -1,0 +1,644 @@
+//! The queue of unattended runs: `mekara submit`, `mekara worker` and `mekara runs cancel`
+//! against a real PostgreSQL (the server of [`crate::postgres`]). Every worker is a process
+//! of its own, on a host of its own (a checkout with its own folder, HOME and `MEKARA_HOST`);
+//! the steps append to files in a folder all hosts see, so the tests count what ran.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Project, wait_for};
+use crate::postgres::{Db, Host};
+
+/// `steps` with four steps, each `sleep`s a little and then appends `REQUEST N` to
+/// `shared/log` (so a step killed in flight leaves no line); `gate` appends `REQUEST 0`,
+/// then waits for `shared/go` (saying so with `shared/started`), then appends `REQUEST 1`;
+/// `paid` has two llm steps.
+fn checkout(shared: &Path, config: &str) -> Project {
+    let project = Project::new();
+    project.write(
+        ".mekara/config.toml",
+        &format!("[store]\nproject = \"acme\"\n{config}"),
+    );
+    let s = shared.display();
+    project.script(
+        "steps",
+        "Run the steps.",
+        Some(&format!(
+            r#"def execute(request):
+    for i in range(4):
+        auto("sleep 0.1; echo '%s %d' >> {s}/log" % (request, i), context = "step %d" % i)
+"#
+        )),
+    );
+    project.script(
+        "gate",
+        "Wait at the gate.",
+        Some(&format!(
+            r#"def execute(request):
+    auto("echo '%s 0' >> {s}/log" % request)
+    auto("touch {s}/started; while [ ! -e {s}/go ]; do sleep 0.02; done")
+    auto("echo '%s 1' >> {s}/log" % request)
+"#
+        )),
+    );
+    project.script(
+        "paid",
+        "Two agent steps.",
+        Some(
+            r#"def execute(request):
+    llm("First.", expects = {"word": "a word"})
+    llm("Second.", expects = {"word": "a word"})
+"#,
+        ),
+    );
+    project
+}
+
+/// An agent that answers every llm step with a word, at $0.60 a step.
+const AGENT: &str = r#"echo '{"outputs": {"word": "x"}, "cost_usd": 0.6}'"#;
+
+/// How many times each `REQUEST N` line is in `shared/log`.
+fn ran(shared: &Path) -> BTreeMap<String, usize> {
+    let mut ran = BTreeMap::new();
+    for line in std::fs::read_to_string(shared.join("log"))
+        .unwrap_or_default()
+        .lines()
+    {
+        *ran.entry(line.to_string()).or_insert(0) += 1;
+    }
+    ran
+}
+
+/// Submits `script REQUEST` on `host` to `queue`; returns the run id it printed.
+fn submit(host: &Host, script: &str, request: &str, extra: &[&str]) -> String {
+    let mut args = vec!["submit", "--agent-command", AGENT];
+    args.extend(extra);
+    args.extend([script, request]);
+    let out = host.run(&args);
+    out.expect_code(0);
+    let id = out.stdout.trim().to_string();
+    assert!(
+        out.stderr
+            .contains(&format!("follow it with `mekara runs show {id}`")),
+        "{}",
+        out.stderr
+    );
+    id
+}
+
+/// Starts `mekara worker ARGS` on `host`, its stderr to `HOST.err` in `shared`.
+fn worker(host: &Host, shared: &Path, args: &[&str]) -> Child {
+    let mut all = vec!["worker"];
+    all.extend(args);
+    let err = std::fs::File::create(shared.join(format!("{}.err", host.name))).expect("err");
+    host.command(&all)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("spawn worker")
+}
+
+fn stderr_of(shared: &Path, host: &str) -> String {
+    std::fs::read_to_string(shared.join(format!("{host}.err"))).unwrap_or_default()
+}
+
+/// Waits up to `secs` for `child` to end; its exit code.
+fn wait(child: &mut Child, secs: u64) -> Option<i32> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code();
+        }
+        assert!(Instant::now() < deadline, "the worker did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The queue's state of run `id`.
+fn state(db: &Db, id: &str) -> String {
+    db.client()
+        .query_one("SELECT state FROM mekara_queue WHERE run_id = $1", &[&id])
+        .expect("row")
+        .get(0)
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_submitted_run_is_listed_queued_then_drained_by_a_worker_on_another_host() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let laptop = checkout(s, "");
+    let db = Db::migrated(&laptop);
+    let laptop = db.host("laptop", laptop);
+    let ci = db.host("ci", checkout(s, ""));
+    let id = submit(&laptop, "steps", "r", &[]);
+
+    let listed = ci.run(&["runs", "--state", "queued"]);
+    listed.expect_code(0);
+    let row = listed
+        .stdout
+        .lines()
+        .find(|l| l.contains(&id))
+        .expect("listed");
+    assert!(
+        row.contains("queued in default") && row.contains("laptop"),
+        "{row}"
+    );
+    let shown = ci.run(&["runs", "show", &id]);
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.contains("queued: no step has run yet"),
+        "{}",
+        shown.stdout
+    );
+
+    let mut w = worker(&ci, s, &["--until-empty"]);
+    assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "ci"));
+    let said = stderr_of(s, "ci");
+    assert!(
+        said.contains(&format!("claimed run {id} (`steps` from queue `default`)")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("finished run {id}: completed")),
+        "{said}"
+    );
+    assert_eq!(ran(s).values().copied().collect::<Vec<_>>(), vec![1; 4]);
+    assert_eq!(state(&db, &id), "done");
+    let listed = laptop.run(&["runs"]);
+    let row = listed
+        .stdout
+        .lines()
+        .find(|l| l.contains(&id))
+        .expect("listed");
+    assert!(row.contains("completed") && row.contains("ci"), "{row}");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn three_workers_run_every_run_of_a_queue_exactly_once() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let hosts: Vec<Host> = ["w1", "w2", "w3"]
+        .iter()
+        .map(|name| db.host(name, checkout(s, "")))
+        .collect();
+    for n in 0..9 {
+        submit(&hosts[0], "steps", &format!("r{n}"), &[]);
+    }
+    let mut workers: Vec<Child> = hosts
+        .iter()
+        .map(|h| worker(h, s, &["--until-empty", "--concurrency", "2"]))
+        .collect();
+    for w in &mut workers {
+        assert_eq!(wait(w, 120), Some(0));
+    }
+    let ran = ran(s);
+    assert_eq!(ran.len(), 36, "{ran:?}");
+    assert!(ran.values().all(|&n| n == 1), "a step ran twice: {ran:?}");
+    let claimed: usize = ["w1", "w2", "w3"]
+        .iter()
+        .map(|h| stderr_of(s, h).matches("claimed run").count())
+        .sum();
+    assert_eq!(claimed, 9, "every run claimed once");
+    drop(first);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn workers_killed_at_random_points_lose_no_step_and_rerun_none_that_finished() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let submitter = db.host("laptop", first);
+    let runs = 6;
+    for n in 0..runs {
+        submit(&submitter, "steps", &format!("r{n}"), &[]);
+    }
+    let hosts: Vec<Host> = (0..6)
+        .map(|n| db.host(&format!("h{n}"), checkout(s, "")))
+        .collect();
+    let mut live: Vec<Child> = vec![worker(&hosts[0], s, &[]), worker(&hosts[1], s, &[])];
+    // Kill a worker every 0.3–0.7 s (a pseudo-random pause from the clock), five times,
+    // starting a new one on another host each time.
+    let mut kills = 0;
+    for n in 0..4 {
+        let pause = 300 + u64::from(Instant::now().elapsed().subsec_nanos() % 400);
+        std::thread::sleep(Duration::from_millis(pause));
+        let mut victim = live.remove(n % live.len());
+        victim.kill().expect("SIGKILL");
+        victim.wait().expect("reap");
+        kills += 1;
+        live.push(worker(&hosts[2 + n], s, &[]));
+    }
+    // The workers left drain the queue, taking up the runs of the killed ones.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let done = || {
+        db.client()
+            .query("SELECT 1 FROM mekara_queue WHERE state <> 'done'", &[])
+            .expect("rows")
+            .is_empty()
+    };
+    while !done() {
+        assert!(Instant::now() < deadline, "the queue was not drained");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for mut w in live {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    let ran = ran(s);
+    for n in 0..runs {
+        for step in 0..4 {
+            assert!(
+                ran.contains_key(&format!("r{n} {step}")),
+                "step lost: r{n} {step}: {ran:?}"
+            );
+        }
+    }
+    // A step is `sleep; echo`: a kill lands in its sleep (the step runs again, once) or,
+    // rarely, in the instant between its echo and its journal entry; a finished step never
+    // runs again.
+    let twice: usize = ran.values().map(|n| n - 1).sum();
+    assert!(
+        twice <= kills,
+        "{twice} steps ran twice after {kills} kills: {ran:?}"
+    );
+    let rows: Vec<String> = db
+        .client()
+        .query("SELECT state FROM mekara_queue", &[])
+        .expect("rows")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(rows.iter().all(|r| r == "done"), "{rows:?}");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn sigterm_stops_a_worker_gracefully_and_another_takes_the_run_up() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let a = db.host("a", first);
+    let b = db.host("b", checkout(s, ""));
+    let id = submit(&a, "gate", "g", &[]);
+    let mut wa = worker(&a, s, &[]);
+    wait_for(&s.join("started"));
+    let listed = b.run(&["runs"]);
+    let row = listed
+        .stdout
+        .lines()
+        .find(|l| l.contains(&id))
+        .expect("listed");
+    assert!(row.contains("active on a"), "{row}");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(wa.id()).expect("pid")).expect("pid"),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(wait(&mut wa, 30), Some(0));
+    let said = stderr_of(s, "a");
+    assert!(
+        said.contains("stopping: no new runs; 1 run in hand stops resumably"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("released run {id}: the worker is stopping")),
+        "{said}"
+    );
+    assert_eq!(state(&db, &id), "queued");
+
+    std::fs::write(s.join("go"), "").expect("go");
+    let mut wb = worker(&b, s, &["--until-empty"]);
+    assert_eq!(wait(&mut wb, 60), Some(0));
+    assert!(
+        stderr_of(s, "b").contains(&format!("resuming run {id}")),
+        "{}",
+        stderr_of(s, "b")
+    );
+    assert_eq!(
+        ran(s).get("g 0"),
+        Some(&1),
+        "the finished step did not run again"
+    );
+    assert_eq!(ran(s).get("g 1"), Some(&1));
+    assert_eq!(state(&db, &id), "done");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn cancel_a_queued_a_running_and_a_finished_run() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let laptop = db.host("laptop", first);
+    let ci = db.host("ci", checkout(s, ""));
+
+    // Queued: it never starts.
+    let queued = submit(&laptop, "steps", "q", &[]);
+    let out = ci.run(&["runs", "cancel", &queued]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout,
+        format!("cancelled run {queued}: no worker runs it, and none will\n")
+    );
+    let listed = laptop.run(&["runs", "--state", "cancelled"]);
+    assert!(listed.stdout.contains(&queued), "{}", listed.stdout);
+
+    // Running: it stops within the step in flight; its last step never runs.
+    let running = submit(&laptop, "gate", "g", &[]);
+    let mut w = worker(&ci, s, &[]);
+    wait_for(&s.join("started"));
+    let out = laptop.run(&["runs", "cancel", &running]);
+    out.expect_code(0);
+    assert_eq!(
+        out.stdout,
+        format!("cancelled run {running}: its worker stopped it\n")
+    );
+    assert!(stderr_of(s, "ci").contains(&format!("cancelled run {running} after")));
+    std::fs::write(s.join("go"), "").expect("go");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ran(s).get("q 0"), None, "the queued run never started");
+    assert_eq!(ran(s).get("g 0"), Some(&1));
+    assert_eq!(
+        ran(s).get("g 1"),
+        None,
+        "the cancelled run stopped at its step in flight"
+    );
+    let shown = laptop.run(&["runs", "show", &running]);
+    assert!(
+        shown.stdout.contains("cancelled by `mekara runs cancel`"),
+        "{}",
+        shown.stdout
+    );
+    let listed = laptop.run(&["runs"]);
+    let row = listed
+        .stdout
+        .lines()
+        .find(|l| l.contains(&running))
+        .expect("row");
+    assert!(row.contains("cancelled"), "{row}");
+
+    // Finished: nothing changes.
+    let done = submit(&laptop, "steps", "d", &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while state(&db, &done) != "done" {
+        assert!(Instant::now() < deadline, "never done");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = w.kill();
+    let _ = w.wait();
+    let out = laptop.run(&["runs", "cancel", &done]);
+    out.expect_code(1);
+    assert_eq!(
+        out.stderr,
+        format!("run {done} has ended (completed): there is nothing to cancel\n")
+    );
+    assert_eq!(state(&db, &done), "done");
+
+    let out = laptop.run(&["runs", "cancel", "20990101-000000-0000"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("run `20990101-000000-0000` not found"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_queues_concurrency_holds_across_workers_and_its_max_cost_stops_a_run() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let config = "[queue.one]\nconcurrency = 1\nmax_cost = 0.5\n";
+    let first = checkout(s, config);
+    let db = Db::migrated(&first);
+    let a = db.host("a", first);
+    let b = db.host("b", checkout(s, config));
+    for n in 0..4 {
+        submit(&a, "steps", &format!("r{n}"), &["--queue", "one"]);
+    }
+    let paid = submit(&a, "paid", "p", &["--queue", "one"]);
+    let mut workers = [
+        worker(
+            &a,
+            s,
+            &["--queue", "one", "--concurrency", "3", "--until-empty"],
+        ),
+        worker(
+            &b,
+            s,
+            &["--queue", "one", "--concurrency", "3", "--until-empty"],
+        ),
+    ];
+    // Never two runs at once: the lines of one run come together.
+    for w in &mut workers {
+        assert_eq!(wait(w, 120), Some(0));
+    }
+    let log = std::fs::read_to_string(s.join("log")).expect("log");
+    let order: Vec<&str> = log
+        .lines()
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    let mut runs_in_order = order.clone();
+    runs_in_order.dedup();
+    assert_eq!(runs_in_order.len(), 4, "runs overlapped: {log}");
+    assert!(
+        stderr_of(s, "a").contains("`one` (at most 1 at once across workers)"),
+        "{}",
+        stderr_of(s, "a")
+    );
+    // `max_cost = 0.5`: the first agent step spent $0.60, so the second never ran.
+    assert_eq!(state(&db, &paid), "failed");
+    let said = format!("{}{}", stderr_of(s, "a"), stderr_of(s, "b"));
+    assert!(
+        said.contains(&format!("failed run {paid}: stopped: stopped before `paid[1]`: the run's agents spent $0.6000 (`--max-cost 0.5`)")),
+        "{said}"
+    );
+    // A flag given to `submit` wins over the queue's setting.
+    let generous = submit(&a, "paid", "p", &["--queue", "one", "--max-cost", "5"]);
+    let mut w = worker(&a, s, &["--queue", "one", "--until-empty"]);
+    assert_eq!(wait(&mut w, 60), Some(0));
+    assert_eq!(state(&db, &generous), "done");
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn bad_input_to_submit_worker_and_cancel_is_a_clear_error() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let host = db.host("a", first);
+    let out = host.run(&["submit", "--agent-command", AGENT, "nope"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("script `nope` not found"),
+        "{}",
+        out.stderr
+    );
+    let out = host.run(&["submit", "steps"]);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("--agent <AGENT>|--agent-command <CMD>"),
+        "{}",
+        out.stderr
+    );
+
+    let outside = tempfile::tempdir().expect("tempdir");
+    let mut cmd = host.project.command_in(outside.path(), &["worker"]);
+    cmd.env("MEKARA_STORE_URL", db.url());
+    let out = crate::common::run_with_stdin(cmd, "");
+    out.expect_code(2);
+    assert!(
+        out.stderr
+            .contains("`mekara worker` runs queued runs in a checkout of their project"),
+        "{}",
+        out.stderr
+    );
+
+    // The file store has no queue.
+    let files = checkout(s, "");
+    for args in [
+        &["submit", "--agent-command", AGENT, "steps"][..],
+        &["worker"],
+        &["runs", "cancel", "x"],
+    ] {
+        let out = files.run(args, "");
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("needs the shared run store, and this project keeps its runs in files; set `[store] url"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+/// The pid of the `mekara run` a worker started for run `id`.
+fn child_of(id: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            if words
+                .windows(2)
+                .any(|w| (w[0] == b"--run-id" || w[0] == b"--resume") && w[1] == id.as_bytes())
+            {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no child runs {id}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_run_whose_process_is_killed_is_resumed_by_its_worker_with_no_finished_step_again() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let host = db.host("a", first);
+    let id = submit(&host, "gate", "g", &[]);
+    let mut w = worker(&host, s, &["--until-empty"]);
+    wait_for(&s.join("started"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child_of(&id)).expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("SIGKILL");
+    std::fs::write(s.join("go"), "").expect("go");
+    assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "a"));
+    let said = stderr_of(s, "a");
+    assert!(
+        said.contains(&format!("released run {id}: its process was killed")),
+        "{said}"
+    );
+    assert!(said.contains(&format!("resuming run {id}")), "{said}");
+    assert!(
+        said.contains(&format!("finished run {id}: completed")),
+        "{said}"
+    );
+    assert_eq!(
+        ran(s).get("g 0"),
+        Some(&1),
+        "the finished step did not run again"
+    );
+    assert_eq!(ran(s).get("g 1"), Some(&1));
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
+)]
+fn a_second_sigterm_stops_a_worker_at_once_and_its_run_is_still_taken_up() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let a = db.host("a", first);
+    let b = db.host("b", checkout(s, ""));
+    let id = submit(&a, "gate", "g", &[]);
+    let mut wa = worker(&a, s, &[]);
+    wait_for(&s.join("started"));
+    let pid = rustix::process::Pid::from_raw(i32::try_from(wa.id()).expect("pid")).expect("pid");
+    for _ in 0..2 {
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(wait(&mut wa, 10), Some(130));
+    std::fs::write(s.join("go"), "").expect("go");
+    let mut wb = worker(&b, s, &["--until-empty"]);
+    // The run's last process may still be letting go of it: the worker waits for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while state(&db, &id) != "done" {
+        assert!(Instant::now() < deadline, "{}", stderr_of(s, "b"));
+        if wb.try_wait().expect("wait").is_some() {
+            wb = worker(&b, s, &["--until-empty"]);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = wb.kill();
+    let _ = wb.wait();
+    assert_eq!(ran(s).get("g 0"), Some(&1));
+    assert_eq!(ran(s).get("g 1"), Some(&1));
+}
