@@ -458,7 +458,10 @@ mod tests {
             if now > latest + 1_000_000_000 {
                 break now;
             }
-            assert!(std::time::Instant::now() < deadline, "the clock stood still");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the clock stood still"
+            );
             std::thread::sleep(std::time::Duration::from_millis(100));
         };
         note.note(pgid, later, clock_ns());
