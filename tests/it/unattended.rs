@@ -301,6 +301,30 @@ fn an_agent_that_cannot_finish_an_nl_script_stops_the_run_resumable() {
     );
 }
 
+/// Regression: an agent that could not finish a failed script by hand stopped the run with
+/// "the agent did not finish failed script, to finish by hand `colour`: …"; it says what
+/// happened now, as for an NL script.
+#[test]
+fn an_agent_that_cannot_finish_a_script_says_so_in_a_sentence() {
+    for (answer, said) in [
+        (
+            json!({"llm:1": {"error": "no colours"}, "fallback:1": {"error": "no hands"}}),
+            "a step of `colour` failed and the agent could not finish the script by hand: the agent said: no hands",
+        ),
+        (
+            json!({"nl:1": {"error": "no cubes"}}),
+            "the agent could not finish the NL script `colour[4] > plain[0]`: the agent said: no cubes",
+        ),
+    ] {
+        let project = project();
+        answers(&project, &answer);
+        let run = run(&project, &["colour"]);
+        run.expect_code(1);
+        assert_eq!(json_summary(&run)["stopped_by"], said, "{}", run.stderr);
+        assert!(run.stderr.contains(said), "{}", run.stderr);
+    }
+}
+
 /// Resumes run `id` with the agent, which completes it; what it printed, and every step the
 /// agent was asked about in the run.
 fn resume_to_the_end(project: &Project, id: &str) -> (Run, Vec<String>) {
