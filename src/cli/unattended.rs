@@ -317,6 +317,8 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 path,
                 max: *max,
                 tasks,
+                spent: &spent,
+                started,
             };
             match tasks::ask_tasks(
                 args,
