@@ -123,6 +123,16 @@ fn llm_members_go_to_agents_at_once_and_their_outputs_come_back_in_order() {
     assert_eq!(asked(&project), ["grove[1] task 0#1", "grove[1] task 2#1"]);
     // Each task in a session of its own, never the run's: a new one each time.
     assert!(calls(&project).iter().all(|c| c["agent_session"].is_null()));
+    // Regression: a task lacked the context a single llm step gets, the script's NL source.
+    for call in calls(&project) {
+        let prompt = call["prompt"].as_str().expect("a prompt");
+        assert!(
+            prompt.contains(
+                "This step belongs to the compiled script `grove`. Its NL source, for context only"
+            ) && prompt.contains("<nl-source>\nName a fruit and a tree.\n</nl-source>"),
+            "{prompt}"
+        );
+    }
     let mut answers = answered(&project);
     answers.sort_by_key(|a| a.0.to_string());
     assert_eq!(

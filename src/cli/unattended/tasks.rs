@@ -91,6 +91,15 @@ pub(super) fn ask_tasks(
         crate::display::count(workers, "agent"),
         crate::display::count(tasks.len(), "llm step"),
     );
+    // The frame the group runs in: its NL source is every task's context.
+    let source = session
+        .frames()
+        .last()
+        .filter(|frame| frame.is_compiled())
+        .map(|frame| (frame.script.name.to_string(), frame.script.nl.text.clone()));
+    let source = source
+        .as_ref()
+        .map(|(name, text)| (name.as_str(), text.as_str()));
     let budget = Mutex::new(Budget {
         next: 0,
         spent: group.spent.clone(),
@@ -120,7 +129,7 @@ pub(super) fn ask_tasks(
                     let mut request = Request {
                         step: reply::task_label(path, task.member),
                         kind: Kind::Llm,
-                        prompt: reply::task_prompt(path, task),
+                        prompt: reply::task_prompt(path, task, source),
                         schema: outputs_schema(task.expects.as_ref()),
                         // Its own agent session, not the run's.
                         session: None,
