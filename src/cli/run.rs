@@ -90,17 +90,19 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         (None, false) => None,
     };
     if args.unattended.agent_given() {
-        let start = match &args.resume {
-            Some(id) => super::unattended::Start::Resume(id.clone(), how),
-            None => super::unattended::Start::New {
-                name: super::script_named(
-                    &resolver,
-                    args.name.as_deref().unwrap_or_default(),
-                    "run",
-                )?,
+        let start = if let Some(id) = &args.resume {
+            super::unattended::Start::Resume(id.clone(), how)
+        } else {
+            let name =
+                super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+            // A script that is not there is the same mistake with or without an agent: said
+            // as the terminal says it (close names, exit code), before any run.
+            resolver.resolve(&name)?;
+            super::unattended::Start::New {
+                name,
                 arguments: args.arguments.join(" "),
                 working_dir: args.working_dir.clone(),
-            },
+            }
         };
         let cwd = std::env::current_dir()?;
         let session = super::unattended::Parts {

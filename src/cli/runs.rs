@@ -231,9 +231,19 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     torn.len, torn.offset
                 ));
             }
+            let has_token = contents
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Run(header) if header.token_sha256.is_some()));
             let mut summary = vec![store.summary(&id)?];
             with_queue(&mut summary, queued.into_iter().collect());
             match summary[0].state {
+                // The journal keeps only the digest of a run's token: over MCP, only the
+                // agent that holds the handle its `start` gave can take the run up.
+                RunState::Interrupted if has_token => out.push_str(&format!(
+                    "interrupted: resume it with `mekara run --resume {id}`; over MCP, only the agent holding its handle can, with {} (the id alone is refused)\n",
+                    resume_call(&format!("{id}.<token>"))
+                )),
                 RunState::Interrupted => out.push_str(&format!(
                     "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP {}\n",
                     resume_call(&id)

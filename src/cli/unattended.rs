@@ -323,6 +323,8 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 path,
                 max: *max,
                 tasks,
+                spent: &spent,
+                started,
             };
             match tasks::ask_tasks(
                 args,
@@ -426,11 +428,10 @@ fn ask(
             continue;
         }
         if request.kind != Kind::Llm {
-            return Asked::Stop(End::Failed(format!(
-                "the agent did not finish {} `{}`: {}",
-                kind_name(request.kind),
-                request.step,
-                error.trim()
+            return Asked::Stop(End::Failed(unfinished(
+                request.kind,
+                &request.step,
+                error.trim(),
             )));
         }
         // The step fails; the script falls back (or ends) as on any failed step.
@@ -466,7 +467,18 @@ fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::Llm => "llm step",
         Kind::Nl => "NL script",
-        Kind::Fallback => "failed script, to finish by hand",
+        Kind::Fallback => "to finish by hand the failed script",
+    }
+}
+
+/// Why the run stopped when the agent could not finish an NL script, or a failed compiled
+/// script by hand, at `step`.
+fn unfinished(kind: Kind, step: &str, error: &str) -> String {
+    match kind {
+        Kind::Fallback => format!(
+            "a step of `{step}` failed and the agent could not finish the script by hand: {error}"
+        ),
+        _ => format!("the agent could not finish the NL script `{step}`: {error}"),
     }
 }
 

@@ -344,6 +344,16 @@ pub(crate) fn plan(
                  each call, and `copilot -p` refuses them)"
             ));
         }
+        if clients.contains(&Client::OpenCode) {
+            let again = if user {
+                "mekara install --user --client opencode"
+            } else {
+                "mekara install --client opencode"
+            };
+            plan.left_for_you.push(format!(
+                "run `{again}` again after adding or removing a compiled script: OpenCode's                  `/NAME` commands are files install writes, one for each compiled script"
+            ));
+        }
         if clients.contains(&Client::Gemini) {
             let folders = if user {
                 "each folder you use it in"

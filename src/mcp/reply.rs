@@ -714,8 +714,14 @@ fn expected_outputs(out: &mut String, expected: &[(&String, &Json)]) -> Vec<Stri
 
 /// What an agent process of an unattended run reads for `task`, one of the independent
 /// tasks of a `parallel` group in frame `path`: the task as an llm step of its own, named
-/// `PATH task MEMBER`.
-pub(crate) fn task_prompt(path: &str, task: &crate::engine::Task) -> String {
+/// `PATH task MEMBER`. Each task's agent starts a session of its own, so each is given the
+/// compiled script's NL source (`nl_source`: its name and text), as a single llm step is the
+/// first time its frame needs the agent.
+pub(crate) fn task_prompt(
+    path: &str,
+    task: &crate::engine::Task,
+    nl_source: Option<(&str, &str)>,
+) -> String {
     let step = Pending::Llm {
         path: task_label(path, task.member),
         prompt: task.prompt.clone(),
@@ -724,7 +730,7 @@ pub(crate) fn task_prompt(path: &str, task: &crate::engine::Task) -> String {
     format!(
         "This is one of several independent tasks that run at once, each by an agent of its \
          own: do only this one.\n\n{}",
-        pending(&step, None, None)
+        pending(&step, nl_source, None)
     )
 }
 

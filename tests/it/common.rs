@@ -52,6 +52,20 @@ impl Project {
     }
 
     /// `mekara ARGS` in `dir`.
+    /// An outside client `program` started as a person starts it in the project: in its
+    /// folder, with nothing of the test's environment but mekara on the `PATH`, the test's
+    /// `HOME`, and mekara's log in that home.
+    pub fn client_command(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.root())
+            .env_clear()
+            .env("PATH", path_with_mekara())
+            .env("HOME", self.home())
+            .env("MEKARA_LOG_FILE", self.home().join("mekara.log"));
+        command
+    }
+
     pub fn command_in(&self, dir: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_mekara"));
         cmd.args(args)

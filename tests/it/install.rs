@@ -544,6 +544,14 @@ fn opencode_commands_follow_the_compiled_scripts() {
         "{}",
         run.stdout
     );
+    // Nothing updates the commands by itself: install says when to run it again.
+    assert!(
+        run.stdout.contains(
+            "run `mekara install --client opencode` again after adding or removing a compiled script"
+        ),
+        "{}",
+        run.stdout
+    );
 
     // A new compiled script gets its command, a removed one loses it; the person's own
     // command file is theirs.

@@ -123,6 +123,16 @@ fn llm_members_go_to_agents_at_once_and_their_outputs_come_back_in_order() {
     assert_eq!(asked(&project), ["grove[1] task 0#1", "grove[1] task 2#1"]);
     // Each task in a session of its own, never the run's: a new one each time.
     assert!(calls(&project).iter().all(|c| c["agent_session"].is_null()));
+    // Regression: a task lacked the context a single llm step gets, the script's NL source.
+    for call in calls(&project) {
+        let prompt = call["prompt"].as_str().expect("a prompt");
+        assert!(
+            prompt.contains(
+                "This step belongs to the compiled script `grove`. Its NL source, for context only"
+            ) && prompt.contains("<nl-source>\nName a fruit and a tree.\n</nl-source>"),
+            "{prompt}"
+        );
+    }
     let mut answers = answered(&project);
     answers.sort_by_key(|a| a.0.to_string());
     assert_eq!(
@@ -304,4 +314,73 @@ async fn over_mcp_the_tasks_are_one_pending_item_finished_by_one_continue_keyed_
             (json!(2), json!({"word": "oak"}), Json::Null),
         ]
     );
+}
+
+/// Five llm members, nothing else.
+const ORCHARD: &str = r#"
+def execute(request):
+    words = parallel([lambda: llm("Name a fruit.", expects = ["word"]).outputs["word"]] * 5)
+    auto("echo " + " ".join(words))
+"#;
+
+/// Regression: the limits were checked only before a `parallel` group, so a group of five
+/// agent tasks all ran under `--max-agent-steps 2` or a spent `--max-cost`. A limit now stops
+/// new tasks from starting (those started finish and are journaled), and the run resumes
+/// with the tasks not asked.
+#[test]
+fn limits_stop_the_tasks_of_a_group_from_starting_and_the_run_resumes_with_the_rest() {
+    for (limit, value, started, stopped_by) in [
+        (
+            "--max-agent-steps",
+            "2",
+            2,
+            "stopped before `orchard[0] task 2`: the run has had 2 agent answers (`--max-agent-steps 2`)",
+        ),
+        // One agent at a time: each answer costs $0.50, so a third task would start past $0.75.
+        (
+            "--max-cost",
+            "0.75",
+            2,
+            "stopped before `orchard[0] task 2`: the run's agents spent $1.0000 (`--max-cost 0.75`)",
+        ),
+    ] {
+        let project = project(&json!({}));
+        project.script("orchard", "Name fruits.", Some(ORCHARD));
+        let mut args = vec![
+            "run",
+            "--json",
+            "--agent-command",
+            AGENT_COMMAND,
+            limit,
+            value,
+        ];
+        if limit == "--max-cost" {
+            args.extend(["--max-parallel-agents", "1"]);
+        }
+        args.push("orchard");
+        let run = project.run(&args, "");
+        run.expect_code(1);
+        let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
+        assert_eq!(summary["state"], "stopped", "{limit}: {summary:#}");
+        assert_eq!(summary["stopped_by"], stopped_by, "{limit}");
+        assert_eq!(calls(&project).len(), started, "{limit}: {}", run.stderr);
+        assert_eq!(
+            answered(&project).len(),
+            started,
+            "{limit}: the started tasks are kept"
+        );
+        let id = summary["run_id"].as_str().expect("a run id");
+        project
+            .run(
+                &["run", "--resume", id, "--agent-command", AGENT_COMMAND],
+                "",
+            )
+            .expect_code(0);
+        assert_eq!(
+            calls(&project).len(),
+            5,
+            "{limit}: only the tasks not asked"
+        );
+        assert_eq!(answered(&project).len(), 5);
+    }
 }

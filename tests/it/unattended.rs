@@ -301,6 +301,30 @@ fn an_agent_that_cannot_finish_an_nl_script_stops_the_run_resumable() {
     );
 }
 
+/// Regression: an agent that could not finish a failed script by hand stopped the run with
+/// "the agent did not finish failed script, to finish by hand `colour`: …"; it says what
+/// happened now, as for an NL script.
+#[test]
+fn an_agent_that_cannot_finish_a_script_says_so_in_a_sentence() {
+    for (answer, said) in [
+        (
+            json!({"llm:1": {"error": "no colours"}, "fallback:1": {"error": "no hands"}}),
+            "a step of `colour` failed and the agent could not finish the script by hand: the agent said: no hands",
+        ),
+        (
+            json!({"nl:1": {"error": "no cubes"}}),
+            "the agent could not finish the NL script `colour[4] > plain[0]`: the agent said: no cubes",
+        ),
+    ] {
+        let project = project();
+        answers(&project, &answer);
+        let run = run(&project, &["colour"]);
+        run.expect_code(1);
+        assert_eq!(json_summary(&run)["stopped_by"], said, "{}", run.stderr);
+        assert!(run.stderr.contains(said), "{}", run.stderr);
+    }
+}
+
 /// Resumes run `id` with the agent, which completes it; what it printed, and every step the
 /// agent was asked about in the run.
 fn resume_to_the_end(project: &Project, id: &str) -> (Run, Vec<String>) {
@@ -397,37 +421,32 @@ fn an_agent_that_fails_with_its_error_on_stderr_has_the_tail_of_it_in_the_steps_
 }
 
 /// Regression (issue 15): a script that is not found makes no run, yet the closing line
-/// said "resume it with `mekara run --resume  --agent X`", with no run id.
+/// said "resume it with `mekara run --resume  --agent X`", with no run id. Regression: it then
+/// said the MCP server's refusal ("Refused: … Nothing changed in the run.") with exit code 1;
+/// it is now the terminal's own error, hint and exit code, before any run or agent.
 #[test]
-fn a_script_that_is_not_found_makes_no_run_and_gets_no_resume_hint() {
+fn a_script_that_is_not_found_says_what_the_terminal_says_and_makes_no_run() {
     let project = project();
-    for agent in [
-        &["--agent", "claude"][..],
-        &["--agent-command", AGENT_COMMAND],
+    for (name, said) in [
+        ("nosuch", "script `nosuch` not found"),
+        ("colur", "did you mean `colour`?"),
     ] {
-        let mut args = vec!["run"];
-        args.extend_from_slice(agent);
-        args.push("nosuch");
-        let text = project.run(&args, "");
-        text.expect_code(1);
-        assert!(
-            text.stderr.contains("script `nosuch` not found"),
-            "{}",
-            text.stderr
-        );
-        assert!(!text.stderr.contains("resume"), "{args:?}: {}", text.stderr);
-        assert!(!text.stdout.contains("resume"), "{args:?}: {}", text.stdout);
-        assert!(
-            text.stdout.starts_with("── run not started:"),
-            "{}",
-            text.stdout
-        );
-
-        args.insert(1, "--json");
-        let json = json_summary(&project.run(&args, ""));
-        assert_eq!(json["run_id"], Json::Null, "{json:#}");
-        assert_eq!(json["resume"], Json::Null, "{json:#}");
-        assert_eq!(json["state"], "failed");
+        let terminal = project.run(&["run", name], "");
+        terminal.expect_code(2);
+        assert!(terminal.stderr.contains(said), "{}", terminal.stderr);
+        for agent in [
+            &["--agent", "claude"][..],
+            &["--agent-command", AGENT_COMMAND],
+            &["--json", "--agent-command", AGENT_COMMAND],
+        ] {
+            let mut args = vec!["run"];
+            args.extend_from_slice(agent);
+            args.push(name);
+            let text = project.run(&args, "");
+            assert_eq!(text.code, terminal.code, "{args:?}: {}", text.stderr);
+            assert_eq!(text.stderr, terminal.stderr, "{args:?}");
+            assert_eq!(text.stdout, "", "{args:?}");
+        }
     }
     assert!(project.run_ids().is_empty());
     assert!(calls(&project).is_empty(), "the agent was started");

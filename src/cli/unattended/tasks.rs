@@ -5,14 +5,13 @@
 //! this thread as it arrives, tagged with its member: a kill loses only the answers still
 //! out, and a resume asks only those.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value as Json};
 
-use super::{Asked, End, UnattendedArgs, add, cost_note};
-use crate::agent::{Agent, Kind, Reply as AgentReply, Request, outputs_schema};
+use super::{Asked, End, UnattendedArgs, add, cost_note, limit_reached};
+use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::engine::step::AgentReport;
 use crate::engine::{CancelToken, Task};
 use crate::mcp::history::Progress;
@@ -25,6 +24,40 @@ pub(super) struct Group<'a> {
     pub path: &'a str,
     pub max: usize,
     pub tasks: &'a [Task],
+    /// What the run's agents had spent before the group.
+    pub spent: &'a Spent,
+    /// When the run (this process's part of it) started, for `--max-duration`.
+    pub started: Instant,
+}
+
+/// What the workers share: the next task to start, and what the run has spent with the
+/// tasks started so far, so that a limit stops the next task from starting.
+struct Budget {
+    next: usize,
+    spent: Spent,
+    /// Why no more tasks start, once a limit is reached: `stopped before …`.
+    limit: Option<String>,
+}
+
+impl Budget {
+    /// The next task to start, unless the tasks are all started or a limit is reached. A
+    /// started task counts as an agent answer at once (it will be journaled as one).
+    fn take<'t>(&mut self, args: &UnattendedArgs, group: &Group<'t>) -> Option<&'t Task> {
+        let task = group.tasks.get(self.next)?;
+        if self.limit.is_some() {
+            return None;
+        }
+        if let Some(limit) = limit_reached(args, &self.spent, group.started.elapsed()) {
+            self.limit = Some(format!(
+                "stopped before `{}`: {limit}",
+                reply::task_label(group.path, task.member)
+            ));
+            return None;
+        }
+        self.next += 1;
+        self.spent.answers += 1;
+        Some(task)
+    }
 }
 
 /// What one worker came back with: the member, its label, and the answer (`None` when the
@@ -45,7 +78,9 @@ pub(super) fn ask_tasks(
     cancel: &CancelToken,
     progress: &dyn Fn(Progress<'_>),
 ) -> Asked {
-    let Group { path, max, tasks } = *group;
+    let Group {
+        path, max, tasks, ..
+    } = *group;
     let workers = args
         .max_parallel_agents
         .and_then(|n| usize::try_from(n).ok())
@@ -56,22 +91,45 @@ pub(super) fn ask_tasks(
         crate::display::count(workers, "agent"),
         crate::display::count(tasks.len(), "llm step"),
     );
-    let next = AtomicUsize::new(0);
+    // The frame the group runs in: its NL source is every task's context.
+    let source = session
+        .frames()
+        .last()
+        .filter(|frame| frame.is_compiled())
+        .map(|frame| (frame.script.name.to_string(), frame.script.nl.text.clone()));
+    let source = source
+        .as_ref()
+        .map(|(name, text)| (name.as_str(), text.as_str()));
+    let budget = Mutex::new(Budget {
+        next: 0,
+        spent: group.spent.clone(),
+        limit: None,
+    });
+    let lock = || {
+        budget
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
     let (sender, answers) = mpsc::channel::<Answer>();
     let mut stopped = false;
     std::thread::scope(|scope| {
         for worker in 0..workers {
-            let (sender, next) = (sender.clone(), &next);
+            let (sender, lock) = (sender.clone(), &lock);
             scope.spawn(move || {
                 let mut agent = args.agent();
-                while let Some(task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
+                // Limits are checked before each task starts: the tasks started finish.
+                loop {
+                    // The guard is dropped here, before the task runs.
+                    let Some(task) = lock().take(args, group) else {
+                        break;
+                    };
                     if cancel.is_cancelled() {
                         break;
                     }
                     let mut request = Request {
                         step: reply::task_label(path, task.member),
                         kind: Kind::Llm,
-                        prompt: reply::task_prompt(path, task),
+                        prompt: reply::task_prompt(path, task, source),
                         schema: outputs_schema(task.expects.as_ref()),
                         // Its own agent session, not the run's.
                         session: None,
@@ -80,6 +138,9 @@ pub(super) fn ask_tasks(
                         ..base.clone()
                     };
                     let answer = ask_one(agent.as_mut(), &mut request, task, timeout, cancel);
+                    if let Some((_, report)) = &answer {
+                        lock().spent.cost_usd += report.cost_usd.unwrap_or(0.0);
+                    }
                     if let Some(note) = &request.group_note {
                         note.clear();
                     }
@@ -113,6 +174,9 @@ pub(super) fn ask_tasks(
     });
     if stopped || cancel.is_cancelled() {
         return Asked::Stop(End::Interrupted);
+    }
+    if let Some(limit) = lock().limit.take() {
+        return Asked::Stop(End::Limit(limit));
     }
     Asked::Next(session.go_on(progress))
 }

@@ -15,7 +15,7 @@ use starlark::syntax::{Dialect, DialectTypes};
 use starlark::values::{Heap, Value};
 
 use super::Suspension;
-use super::context::{Interrupt, StepContext, step_context};
+use super::context::{StepContext, step_context};
 use super::declared::{Declared, DictOrNone, Expects, Seconds, StepType};
 use super::diagnostics::{is_limit, locate_in_function, render};
 use super::values::{
@@ -157,11 +157,9 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             function: function_name(step),
             kwargs: kwargs_json.clone(),
         };
-        let index = ctx.cursor.get();
-        let result = ctx.replay_or_run(&input, context, allow_failure, || {
+        let result = ctx.effect(&input, context, allow_failure, || {
             Ran::Done(call_function(ctx, eval, step, &kwargs_json))
         })?;
-        ctx.check_failure(index, &input, &result, allow_failure)?;
         let value = result
             .value
             .as_ref()
@@ -213,19 +211,8 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             prompt: Kept::text(&prompt),
             expects,
         };
-        let input = suspension.input();
-        let index = ctx.cursor.get();
-        let Some(result) = ctx.replay(&input)? else {
-            // In a `parallel` member, the step is asked with the group's other tasks.
-            return Err(match suspension {
-                Suspension::Llm { prompt, expects } if ctx.in_member() => {
-                    ctx.member_llm(prompt, expects)
-                }
-                suspension => ctx.interrupt(Interrupt::Suspend(suspension)),
-            });
-        };
         // An agent process that could not do the step failed it (`mekara run --agent …`).
-        ctx.check_failure(index, &input, &result, false)?;
+        let result = ctx.replay_or_suspend(suspension, false)?;
         let heap = eval.heap();
         let outputs = Json::Object(result.outputs.unwrap_or_default());
         Ok(result_struct(
@@ -269,13 +256,12 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             arguments,
             timeout: timeout.map(seconds).transpose()?,
         };
-        let input = call.input();
-        let index = ctx.cursor.get();
-        let result =
-            ctx.replay_or_run(&input, context.map(str::to_string), allow_failure, || {
-                call_tool(ctx, &call)
-            })?;
-        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let result = ctx.effect(
+            &call.input(),
+            context.map(str::to_string),
+            allow_failure,
+            || call_tool(ctx, &call),
+        )?;
         let heap = eval.heap();
         let structured = result
             .structured
@@ -323,12 +309,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 .transpose()?,
             allow_failure,
         };
-        let input = suspension.input();
-        let index = ctx.cursor.get();
-        let Some(result) = ctx.replay(&input)? else {
-            return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
-        };
-        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let result = ctx.replay_or_suspend(suspension, allow_failure)?;
         let heap = eval.heap();
         let answer = result
             .answer
@@ -363,12 +344,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             ),
             allow_failure,
         };
-        let input = suspension.input();
-        let index = ctx.cursor.get();
-        let Some(result) = ctx.replay(&input)? else {
-            return Err(ctx.interrupt(Interrupt::Suspend(suspension)));
-        };
-        ctx.check_failure(index, &input, &result, allow_failure)?;
+        let result = ctx.replay_or_suspend(suspension, allow_failure)?;
         let heap = eval.heap();
         Ok(result_struct(
             heap,

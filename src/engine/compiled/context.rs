@@ -392,6 +392,44 @@ impl StepContext<'_> {
         }
     }
 
+    /// [`Self::replay_or_run`], then [`Self::check_failure`]: the result of an effect step
+    /// the script goes on with.
+    pub(super) fn effect(
+        &self,
+        input: &StepInput,
+        context: Option<String>,
+        allow_failure: bool,
+        run: impl FnOnce() -> Ran,
+    ) -> anyhow::Result<StepResult> {
+        let index = self.cursor.get();
+        let result = self.replay_or_run(input, context, allow_failure, run)?;
+        self.check_failure(index, input, &result, allow_failure)?;
+        Ok(result)
+    }
+
+    /// The result of a step someone else gives (an llm step, a question, a called script):
+    /// the recorded one when the journal has it, checked as [`Self::check_failure`] does;
+    /// else the evaluation suspends there. An llm step of a `parallel` member is asked with
+    /// the group's other tasks instead.
+    pub(super) fn replay_or_suspend(
+        &self,
+        suspension: Suspension,
+        allow_failure: bool,
+    ) -> anyhow::Result<StepResult> {
+        let input = suspension.input();
+        let index = self.cursor.get();
+        let Some(result) = self.replay(&input)? else {
+            return Err(match suspension {
+                Suspension::Llm { prompt, expects } if self.in_member() => {
+                    self.member_llm(prompt, expects)
+                }
+                suspension => self.interrupt(Interrupt::Suspend(suspension)),
+            });
+        };
+        self.check_failure(index, &input, &result, allow_failure)?;
+        Ok(result)
+    }
+
     /// Stops the frame when a step failed and the script did not allow it.
     pub(super) fn check_failure(
         &self,

@@ -10,7 +10,6 @@
 mod standin;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value as Json, json};
 
@@ -43,15 +42,10 @@ type Session = crate::standin::Session<Turn>;
 fn codex_exec(codex: &Path, project: &Project, prompt: &str, turns: Vec<Turn>) -> Session {
     let standin = StandIn::start(turns);
     use_standin(project, &standin);
-    let mut command = Command::new(codex);
+    let mut command = project.client_command(codex);
     command
         .args(["exec", "--skip-git-repo-check", "--trust", prompt])
-        .current_dir(project.root())
-        .env_clear()
-        .env("PATH", path_with_mekara())
-        .env("HOME", project.home())
-        .env("STANDIN_API_KEY", "sk-stand-in")
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+        .env("STANDIN_API_KEY", "sk-stand-in");
     Session::run(command, standin)
 }
 

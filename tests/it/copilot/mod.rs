@@ -10,10 +10,9 @@
 //! client is a failure.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use crate::chat_completions::{self as standin, Session, Turn, call};
-use crate::common::{Project, path_with_mekara};
+use crate::common::Project;
 
 /// The installed `copilot`.
 fn copilot() -> PathBuf {
@@ -46,21 +45,16 @@ fn installed_project() -> Project {
 /// Runs `copilot -p PROMPT ARGS...` in the project against a stand-in scripted with `turns`.
 fn copilot_p(project: &Project, prompt: &str, args: &[&str], turns: Vec<Turn>) -> Session {
     let standin = standin::start(turns);
-    let mut command = Command::new(copilot());
+    let mut command = project.client_command(&copilot());
     command
         .args(["-p", prompt, "--no-auto-update", "--disable-builtin-mcps"])
         .args(args)
-        .current_dir(project.root())
-        .env_clear()
-        .env("PATH", path_with_mekara())
-        .env("HOME", project.home())
         // Unpacked there once by the install script, not into each test's home.
         .env("COPILOT_CACHE_HOME", copilot_cache())
         .env("COPILOT_OFFLINE", "true")
         .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", standin.url()))
         .env("COPILOT_PROVIDER_API_KEY", "sk-stand-in")
-        .env("COPILOT_MODEL", "stand-in")
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+        .env("COPILOT_MODEL", "stand-in");
     Session::run(command, standin)
 }
 

@@ -56,14 +56,8 @@ fn trusted(project: &Project) {
 /// Runs `gemini -p PROMPT` in the project against a stand-in scripted with `turns`.
 fn gemini_p(project: &Project, prompt: &str, turns: Vec<standin::Turn>) -> Session {
     let standin = standin::start(turns);
-    let mut command = Command::new(gemini());
-    command
-        .arg("-p")
-        .arg(prompt)
-        .current_dir(project.root())
-        .env_clear()
-        .env("PATH", path_with_mekara())
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+    let mut command = project.client_command(&gemini());
+    command.arg("-p").arg(prompt);
     use_standin(&mut command, project, &standin);
     Session::run(command, standin)
 }

@@ -10,7 +10,6 @@
 //! client is a failure.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::{Value as Json, json};
 
@@ -45,17 +44,12 @@ fn opencode_run(project: &Project, args: &[&str], turns: Vec<Turn>) -> Session {
         })
         .to_string(),
     );
-    let mut command = Command::new(opencode());
+    let mut command = project.client_command(&opencode());
     command
         .arg("run")
         .args(args)
-        .current_dir(project.root())
-        .env_clear()
-        .env("PATH", path_with_mekara())
-        .env("HOME", project.home())
         .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1");
     Session::run(command, standin)
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::chat_completions::{self as standin, Session, Turn};
-use crate::common::{Project, path_with_mekara};
+use crate::common::Project;
 
 /// The installed `qwen`.
 fn qwen() -> PathBuf {
@@ -42,13 +42,7 @@ fn installed_project() -> Project {
 
 /// `qwen` in the project, with `HOME` in the test's folder.
 fn qwen_command(project: &Project) -> Command {
-    let mut command = Command::new(qwen());
-    command
-        .current_dir(project.root())
-        .env_clear()
-        .env("PATH", path_with_mekara())
-        .env("HOME", project.home());
-    command
+    project.client_command(&qwen())
 }
 
 /// Runs `qwen PROMPT` in the project against a stand-in scripted with `turns`.
@@ -59,8 +53,7 @@ fn qwen_p(project: &Project, prompt: &str, turns: Vec<Turn>) -> Session {
         .args(["--auth-type", "openai", prompt])
         .env("OPENAI_BASE_URL", format!("{}/v1", standin.url()))
         .env("OPENAI_API_KEY", "sk-stand-in")
-        .env("OPENAI_MODEL", "stand-in")
-        .env("MEKARA_LOG_FILE", project.home().join("mekara.log"));
+        .env("OPENAI_MODEL", "stand-in");
     Session::run(command, standin)
 }
 
