@@ -361,8 +361,9 @@ fn start(
         return Ok(None);
     }
     if job.started && worker.run_busy(&id)? {
-        // Its last process is still letting go of it (or another host's is still running).
-        worker.end(&id, JobState::Queued, None)?;
+        // Its last process is still letting go of it (or another host's is still running):
+        // not an attempt.
+        worker.give_back(&id)?;
         skip.insert(id, Instant::now() + Duration::from_secs(2));
         return Ok(None);
     }

@@ -255,7 +255,23 @@ fn workers_killed_at_random_points_lose_no_step_and_rerun_none_that_finished() {
             .is_empty()
     };
     while !done() {
-        assert!(Instant::now() < deadline, "the queue was not drained");
+        if Instant::now() >= deadline {
+            let rows: Vec<String> = db
+                .client()
+                .query(
+                    "SELECT run_id || ' ' || state || ' ' || attempts::text FROM mekara_queue",
+                    &[],
+                )
+                .expect("rows")
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let said: Vec<String> = hosts
+                .iter()
+                .map(|h| format!("{}:\n{}", h.name, stderr_of(s, &h.name)))
+                .collect();
+            panic!("the queue was not drained: {rows:?}\n{}", said.join("\n"));
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     for mut w in live {

@@ -430,6 +430,27 @@ impl Worker {
         Ok(self.db.held(self.client.get())?.contains(&key))
     }
 
+    /// Gives claimed run `id` back untried, because its run is still held by a process
+    /// (the last one letting go of it, often the child of a worker that died): back to
+    /// `queued`, and the claim does not count as an attempt, so a run whose old process
+    /// takes a while to stop is not given up as one that keeps dying.
+    pub(crate) fn give_back(&mut self, id: &str) -> Result<(), StoreError> {
+        let db = std::sync::Arc::clone(&self.db);
+        let client = self.client.get();
+        client
+            .execute(
+                "UPDATE mekara_queue SET state = 'queued', note = NULL, worker_host = NULL, \
+                 worker = NULL, attempts = greatest(attempts - 1, 0) \
+                 WHERE project = $1 AND run_id = $2",
+                &[&db.project, &id],
+            )
+            .map_err(|e| db.failed(&e))?;
+        client
+            .execute("SELECT pg_advisory_unlock($1)", &[&db.job_key(id)])
+            .map_err(|e| db.failed(&e))?;
+        Ok(())
+    }
+
     /// Ends this worker's claim of run `id`: the row goes to `state` (`Queued`: for another
     /// worker to take up) with `note`, and the lock is released.
     pub(crate) fn end(
