@@ -21,6 +21,7 @@ use super::output::outln;
 use crate::display::count;
 use crate::engine::postgres::{Cancel, Job, JobState, NewJob, PgStore, Worker};
 use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::runs::{PruneRule, RunState};
 use crate::engine::{CancelToken, StepRunner, ToolCall};
 use crate::exit::Exit;
 use crate::paths::Locations;
@@ -34,6 +35,9 @@ const BEAT: Duration = Duration::from_millis(500);
 
 /// How long a worker waits before it looks at an empty queue again.
 const IDLE: Duration = Duration::from_millis(250);
+
+/// How long a worker leaves a run alone that another process still holds.
+const BUSY_SKIP: Duration = Duration::from_secs(2);
 
 /// How many times a run's process may die before the worker gives it up as failed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -289,7 +293,9 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
             .collect();
         for (id, status) in ended {
             if let Some(r) = running.remove(&id) {
-                ended_run(&mut worker, r, status, stopping)?;
+                if ended_run(&store, &mut worker, r, status, stopping)? == Retry::Later {
+                    skip.insert(id.clone(), Instant::now() + BUSY_SKIP);
+                }
                 idle = false;
             }
         }
@@ -319,7 +325,15 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
             };
             idle = false;
             let limits = limits.get(&job.queue).cloned().unwrap_or_default();
-            if let Some(r) = start(&mut worker, &exe, &runs_dir, job, &limits, &mut skip)? {
+            if let Some(r) = start(
+                &store,
+                &mut worker,
+                &exe,
+                &runs_dir,
+                job,
+                &limits,
+                &mut skip,
+            )? {
                 running.insert(r.job.run_id.clone(), r);
             }
         }
@@ -343,6 +357,7 @@ fn interrupt(child: &Child) {
 
 /// Starts the child that runs claimed `job` (or ends the claim when the job must not run).
 fn start(
+    store: &PgStore,
     worker: &mut Worker,
     exe: &std::path::Path,
     runs_dir: &std::path::Path,
@@ -364,7 +379,19 @@ fn start(
         // Its last process is still letting go of it (or another host's is still running):
         // not an attempt.
         worker.give_back(&id)?;
-        skip.insert(id, Instant::now() + Duration::from_secs(2));
+        skip.insert(id, Instant::now() + BUSY_SKIP);
+        return Ok(None);
+    }
+    if job.started
+        && let Some(ended) = ended_meanwhile(store, &id)?
+    {
+        // The child of a worker that died went on to the run's end before it noticed.
+        let (state, note) = match ended {
+            RunState::Completed | RunState::FinishedByAgent => (JobState::Done, None),
+            state => (JobState::Failed, Some(format!("its run ended {state}"))),
+        };
+        worker.end(&id, state, note.as_deref())?;
+        eprintln!("run {id} had ended ({ended}) by the time a worker took it up again");
         return Ok(None);
     }
     if job.attempts > MAX_ATTEMPTS {
@@ -437,13 +464,24 @@ fn start(
     }))
 }
 
+/// The state run `id` ended in, if it has: a run a worker gave up when it died may still
+/// have been finished by that worker's child.
+fn ended_meanwhile(store: &PgStore, id: &str) -> anyhow::Result<Option<RunState>> {
+    let summary = crate::engine::store::Store::list(store, Some(id))?;
+    Ok(summary
+        .into_iter()
+        .map(|r| r.state)
+        .find(|state| PruneRule::ENDED.contains(state)))
+}
+
 /// Records how the child of `r` ended, and says so.
 fn ended_run(
+    store: &PgStore,
     worker: &mut Worker,
     r: Running,
     status: ExitStatus,
     stopping: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Retry> {
     let id = &r.job.run_id;
     let took = r.started.elapsed().as_secs_f64();
     let interrupted = status.code() == Some(i32::from(Exit::Interrupted.code()));
@@ -465,12 +503,35 @@ fn ended_run(
         };
         worker.end(id, JobState::Queued, None)?;
         eprintln!("released run {id}: {why}; a worker resumes it from its journal");
+    } else if matches!(
+        ended_meanwhile(store, id)?,
+        Some(RunState::Completed | RunState::FinishedByAgent)
+    ) {
+        // Its child found the run finished: the child of a worker that died ended it.
+        worker.end(id, JobState::Done, None)?;
+        eprintln!("finished run {id}: it had ended by the time its process started");
     } else {
         let note = why_it_stopped(&r.log).unwrap_or_else(|| format!("exit code {status}"));
+        let busy = crate::engine::journal::JournalError::Busy { id: id.clone() }.to_string();
+        if note.contains(&busy) {
+            // The child of a worker that died took the run up after this worker's check:
+            // not an attempt; it is tried again once that process let go of it.
+            worker.give_back(id)?;
+            eprintln!("released run {id}: another process still holds it; it is tried again");
+            return Ok(Retry::Later);
+        }
         worker.end(id, JobState::Failed, Some(&note))?;
         eprintln!("failed run {id}: {note} (its output: {})", r.log.display());
     }
-    Ok(())
+    Ok(Retry::No)
+}
+
+/// Whether a run a worker let go of is to be left alone for a while before it is claimed
+/// again.
+#[derive(Debug, PartialEq, Eq)]
+enum Retry {
+    No,
+    Later,
 }
 
 /// Where a child's JSON summary goes, beside its log.

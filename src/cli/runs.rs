@@ -193,12 +193,21 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             state,
             dry_run,
         }) => {
+            if state.iter().any(|s| matches!(s, PruneState::Queued)) {
+                return super::usage(
+                    "queued runs wait in the queue and are never pruned: stop one with `mekara runs cancel ID`, then prune it as `--state cancelled`",
+                );
+            }
             let rule = PruneRule {
                 older_than,
                 keep,
                 states: state.into_iter().map(RunState::from).collect(),
             };
-            return prune(&store, &rule, dry_run);
+            let queue = match crate::store_config::shared(&locations)? {
+                Some(shared) => shared.queue_rows(None)?,
+                None => Vec::new(),
+            };
+            return prune(&store, &rule, queue, dry_run);
         }
         Some(RunsCommand::Cancel { id }) => return super::queue::cancel(&locations, &id),
         Some(RunsCommand::Show { id }) => {
@@ -274,14 +283,33 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
 }
 
 /// `mekara runs prune`: removes what `rule` selects (or lists it, for a dry run).
-fn prune(store: &RunStore, rule: &PruneRule, dry_run: bool) -> anyhow::Result<Exit> {
-    let runs = store.list()?;
+fn prune(
+    store: &RunStore,
+    rule: &PruneRule,
+    queue: Vec<QueueRow>,
+    dry_run: bool,
+) -> anyhow::Result<Exit> {
+    let mut runs = store.list()?;
+    let total = runs.len();
+    // A run the queue still holds (queued again after its worker let it go, or claimed) is
+    // a worker's to resume: never pruned. A cancelled one reads `cancelled`.
+    let waiting: Vec<String> = queue
+        .iter()
+        .filter(|row| matches!(row.state, JobState::Queued | JobState::Claimed))
+        .map(|row| row.run_id.clone())
+        .collect();
+    runs.retain(|r| !waiting.contains(&r.id));
+    let queue = queue
+        .into_iter()
+        .filter(|row| runs.iter().any(|r| r.id == row.run_id))
+        .collect();
+    with_queue(&mut runs, queue);
     let chosen = rule.select(&runs, crate::engine::journal::now_ms());
     let unreadable = runs.iter().filter(|r| r.problem.is_some()).count();
     if chosen.is_empty() {
         outln!(
             "no run to remove: none of the {} matches",
-            count(runs.len(), "run")
+            count(total, "run")
         )?;
     } else if dry_run {
         let total: u64 = chosen.iter().map(|r| r.bytes).sum();
@@ -312,7 +340,7 @@ fn prune(store: &RunStore, rule: &PruneRule, dry_run: bool) -> anyhow::Result<Ex
             "removed {}, {} freed; {} left",
             count(removed, "run"),
             bytes(freed),
-            count(runs.len() - removed, "run")
+            count(total - removed, "run")
         )?;
         if skipped > 0 {
             return Ok(Exit::Failure);

@@ -343,6 +343,10 @@ fn sigterm_stops_a_worker_gracefully_and_another_takes_the_run_up() {
         "{said}"
     );
     assert_eq!(state(&db, &id), "queued");
+    // Its journal says interrupted, but the queue holds it for a worker: prune leaves it.
+    let pruned = b.run(&["runs", "prune", "--state", "interrupted"]);
+    pruned.expect_code(0);
+    assert!(!pruned.stdout.contains(&id), "{}", pruned.stdout);
 
     std::fs::write(s.join("go"), "").expect("go");
     let mut wb = worker(&b, s, &["--until-empty"]);
@@ -418,6 +422,24 @@ fn cancel_a_queued_a_running_and_a_finished_run() {
         .find(|l| l.contains(&running))
         .expect("row");
     assert!(row.contains("cancelled"), "{row}");
+    // Prune takes a cancelled run as `cancelled`, and refuses to choose queued ones.
+    let pruned = laptop.run(&["runs", "prune", "--state", "cancelled", "--dry-run"]);
+    pruned.expect_code(0);
+    assert!(
+        pruned
+            .stdout
+            .lines()
+            .any(|l| l.contains(&running) && l.contains("cancelled")),
+        "{}",
+        pruned.stdout
+    );
+    let refused = laptop.run(&["runs", "prune", "--state", "queued"]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("mekara runs cancel ID"),
+        "{}",
+        refused.stderr
+    );
 
     // Finished: nothing changes.
     let done = submit(&laptop, "steps", "d", &[]);
