@@ -21,7 +21,7 @@ use super::output::outln;
 use crate::display::count;
 use crate::engine::postgres::{Cancel, Job, JobState, NewJob, PgStore, Worker};
 use crate::engine::runner::{Ran, ShellStep};
-use crate::engine::runs::{PruneRule, RunState};
+use crate::engine::runs::RunState;
 use crate::engine::{CancelToken, StepRunner, ToolCall};
 use crate::exit::Exit;
 use crate::paths::Locations;
@@ -464,14 +464,17 @@ fn start(
     }))
 }
 
-/// The state run `id` ended in, if it has: a run a worker gave up when it died may still
-/// have been finished by that worker's child.
+/// The state run `id` ended in, if its script ended: a run a worker gave up when it died
+/// may still have been finished by that worker's child. (A run stopped before its script
+/// started is left to its resume, which says what is wrong.)
 fn ended_meanwhile(store: &PgStore, id: &str) -> anyhow::Result<Option<RunState>> {
     let summary = crate::engine::store::Store::list(store, Some(id))?;
-    Ok(summary
-        .into_iter()
-        .map(|r| r.state)
-        .find(|state| PruneRule::ENDED.contains(state)))
+    Ok(summary.into_iter().map(|r| r.state).find(|state| {
+        matches!(
+            state,
+            RunState::Completed | RunState::FinishedByAgent | RunState::FellBack
+        )
+    }))
 }
 
 /// Records how the child of `r` ended, and says so.
