@@ -4,29 +4,5 @@
 # Idempotent: does nothing when the installed requirements match.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-venv="$root/target/test-clients/otel"
-requirements="$root/tests/otel/requirements.txt"
-stamp="$venv/.requirements.txt"
-
-if [[ -x "$venv/bin/python" ]] && cmp -s "$requirements" "$stamp"; then
-    exit 0
-fi
-
-python="${PYTHON:-}"
-if [[ -z "$python" ]]; then
-    for candidate in python3.11 python3; do
-        if command -v "$candidate" >/dev/null; then
-            python="$candidate"
-            break
-        fi
-    done
-fi
-if [[ -z "$python" ]]; then
-    echo "install.sh: no python3 found (set PYTHON)" >&2
-    exit 1
-fi
-
-mkdir -p "$(dirname "$venv")"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-cp "$requirements" "$stamp"
+exec bash "$root/tests/support/venv-install.sh" "$root/tests/otel/requirements.txt" \
+    "$root/target/test-clients/otel"
