@@ -7,7 +7,12 @@
 #
 # MEKARA (default: target/release/mekara, else target/debug/mekara) is the binary measured.
 # A script that ends with exit code 1 failed as a script should (a Starlark error, the
-# fallback); 124 is the time limit; 2 is an internal error; 134 or 139 a crash.
+# fallback); 124 is the time limit; 2 is an internal error; 134 or 139 a crash. Peak memory
+# includes the child process the script is evaluated in.
+#
+# Then what evaluating in a child process costs: the mean wall time of a run of a one-step
+# script, evaluated in a child (the default) and in mekara's own process
+# (`MEKARA_EVALUATE_IN_PROCESS=1`), RUNS times each (default 20).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mekara=${1:-}
@@ -16,6 +21,7 @@ if [ -z "$mekara" ]; then
   [ -x "$mekara" ] || mekara=$repo/target/debug/mekara
 fi
 limit=${2:-60}
+runs=${RUNS:-20}
 project=$(mktemp -d)
 trap 'rm -rf "$project"' EXIT
 mkdir -p "$project/.mekara/scripts/nl" "$project/.mekara/scripts/compiled" "$project/home"
@@ -62,4 +68,19 @@ for entry in "${scripts[@]}"; do
   read -r seconds kib < <(tail -n 1 "$out") || true
   rm -f "$out"
   printf '%-22s %6s %9s %9s MiB\n' "$name" "$code" "$seconds" "$((${kib:-0} / 1024))"
+done
+
+echo "One step." >"$project/.mekara/scripts/nl/one.md"
+printf 'def execute(request):\n    auto("true")\n' >"$project/.mekara/scripts/compiled/one.star"
+printf '\n%-22s %14s\n' "evaluated" "ms per run"
+for how in child process; do
+  in_process=""
+  [ "$how" = process ] && in_process=1
+  start=$(date +%s%N)
+  for _ in $(seq "$runs"); do
+    (cd "$project" && HOME="$project/home" MEKARA_EVALUATE_IN_PROCESS=$in_process \
+      "$mekara" run one </dev/null >/dev/null 2>&1)
+  done
+  end=$(date +%s%N)
+  printf '%-22s %14s\n' "in a $how" "$(( (end - start) / runs / 1000000 ))"
 done

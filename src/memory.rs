@@ -10,8 +10,10 @@
 //! - an allocation that would take the count past the budget's hard cap is refused (null).
 //!   starlark 0.14 cannot recover from a refused allocation (its arena and the standard
 //!   collections it builds call `handle_alloc_error`, which aborts the process), so a
-//!   refusal says why on stderr first: it bounds what one statement can take, at the price
-//!   of the process (docs/design.md, "Memory of a script").
+//!   refusal says why on stderr first, naming the statement ([`note_statement`]): it bounds
+//!   what one statement can take, at the price of the process, which is why scripts are
+//!   evaluated in a child process (`engine::compiled::child`; docs/design.md, "Memory of a
+//!   script").
 //!
 //! An allocator must not unwind, and must not allocate: the counts are thread-local cells.
 #![allow(unsafe_code)] // A global allocator is an `unsafe` trait; this one only adds counts.
@@ -21,10 +23,14 @@ use std::cell::Cell;
 use std::fmt::Write as _;
 use std::os::fd::BorrowedFd;
 
+use starlark::codemap::FileSpan;
+
 /// The system allocator, counting what a thread allocates under a [`Budget`].
 pub struct Allocator;
 
 thread_local! {
+    /// The statement the evaluation on this thread runs (see [`note_statement`]).
+    static STATEMENT: Cell<Option<*const FileSpan>> = const { Cell::new(None) };
     /// The bytes this thread may still hold under its budget's hard cap (`None`: no budget).
     static LEFT: Cell<Option<isize>> = const { Cell::new(None) };
     /// The hard cap of this thread's budget.
@@ -53,30 +59,67 @@ fn charge(bytes: usize) -> bool {
     .unwrap_or(true)
 }
 
+/// Notes `statement` as the one this thread's evaluation runs (`None`: none), so that a
+/// refusal names it. The statement hook notes it before each statement; it must stay where
+/// it is, unchanged, until the next note on this thread (the hook keeps it in itself, and
+/// notes `None` when it is dropped).
+pub(crate) fn note_statement(statement: Option<&FileSpan>) {
+    let _ = STATEMENT.try_with(|cell| cell.set(statement.map(std::ptr::from_ref)));
+}
+
+/// Writes where the statement noted last is, as `file:line:col` and its text, without
+/// allocating.
+fn write_statement(out: &mut Text) {
+    let Some(at) = STATEMENT.try_with(Cell::get).ok().flatten() else {
+        return;
+    };
+    // SAFETY: `note_statement`'s contract keeps the noted span alive and unchanged until
+    // the next note; the hook that notes is not running now (this thread is inside the
+    // statement, allocating).
+    let at = unsafe { &*at };
+    let begin = at.file.resolve_span(at.span).begin;
+    let _ = write!(
+        out,
+        "\n --> {}:{}:{}\n  | {}",
+        at.file.filename(),
+        begin.line + 1,
+        begin.column + 1,
+        at.file.source_line(begin.line).trim()
+    );
+}
+
+/// The first line of the message of a refusal: a child evaluation's parent finds it in the
+/// child's stderr (see `engine::compiled::child`).
+pub(crate) const REFUSED: &str = "error: a statement of the Starlark script asked for";
+
+/// The last line of the message of a refusal, which only a process that stops with it says.
+pub(crate) const STOPS: &str =
+    "mekara stops here; the run is kept: fix the script, then resume the run";
+
 /// Says on stderr, without allocating, why the allocation that follows fails.
 fn say_refused(bytes: usize, cap: isize) {
     let mut text = Text::default();
-    let _ = writeln!(
+    let _ = write!(
         text,
-        "error: a statement of the Starlark script asked for {bytes} bytes at once, past the \
-         memory cap of an evaluation ({cap} bytes: four times the heap limit); mekara stops. \
-         The run is kept: fix the script, then resume the run"
+        "{REFUSED} {bytes} bytes at once, past the memory cap of an evaluation ({cap} bytes: four times the heap limit)"
     );
+    write_statement(&mut text);
+    let _ = writeln!(text, "\n{STOPS}");
     // SAFETY: fd 2 is open for the life of the process, and only borrowed for the write.
     let stderr = unsafe { BorrowedFd::borrow_raw(2) };
     let _ = rustix::io::write(stderr, &text.bytes[..text.len]);
 }
 
-/// A line of text on the stack (the allocator must not allocate); what does not fit is cut.
+/// A few lines of text on the stack (the allocator must not allocate); what does not fit is cut.
 struct Text {
-    bytes: [u8; 512],
+    bytes: [u8; 1024],
     len: usize,
 }
 
 impl Default for Text {
     fn default() -> Self {
         Text {
-            bytes: [0; 512],
+            bytes: [0; 1024],
             len: 0,
         }
     }

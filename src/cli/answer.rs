@@ -23,7 +23,14 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     let store = super::run_store(&locations)?;
     let id = args.id.as_str();
     let runner = Box::new(ShellRunner::new());
-    let resumed = Executor::resume(resolver, store, runner, Settings::default(), id, None);
+    let resumed = Executor::resume(
+        resolver,
+        store,
+        runner,
+        Settings::default().evaluating_in_children(),
+        id,
+        None,
+    );
     let mut executor = match resumed {
         Ok((executor, _, _)) => executor,
         Err(EngineError::RunFinished { .. }) => {

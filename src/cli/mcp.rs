@@ -29,7 +29,8 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     let settings = Settings {
         default_timeout,
         ..Settings::default()
-    };
+    }
+    .evaluating_in_children();
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
     let plan = SessionPlan::discover(&cwd, settings)?;

@@ -86,6 +86,13 @@ enum Command {
 
 /// Runs the `mekara` command line with `args` (the program name first).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == crate::engine::compiled::child::SUBCOMMAND)
+    {
+        return evaluate_for_parent();
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -126,6 +133,27 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             let hint = hint(&e).map(|h| format!("; {h}")).unwrap_or_default();
             eprintln!("error: {e:#}{hint}");
             exit_for(&e).into()
+        }
+    }
+}
+
+/// `mekara __evaluate`: the child process a mekara evaluates a script in (see
+/// `engine::compiled::child`); not a command for people, so not in the help.
+fn evaluate_for_parent() -> ExitCode {
+    crate::memory::quiet_size_overflows();
+    let served = std::panic::catch_unwind(crate::engine::compiled::child::serve_parent);
+    match served {
+        Ok(Ok(())) => Exit::Success.into(),
+        Ok(Err(e)) => {
+            eprintln!("error: {e:#}");
+            Exit::Usage.into()
+        }
+        Err(payload) => {
+            let what = crate::display::panic_message(payload.as_ref());
+            eprintln!(
+                "mekara failed evaluating a script: {what}; this is a bug in mekara, please report it with the script"
+            );
+            Exit::Usage.into()
         }
     }
 }

@@ -67,7 +67,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     let settings = Settings {
         default_timeout,
         ..Settings::default()
-    };
+    }
+    .evaluating_in_children();
     let client = crate::client::McpClient::for_locations(&locations);
     let mut runner: Box<dyn crate::engine::StepRunner> =
         Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));

@@ -38,7 +38,7 @@ pub(super) fn run(args: VcrArgs) -> anyhow::Result<Exit> {
     } = args.command;
     let cwd = std::env::current_dir()?;
     let dir = working_dir.map_or_else(|| cwd.clone(), |d| cwd.join(d));
-    let mut plan = SessionPlan::discover(&dir, Settings::default())?;
+    let mut plan = SessionPlan::discover(&dir, Settings::default().evaluating_in_children())?;
     let runs = tempfile::Builder::new().prefix("mekara-vcr-").tempdir()?;
     plan.store = RunStore::new(runs.path());
     match vcr::replay(&cassette, &dir, |runner| Registry::new(plan, runner)) {

@@ -44,6 +44,17 @@ pub enum EngineError {
         /// What differs.
         detail: String,
     },
+    /// The process that evaluated a script stopped before the evaluation ended, for a
+    /// reason that is not the script's (see `compiled::child`); the run is left as it was.
+    #[error(
+        "the evaluation of `{script}` stopped: {detail}; the run is kept as it was, and can be resumed"
+    )]
+    Evaluation {
+        /// The frame's stack path.
+        script: String,
+        /// What happened.
+        detail: String,
+    },
     /// A running step was cancelled; the run is left as it was before the step.
     #[error("cancelled while step {index} of `{script}` was running; the run can be resumed")]
     Cancelled {
@@ -208,6 +219,7 @@ impl EngineError {
             | EngineError::AmbiguousStep { .. }
             | EngineError::NotWaitingForAnswer { .. }
             | EngineError::NoRunsDir
+            | EngineError::Evaluation { .. }
             | EngineError::Journal(JournalError::Store(
                 super::postgres::StoreError::BadUrl { .. }
                 | super::postgres::StoreError::Config { .. },

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::compiled::{self, CodeError, Evaluation, FrameRun, Limits, Program, Suspension, Task};
+use super::compiled::{CodeError, Evaluation, FrameRun, Limits, Loaded, Suspension, Task};
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
@@ -37,6 +37,10 @@ pub struct Settings {
     pub max_depth: usize,
     /// Evaluation bounds of compiled scripts.
     pub limits: Limits,
+    /// The `mekara` binary that evaluates compiled scripts in a child process, so that one
+    /// that asks for too much memory fails alone (see `compiled::child`); `None`: they are
+    /// evaluated in this process.
+    pub evaluator: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -45,7 +49,36 @@ impl Default for Settings {
             default_timeout: Duration::from_secs(10 * 60),
             max_depth: 16,
             limits: Limits::default(),
+            evaluator: None,
         }
+    }
+}
+
+impl Settings {
+    /// These settings, with compiled scripts evaluated in child processes of the `mekara`
+    /// binary that runs now (in this process if its path cannot be found, or if
+    /// `MEKARA_EVALUATE_IN_PROCESS` is set: a little faster, but then a script past the
+    /// memory cap stops mekara).
+    #[must_use]
+    pub fn evaluating_in_children(mut self) -> Settings {
+        if std::env::var_os("MEKARA_EVALUATE_IN_PROCESS").is_some_and(|v| !v.is_empty()) {
+            return self;
+        }
+        // On Linux the binary that runs now, even once an upgrade replaced its file (a
+        // long-lived `mekara mcp` must not start a newer mekara that speaks otherwise).
+        let this = Path::new("/proc/self/exe");
+        if cfg!(target_os = "linux") && this.exists() {
+            self.evaluator = Some(this.to_path_buf());
+            return self;
+        }
+        self.evaluator = std::env::current_exe()
+            .inspect_err(|e| {
+                tracing::warn!(
+                    "cannot find mekara's own binary ({e}): scripts are evaluated in this process"
+                );
+            })
+            .ok();
+        self
     }
 }
 
@@ -70,7 +103,7 @@ pub struct Frame {
     pub failure: Option<String>,
     /// The last question its `ask` steps put to the person (when, and what it takes).
     pub asked: Option<AskEvent>,
-    program: Option<Result<Arc<Program>, CodeError>>,
+    program: Option<Result<Arc<Loaded>, CodeError>>,
     /// How many of the script's prints outside function steps were reported: evaluation
     /// starts from the top each time, and says each print once.
     printed: usize,
@@ -88,14 +121,14 @@ impl Frame {
     fn program(
         &mut self,
         resolver: &Resolver,
-        limits: &Limits,
-    ) -> Option<Result<Arc<Program>, CodeError>> {
+        settings: &Settings,
+    ) -> Option<Result<Arc<Loaded>, CodeError>> {
         self.script.compiled.as_ref()?;
         let script = &self.script;
         Some(
             self.program
                 .get_or_insert_with(|| {
-                    load_program(resolver, script, limits)
+                    load_program(resolver, script, settings)
                         .expect("the script is compiled")
                         .map(Arc::new)
                 })
@@ -105,19 +138,20 @@ impl Frame {
 }
 
 /// The program of `script`, when it is compiled, loaded with the helper modules of its level
-/// as they are now.
+/// as they are now (for a child process to evaluate, when `settings` say so).
 pub(crate) fn load_program(
     resolver: &Resolver,
     script: &Script,
-    limits: &Limits,
-) -> Option<Result<Program, CodeError>> {
+    settings: &Settings,
+) -> Option<Result<Loaded, CodeError>> {
     let compiled = script.compiled.as_ref()?;
     let find = |path: &str| resolver.helper(compiled.level, path);
-    Some(Program::load(
+    Some(Loaded::load(
         &compiled.origin,
         &compiled.text,
         &find,
-        limits,
+        &settings.limits,
+        settings.evaluator.as_deref(),
     ))
 }
 
@@ -345,7 +379,7 @@ impl Executor {
         let mut events = journal.read()?.events;
         let plan = Self::supersede(
             &self.resolver,
-            &self.settings.limits,
+            &self.settings,
             journal.as_mut(),
             &id,
             &mut events,
@@ -364,7 +398,7 @@ impl Executor {
     /// says so to the journal, and to `events`.
     fn supersede(
         resolver: &Resolver,
-        limits: &Limits,
+        settings: &Settings,
         journal: &mut dyn RunLog,
         id: &str,
         events: &mut Vec<Event>,
@@ -374,7 +408,7 @@ impl Executor {
         if !history.started {
             return Err(EngineError::RunNotStarted { id: id.to_string() });
         }
-        let plan = super::rewind::plan(resolver, limits, id, events, how)?;
+        let plan = super::rewind::plan(resolver, settings, id, events, how)?;
         let event = Event::Supersede(plan.event.clone());
         journal.append(&event)?;
         events.push(event);
@@ -430,7 +464,7 @@ impl Executor {
         let plan = match how {
             Some(how) => Some(Self::supersede(
                 &self.resolver,
-                &self.settings.limits,
+                &self.settings,
                 journal.as_mut(),
                 id,
                 &mut events,
@@ -995,7 +1029,7 @@ impl Executor {
                     failed_call,
                 });
             }
-            let Some(program) = top.program(&self.resolver, &self.settings.limits) else {
+            let Some(program) = top.program(&self.resolver, &self.settings) else {
                 let (script, request) = (top.script.clone(), top.request.clone());
                 let instructions = self.expand_tags(&script, &request, observer)?;
                 self.sync()?;
@@ -1160,7 +1194,7 @@ impl Executor {
 
     fn evaluate_top(
         &mut self,
-        program: &Program,
+        program: &Loaded,
         observer: &dyn Observer,
     ) -> Result<Evaluation, EngineError> {
         let label = self.label();
@@ -1181,24 +1215,21 @@ impl Executor {
                 at: now_ms(),
             }))
         };
-        let result = compiled::evaluate(
-            program,
-            FrameRun {
-                path: &label,
-                request: &frame.request,
-                working_dir: &frame.working_dir,
-                steps: &mut frame.steps,
-                printed: &mut frame.printed,
-                journal: &mut write,
-                runner: self.runner.as_ref(),
-                group_note: Some(&group_note),
-                observer,
-                cancel: &self.cancel,
-                default_timeout: self.settings.default_timeout,
-                limits: &self.settings.limits,
-                source: program.authored(),
-            },
-        );
+        let result = program.evaluate(FrameRun {
+            path: &label,
+            request: &frame.request,
+            working_dir: &frame.working_dir,
+            steps: &mut frame.steps,
+            printed: &mut frame.printed,
+            journal: &mut write,
+            runner: self.runner.as_ref(),
+            group_note: Some(&group_note),
+            observer,
+            cancel: &self.cancel,
+            default_timeout: self.settings.default_timeout,
+            limits: &self.settings.limits,
+            source: program.authored(),
+        });
         if matches!(result, Err(EngineError::Cancelled { .. })) {
             self.cancel.reset();
             self.sync()?;

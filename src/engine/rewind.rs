@@ -10,9 +10,9 @@
 
 use std::path::Path;
 
-use super::compiled::{self, Evaluation, FrameRun, Limits};
+use super::compiled::{Evaluation, FrameRun};
 use super::error::EngineError;
-use super::executor::load_program;
+use super::executor::{Settings, load_program};
 use super::journal::{Event, Origin, Outcome, PushEvent, Reason, SupersedeEvent, now_ms};
 use super::observer::Quiet;
 use super::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
@@ -164,7 +164,7 @@ struct Cut<'t> {
 /// without error, so they fit together).
 pub(crate) fn plan(
     resolver: &Resolver,
-    limits: &Limits,
+    settings: &Settings,
     id: &str,
     events: &[Event],
     how: &Rewind,
@@ -186,7 +186,7 @@ pub(crate) fn plan(
         Rewind::Retry => {
             let mut changed = None;
             for root in &roots {
-                changed = first_change(resolver, limits, root)?;
+                changed = first_change(resolver, settings, root)?;
                 if changed.is_some() {
                     break;
                 }
@@ -388,10 +388,10 @@ enum Probe {
 /// longer ask for. A root frame that cannot run as recorded is an error: nothing pushed it.
 fn first_change<'t>(
     resolver: &Resolver,
-    limits: &Limits,
+    settings: &Settings,
     root: &'t Trace,
 ) -> Result<Option<Cut<'t>>, EngineError> {
-    match change_in(resolver, limits, root)? {
+    match change_in(resolver, settings, root)? {
         Change::Gone(detail) => Err(EngineError::Diverged {
             script: root.name(),
             index: 0,
@@ -410,17 +410,17 @@ enum Change<'t> {
 
 fn change_in<'t>(
     resolver: &Resolver,
-    limits: &Limits,
+    settings: &Settings,
     trace: &'t Trace,
 ) -> Result<Change<'t>, EngineError> {
-    let changed = match probe(resolver, limits, trace)? {
+    let changed = match probe(resolver, settings, trace)? {
         Probe::Same => None,
         Probe::Changed(index, detail) => Some((index, detail)),
         Probe::Gone(detail) => return Ok(Change::Gone(detail)),
     };
     let before = changed.as_ref().map_or(usize::MAX, |(index, _)| *index);
     for (at, child) in trace.children.iter().filter(|(at, _)| *at < before) {
-        match change_in(resolver, limits, child)? {
+        match change_in(resolver, settings, child)? {
             Change::None => {}
             Change::At(cut) => return Ok(Change::At(cut)),
             Change::Gone(detail) => {
@@ -444,7 +444,7 @@ fn change_in<'t>(
 
 /// Evaluates the frame's script as it is now over the frame's recorded steps, running
 /// nothing, and says where it first asks for something the journal did not record.
-fn probe(resolver: &Resolver, limits: &Limits, trace: &Trace) -> Result<Probe, EngineError> {
+fn probe(resolver: &Resolver, settings: &Settings, trace: &Trace) -> Result<Probe, EngineError> {
     let script = match resolver.resolve(&trace.push.script) {
         Ok(script) => script,
         Err(e) => return Ok(Probe::Gone(e.to_string())),
@@ -456,7 +456,7 @@ fn probe(resolver: &Resolver, limits: &Limits, trace: &Trace) -> Result<Probe, E
             "the run started it as an NL script, but it now has a compiled file".into()
         }));
     }
-    let Some(program) = load_program(resolver, &script, limits) else {
+    let Some(program) = load_program(resolver, &script, settings) else {
         return Ok(Probe::Same);
     };
     let program = match program {
@@ -474,24 +474,21 @@ fn probe(resolver: &Resolver, limits: &Limits, trace: &Trace) -> Result<Probe, E
     let mut printed = usize::MAX;
     let mut forget = |_: &StepRecord| Ok(());
     let cancel = CancelToken::default();
-    let (evaluation, cursor) = compiled::evaluate_counted(
-        &program,
-        FrameRun {
-            path: &label,
-            request: &trace.push.request,
-            working_dir: &trace.push.working_dir,
-            steps: &mut steps,
-            printed: &mut printed,
-            journal: &mut forget,
-            runner: &RunsNothing,
-            group_note: None,
-            observer: &Quiet,
-            cancel: &cancel,
-            default_timeout: std::time::Duration::ZERO,
-            limits,
-            source: program.authored(),
-        },
-    );
+    let (evaluation, cursor) = program.evaluate_counted(FrameRun {
+        path: &label,
+        request: &trace.push.request,
+        working_dir: &trace.push.working_dir,
+        steps: &mut steps,
+        printed: &mut printed,
+        journal: &mut forget,
+        runner: &RunsNothing,
+        group_note: None,
+        observer: &Quiet,
+        cancel: &cancel,
+        default_timeout: std::time::Duration::ZERO,
+        limits: &settings.limits,
+        source: program.authored(),
+    });
     let now = match evaluation {
         Err(EngineError::Diverged { index, detail, .. }) => {
             return Ok(Probe::Changed(index, detail));

@@ -109,7 +109,7 @@ pub trait StepRunner: Send + Sync {
 
 /// The result of running a step, unless it was cancelled.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub enum Ran {
     /// The step ran to an end (success, failure or timeout).
     Done(StepResult),
@@ -146,7 +146,7 @@ impl ShellStep {
 }
 
 /// One call of a tool on a server declared in `.mcp.json`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// The server's name.
     pub server: String,

@@ -19,7 +19,9 @@ use super::nl::NlText;
 use crate::paths::Locations;
 
 /// Where a script file was found, highest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Level {
     /// `<project>/.mekara/` or `<project>/.agents/skills/`.
     Project,
@@ -40,7 +42,7 @@ impl fmt::Display for Level {
 }
 
 /// One file of a script, read.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ScriptFile {
     /// The level it came from.
     pub level: Level,

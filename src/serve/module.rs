@@ -22,6 +22,10 @@ pub(crate) struct ToolModule {
     pub path: PathBuf,
     /// Its frozen globals.
     pub module: FrozenModule,
+    /// The file in error locations, and its text: what a child process loads it from to
+    /// call a tool (see `engine::compiled::child`).
+    pub origin: String,
+    pub source: String,
 }
 
 /// A public function of a tool module, served as an MCP tool.
@@ -227,7 +231,7 @@ pub(crate) fn load(
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    let ast = AstModule::parse(&origin, source, &compiled::dialect())
+    let ast = AstModule::parse(&origin, source.clone(), &compiled::dialect())
         .map_err(|e| ServeError::code(&e.to_string()))?;
     let mut defined = Vec::new();
     check_top_level(&ast, ast.statement(), &mut defined)?;
@@ -237,6 +241,8 @@ pub(crate) fn load(
     let module = Arc::new(ToolModule {
         path: path.to_path_buf(),
         module,
+        origin: origin.clone(),
+        source,
     });
     exported
         .into_iter()

@@ -29,6 +29,9 @@ struct Shared {
     working_dir: PathBuf,
     default_timeout: Duration,
     limits: Limits,
+    /// The `mekara` binary that calls the tools in a child process (see
+    /// `engine::compiled::child`); `None`: they are called in this process.
+    evaluator: Option<PathBuf>,
 }
 
 /// Serves a [`ToolSet`]. Clones share it (one per HTTP session, all alike).
@@ -45,6 +48,7 @@ impl ToolServer {
         working_dir: PathBuf,
         default_timeout: Duration,
         limits: Limits,
+        evaluator: Option<PathBuf>,
     ) -> ToolServer {
         ToolServer {
             shared: Arc::new(Shared {
@@ -53,6 +57,7 @@ impl ToolServer {
                 working_dir,
                 default_timeout,
                 limits,
+                evaluator,
             }),
         }
     }
@@ -66,7 +71,7 @@ impl ToolServer {
     ) -> CallToolResult {
         let shared = &self.shared;
         let tool = &shared.tools.tools()[index];
-        let called = compiled::call_directly(DirectCall {
+        let call = DirectCall {
             module: &tool.module.module,
             function: &tool.function,
             kwargs: arguments,
@@ -75,7 +80,11 @@ impl ToolServer {
             cancel,
             default_timeout: shared.default_timeout,
             limits: &shared.limits,
-        });
+        };
+        let called = match &shared.evaluator {
+            Some(exe) => compiled::child::call(exe, &tool.module.origin, &tool.module.source, call),
+            None => compiled::call_directly(call),
+        };
         match called {
             Ok(Called::Returned(value)) => returned(tool, value),
             Ok(Called::Suspended(Suspension::Llm { .. })) => error(format!(

@@ -1468,6 +1468,33 @@ fn http_a_script_past_the_heap_limit_falls_back_and_other_sessions_go_on() {
     server.assert_serving();
 }
 
+#[test]
+fn http_a_script_asking_for_gigabytes_at_once_fails_alone_and_other_sessions_go_on() {
+    // Regression: one allocation past the memory cap stopped the whole server (exit 134),
+    // and every session with it. Scripts are now evaluated in a child process.
+    let project = Project::new();
+    let server = HttpServer::start(&project);
+    let other = http_session(&server);
+    let started = http_call(&server, &other, 1, "start", json!({"name": "test/random"}));
+    assert!(started.contains("llm step `test:random[1]`"), "{started}");
+    for (k, (body, at)) in crate::memory::AT_ONCE.iter().enumerate() {
+        crate::memory::grow_at_once(&project, body);
+        let hostile = http_session(&server);
+        let failed = http_call(&server, &hostile, 1, "start", json!({"name": "grow"}));
+        assert!(
+            failed.contains("bytes at once, past the memory cap of an evaluation")
+                && failed.contains(&format!("grow.star:{at}"))
+                && failed.contains("finish_nl_script"),
+            "the script falls back, naming the cap and the line:\n{failed}"
+        );
+        let finished = http_call(&server, &hostile, 2, "finish_nl_script", json!({}));
+        assert!(!finished.contains("bug in mekara"), "{finished}");
+        let mine = http_call(&server, &other, 2 + k as u64, "status", json!({}));
+        assert!(mine.contains("test:random[1]"), "{mine}");
+    }
+    server.assert_serving();
+}
+
 // ---------------------------------------------------------------------------------------
 // Streamable HTTP under abuse: bounded sessions, connections and waits
 // ---------------------------------------------------------------------------------------

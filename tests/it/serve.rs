@@ -301,6 +301,30 @@ async fn a_function_that_doubles_a_string_is_stopped_by_the_heap_limit_and_the_s
 }
 
 #[tokio::test]
+async fn a_function_asking_for_gigabytes_at_once_fails_alone_and_the_server_goes_on() {
+    // Regression: one allocation past the memory cap (1 GiB) stopped the server (exit 134)
+    // with every session; tools are now called in a child process.
+    let project = Project::new();
+    project.write(
+        "tools/grow.star",
+        "def grow(n: int) -> int:\n    \"\"\"Makes a string of n bytes.\"\"\"\n    s = \"x\" * n\n    return len(s)\n\ndef join(n: int) -> int:\n    \"\"\"Joins n copies of a megabyte.\"\"\"\n    s = \"x\" * 1000000\n    return len(\"y\".join([s] * n))\n",
+    );
+    let client = serve(&project, &["tools"]).await;
+    for (tool, at) in [("grow", "grow.star:3:5"), ("join", "grow.star:9:5")] {
+        let text = client.call(tool, json!({"n": 2_000_000_000})).await.err();
+        assert!(
+            text.starts_with(&format!("tool `{tool}` failed:"))
+                && text.contains("bytes at once, past the memory cap of an evaluation")
+                && text.contains(at),
+            "the cap is named with the statement that asked:\n{text}"
+        );
+        assert!(!text.contains("mekara stops"), "{text}");
+    }
+    assert_eq!(client.call("grow", json!({"n": 10})).await.ok(), "10");
+    client.service.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_runaway_function_is_stopped_by_the_tick_limit() {
     let project = Project::new();
     project.write("tools/agent.star", AGENT_MODULE);

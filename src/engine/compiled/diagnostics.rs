@@ -17,7 +17,7 @@ use starlark::values::Value;
 use super::context::LogPrinter;
 use super::values::keyword_values;
 use super::{Limits, apply_limits};
-use crate::memory::Budget;
+use crate::memory::{Budget, note_statement};
 
 /// An error in a script's code, rendered with `file:line:col` and the source snippet.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -155,7 +155,15 @@ impl<'e> BeforeStmtFuncDyn<'e> for MemoryCheck {
             Some(last) if last.file == *span.file => last.span = span.span,
             last => *last = Some(span.to_file_span()),
         }
+        // An allocation this statement makes past the memory cap names it (see `memory`).
+        note_statement(self.last.as_ref());
         Ok(())
+    }
+}
+
+impl Drop for MemoryCheck {
+    fn drop(&mut self) {
+        note_statement(None);
     }
 }
 

@@ -14,6 +14,7 @@
 //! `mekara serve` use: [`Program`], [`evaluate`] and [`call_directly`].
 
 mod builtins;
+pub(crate) mod child;
 mod context;
 mod declared;
 mod diagnostics;
@@ -27,6 +28,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 use starlark::environment::{FrozenModule, Module};
 use starlark::eval::Evaluator;
@@ -55,7 +57,7 @@ use super::step::{StepInput, StepRecord};
 
 /// Bounds on one evaluation, so a runaway script fails with its location instead of
 /// hanging or eating the machine.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Limits {
     /// Interpreter ticks (roughly, bytecode instructions) per evaluation.
     pub max_ticks: u64,
@@ -125,6 +127,68 @@ impl Program {
     }
 }
 
+/// A compiled script ready to evaluate: loaded in this process, or read for a child process
+/// to load and evaluate (see [`child`]).
+pub(crate) enum Loaded {
+    /// Loaded here; evaluated here.
+    Here(Program),
+    /// Read and parsed here; loaded and evaluated by `exe __evaluate`.
+    InChild {
+        /// The `mekara` binary.
+        exe: std::path::PathBuf,
+        /// The script and its helper modules.
+        sources: child::Sources,
+    },
+}
+
+impl Loaded {
+    /// Loads the script `source` (with the helper modules `find` finds) for evaluation
+    /// here, or, with `evaluator`, reads it for evaluation by that `mekara` binary.
+    pub(crate) fn load(
+        origin: &str,
+        source: &str,
+        find: &FindModule<'_>,
+        limits: &Limits,
+        evaluator: Option<&Path>,
+    ) -> Result<Loaded, CodeError> {
+        match evaluator {
+            None => Program::load(origin, source, find, limits).map(Loaded::Here),
+            Some(exe) => {
+                child::Sources::collect(origin, source, find).map(|sources| Loaded::InChild {
+                    exe: exe.to_path_buf(),
+                    sources,
+                })
+            }
+        }
+    }
+
+    /// The text of the string literals of the script and its helpers.
+    pub(crate) fn authored(&self) -> &str {
+        match self {
+            Loaded::Here(program) => program.authored(),
+            Loaded::InChild { sources, .. } => sources.authored(),
+        }
+    }
+
+    /// Evaluates the script over the frame's journal until it completes, fails or
+    /// suspends, here or in a child process.
+    pub(crate) fn evaluate(&self, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
+        self.evaluate_counted(run).0
+    }
+
+    /// [`Loaded::evaluate`], with how many of the frame's steps the evaluation went
+    /// through (see [`evaluate_counted`]).
+    pub(crate) fn evaluate_counted(
+        &self,
+        run: FrameRun<'_>,
+    ) -> (Result<Evaluation, EngineError>, usize) {
+        match self {
+            Loaded::Here(program) => evaluate_counted(program, run),
+            Loaded::InChild { exe, sources } => child::evaluate(exe, sources, run),
+        }
+    }
+}
+
 /// Runs a parsed module's top level (where step builtins refuse to run), with the modules
 /// its `load` statements name, and freezes it.
 pub(crate) fn freeze_module(
@@ -179,7 +243,7 @@ impl Limits {
 }
 
 /// Where a suspended evaluation stopped: what the frame needs before it can go on.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Suspension {
     /// The agent must do an llm step.
     Llm {
@@ -242,7 +306,7 @@ impl Suspension {
 
 /// An llm step that a member of a `parallel` group stopped at: one of the independent
 /// tasks the group waits for (see `parallel`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     /// The member that asks, from 0: its answer is journaled tagged with it.
     pub member: usize,
@@ -253,7 +317,7 @@ pub struct Task {
 }
 
 /// How an evaluation ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Evaluation {
     /// The frame waits for the agent or a nested script.
     Suspended(Suspension),
@@ -302,14 +366,10 @@ pub(crate) struct FrameRun<'a> {
     pub source: &'a str,
 }
 
-/// Evaluates `program` over the frame's journal until it completes, fails or suspends.
-pub(crate) fn evaluate(program: &Program, run: FrameRun<'_>) -> Result<Evaluation, EngineError> {
-    evaluate_counted(program, run).0
-}
-
-/// [`evaluate`], with how many of the frame's steps the evaluation went through (replayed
+/// Evaluates `program` over the frame's journal until it completes, fails or suspends,
+/// with how many of the frame's steps the evaluation went through (replayed
 /// or new) when it stopped: a rewind compares it with the steps the journal recorded.
-pub(crate) fn evaluate_counted(
+fn evaluate_counted(
     program: &Program,
     run: FrameRun<'_>,
 ) -> (Result<Evaluation, EngineError>, usize) {
@@ -480,7 +540,7 @@ pub(crate) struct DirectCall<'a> {
 }
 
 /// How a [`DirectCall`] ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Called {
     /// The function returned this value (`None` as `null`).
     Returned(Json),

@@ -517,3 +517,48 @@ pub(crate) async fn prompt_text(client: &Client, name: &str, arguments: &str) ->
         .expect("a text message")
         .to_string()
 }
+
+#[tokio::test]
+async fn a_server_whose_binary_is_replaced_by_an_upgrade_goes_on_evaluating_scripts() {
+    // Scripts are evaluated in a child process of the server's own binary. An upgrade
+    // (`cargo install`) replaces the file under a running `mekara mcp`; the child must still
+    // be the binary that runs, not the file now at its path (here: not mekara at all).
+    use rmcp::ServiceExt as _;
+    let project = Project::new();
+    project.script(
+        "hello",
+        "Say hello.\n",
+        Some("def execute(request):\n    auto(\"echo hello-from-the-step\")\n    llm(\"Say hello back.\")\n"),
+    );
+    let copy = project.dir.path().join("bin/mekara");
+    std::fs::create_dir_all(copy.parent().expect("a folder")).expect("bin");
+    std::fs::copy(env!("CARGO_BIN_EXE_mekara"), &copy).expect("copy mekara");
+    let command = project.shell(&format!("exec '{}' mcp", copy.display()));
+    let (transport, _stderr) =
+        rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(command))
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("spawn the copy");
+    let handler = super::client::Handler::default();
+    let client = Client {
+        pid: transport.id().expect("pid"),
+        service: handler.clone().serve(transport).await.expect("initialize"),
+        handler,
+    };
+    // The upgrade: a new file at the path, as `install` writes one (a rename over it).
+    let next = project.dir.path().join("bin/mekara.new");
+    std::fs::write(
+        &next,
+        "#!/bin/sh\necho not the mekara that runs >&2\nexit 9\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(&next, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    std::fs::rename(&next, &copy).expect("replace the binary");
+    let reply = client.call("start", json!({"name": "hello"})).await.ok();
+    assert!(
+        reply.contains("hello-from-the-step") && reply.contains("Say hello back."),
+        "{reply}"
+    );
+    client.service.cancel().await.expect("close");
+}
