@@ -64,22 +64,40 @@ impl Settings {
         if std::env::var_os("MEKARA_EVALUATE_IN_PROCESS").is_some_and(|v| !v.is_empty()) {
             return self;
         }
-        // On Linux the binary that runs now, even once an upgrade replaced its file (a
-        // long-lived `mekara mcp` must not start a newer mekara that speaks otherwise).
-        let this = Path::new("/proc/self/exe");
-        if cfg!(target_os = "linux") && this.exists() {
-            self.evaluator = Some(this.to_path_buf());
-            return self;
-        }
-        self.evaluator = std::env::current_exe()
+        self.evaluator = own_binary();
+        self
+    }
+}
+
+/// The `mekara` binary that runs now, for the children that evaluate scripts. On Linux it is
+/// reached through a descriptor this process keeps open (`/proc/self/fd/N`): that is this
+/// binary even once an upgrade replaced the file at its path (a long-lived `mekara mcp` must
+/// not start a newer mekara that speaks otherwise), and, unlike `/proc/self/exe`, also under
+/// valgrind or an emulator, whose own binary that is. `None` (with a warning) when it cannot
+/// be found: scripts are then evaluated in this process.
+fn own_binary() -> Option<PathBuf> {
+    static OWN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    OWN.get_or_init(|| {
+        let exe = std::env::current_exe()
             .inspect_err(|e| {
                 tracing::warn!(
                     "cannot find mekara's own binary ({e}): scripts are evaluated in this process"
                 );
             })
-            .ok();
-        self
-    }
+            .ok()?;
+        if cfg!(target_os = "linux")
+            && let Ok(file) = std::fs::File::open(&exe)
+        {
+            // Kept open for the life of the process (it is closed on exec).
+            let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
+            let kept = PathBuf::from(format!("/proc/self/fd/{fd}"));
+            if kept.exists() {
+                return Some(kept);
+            }
+        }
+        Some(exe)
+    })
+    .clone()
 }
 
 /// A script on the stack.

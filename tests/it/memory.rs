@@ -245,3 +245,69 @@ fn a_run_failed_at_the_memory_cap_is_retried_with_the_fixed_script() {
         retried.stdout
     );
 }
+
+/// A frame job for `mekara __evaluate` whose script is `execute`'s body `body`.
+fn frame_job(body: &str) -> String {
+    serde_json::json!({"Frame": {
+        "sources": {
+            "origin": "job.star",
+            "text": format!("def execute(request):\n{body}"),
+            "helpers": {},
+            "authored": ""
+        },
+        "path": "job",
+        "request": "",
+        "working_dir": "/",
+        "steps": [],
+        "printed": 0,
+        "default_timeout": {"secs": 10, "nanos": 0},
+        "limits": {"max_ticks": 1_000_000, "max_heap_bytes": 268_435_456, "max_call_depth": 200}
+    }})
+    .to_string()
+}
+
+#[test]
+fn the_evaluating_child_answers_its_parent_and_refuses_what_is_not_its_protocol() {
+    let project = Project::new();
+    let child =
+        |stdin: &str| crate::common::run_with_stdin(project.command(&["__evaluate"]), stdin);
+    // A job it can finish alone: how it ended, on one line.
+    let done = child(&format!("{}\n", frame_job("    x = 1\n")));
+    done.expect_code(0);
+    let said: serde_json::Value =
+        serde_json::from_str(done.stdout.trim()).expect("one line of JSON");
+    assert_eq!(
+        said["Finished"]["outcome"]["Evaluated"], "Completed",
+        "{said}"
+    );
+    // A step: it asks the parent to run it, and stops when nobody answers.
+    let asked = child(&format!("{}\n", frame_job("    auto(\"echo hi\")\n")));
+    asked.expect_code(2);
+    assert!(
+        asked.stdout.contains(r#"{"Shell":{"command":"echo hi""#),
+        "{}",
+        asked.stdout
+    );
+    // ... or when the answer is not one.
+    let wrong = child(&format!(
+        "{}\n{{\"Ran\": 5}}\n",
+        frame_job("    auto(\"echo hi\")\n")
+    ));
+    wrong.expect_code(2);
+    for (input, what) in [
+        ("", "nothing"),
+        ("not json\n", "not JSON"),
+        ("{\"Frame\": {}}\n", "a job without its fields"),
+        ("{\"Run\": \"rm -rf /\"}\n", "an unknown job"),
+        (&"x".repeat(10 << 20), "ten megabytes of one line"),
+    ] {
+        let run = child(input);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains("is mekara's own") && !run.stderr.contains("panicked"),
+            "{what}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{what}: {}", run.stdout);
+    }
+}

@@ -637,6 +637,13 @@ fn write_line(out: &mut impl Write, message: &impl Serialize) -> std::io::Result
 
 /// The child's end: reads the [`Start`] from stdin, evaluates, and says how it ended.
 pub(crate) fn serve_parent() -> anyhow::Result<()> {
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "`mekara {SUBCOMMAND}` is the process mekara evaluates scripts in, not a command \
+             for people; `mekara --help` lists those"
+        );
+    }
     let mut from_parent = BufReader::new(std::io::stdin());
     let mut line = String::new();
     from_parent.read_line(&mut line)?;
