@@ -20,6 +20,8 @@ if [ -z "$mekara" ]; then
   mekara=$repo/target/release/mekara
   [ -x "$mekara" ] || mekara=$repo/target/debug/mekara
 fi
+# The runs below start in the project's folder.
+mekara=$(cd "$(dirname "$mekara")" && pwd)/$(basename "$mekara")
 limit=${2:-60}
 runs=${RUNS:-20}
 project=$(mktemp -d)
@@ -79,7 +81,7 @@ for how in child process; do
   start=$(date +%s%N)
   for _ in $(seq "$runs"); do
     (cd "$project" && HOME="$project/home" MEKARA_EVALUATE_IN_PROCESS=$in_process \
-      "$mekara" run one </dev/null >/dev/null 2>&1)
+      "$mekara" run one </dev/null >/dev/null 2>&1) || { echo "run one failed" >&2; exit 1; }
   done
   end=$(date +%s%N)
   printf '%-22s %14s\n' "in a $how" "$(( (end - start) / runs / 1000000 ))"
