@@ -113,9 +113,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
         cwd,
         default_timeout,
         limits,
-        crate::engine::Settings::default()
-            .evaluating_in_children()
-            .evaluator,
+        crate::engine::compiled::child::evaluator(),
     );
 
     super::mcp::serve_until_done(http.is_some(), async move {

@@ -56,48 +56,12 @@ impl Default for Settings {
 
 impl Settings {
     /// These settings, with compiled scripts evaluated in child processes of the `mekara`
-    /// binary that runs now (in this process if its path cannot be found, or if
-    /// `MEKARA_EVALUATE_IN_PROCESS` is set: a little faster, but then a script past the
-    /// memory cap stops mekara).
+    /// binary that runs now, unless told otherwise (see `compiled::child::evaluator`).
     #[must_use]
     pub fn evaluating_in_children(mut self) -> Settings {
-        if std::env::var_os("MEKARA_EVALUATE_IN_PROCESS").is_some_and(|v| !v.is_empty()) {
-            return self;
-        }
-        self.evaluator = own_binary();
+        self.evaluator = super::compiled::child::evaluator();
         self
     }
-}
-
-/// The `mekara` binary that runs now, for the children that evaluate scripts. On Linux it is
-/// reached through a descriptor this process keeps open (`/proc/self/fd/N`): that is this
-/// binary even once an upgrade replaced the file at its path (a long-lived `mekara mcp` must
-/// not start a newer mekara that speaks otherwise), and, unlike `/proc/self/exe`, also under
-/// valgrind or an emulator, whose own binary that is. `None` (with a warning) when it cannot
-/// be found: scripts are then evaluated in this process.
-fn own_binary() -> Option<PathBuf> {
-    static OWN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    OWN.get_or_init(|| {
-        let exe = std::env::current_exe()
-            .inspect_err(|e| {
-                tracing::warn!(
-                    "cannot find mekara's own binary ({e}): scripts are evaluated in this process"
-                );
-            })
-            .ok()?;
-        if cfg!(target_os = "linux")
-            && let Ok(file) = std::fs::File::open(&exe)
-        {
-            // Kept open for the life of the process (it is closed on exec).
-            let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
-            let kept = PathBuf::from(format!("/proc/self/fd/{fd}"));
-            if kept.exists() {
-                return Some(kept);
-            }
-        }
-        Some(exe)
-    })
-    .clone()
 }
 
 /// A script on the stack.

@@ -28,9 +28,7 @@ use serde_json::{Map, Value as Json};
 use starlark::syntax::AstModule;
 
 use super::modules::{FindModule, ModuleGraph};
-use super::{
-    Called, CodeError, Evaluation, FrameRun, Limits, Program, evaluate_counted, static_check,
-};
+use super::{Called, CodeError, Evaluation, FrameRun, Limits, Program, evaluate_counted};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
@@ -40,6 +38,43 @@ use crate::script::{HelperError, ScriptFile};
 
 /// The hidden subcommand the child runs.
 pub(crate) const SUBCOMMAND: &str = "__evaluate";
+
+/// The `mekara` binary that evaluates scripts in child processes: the one that runs now.
+/// `None` (scripts are then evaluated in this process) when `MEKARA_EVALUATE_IN_PROCESS` is
+/// set (a little faster, but a script past the memory cap then stops mekara), or, with a
+/// warning, when the binary cannot be found.
+///
+/// On Linux it is reached through a descriptor this process keeps open (`/proc/self/fd/N`):
+/// that is this binary even once an upgrade replaced the file at its path (a long-lived
+/// `mekara mcp` must not start a newer mekara that speaks otherwise), and, unlike
+/// `/proc/self/exe`, also under valgrind or an emulator, whose own binary that is.
+pub(crate) fn evaluator() -> Option<PathBuf> {
+    static OWN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    if std::env::var_os("MEKARA_EVALUATE_IN_PROCESS").is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    OWN.get_or_init(|| {
+        let exe = std::env::current_exe()
+            .inspect_err(|e| {
+                tracing::warn!(
+                    "cannot find mekara's own binary ({e}): scripts are evaluated in this process"
+                );
+            })
+            .ok()?;
+        if cfg!(target_os = "linux")
+            && let Ok(file) = std::fs::File::open(&exe)
+        {
+            // Kept open for the life of the process (it is closed on exec).
+            let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
+            let kept = PathBuf::from(format!("/proc/self/fd/{fd}"));
+            if kept.exists() {
+                return Some(kept);
+            }
+        }
+        Some(exe)
+    })
+    .clone()
+}
 
 /// What a child needs to load a script: its text and every helper module it loads, read
 /// by the parent (so the child reads no file), and the text of their string literals.
@@ -71,12 +106,7 @@ impl Sources {
             helpers.borrow_mut().insert(path.to_string(), file.clone());
             Ok(file)
         };
-        let graph = ModuleGraph::collect(origin, source, &recording)?;
-        let authored = graph
-            .nodes
-            .iter()
-            .map(|node| static_check::string_literals(&node.ast))
-            .collect();
+        let authored = ModuleGraph::collect(origin, source, &recording)?.authored();
         Ok(Sources {
             origin: origin.to_string(),
             text: source.to_string(),
@@ -298,25 +328,31 @@ pub(crate) fn evaluate(
         default_timeout: run.default_timeout,
         limits: run.limits.clone(),
     });
-    let ended = converse(exe, &start, run);
-    let run = ended.run;
-    let Some((outcome, cursor, printed)) = ended.finished else {
-        let cursor = run.steps.len();
-        return match ended.stopped {
-            Stopped::Refused(message) => (Ok(Evaluation::Failed(message)), cursor),
-            // A journal that could not be written says more than the child's end.
-            Stopped::Error(e) => (
-                Err(ended.journal_error.map_or(e, EngineError::Journal)),
-                cursor,
-            ),
-        };
-    };
-    *run.printed = printed;
-    let result = match outcome {
-        Outcome::Evaluated(evaluation) => Ok(evaluation),
-        outcome => Err(outcome.into_error(run.path, ended.journal_error)),
-    };
-    (result, cursor)
+    let Ended {
+        run,
+        end,
+        journal_error,
+    } = converse(exe, &start, run);
+    match end {
+        End::Finished {
+            outcome,
+            cursor,
+            printed,
+        } => {
+            *run.printed = printed;
+            let result = match outcome {
+                Outcome::Evaluated(evaluation) => Ok(evaluation),
+                outcome => Err(outcome.into_error(run.path, journal_error)),
+            };
+            (result, cursor)
+        }
+        End::Refused(message) => (Ok(Evaluation::Failed(message)), run.steps.len()),
+        // A journal that could not be written says more than the child's end.
+        End::Stopped(e) => (
+            Err(journal_error.map_or(e, EngineError::Journal)),
+            run.steps.len(),
+        ),
+    }
 }
 
 /// Calls a function of the module `source` (named `origin` in error locations) as
@@ -356,13 +392,16 @@ pub(crate) fn call(
         source: "",
     };
     let ended = converse(exe, &start, run);
-    match ended.finished {
-        Some((Outcome::Called(called), ..)) => Ok(called),
-        Some((outcome, ..)) => Err(outcome.into_error(call.function, ended.journal_error)),
-        None => match ended.stopped {
-            Stopped::Refused(message) => Ok(Called::Failed(message)),
-            Stopped::Error(e) => Err(e),
-        },
+    match ended.end {
+        End::Finished {
+            outcome: Outcome::Called(called),
+            ..
+        } => Ok(called),
+        End::Finished { outcome, .. } => {
+            Err(outcome.into_error(call.function, ended.journal_error))
+        }
+        End::Refused(message) => Ok(Called::Failed(message)),
+        End::Stopped(e) => Err(e),
     }
 }
 
@@ -370,20 +409,26 @@ pub(crate) fn call(
 struct Ended<'a> {
     /// The frame it was about, given back.
     run: FrameRun<'a>,
-    /// How the child said the evaluation ended, the cursor and the prints reported.
-    finished: Option<(Outcome, usize, usize)>,
-    /// Why the child stopped, when it stopped before it said.
-    stopped: Stopped,
+    /// How.
+    end: End,
     /// Why the journal could not be written, when it could not.
     journal_error: Option<JournalError>,
 }
 
-/// Why a child stopped before it said how the evaluation ended.
-enum Stopped {
-    /// At the memory cap: the script's failure, with the cap's message and the statement.
+/// How a child ended.
+enum End {
+    /// It said how the evaluation ended, where its cursor was and how many prints it
+    /// reported.
+    Finished {
+        outcome: Outcome,
+        cursor: usize,
+        printed: usize,
+    },
+    /// It stopped at the memory cap: the script's failure, with the cap's message and the
+    /// statement.
     Refused(String),
-    /// Any other way: the run is kept as it was.
-    Error(EngineError),
+    /// It stopped any other way before it said: the run is kept as it was.
+    Stopped(EngineError),
 }
 
 /// Starts `exe __evaluate`, sends it `start` and does what it asks with `run` until it says
@@ -393,11 +438,9 @@ fn converse<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
         Ok(child) => child,
         Err(e) => {
             let detail = format!("cannot start `{} {SUBCOMMAND}`: {e}", exe.display());
-            let stopped = Stopped::Error(stopped(run.path, &detail));
             return Ended {
+                end: End::Stopped(stopped(run.path, &detail)),
                 run,
-                finished: None,
-                stopped,
                 journal_error: None,
             };
         }
@@ -420,8 +463,14 @@ fn converse<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
     let Parent {
         run, journal_error, ..
     } = parent;
-    let stopped = if let Some(refused) = refusal(&said) {
-        Stopped::Refused(refused)
+    let end = if let Some((outcome, cursor, printed)) = finished {
+        End::Finished {
+            outcome,
+            cursor,
+            printed,
+        }
+    } else if let Some(refused) = refusal(&said) {
+        End::Refused(refused)
     } else {
         let how = match status {
             Ok(status) => status.to_string(),
@@ -433,12 +482,11 @@ fn converse<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
         } else {
             format!("its process ended ({how}) before the evaluation did, saying: {said}")
         };
-        Stopped::Error(stopped(run.path, &detail))
+        End::Stopped(stopped(run.path, &detail))
     };
     Ended {
         run,
-        finished,
-        stopped,
+        end,
         journal_error,
     }
 }

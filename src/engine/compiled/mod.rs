@@ -97,12 +97,7 @@ impl Program {
     ) -> Result<Program, CodeError> {
         let graph = ModuleGraph::collect(origin, source, find)?;
         let signature = static_check::execute_signature(&graph.root().ast);
-        // The author's own text: the string literals of the script and of its helpers.
-        let authored = graph
-            .nodes
-            .iter()
-            .map(|node| static_check::string_literals(&node.ast))
-            .collect();
+        let authored = graph.authored();
         let module = graph.freeze(limits)?;
         match module.get_option("execute") {
             Ok(Some(f)) if f.value().get_type() == "function" => match signature {

@@ -53,6 +53,15 @@ impl ModuleGraph {
         Ok(graph)
     }
 
+    /// The author's own text: the string literals of the script and of its helpers, where
+    /// the prompt tags that may call tools are written (see `Program::authored`).
+    pub(super) fn authored(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|node| super::static_check::string_literals(&node.ast))
+            .collect()
+    }
+
     /// The script's node.
     pub(super) fn root(&self) -> &Node {
         self.nodes
