@@ -35,6 +35,7 @@ pub mod script;
 mod agent;
 mod cli;
 mod client;
+mod config;
 mod display;
 mod exit;
 #[cfg(test)]
@@ -44,10 +45,13 @@ mod install;
 mod mcp;
 mod memory;
 mod serve;
-mod store_config;
+mod store;
 mod traces;
 mod transport;
 
 pub use cli::run;
 pub use client::McpClient;
 pub use memory::Allocator;
+// Until the integration tests stop building an executor themselves.
+#[doc(hidden)]
+pub use store::files as store_files;

@@ -98,7 +98,7 @@ fn start(locations: &Locations) -> Option<Arc<Traces>> {
 }
 
 fn build(locations: &Locations, endpoint_var: &str, endpoint: &str) -> Result<Traces, String> {
-    let shown = crate::engine::postgres::redact_url(endpoint);
+    let shown = crate::store::postgres::redact_url(endpoint);
     let uri: http::Uri = endpoint
         .parse()
         .map_err(|e| format!("`{endpoint_var}` is not a URL (`{shown}`: {e}); set it to the collector's OTLP/HTTP address, such as `http://localhost:4318`"))?;
@@ -145,7 +145,7 @@ fn build(locations: &Locations, endpoint_var: &str, endpoint: &str) -> Result<Tr
         .map_err(|e| format!("cannot export to `{endpoint_var}`: {e}"))?;
     let mut resource = opentelemetry_sdk::Resource::builder().with_attributes([
         KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-        KeyValue::new("host.name", crate::engine::postgres::this_host()),
+        KeyValue::new("host.name", crate::store::postgres::this_host()),
     ]);
     let named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty())
         || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
@@ -160,8 +160,8 @@ fn build(locations: &Locations, endpoint_var: &str, endpoint: &str) -> Result<Tr
         tracer: provider.tracer("mekara"),
         provider,
         include_text: include_text(locations),
-        host: crate::engine::postgres::this_host(),
-        user: crate::engine::postgres::this_user(),
+        host: crate::store::postgres::this_host(),
+        user: crate::store::postgres::this_user(),
     })
 }
 
@@ -219,11 +219,7 @@ fn include_text(locations: &Locations) -> bool {
         let value = value.trim().to_ascii_lowercase();
         return matches!(value.as_str(), "1" | "true" | "yes" | "on");
     }
-    let Some(file) = locations
-        .project_root
-        .as_deref()
-        .map(|r| r.join(crate::client::policy::POLICY_FILE))
-    else {
+    let Some(file) = crate::config::path(locations.project_root.as_deref()) else {
         return false;
     };
     match read_section(&file) {
@@ -246,18 +242,15 @@ struct Section {
 }
 
 fn read_section(file: &Path) -> Result<Section, String> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Section::default()),
-        Err(e) => return Err(format!("cannot read it: {e}")),
+    let Some(text) = crate::config::read(file)? else {
+        return Ok(Section::default());
     };
-    let mut table: toml::Table =
-        toml::from_str(&text).map_err(|e| e.to_string().trim_end().to_string())?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| crate::config::reason(&e))?;
     match table.remove("traces") {
         None => Ok(Section::default()),
         Some(section) => section
             .try_into()
-            .map_err(|e: toml::de::Error| format!("`[traces]`: {}", e.to_string().trim_end())),
+            .map_err(|e: toml::de::Error| format!("`[traces]`: {}", crate::config::reason(&e))),
     }
 }
 

@@ -446,8 +446,8 @@ fn locate() -> anyhow::Result<(Locations, Resolver)> {
 }
 
 /// The run store of these locations.
-fn run_store(locations: &Locations) -> Result<crate::engine::runs::RunStore, EngineError> {
-    crate::store_config::run_store(locations)
+fn run_store(locations: &Locations) -> Result<crate::engine::store::RunStore, EngineError> {
+    crate::store::config::run_store(locations)
 }
 
 #[cfg(test)]

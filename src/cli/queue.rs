@@ -1,5 +1,5 @@
 //! `mekara submit` and `mekara worker`: a queue of unattended runs in the shared run store
-//! (`crate::engine::postgres::Worker` claims them), drained by workers on any host with a
+//! (`crate::store::postgres::Worker` claims them), drained by workers on any host with a
 //! checkout of the project. `mekara runs cancel` is here too, for `cli::runs`.
 //!
 //! A worker runs each run as a child `mekara run … --agent…` (never in its own process): a
@@ -19,13 +19,13 @@ use clap::{ArgGroup, Args};
 
 use super::output::outln;
 use crate::display::count;
-use crate::engine::postgres::{Cancel, Job, JobState, NewJob, PgStore, Worker};
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::runs::RunState;
 use crate::engine::{CancelToken, StepRunner, ToolCall};
 use crate::exit::Exit;
 use crate::paths::Locations;
-use crate::store_config::QueueLimits;
+use crate::store::config::QueueLimits;
+use crate::store::postgres::{Cancel, Job, JobState, NewJob, PgStore, Worker};
 
 /// The queue a run goes to, and a worker drains, unless told otherwise.
 const DEFAULT_QUEUE: &str = "default";
@@ -97,7 +97,7 @@ pub(super) struct WorkerArgs {
 
 /// The shared store of a queue command, or the usage error that says how to set one.
 fn shared_store(locations: &Locations, command: &str) -> anyhow::Result<PgStore> {
-    match crate::store_config::shared(locations)? {
+    match crate::store::config::shared(locations)? {
         Some(store) => Ok(store),
         None => super::usage(format!(
             "`mekara {command}` needs the shared run store, and this project keeps its runs in files; set `[store] url = \"postgres://USER:PASSWORD@HOST/DATABASE\"` in `.mekara/config.toml` or `MEKARA_STORE_URL`"
@@ -226,11 +226,11 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
         );
     }
     let store = shared_store(&locations, "worker")?;
-    let limits = crate::store_config::queue_limits(&locations)?;
+    let limits = crate::store::config::queue_limits(&locations)?;
     let runs_dir = locations
         .runs_dir()
         .ok_or(crate::engine::EngineError::NoRunsDir)?;
-    crate::engine::store::make_runs_dir(&runs_dir)?;
+    crate::store::file::make_runs_dir(&runs_dir)?;
     let queues: Vec<(String, Option<usize>)> = args
         .queues
         .iter()

@@ -12,10 +12,11 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::{Map, Value as Json};
 
-use crate::display::{count, rewind_summary, step_mark};
+use crate::display::count;
 use crate::engine::journal::Outcome;
-use crate::engine::runs::{RunHistory, RunStore};
+use crate::engine::runs::RunHistory;
 use crate::engine::step::{AnsweredBy, StepInput, StepRecord};
+use crate::engine::store::RunStore;
 use crate::engine::{
     CancelToken, EngineError, Executor, FrameEvent, Observer, Pending, Rewind, Settings,
     ShellRunner,
@@ -138,7 +139,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
             })
             .and_then(|()| outln!("resuming run {id}"))
             .and_then(|()| match &plan {
-                Some(plan) => out!("{}", rewind_summary(plan)),
+                Some(plan) => out!("{}", plan.summary()),
                 None => Ok(()),
             });
         if let Err(e) = said {
@@ -723,7 +724,7 @@ impl Observer for Terminal {
             self.at_line_start.set(true);
         }
         let ms = record.result.duration_ms.unwrap_or(0);
-        let mark = step_mark(record);
+        let mark = record.mark();
         match &record.result.error {
             None => self.line(format_args!("{mark} {frame}[{}] ({ms} ms)", record.index)),
             Some(error) if record.failure_allowed() => self.line(format_args!(

@@ -3,13 +3,14 @@
 use super::output::{out, outln};
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
-use crate::display::{bytes, count, format_time, step_mark};
+use crate::display::{bytes, count, format_time};
 use crate::engine::journal::{Event, Origin, Outcome, Reason};
-use crate::engine::postgres::{JobState, QueueRow};
-use crate::engine::runs::{PruneRule, RunState, RunStore, RunSummary, live};
+use crate::engine::runs::{PruneRule, RunState, RunSummary, live};
 use crate::engine::step::StepRecord;
+use crate::engine::store::RunStore;
 use crate::exit::Exit;
 use crate::mcp::reply::resume_call;
+use crate::store::postgres::{JobState, QueueRow};
 
 #[derive(Debug, Args)]
 pub(super) struct RunsArgs {
@@ -116,7 +117,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             }
             let states: Vec<RunState> = args.state.into_iter().map(RunState::from).collect();
             let mut runs = store.list()?;
-            if let Some(shared) = crate::store_config::shared(&locations)? {
+            if let Some(shared) = crate::store::config::shared(&locations)? {
                 with_queue(&mut runs, shared.queue_rows(None)?);
             }
             let all = runs.len();
@@ -203,7 +204,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 keep,
                 states: state.into_iter().map(RunState::from).collect(),
             };
-            let queue = match crate::store_config::shared(&locations)? {
+            let queue = match crate::store::config::shared(&locations)? {
                 Some(shared) => shared.queue_rows(None)?,
                 None => Vec::new(),
             };
@@ -211,7 +212,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
         }
         Some(RunsCommand::Cancel { id }) => return super::queue::cancel(&locations, &id),
         Some(RunsCommand::Show { id }) => {
-            let queued = match crate::store_config::shared(&locations)? {
+            let queued = match crate::store::config::shared(&locations)? {
                 Some(shared) => shared.queue_rows(Some(&id))?.pop(),
                 None => None,
             };
@@ -443,10 +444,7 @@ fn show_event(out: &mut String, event: &Event) {
             }
             out.push('\n');
             if let Some(agent) = &pop.agent {
-                out.push_str(&format!(
-                    "{indent}    agent: {}\n",
-                    crate::display::agent_report(agent)
-                ));
+                out.push_str(&format!("{indent}    agent: {}\n", agent.summary()));
             }
         }
     }
@@ -454,7 +452,7 @@ fn show_event(out: &mut String, event: &Event) {
 
 fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
     let indent = "  ".repeat(depth + 1);
-    let mark = step_mark(record);
+    let mark = record.mark();
     out.push_str(&format!(
         "{indent}{mark} [{}] {}",
         record.index,
@@ -487,14 +485,11 @@ fn show_step(out: &mut String, depth: usize, record: &StepRecord) {
         ));
     }
     if let Some(answer) = &record.result.answer {
-        let label = crate::display::answer_label(&record.result);
+        let label = record.result.answer_label();
         out.push_str(&format!("{body}{label}: {answer}\n"));
     }
     if let Some(agent) = &record.result.agent {
-        out.push_str(&format!(
-            "{body}agent: {}\n",
-            crate::display::agent_report(agent)
-        ));
+        out.push_str(&format!("{body}agent: {}\n", agent.summary()));
     }
     if let Some(error) = &record.result.error {
         let label = if record.failure_allowed() {

@@ -5,8 +5,8 @@ use clap::{Args, Subcommand};
 
 use super::output::outln;
 use crate::display::count;
-use crate::engine::postgres::{Moved, PgStore};
 use crate::exit::Exit;
+use crate::store::postgres::{Moved, PgStore};
 
 #[derive(Debug, Args)]
 pub(super) struct StoreArgs {
@@ -28,7 +28,7 @@ enum StoreCommand {
 
 pub(super) fn run(args: StoreArgs) -> anyhow::Result<Exit> {
     let (locations, _) = super::locate()?;
-    let Some(store) = crate::store_config::shared(&locations)? else {
+    let Some(store) = crate::store::config::shared(&locations)? else {
         return super::usage(
             "no shared run store is set, so runs are journal files; set `[store] url = \"postgres://USER:PASSWORD@HOST/DATABASE\"` in `.mekara/config.toml` or `MEKARA_STORE_URL`",
         );

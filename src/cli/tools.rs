@@ -215,7 +215,7 @@ fn call(
 }
 
 fn init(root: &std::path::Path, force: bool) -> anyhow::Result<Exit> {
-    let path: PathBuf = root.join(policy::POLICY_FILE);
+    let path: PathBuf = root.join(crate::config::FILE);
     if path.exists() && !force {
         return super::usage(format!(
             "`{}` exists; edit it, or pass `--force` to replace it",

@@ -24,8 +24,8 @@ use crate::agent::gemini::GeminiAgent;
 use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::display::count;
 use crate::engine::journal::Event;
-use crate::engine::runs::RunStore;
 use crate::engine::step::{AgentReport, StepRecord};
+use crate::engine::store::RunStore;
 use crate::engine::{Pending, Settings, StepRunner};
 use crate::exit::Exit;
 use crate::mcp::history::Progress;
@@ -242,7 +242,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             }
             eprintln!("resuming run {id}");
             if let Some(plan) = &plan {
-                eprint!("{}", crate::display::rewind_summary(plan));
+                eprint!("{}", plan.summary());
             }
             let call = AgentCall::Resume {
                 run_id: None,
@@ -460,7 +460,7 @@ fn add(total: &mut AgentReport, report: &AgentReport, attempt: u32, elapsed: Dur
 }
 
 fn cost_note(report: &AgentReport) -> String {
-    format!(": {}", crate::display::agent_report(report))
+    format!(": {}", report.summary())
 }
 
 fn kind_name(kind: Kind) -> &'static str {

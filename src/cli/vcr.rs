@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use crate::engine::Settings;
-use crate::engine::runs::RunStore;
 use crate::exit::Exit;
 use crate::mcp::{Registry, SessionPlan, vcr};
 
@@ -40,7 +39,7 @@ pub(super) fn run(args: VcrArgs) -> anyhow::Result<Exit> {
     let dir = working_dir.map_or_else(|| cwd.clone(), |d| cwd.join(d));
     let mut plan = SessionPlan::discover(&dir, Settings::default().evaluating_in_children())?;
     let runs = tempfile::Builder::new().prefix("mekara-vcr-").tempdir()?;
-    plan.store = RunStore::new(runs.path());
+    plan.store = crate::store::files(runs.path());
     match vcr::replay(&cassette, &dir, |runner| Registry::new(plan, runner)) {
         Ok(done) => {
             outln!(

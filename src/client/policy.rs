@@ -1,4 +1,5 @@
-//! What scripts may call: the per-server policy of `.mekara/config.toml`.
+//! What scripts may call: the per-server policy, `[servers.NAME]` of `.mekara/config.toml`
+//! ([`crate::config`]).
 //!
 //! ```toml
 //! [servers.fs]
@@ -20,9 +21,6 @@ use serde::Deserialize;
 
 use super::error::ClientError;
 
-/// The file policy lives in, relative to the project root.
-pub(crate) const POLICY_FILE: &str = ".mekara/config.toml";
-
 /// Default time a call may take.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -34,10 +32,10 @@ pub(crate) const DEFAULT_RETRIES: u32 = 1;
 struct File {
     #[serde(default)]
     servers: BTreeMap<String, ServerPolicy>,
-    /// The run store's section, read by [`crate::engine::store`].
+    /// The run store's section, read by [`crate::store::config`].
     #[serde(default, rename = "store")]
     _store: Option<toml::Table>,
-    /// The queues' limits, read by [`crate::store_config::queue_limits`].
+    /// The queues' limits, read by [`crate::store::config::queue_limits`].
     #[serde(default, rename = "queue")]
     _queue: Option<toml::Table>,
     /// The traces' section, read by `crate::traces`.
@@ -112,22 +110,15 @@ impl Policy {
         let Some(root) = root else {
             return Ok(Policy::default());
         };
-        let file = root.join(POLICY_FILE);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Policy::default());
-            }
-            Err(e) => {
-                return Err(ClientError::Config {
-                    file,
-                    reason: format!("cannot read it: {e}"),
-                });
-            }
+        let file = root.join(crate::config::FILE);
+        let text = match crate::config::read(&file) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(Policy::default()),
+            Err(reason) => return Err(ClientError::Config { file, reason }),
         };
         let parsed: File = toml::from_str(&text).map_err(|e| ClientError::Config {
             file: file.clone(),
-            reason: e.to_string().trim_end().to_string(),
+            reason: crate::config::reason(&e),
         })?;
         for (name, server) in &parsed.servers {
             if let Some(t) = server.timeout
@@ -230,7 +221,7 @@ impl Policy {
     }
 
     fn shown_file(&self) -> String {
-        POLICY_FILE.to_string()
+        crate::config::FILE.to_string()
     }
 }
 

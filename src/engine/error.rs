@@ -4,7 +4,7 @@
 //! instructions. These are the cases where the caller asked for something the run cannot do,
 //! or the run's files cannot be trusted.
 
-use super::journal::JournalError;
+use super::journal::{JournalError, StoreFailure};
 use crate::exit::Exit;
 use crate::script::ScriptError;
 
@@ -220,10 +220,9 @@ impl EngineError {
             | EngineError::NotWaitingForAnswer { .. }
             | EngineError::NoRunsDir
             | EngineError::Evaluation { .. }
-            | EngineError::Journal(JournalError::Store(
-                super::postgres::StoreError::BadUrl { .. }
-                | super::postgres::StoreError::Config { .. },
-            )) => Exit::Usage,
+            | EngineError::Journal(JournalError::Store(StoreFailure { usage: true, .. })) => {
+                Exit::Usage
+            }
             EngineError::Journal(_)
             | EngineError::Diverged { .. }
             | EngineError::Cancelled { .. }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::compiled::{CodeError, Evaluation, FrameRun, Limits, Loaded, Suspension, Task};
+use super::compiled::{CodeError, Evaluation, FrameRun, Loaded, Suspension, Task};
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
@@ -19,50 +19,16 @@ use super::journal::{
 use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
-use super::runs::{RunHistory, RunStore};
+use super::runs::RunHistory;
+use super::settings::{Settings, load_program};
 use super::step::{
     AgentReport, AnsweredBy, MAX_KEPT, ParallelMember, StepInput, StepRecord, StepResult,
 };
 use super::store::RunLog;
+use super::store::RunStore;
 use super::tool::NL_TAG_CONTEXT;
 use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
-
-/// Knobs of a run.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Timeout of shell steps that do not set their own.
-    pub default_timeout: Duration,
-    /// How deep scripts may nest.
-    pub max_depth: usize,
-    /// Evaluation bounds of compiled scripts.
-    pub limits: Limits,
-    /// The `mekara` binary that evaluates compiled scripts in a child process, so that one
-    /// that asks for too much memory fails alone (see `compiled::child`); `None`: they are
-    /// evaluated in this process.
-    pub evaluator: Option<PathBuf>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            default_timeout: Duration::from_secs(10 * 60),
-            max_depth: 16,
-            limits: Limits::default(),
-            evaluator: None,
-        }
-    }
-}
-
-impl Settings {
-    /// These settings, with compiled scripts evaluated in child processes of the `mekara`
-    /// binary that runs now, unless told otherwise (see `compiled::child::evaluator`).
-    #[must_use]
-    pub fn evaluating_in_children(mut self) -> Settings {
-        self.evaluator = super::compiled::child::evaluator();
-        self
-    }
-}
 
 /// A script on the stack.
 pub struct Frame {
@@ -117,24 +83,6 @@ impl Frame {
                 .clone(),
         )
     }
-}
-
-/// The program of `script`, when it is compiled, loaded with the helper modules of its level
-/// as they are now (for a child process to evaluate, when `settings` say so).
-pub(crate) fn load_program(
-    resolver: &Resolver,
-    script: &Script,
-    settings: &Settings,
-) -> Option<Result<Loaded, CodeError>> {
-    let compiled = script.compiled.as_ref()?;
-    let find = |path: &str| resolver.helper(compiled.level, path);
-    Some(Loaded::load(
-        &compiled.origin,
-        &compiled.text,
-        &find,
-        &settings.limits,
-        settings.evaluator.as_deref(),
-    ))
 }
 
 /// What the run needs next.

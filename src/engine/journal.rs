@@ -1,4 +1,4 @@
-//! `Journal`: the append-only file of one run.
+//! The journal format: the append-only history of one run, whichever store keeps it.
 //!
 //! A run is one JSON object per line. The events replay into the stack of frames: `push`
 //! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
@@ -7,21 +7,17 @@
 //! `ask` says the top frame's question was put to the person (when, and what it takes).
 //! Nothing else is stored: the pending step is derived from the frames by evaluating them.
 //!
-//! Every event is written with a single `write` on a file opened for appending, before the
-//! script sees the result it records, so a crash loses at most the step in flight. A last
-//! line without its newline, or that does not parse, is a torn write: it is reported and
-//! cut off before the run is resumed, never trusted. The owning process holds an exclusive
-//! lock on the file, so two processes cannot drive one run.
+//! Every event is durable before the script sees the result it records, so a crash loses at
+//! most the step in flight. A last line without its newline, or that does not parse, is a
+//! torn write: [`parse`] reports it and it is cut off before the run is resumed, never
+//! trusted. The stores that keep journals (files, PostgreSQL) are in `crate::store`.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::group_note::GroupNote;
 use super::step::StepRecord;
 
 /// The first line of every journal: which format and which mekara wrote it.
@@ -319,9 +315,33 @@ pub enum JournalError {
         /// The run id.
         id: String,
     },
-    /// The shared run store failed.
+    /// A store that keeps journals elsewhere (the shared PostgreSQL store) failed.
     #[error(transparent)]
-    Store(#[from] super::postgres::StoreError),
+    Store(#[from] StoreFailure),
+}
+
+/// Why a store backend could not do what was asked: its own error, kept whole for its
+/// message and source, and whether it was the user's setting that was wrong (exit 2) rather
+/// than the store that failed (exit 1). The engine names no backend: each turns its own
+/// error into this one.
+#[derive(Debug)]
+pub struct StoreFailure {
+    /// The backend's error.
+    pub error: Box<dyn std::error::Error + Send + Sync>,
+    /// Whether it is a usage error: a setting the user must fix (a bad URL, a bad section).
+    pub usage: bool,
+}
+
+impl std::fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for StoreFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
 }
 
 /// A torn last record, found when reading.
@@ -342,21 +362,8 @@ pub struct Contents {
     pub torn: Option<TornTail>,
 }
 
-/// Reads the journal at `path` without taking it.
-pub fn read(path: &Path) -> Result<Contents, JournalError> {
-    let io = |source| JournalError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io)?;
-    parse(path, &bytes)
-}
-
 /// Reads a journal's `bytes` (from the file at `path`, which errors name).
-pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
     let mut events = Vec::new();
     let mut offset = 0usize;
     let mut line_no = 0;
@@ -427,361 +434,4 @@ fn event_of(line: &[u8]) -> Result<Event, String> {
     serde_json::from_slice::<Json>(line)
         .map_err(|e| e.to_string())
         .and_then(Event::from_json)
-}
-
-/// An open, locked journal that events are appended to.
-#[derive(Debug)]
-pub struct Journal {
-    id: String,
-    path: PathBuf,
-    file: File,
-    /// Also keeps the journal's length, which it notes with each step's group.
-    group: GroupNote,
-    /// The header of a new run, written with its first event so that no journal holds a
-    /// header alone (a run killed in between could not be resumed: its script would be
-    /// unknown).
-    header: Option<Vec<u8>>,
-}
-
-impl Journal {
-    /// Creates the journal of a new run `id` in `dir`, with the digest of the run's handle
-    /// token. Its header is written with the first event appended, in the same write.
-    pub fn create(
-        dir: &Path,
-        id: &str,
-        token_sha256: Option<String>,
-    ) -> Result<Journal, JournalError> {
-        let path = dir.join(format!("{id}.jsonl"));
-        let io = |source| JournalError::Io {
-            path: path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io)?;
-        let group = GroupNote::open(dir, id).map_err(io)?;
-        let mut journal = Journal {
-            id: id.to_string(),
-            path: path.clone(),
-            file,
-            group,
-            header: None,
-        };
-        journal.lock()?;
-        journal.header = Some(journal.line(&Event::Run(RunEvent {
-            format: FORMAT.to_string(),
-            mekara: env!("CARGO_PKG_VERSION").to_string(),
-            id: id.to_string(),
-            token_sha256,
-            at: now_ms(),
-        }))?);
-        Ok(journal)
-    }
-
-    /// Opens run `id` in `dir` to continue it: takes the lock, reads the events, and cuts
-    /// off a torn last record so that new events follow complete ones.
-    pub fn open(dir: &Path, id: &str) -> Result<(Journal, Contents), JournalError> {
-        let journal = Journal::take(dir, id)?;
-        let io = |source| JournalError::Io {
-            path: journal.path.clone(),
-            source,
-        };
-        let contents = read(&journal.path)?;
-        if let Some(torn) = &contents.torn {
-            journal.file.set_len(torn.offset).map_err(io)?;
-        }
-        let len = journal.file.metadata().map_err(io)?.len();
-        journal.group.set_journal_len(len);
-        Ok((journal, contents))
-    }
-
-    /// Removes run `id`'s journal and group note from `dir`, holding the run's lock while
-    /// it does, so that a run another process drives is refused, not lost. A step a killed
-    /// mekara left running is killed first. Returns the bytes freed.
-    pub fn remove(dir: &Path, id: &str) -> Result<u64, JournalError> {
-        let note_bytes =
-            std::fs::symlink_metadata(super::group_note::path(dir, id)).map_or(0, |m| m.len());
-        let journal = Journal::take(dir, id)?;
-        let io = |source| JournalError::Io {
-            path: journal.path.clone(),
-            source,
-        };
-        let len = journal.file.metadata().map_err(io)?.len();
-        journal.group.set_journal_len(len);
-        let _ = journal.group.kill_leftover();
-        std::fs::remove_file(&journal.path).map_err(io)?;
-        journal.group.remove();
-        Ok(len + note_bytes)
-    }
-
-    /// Opens run `id`'s journal and group note in `dir` and takes the run's lock.
-    fn take(dir: &Path, id: &str) -> Result<Journal, JournalError> {
-        let path = dir.join(format!("{id}.jsonl"));
-        let io = |source| JournalError::Io {
-            path: path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
-        let group = GroupNote::open(dir, id).map_err(io)?;
-        let journal = Journal {
-            id: id.to_string(),
-            path: path.clone(),
-            file,
-            group,
-            header: None,
-        };
-        journal.lock()?;
-        // `mekara runs prune` removes a run while holding its lock: a process that opened the
-        // file just before would otherwise go on writing to a file that no longer exists.
-        if std::os::unix::fs::MetadataExt::nlink(&journal.file.metadata().map_err(io)?) == 0 {
-            return Err(io(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the run was removed (`mekara runs prune`) while it was being opened",
-            )));
-        }
-        Ok(journal)
-    }
-
-    fn lock(&self) -> Result<(), JournalError> {
-        match self.file.try_lock() {
-            Ok(()) => Ok(()),
-            Err(std::fs::TryLockError::WouldBlock) => Err(JournalError::Busy {
-                id: self.id.clone(),
-            }),
-            Err(std::fs::TryLockError::Error(source)) => Err(JournalError::Io {
-                path: self.path.clone(),
-                source,
-            }),
-        }
-    }
-
-    /// The run's id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Where the run's shell steps note their process group while they run.
-    pub fn group_note(&self) -> &GroupNote {
-        &self.group
-    }
-
-    /// Ends the run's files: makes the journal durable and drops the group note, which only
-    /// matters while a step can still be running.
-    pub fn close(mut self) -> Result<(), JournalError> {
-        self.sync()?;
-        self.group.remove();
-        Ok(())
-    }
-
-    /// `event` as a journal line.
-    fn line(&self, event: &Event) -> Result<Vec<u8>, JournalError> {
-        let mut line = serde_json::to_vec(event).map_err(|e| JournalError::Io {
-            path: self.path.clone(),
-            source: e.into(),
-        })?;
-        line.push(b'\n');
-        Ok(line)
-    }
-
-    /// Appends one event with a single write (together with the header, for the first).
-    pub fn append(&mut self, event: &Event) -> Result<(), JournalError> {
-        let line = self.line(event)?;
-        let bytes = match self.header.take() {
-            Some(mut header) => {
-                header.extend_from_slice(&line);
-                header
-            }
-            None => line,
-        };
-        self.file
-            .write_all(&bytes)
-            .map_err(|source| JournalError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
-        self.group.journal_grew(bytes.len() as u64);
-        Ok(())
-    }
-
-    /// Makes everything appended so far durable.
-    pub fn sync(&mut self) -> Result<(), JournalError> {
-        self.file.sync_data().map_err(|source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        })
-    }
-}
-
-/// Whether another process holds the run at `path` (it is being driven right now).
-pub fn is_busy(path: &Path) -> bool {
-    File::open(path)
-        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::step::{StepInput, StepResult};
-
-    fn step_event() -> Event {
-        let mut kwargs = serde_json::Map::new();
-        kwargs.insert(
-            "n".into(),
-            serde_json::json!(12_345_678_901_234_567_890_u64),
-        );
-        kwargs.insert("f".into(), serde_json::json!(1.5));
-        Event::Step(StepEvent {
-            depth: 1,
-            record: StepRecord {
-                index: 3,
-                input: StepInput::Function {
-                    function: "f".into(),
-                    kwargs,
-                },
-                context: Some("ctx".into()),
-                result: StepResult {
-                    success: false,
-                    exit_code: Some(-3),
-                    output: "a\nb".into(),
-                    value: Some(serde_json::json!({"x": [1, 2.5, null]})),
-                    duration_ms: Some(7),
-                    ..StepResult::default()
-                },
-                allow_failure: true,
-                parallel: Some(crate::engine::step::ParallelMember {
-                    group: 2,
-                    member: 1,
-                }),
-            },
-            at: 99,
-        })
-    }
-
-    #[test]
-    fn events_round_trip_with_numbers() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r1", None).expect("create");
-        let event = step_event();
-        j.append(&event).expect("append");
-        drop(j);
-        let contents = read(&dir.path().join("r1.jsonl")).expect("read");
-        assert_eq!(contents.events.len(), 2);
-        assert_eq!(contents.events[1], event);
-        assert!(contents.torn.is_none());
-    }
-
-    #[test]
-    fn torn_last_record_is_reported_and_cut() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r2", None).expect("create");
-        j.append(&step_event()).expect("append");
-        drop(j);
-        let path = dir.path().join("r2.jsonl");
-        let whole = std::fs::read(&path).expect("read");
-        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
-        f.write_all(br#"{"event":"step","depth":1,"ind"#)
-            .expect("write");
-        drop(f);
-        let contents = read(&path).expect("read");
-        assert_eq!(contents.events.len(), 2);
-        assert_eq!(
-            contents.torn,
-            Some(TornTail {
-                offset: whole.len() as u64,
-                len: 30
-            })
-        );
-        let (_j, reopened) = Journal::open(dir.path(), "r2").expect("open");
-        assert_eq!(reopened.events.len(), 2);
-        assert_eq!(std::fs::read(&path).expect("read"), whole);
-    }
-
-    #[test]
-    fn complete_json_without_newline_is_torn_too() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r3", None).expect("create");
-        j.append(&step_event()).expect("append");
-        drop(j);
-        let path = dir.path().join("r3.jsonl");
-        let mut f = OpenOptions::new().append(true).open(&path).expect("open");
-        f.write_all(br#"{"event":"fail","depth":0,"error":"x","at":1}"#)
-            .expect("write");
-        drop(f);
-        let contents = read(&path).expect("read");
-        assert_eq!(contents.events.len(), 2);
-        assert!(contents.torn.is_some());
-    }
-
-    #[test]
-    fn damage_before_the_end_is_an_error() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r4", None).expect("create");
-        j.append(&step_event()).expect("append");
-        j.append(&step_event()).expect("append");
-        drop(j);
-        let path = dir.path().join("r4.jsonl");
-        let text = std::fs::read_to_string(&path).expect("read");
-        std::fs::write(
-            &path,
-            text.replacen("\"event\":\"step\"", "\"event\":\"stop\"", 1),
-        )
-        .expect("write");
-        let err = read(&path).expect_err("corrupt");
-        assert!(
-            err.to_string()
-                .contains("is damaged at line 2: unknown event \"stop\""),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn a_held_run_is_not_removed_and_an_open_after_removal_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut j = Journal::create(dir.path(), "r6", None).expect("create");
-        j.append(&step_event()).expect("append");
-        let err = Journal::remove(dir.path(), "r6").expect_err("busy");
-        assert!(matches!(err, JournalError::Busy { .. }), "{err}");
-        assert!(j.path().exists());
-        drop(j);
-        // A process that opened the file before it was removed must not write to it after.
-        let early = OpenOptions::new()
-            .read(true)
-            .open(dir.path().join("r6.jsonl"))
-            .expect("open");
-        let freed = Journal::remove(dir.path(), "r6").expect("remove");
-        assert!(freed > 0);
-        assert!(!dir.path().join("r6.jsonl").exists());
-        assert!(!dir.path().join("r6.group").exists());
-        assert_eq!(
-            std::os::unix::fs::MetadataExt::nlink(&early.metadata().expect("metadata")),
-            0
-        );
-        let err = Journal::open(dir.path(), "r6").expect_err("gone");
-        assert!(matches!(err, JournalError::Io { .. }), "{err}");
-    }
-
-    #[test]
-    fn a_second_open_is_refused_while_the_first_holds_the_run() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let j = Journal::create(dir.path(), "r5", None).expect("create");
-        assert!(is_busy(j.path()));
-        let err = Journal::open(dir.path(), "r5").expect_err("busy");
-        assert_eq!(
-            err.to_string(),
-            "run `r5` is in use by another mekara process; stop that one first"
-        );
-        drop(j);
-        assert!(!is_busy(&dir.path().join("r5.jsonl")));
-    }
 }

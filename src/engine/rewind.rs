@@ -12,10 +12,10 @@ use std::path::Path;
 
 use super::compiled::{Evaluation, FrameRun};
 use super::error::EngineError;
-use super::executor::{Settings, load_program};
 use super::journal::{Event, Origin, Outcome, PushEvent, Reason, SupersedeEvent, now_ms};
 use super::observer::Quiet;
 use super::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
+use super::settings::{Settings, load_program};
 use super::step::{StepInput, StepRecord};
 use crate::script::Resolver;
 
@@ -67,6 +67,49 @@ struct Trace {
     ended: Option<Outcome>,
     /// The frames pushed while this one was on top, each with this frame's step count then.
     children: Vec<(usize, Trace)>,
+}
+
+impl RewindPlan {
+    /// What a retry or rewind does, said before anything runs: the step it goes on from and
+    /// why, the recorded steps kept and those superseded, and that those ran before.
+    pub(crate) fn summary(&self) -> String {
+        let detail = self
+            .detail
+            .as_deref()
+            .map(|d| format!(" ({})", d.trim_end()))
+            .unwrap_or_default();
+        let step = &self.step;
+        let mut text = match self.reason {
+            Reason::Retry => format!("retry: step {step} failed{detail}; it runs again\n"),
+            Reason::ScriptChanged => format!(
+                "rewind: the script changed since this run recorded step {step}{detail}; the run goes on from there with the scripts as they are now\n"
+            ),
+            Reason::From => format!("rewind: from step {step}, as asked\n"),
+        };
+        let list = |spans: &[String]| {
+            if spans.is_empty() {
+                "none".to_string()
+            } else {
+                spans.join(", ")
+            }
+        };
+        text.push_str(&format!(
+            "kept, answered from the journal ({}): {}\n",
+            crate::display::count(self.kept_steps, "step"),
+            list(&self.kept)
+        ));
+        text.push_str(&format!(
+            "superseded, run again as far as the script asks for them ({}): {}\n",
+            crate::display::count(self.again_steps, "step"),
+            list(&self.again)
+        ));
+        if self.again_steps > 0 {
+            text.push_str(
+                "! the superseded steps ran before: what they did (files written, commands sent) may be there already\n",
+            );
+        }
+        text
+    }
 }
 
 impl Trace {

@@ -1,14 +1,11 @@
-//! `RunStore`: where runs are kept (behind [`super::store::Store`]), and what each run's
-//! events add up to.
+//! What each run's events add up to: the frames of its live history ([`RunHistory`]), its
+//! state and summary as `mekara runs` lists it, run ids, and the rules of `runs prune`.
 
 use std::hash::{BuildHasher, Hasher};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
-use super::error::EngineError;
 use super::journal::{self, AskEvent, Contents, Event, JournalError, Outcome, PushEvent};
 use super::step::StepRecord;
-use super::store::{FileStore, RunLog, Store, Watch};
 
 /// A frame as its events describe it.
 #[derive(Debug, Clone)]
@@ -273,125 +270,6 @@ pub struct RunSummary {
     pub queue: Option<String>,
     /// The host of the worker running it now, for a queued run.
     pub worker: Option<String>,
-}
-
-/// Where runs are kept: the folder of journal files (the default), or the shared
-/// PostgreSQL store ([`super::store`]). Every reader and writer goes through it.
-#[derive(Debug, Clone)]
-pub struct RunStore {
-    store: Arc<dyn Store>,
-    watch: Option<Arc<dyn Watch>>,
-}
-
-impl RunStore {
-    /// Runs as journal files under `dir` (created on first use).
-    pub fn new(dir: impl Into<PathBuf>) -> RunStore {
-        RunStore {
-            store: Arc::new(FileStore::new(dir.into())),
-            watch: None,
-        }
-    }
-
-    /// Runs kept by `store`.
-    pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
-        RunStore { store, watch: None }
-    }
-
-    /// The same runs, each run taken for writing wrapped by `watch`.
-    pub(crate) fn watched(self, watch: Arc<dyn Watch>) -> RunStore {
-        RunStore {
-            watch: Some(watch),
-            ..self
-        }
-    }
-
-    /// Where the runs are, for people: the folder, or the database (its password hidden)
-    /// and the project.
-    pub fn place(&self) -> String {
-        self.store.place()
-    }
-
-    /// Whether runs are in a store shared by several hosts (they then record their host
-    /// and user).
-    pub fn is_shared(&self) -> bool {
-        self.store.is_shared()
-    }
-
-    /// Creates a new run, keeping `token_sha256` in its header, under the first id of
-    /// `new_id(0)`, `new_id(1)`, ... that is free.
-    pub fn create(
-        &self,
-        new_id: &dyn Fn(u32) -> String,
-        token_sha256: Option<String>,
-    ) -> Result<Box<dyn RunLog>, EngineError> {
-        let mut attempt = 0u32;
-        loop {
-            // An id can come from a cassette being replayed: it names files, so it is checked.
-            let id = new_id(attempt);
-            if !is_run_id(&id) {
-                return Err(EngineError::BadRunId { id });
-            }
-            match self
-                .store
-                .create(&id, token_sha256.clone())
-                .map(|log| self.wrap(log, &[]))
-            {
-                Err(EngineError::Journal(JournalError::Io { source, .. }))
-                    if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
-                {
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// Takes run `id` to continue it: holds its lock and reads its events.
-    pub fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
-        let (log, contents) = self.store.open(checked(id)?)?;
-        Ok((self.wrap(log, &contents.events), contents))
-    }
-
-    fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
-        match &self.watch {
-            Some(watch) => watch.wrap(log, history),
-            None => log,
-        }
-    }
-
-    /// Reads run `id` without taking it.
-    pub fn read(&self, id: &str) -> Result<Contents, EngineError> {
-        self.store.read(checked(id)?)
-    }
-
-    /// Every run, oldest first.
-    pub fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
-        self.store.list(None)
-    }
-
-    /// What run `id` adds up to, as `mekara runs` lists it.
-    pub fn summary(&self, id: &str) -> Result<RunSummary, EngineError> {
-        self.store
-            .list(Some(checked(id)?))?
-            .pop()
-            .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })
-    }
-
-    /// Removes run `id`, holding the run's lock while it does: a run another process
-    /// drives is refused ([`JournalError::Busy`]). A step that a killed mekara left running
-    /// on this host is killed first, as a resume would. Returns the bytes freed.
-    pub fn remove(&self, id: &str) -> Result<u64, EngineError> {
-        self.store.remove(checked(id)?)
-    }
-}
-
-/// `id`, when it can be a run's id.
-fn checked(id: &str) -> Result<&str, EngineError> {
-    if is_run_id(id) {
-        Ok(id)
-    } else {
-        Err(EngineError::RunNotFound { id: id.to_string() })
-    }
 }
 
 /// What a run's events add up to, as `mekara runs` lists it: `contents` read from `label`

@@ -438,3 +438,53 @@ impl Kept {
         text
     }
 }
+
+impl StepRecord {
+    /// The mark of the step's outcome: `✓` it succeeded, `⚠` it failed but the script had
+    /// said `allow_failure = True` (it received the result and went on), `✗` it failed.
+    pub(crate) fn mark(&self) -> &'static str {
+        crate::display::outcome_mark(self.result.success, self.allow_failure)
+    }
+}
+
+impl StepResult {
+    /// `answer (through the agent)`: the label of an `ask` step's answer, saying who gave it.
+    pub(crate) fn answer_label(&self) -> String {
+        match self.answered_by {
+            Some(by) => format!("answer ({by})"),
+            None => "answer".to_string(),
+        }
+    }
+}
+
+impl AgentReport {
+    /// What an agent answer cost, as far as the agent said, and how long it took: `$0.0123,
+    /// 1200 tokens in, 300 out, 2 attempts, session 5d1c… (4210 ms)`.
+    pub(crate) fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(cost) = self.cost_usd {
+            parts.push(format!("${cost:.4}"));
+        }
+        match (self.input_tokens, self.output_tokens) {
+            (Some(input), Some(output)) => parts.push(format!("{input} tokens in, {output} out")),
+            (Some(input), None) => parts.push(format!("{input} tokens in")),
+            (None, Some(output)) => parts.push(format!("{output} tokens out")),
+            (None, None) => {}
+        }
+        if self.attempts > 1 {
+            parts.push(crate::display::count(self.attempts as usize, "attempt"));
+        }
+        if let Some(session) = &self.session {
+            parts.push(format!("session {session}"));
+        }
+        let mut text = if parts.is_empty() {
+            "no cost reported".to_string()
+        } else {
+            parts.join(", ")
+        };
+        if let Some(ms) = self.wall_ms {
+            text.push_str(&format!(" ({ms} ms)"));
+        }
+        text
+    }
+}

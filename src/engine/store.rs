@@ -1,20 +1,21 @@
 //! The run store behind one interface (DESIGN §13): [`Store`] keeps runs, [`RunLog`] is one
-//! run held for writing. Two implementations: the journal files under `.mekara/runs/`
-//! ([`FileStore`], the default) and PostgreSQL ([`super::postgres::PgStore`], shared by a
-//! team's hosts), chosen by `crate::store_config` from `[store] url` in `.mekara/config.toml`
-//! or `MEKARA_STORE_URL`.
+//! run held for writing. The implementations are backends outside the engine
+//! (`crate::store`): the journal files under `.mekara/runs/` (the default) and PostgreSQL
+//! (shared by a team's hosts), chosen by `crate::store::config` from `[store] url` in
+//! `.mekara/config.toml` or `MEKARA_STORE_URL`.
 //!
 //! Both keep the same promises: an event is durable before the script sees its result, one
 //! process holds a run at a time (and loses it when it dies), and a run reads back as the
 //! same events, in the same JSON lines, that replay the same way. The step group note stays
 //! a local file in either case: a process group only means something on its own host.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use super::error::EngineError;
-use super::group_note::{self, GroupNote};
-use super::journal::{self, Contents, Event, Journal, JournalError};
-use super::runs::{RunSummary, summarize};
+use super::group_note::GroupNote;
+use super::journal::{Contents, Event, JournalError};
+use super::runs::{RunSummary, is_run_id};
 
 /// Where runs are kept.
 pub(crate) trait Store: Send + Sync + std::fmt::Debug {
@@ -83,149 +84,113 @@ pub trait RunLog: Send + std::fmt::Debug {
     fn close(self: Box<Self>) -> Result<(), JournalError>;
 }
 
-impl RunLog for Journal {
-    fn id(&self) -> &str {
-        Journal::id(self)
-    }
-
-    fn path(&self) -> &Path {
-        Journal::path(self)
-    }
-
-    fn append(&mut self, event: &Event) -> Result<(), JournalError> {
-        Journal::append(self, event)
-    }
-
-    fn sync(&mut self) -> Result<(), JournalError> {
-        Journal::sync(self)
-    }
-
-    fn read(&self) -> Result<Contents, JournalError> {
-        journal::read(Journal::path(self))
-    }
-
-    fn group_note(&self) -> &GroupNote {
-        Journal::group_note(self)
-    }
-
-    fn close(self: Box<Self>) -> Result<(), JournalError> {
-        Journal::close(*self)
-    }
+/// Where runs are kept: the folder of journal files (the default), or the shared
+/// PostgreSQL store (the backends in `crate::store`). Every reader and writer goes through it.
+#[derive(Debug, Clone)]
+pub struct RunStore {
+    store: Arc<dyn Store>,
+    watch: Option<Arc<dyn Watch>>,
 }
 
-/// Runs as journal files in one folder, locked with `flock`.
-#[derive(Debug)]
-pub(crate) struct FileStore {
-    dir: PathBuf,
-}
-
-impl FileStore {
-    pub(crate) fn new(dir: PathBuf) -> FileStore {
-        FileStore { dir }
+impl RunStore {
+    /// Runs kept by `store`.
+    pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
+        RunStore { store, watch: None }
     }
 
-    /// The journal file of run `id`, when there is one.
-    fn path(&self, id: &str) -> Result<PathBuf, EngineError> {
-        let path = self.dir.join(format!("{id}.jsonl"));
-        if path.is_file() {
-            Ok(path)
-        } else {
-            Err(EngineError::RunNotFound { id: id.to_string() })
+    /// The same runs, each run taken for writing wrapped by `watch`.
+    pub(crate) fn watched(self, watch: Arc<dyn Watch>) -> RunStore {
+        RunStore {
+            watch: Some(watch),
+            ..self
         }
     }
 
-    fn summary(&self, id: String) -> RunSummary {
-        let path = self.dir.join(format!("{id}.jsonl"));
-        let bytes = [path.clone(), group_note::path(&self.dir, &id)]
-            .iter()
-            .filter_map(|p| std::fs::symlink_metadata(p).ok())
-            .map(|m| m.len())
-            .sum();
-        summarize(
-            id,
-            &path,
-            journal::read(&path),
-            &|| journal::is_busy(&path),
-            bytes,
-        )
-    }
-}
-
-/// The ids of the journal files in `dir`, sorted (none when it cannot be read).
-pub(crate) fn journal_ids(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut ids: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".jsonl")
-                .map(str::to_string)
-        })
-        .collect();
-    ids.sort();
-    ids
-}
-
-/// Makes `dir` for runs, with a `.gitignore` so that runs are never committed by accident.
-pub(crate) fn make_runs_dir(dir: &Path) -> Result<(), EngineError> {
-    let io = |source| {
-        EngineError::Journal(JournalError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        std::fs::write(
-            &ignore,
-            "# mekara's run journals: local state, not source\n*\n",
-        )
-        .map_err(io)?;
-    }
-    Ok(())
-}
-
-impl Store for FileStore {
-    fn place(&self) -> String {
-        self.dir.display().to_string()
+    /// Where the runs are, for people: the folder, or the database (its password hidden)
+    /// and the project.
+    pub fn place(&self) -> String {
+        self.store.place()
     }
 
-    fn create(
+    /// Whether runs are in a store shared by several hosts (they then record their host
+    /// and user).
+    pub fn is_shared(&self) -> bool {
+        self.store.is_shared()
+    }
+
+    /// Creates a new run, keeping `token_sha256` in its header, under the first id of
+    /// `new_id(0)`, `new_id(1)`, ... that is free.
+    pub fn create(
         &self,
-        id: &str,
+        new_id: &dyn Fn(u32) -> String,
         token_sha256: Option<String>,
     ) -> Result<Box<dyn RunLog>, EngineError> {
-        make_runs_dir(&self.dir)?;
-        Ok(Box::new(Journal::create(&self.dir, id, token_sha256)?))
-    }
-
-    fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
-        self.path(id)?;
-        let (journal, contents) = Journal::open(&self.dir, id)?;
-        Ok((Box::new(journal), contents))
-    }
-
-    fn read(&self, id: &str) -> Result<Contents, EngineError> {
-        Ok(journal::read(&self.path(id)?)?)
-    }
-
-    fn list(&self, id: Option<&str>) -> Result<Vec<RunSummary>, EngineError> {
-        if let Some(id) = id {
-            self.path(id)?;
-            return Ok(vec![self.summary(id.to_string())]);
+        let mut attempt = 0u32;
+        loop {
+            // An id can come from a cassette being replayed: it names files, so it is checked.
+            let id = new_id(attempt);
+            if !is_run_id(&id) {
+                return Err(EngineError::BadRunId { id });
+            }
+            match self
+                .store
+                .create(&id, token_sha256.clone())
+                .map(|log| self.wrap(log, &[]))
+            {
+                Err(EngineError::Journal(JournalError::Io { source, .. }))
+                    if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
         }
-        Ok(journal_ids(&self.dir)
-            .into_iter()
-            .map(|id| self.summary(id))
-            .collect())
     }
 
-    fn remove(&self, id: &str) -> Result<u64, EngineError> {
-        self.path(id)?;
-        Ok(Journal::remove(&self.dir, id)?)
+    /// Takes run `id` to continue it: holds its lock and reads its events.
+    pub fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
+        let (log, contents) = self.store.open(checked(id)?)?;
+        Ok((self.wrap(log, &contents.events), contents))
+    }
+
+    fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
+        match &self.watch {
+            Some(watch) => watch.wrap(log, history),
+            None => log,
+        }
+    }
+
+    /// Reads run `id` without taking it.
+    pub fn read(&self, id: &str) -> Result<Contents, EngineError> {
+        self.store.read(checked(id)?)
+    }
+
+    /// Every run, oldest first.
+    pub fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
+        self.store.list(None)
+    }
+
+    /// What run `id` adds up to, as `mekara runs` lists it.
+    pub fn summary(&self, id: &str) -> Result<RunSummary, EngineError> {
+        self.store
+            .list(Some(checked(id)?))?
+            .pop()
+            .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })
+    }
+
+    /// Removes run `id`, holding the run's lock while it does: a run another process
+    /// drives is refused ([`JournalError::Busy`]). A step that a killed mekara left running
+    /// on this host is killed first, as a resume would. Returns the bytes freed.
+    pub fn remove(&self, id: &str) -> Result<u64, EngineError> {
+        self.store.remove(checked(id)?)
+    }
+}
+
+/// `id`, when it can be a run's id.
+fn checked(id: &str) -> Result<&str, EngineError> {
+    if is_run_id(id) {
+        Ok(id)
+    } else {
+        Err(EngineError::RunNotFound { id: id.to_string() })
     }
 }

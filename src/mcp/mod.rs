@@ -22,7 +22,7 @@ pub(crate) mod vcr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::runs::RunStore;
+use crate::engine::store::RunStore;
 use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
 use crate::paths::Locations;
 use crate::script::Resolver;
@@ -48,7 +48,7 @@ impl SessionPlan {
     /// The plan for a server started in `cwd`.
     pub(crate) fn discover(cwd: &Path, settings: Settings) -> Result<SessionPlan, EngineError> {
         let locations = Locations::discover(cwd);
-        let store = crate::store_config::run_store(&locations)?;
+        let store = crate::store::config::run_store(&locations)?;
         Ok(SessionPlan {
             resolver: Resolver::new(&locations),
             store,

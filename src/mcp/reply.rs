@@ -23,7 +23,7 @@ use serde_json::{Map, Value as Json};
 
 use super::history::CallEvent;
 use super::tools::{self, AgentClient, AgentTool, ArgumentError};
-use crate::display::{count, format_time, quoted, step_mark};
+use crate::display::{count, format_time, quoted};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
 use crate::engine::runs::RunSummary;
@@ -188,7 +188,7 @@ pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'
 }
 
 fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&JournalRef<'_>>) {
-    let _ = write!(out, "- {} `{path}` ", step_mark(record));
+    let _ = write!(out, "- {} `{path}` ", record.mark());
     match &record.input {
         StepInput::Shell { command, .. } if !command.contains('\n') => {
             let _ = write!(out, "`$ {command}`");
@@ -230,7 +230,7 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         _ => {}
     }
     if let Some(answer) = &record.result.answer {
-        let label = crate::display::answer_label(&record.result);
+        let label = record.result.answer_label();
         let _ = writeln!(out, "  {label}: {}", quote(answer));
     }
     let mut output = record.result.output.clone();
@@ -1014,7 +1014,7 @@ pub(crate) fn resumed(id: &str, torn: Option<&TornTail>) -> String {
 
 /// What a retry or rewind did to the run, before its reply goes on.
 pub(crate) fn rewound(plan: &RewindPlan) -> String {
-    format!("{}\n", crate::display::rewind_summary(plan))
+    format!("{}\n", plan.summary())
 }
 
 /// The first lines of `resume(run_id)` for a run this server holds already.

@@ -10,8 +10,8 @@ use super::history::{CallEvent, History, Progress};
 use super::reply::{self, JournalRef, Reply};
 use super::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
-use crate::engine::runs::RunStore;
 use crate::engine::step::{AgentReport, AnsweredBy};
+use crate::engine::store::RunStore;
 use crate::engine::{
     Claim, EngineError, Executor, Pending, Rewind, RewindPlan, Settings, StepRunner,
 };

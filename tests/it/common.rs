@@ -141,7 +141,7 @@ impl Project {
         };
         mekara::engine::Executor::new(
             mekara::script::Resolver::new(&locations),
-            mekara::engine::runs::RunStore::new(self.root().join(".mekara/runs")),
+            mekara::store_files(self.root().join(".mekara/runs")),
             Box::new(mekara::engine::ShellRunner::new()),
             mekara::engine::Settings::default(),
         )

@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 
+mod architecture;
 mod ask;
 mod builtins;
 mod bundled;

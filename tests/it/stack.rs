@@ -7,9 +7,9 @@ use mekara::engine::{EngineError, Pending, Quiet};
 use serde_json::{Map, Value as Json};
 
 fn events(project: &Project, id: &str) -> Vec<Event> {
-    journal::read(&project.root().join(format!(".mekara/runs/{id}.jsonl")))
-        .expect("journal")
-        .events
+    let path = project.root().join(format!(".mekara/runs/{id}.jsonl"));
+    let bytes = std::fs::read(&path).expect("journal");
+    journal::parse(&path, &bytes).expect("journal").events
 }
 
 #[test]

@@ -116,7 +116,7 @@ impl Program {
 }
 
 impl Program {
-    /// The text of the script's string literals (see [`static_check::string_literals`]).
+    /// The text of the script's string literals (see [`modules::string_literals`]).
     pub(crate) fn authored(&self) -> &str {
         &self.authored
     }

@@ -13,6 +13,7 @@ use starlark::codemap::FileSpan;
 use starlark::environment::FrozenModule;
 use starlark::eval::FileLoader;
 use starlark::syntax::AstModule;
+use starlark::syntax::ast::{AstExpr, AstLiteral, ExprP};
 
 use super::builtins::dialect;
 use super::diagnostics::{CodeError, at_end_of_file, render};
@@ -58,7 +59,7 @@ impl ModuleGraph {
     pub(super) fn authored(&self) -> String {
         self.nodes
             .iter()
-            .map(|node| super::static_check::string_literals(&node.ast))
+            .map(|node| string_literals(&node.ast))
             .collect()
     }
 
@@ -205,4 +206,22 @@ impl FileLoader for Loads<'_> {
             ))
         })
     }
+}
+
+/// The values of every string literal in `ast`, each followed by a NUL (which no tag holds
+/// unescaped): the script author's own text. A prompt tag that calls a tool must be written
+/// whole in one literal; one that comes from data (the request, an llm output, a tool's
+/// result) is not in any.
+pub(crate) fn string_literals(ast: &AstModule) -> String {
+    fn expr(e: &AstExpr, out: &mut String) {
+        if let ExprP::Literal(AstLiteral::String(s)) = &e.node {
+            out.push_str(&s.node);
+            out.push('\0');
+        }
+        e.node.visit_expr(|e| expr(e, out));
+    }
+    let mut out = String::new();
+    // `visit_expr` of a statement reaches the expressions of the statements inside it.
+    ast.statement().node.visit_expr(|e| expr(e, &mut out));
+    out
 }

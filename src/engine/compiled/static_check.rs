@@ -22,24 +22,6 @@ use super::builtins::{dialect, globals};
 use super::diagnostics::{CodeError, render};
 use super::modules::{FindModule, ModuleGraph};
 
-/// The values of every string literal in `ast`, each followed by a NUL (which no tag holds
-/// unescaped): the script author's own text. A prompt tag that calls a tool must be written
-/// whole in one literal; one that comes from data (the request, an llm output, a tool's
-/// result) is not in any.
-pub(crate) fn string_literals(ast: &AstModule) -> String {
-    fn expr(e: &AstExpr, out: &mut String) {
-        if let ExprP::Literal(AstLiteral::String(s)) = &e.node {
-            out.push_str(&s.node);
-            out.push('\0');
-        }
-        e.node.visit_expr(|e| expr(e, out));
-    }
-    let mut out = String::new();
-    // `visit_expr` of a statement reaches the expressions of the statements inside it.
-    ast.statement().node.visit_expr(|e| expr(e, &mut out));
-    out
-}
-
 /// A step builtin called in a script's source, as `mekara run --dry-run` lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PlannedStep {

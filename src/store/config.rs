@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::engine::EngineError;
-use crate::engine::postgres::{PgStore, Settings, StoreError, redact};
-use crate::engine::runs::RunStore;
+use crate::engine::store::RunStore;
 use crate::paths::Locations;
+use crate::store::postgres::{PgStore, Settings, StoreError, redact};
 
 /// The environment variable that names the store, before `[store] url`.
 pub(crate) const URL_VAR: &str = "MEKARA_STORE_URL";
@@ -22,7 +22,7 @@ pub(crate) const URL_VAR: &str = "MEKARA_STORE_URL";
 /// ([`crate::traces`]).
 pub(crate) fn run_store(locations: &Locations) -> Result<RunStore, EngineError> {
     let store = match shared(locations)? {
-        None => RunStore::new(locations.runs_dir().ok_or(EngineError::NoRunsDir)?),
+        None => crate::store::files(locations.runs_dir().ok_or(EngineError::NoRunsDir)?),
         Some(store) => RunStore::with(Arc::new(store)),
     };
     Ok(match crate::traces::watch(locations) {
@@ -97,11 +97,7 @@ impl QueueLimits {
 pub(crate) fn queue_limits(
     locations: &Locations,
 ) -> Result<BTreeMap<String, QueueLimits>, StoreError> {
-    let Some(file) = locations
-        .project_root
-        .as_deref()
-        .map(|r| r.join(crate::client::policy::POLICY_FILE))
-    else {
+    let Some(file) = crate::config::path(locations.project_root.as_deref()) else {
         return Ok(BTreeMap::new());
     };
     let queues = read_config(&file)?.queue;
@@ -135,7 +131,7 @@ pub(crate) fn queue_limits(
 /// project's `.mekara/config.toml` (with `${VAR}` expanded); `None` for the files.
 fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
     let root = locations.project_root.as_deref();
-    let file = root.map(|r| r.join(crate::client::policy::POLICY_FILE));
+    let file = crate::config::path(root);
     let section = match &file {
         Some(file) => read_section(file)?,
         None => Section::default(),
@@ -172,26 +168,18 @@ fn read_section(file: &Path) -> Result<Section, StoreError> {
 
 /// The `[store]` and `[queue.*]` sections of `file` (none when it is not there).
 fn read_config(file: &Path) -> Result<ConfigFile, StoreError> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
-        Err(e) => {
-            return Err(StoreError::Config {
-                file: file.to_path_buf(),
-                reason: format!("cannot read it: {e}"),
-            });
-        }
+    let bad = |reason| StoreError::Config {
+        file: file.to_path_buf(),
+        reason,
+    };
+    let Some(text) = crate::config::read(file).map_err(bad)? else {
+        return Ok(ConfigFile::default());
     };
     // The rest of the file is the MCP client's policy, read (and checked) there.
-    let mut table: toml::Table = toml::from_str(&text).map_err(|e| StoreError::Config {
-        file: file.to_path_buf(),
-        reason: e.to_string().trim_end().to_string(),
-    })?;
+    let mut table: toml::Table =
+        toml::from_str(&text).map_err(|e| bad(crate::config::reason(&e)))?;
     table.retain(|k, _| k == "store" || k == "queue");
-    toml::Table::try_into(table).map_err(|e: toml::de::Error| StoreError::Config {
-        file: file.to_path_buf(),
-        reason: e.to_string().trim_end().to_string(),
-    })
+    toml::Table::try_into(table).map_err(|e: toml::de::Error| bad(crate::config::reason(&e)))
 }
 
 /// The `origin` remote of the git repository at `root`, if it has one.

@@ -1,6 +1,6 @@
 //! `PgStore`: runs in PostgreSQL, shared by every host with a checkout of the project.
 //!
-//! It keeps the file store's promises ([`super::store`]):
+//! It keeps the file store's promises ([`crate::engine::store`]):
 //! - an event is one `INSERT` committed before [`RunLog::append`] returns, so before the
 //!   script sees the result it records (the header goes in the same statement as the first
 //!   event, as the file store writes them in one `write`);
@@ -29,21 +29,19 @@ use postgres::error::SqlState;
 use postgres::{Client, GenericClient, NoTls};
 use sha2::Digest as _;
 
-use super::error::EngineError;
-use super::group_note::GroupNote;
-use super::journal::{self, Contents, Event, JournalError};
-use super::runs::{RunSummary, summarize};
-use super::store::{RunLog, Store, journal_ids, make_runs_dir};
+use super::file::{self, journal_ids, make_runs_dir};
+use crate::engine::error::EngineError;
+use crate::engine::group_note::{self, GroupNote};
+use crate::engine::journal::{self, Contents, Event, JournalError, StoreFailure};
+use crate::engine::runs::{self, RunSummary, summarize};
+use crate::engine::store::{RunLog, Store};
 
 mod queue;
 
 pub(crate) use queue::{Cancel, Job, JobState, NewJob, QueueRow, Worker};
 
 /// The schema's migrations, in order: version N is `MIGRATIONS[..N]` applied.
-const MIGRATIONS: &[&str] = &[
-    include_str!("postgres/1_runs.sql"),
-    include_str!("postgres/2_queue.sql"),
-];
+const MIGRATIONS: &[&str] = &[include_str!("1_runs.sql"), include_str!("2_queue.sql")];
 
 /// The schema version this mekara reads and writes.
 pub(crate) const SCHEMA: i32 = 2;
@@ -120,7 +118,7 @@ pub enum StoreError {
 }
 
 /// Where the shared store is and which project's runs are ours (read from the project's
-/// settings by [`crate::store_config`]).
+/// settings by [`crate::store::config`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     /// The URL, expanded.
@@ -276,9 +274,19 @@ impl Db {
     }
 }
 
+impl From<StoreError> for JournalError {
+    fn from(e: StoreError) -> JournalError {
+        let usage = matches!(e, StoreError::BadUrl { .. } | StoreError::Config { .. });
+        JournalError::Store(StoreFailure {
+            error: Box::new(e),
+            usage,
+        })
+    }
+}
+
 impl From<StoreError> for EngineError {
     fn from(e: StoreError) -> EngineError {
-        EngineError::Journal(JournalError::Store(e))
+        EngineError::Journal(e.into())
     }
 }
 
@@ -400,7 +408,7 @@ impl PgStore {
         make_runs_dir(&self.notes)?;
         GroupNote::open(&self.notes, id).map_err(|source| {
             JournalError::Io {
-                path: super::group_note::path(&self.notes, id),
+                path: group_note::path(&self.notes, id),
                 source,
             }
             .into()
@@ -452,11 +460,11 @@ impl PgStore {
         let mut client = db.connect()?;
         let mut report = Vec::new();
         for id in journal_ids(dir) {
-            if !super::runs::is_run_id(&id) {
+            if !runs::is_run_id(&id) {
                 continue;
             }
             let path = dir.join(format!("{id}.jsonl"));
-            if journal::is_busy(&path) {
+            if file::is_busy(&path) {
                 report.push((id, Moved::Busy));
                 continue;
             }

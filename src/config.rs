@@ -1,0 +1,34 @@
+//! `.mekara/config.toml`, the project's settings: one file, found and read here. Each of its
+//! sections is owned, typed and checked by the subsystem it sets, which parses it from the
+//! text read here:
+//!
+//! - `[servers.NAME]`: what scripts may call on each MCP server (`crate::client::policy`,
+//!   which also refuses a section no one owns);
+//! - `[store]` and `[queue.NAME]`: the shared run store and its queues' limits
+//!   (`crate::store::config`);
+//! - `[traces]`: what exported traces carry (`crate::traces`).
+
+use std::path::{Path, PathBuf};
+
+/// The file, relative to the project root.
+pub(crate) const FILE: &str = ".mekara/config.toml";
+
+/// The settings file of the project at `root`; `None` outside a project.
+pub(crate) fn path(root: Option<&Path>) -> Option<PathBuf> {
+    root.map(|r| r.join(FILE))
+}
+
+/// The text of the settings file `file`: `None` when there is none (every setting then has
+/// its default); the error says why it cannot be read.
+pub(crate) fn read(file: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read it: {e}")),
+    }
+}
+
+/// What the TOML parser says of `e`, without its trailing newline.
+pub(crate) fn reason(e: &toml::de::Error) -> String {
+    e.to_string().trim_end().to_string()
+}
