@@ -156,7 +156,7 @@ pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
     outln!("{id}")?;
     eprintln!(
         "queued run {id} (`{}`) in queue `{}` of {}; follow it with `mekara runs show {id}`, stop it with `mekara runs cancel {id}`",
-        name.replace('/', ":"),
+        crate::script::name::shown(&name),
         args.queue,
         crate::engine::store::Store::place(&store)
     );
@@ -451,7 +451,7 @@ fn start(
     };
     eprintln!(
         "{how} run {id} (`{}` from queue `{}`{again})",
-        job.script.replace('/', ":"),
+        crate::script::name::shown(&job.script),
         job.queue
     );
     Ok(Some(Running {

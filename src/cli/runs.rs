@@ -10,6 +10,7 @@ use crate::engine::step::StepRecord;
 use crate::engine::store::RunStore;
 use crate::exit::Exit;
 use crate::mcp::reply::resume_call;
+use crate::script::name::shown;
 use crate::store::postgres::{JobState, QueueRow};
 
 #[derive(Debug, Args)]
@@ -157,7 +158,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 }
             )?;
             for r in &runs {
-                let script = r.script.replace('/', ":");
+                let script = shown(&r.script);
                 // A shared store's runs say who made them, in columns after the steps.
                 let (steps, who) = match (&r.host, &r.user) {
                     (Some(host), Some(user)) => {
@@ -362,7 +363,7 @@ fn prune_line(r: &RunSummary) -> String {
     format!(
         "{}  {}  {}  last active {}",
         r.id,
-        r.script.replace('/', ":"),
+        shown(&r.script),
         r.state,
         format_time(r.last_at.max(r.started_at))
     )
@@ -385,7 +386,7 @@ fn show_event(out: &mut String, event: &Event) {
             let kind = if push.compiled { "compiled" } else { "NL" };
             out.push_str(&format!(
                 "{indent}▶ {} ({kind}, {how}) in {}",
-                push.script.replace('/', ":"),
+                shown(&push.script),
                 push.working_dir.display()
             ));
             if !push.request.is_empty() {
@@ -425,7 +426,7 @@ fn show_event(out: &mut String, event: &Event) {
             };
             out.push_str(&format!(
                 "{indent}↺ superseded from {}[{}] ({why}, by mekara {}): the events marked superseded stay in the journal; the run went on from there\n",
-                supersede.script.replace('/', ":"),
+                shown(&supersede.script),
                 supersede.index,
                 supersede.mekara
             ));
@@ -567,7 +568,7 @@ fn not_started(row: &QueueRow) -> String {
     let id = &row.run_id;
     let submitted = format!(
         "run {id} (`{}`), submitted to queue `{}` by {} on {}, {}",
-        row.script.replace('/', ":"),
+        shown(&row.script),
         row.queue,
         row.submitted_user,
         row.submitted_host,

@@ -603,7 +603,7 @@ fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
         match event {
             Event::Push(push) => {
                 scripts.truncate(push.depth);
-                scripts.push(push.script.replace('/', ":"));
+                scripts.push(crate::script::name::shown(&push.script));
             }
             Event::Step(step) => {
                 let script = scripts.get(step.depth).cloned().unwrap_or_default();

@@ -114,7 +114,7 @@ impl RewindPlan {
 
 impl Trace {
     fn name(&self) -> String {
-        self.push.script.replace('/', ":")
+        crate::script::name::shown(&self.push.script)
     }
 
     fn label(&self, index: usize) -> String {
@@ -334,10 +334,8 @@ fn in_order<'t>(frames: &[&'t Trace]) -> Vec<(usize, &'t Trace, usize)> {
 /// when only one frame of that name recorded such a step.
 fn named<'t>(id: &str, frames: &[&'t Trace], label: &str) -> Result<Cut<'t>, EngineError> {
     let norm = |s: &str| -> String {
-        s.chars()
-            .filter(|c| !c.is_whitespace())
-            .map(|c| if c == '/' { ':' } else { c })
-            .collect()
+        let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        crate::script::name::shown(&compact)
     };
     let wanted = norm(label);
     let mut found = Vec::new();

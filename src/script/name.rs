@@ -79,8 +79,14 @@ impl ScriptName {
 /// Displays the name the way Claude Code writes it: `test:random`.
 impl fmt::Display for ScriptName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.replace('/', ":"))
+        f.write_str(&shown(&self.0))
     }
+}
+
+/// A script name (or text that holds script names, such as a step's label) as mekara shows
+/// it, the way Claude Code writes it: each `/` as `:`, `test/random` as `test:random`.
+pub(crate) fn shown(name: &str) -> String {
+    name.replace('/', ":")
 }
 
 #[cfg(test)]

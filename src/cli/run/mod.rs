@@ -1,0 +1,201 @@
+//! `mekara run`: drive a script from the terminal. Auto steps run here with their output
+//! streamed live; the person does the llm steps and NL scripts, typing each expected output.
+//! With stdin not a terminal, answers are read line by line, so tests and CI can drive it.
+//!
+//! - this file: the command's arguments and how a run starts or resumes;
+//! - [`play`](mod@play): the loop that reports each pending step and asks the person, with [`prompts`];
+//! - [`answers`]: the person's answers, read from stdin; [`ctrl_c`]: Ctrl-C while they type;
+//! - [`terminal`]: the steps as they run, their output under them;
+//! - [`clock`]: the steps and time the closing line reports.
+
+mod answers;
+mod clock;
+mod ctrl_c;
+mod play;
+mod prompts;
+mod terminal;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+
+use super::output::{out, outln};
+use crate::engine::{Executor, Rewind, Settings, ShellRunner};
+use crate::exit::Exit;
+use answers::Answers;
+use clock::{Clock, StepCounter, journaled_steps};
+use ctrl_c::CtrlC;
+use play::play;
+use terminal::Terminal;
+
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    /// The script to run (`test/random` or `test:random`).
+    #[arg(required_unless_present = "resume")]
+    name: Option<String>,
+    /// The script's arguments (`$ARGUMENTS`, and `request` of `execute`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    arguments: Vec<String>,
+    /// Continue an interrupted run instead; auto steps that finished do not run again.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["name", "arguments"])]
+    resume: Option<String>,
+    /// With `--resume`: run the failed step again and go on; when a script changed since the
+    /// run recorded its steps, go on from the first step whose inputs changed.
+    #[arg(long, requires = "resume", conflicts_with = "from")]
+    retry: bool,
+    /// With `--resume`: run again from this recorded step (a label as `mekara runs show`
+    /// shows it, e.g. `deploy[4]`); the steps before it are answered from the journal.
+    #[arg(long, value_name = "STEP", requires = "resume")]
+    from: Option<String>,
+    /// The folder the script runs in (default: the current one).
+    #[arg(long, short = 'C', value_name = "DIR")]
+    working_dir: Option<PathBuf>,
+    /// The id of the new run: a worker starts the run `mekara submit` queued under this id.
+    #[arg(
+        long,
+        value_name = "ID",
+        hide = true,
+        conflicts_with = "resume",
+        requires = "name"
+    )]
+    run_id: Option<String>,
+    /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    timeout: f64,
+    #[command(flatten)]
+    pub(super) unattended: super::unattended::UnattendedArgs,
+}
+
+pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
+    let (locations, resolver) = super::locate()?;
+    let store = super::run_store(&locations)?;
+    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
+    let settings = Settings {
+        default_timeout,
+        ..Settings::default()
+    }
+    .evaluating_in_children();
+    let client = crate::client::McpClient::for_locations(&locations);
+    let mut runner: Box<dyn crate::engine::StepRunner> =
+        Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client));
+    if let Some(id) = &args.run_id {
+        if !crate::engine::runs::is_run_id(id) {
+            return super::usage(format!("`--run-id {id}` is not a run id"));
+        }
+        runner = Box::new(super::queue::NamedRun {
+            inner: runner,
+            id: id.clone(),
+        });
+    }
+    if args.unattended.dry_run {
+        let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+        return super::unattended::dry_run(&resolver, &name);
+    }
+    let how = match (&args.from, args.retry) {
+        (Some(step), _) => Some(Rewind::From(step.clone())),
+        (None, true) => Some(Rewind::Retry),
+        (None, false) => None,
+    };
+    if args.unattended.agent_given() {
+        let start = if let Some(id) = &args.resume {
+            super::unattended::Start::Resume(id.clone(), how)
+        } else {
+            let name =
+                super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+            // A script that is not there is the same mistake with or without an agent: said
+            // as the terminal says it (close names, exit code), before any run.
+            resolver.resolve(&name)?;
+            super::unattended::Start::New {
+                name,
+                arguments: args.arguments.join(" "),
+                working_dir: args.working_dir.clone(),
+            }
+        };
+        let cwd = std::env::current_dir()?;
+        let session = super::unattended::Parts {
+            resolver,
+            store,
+            runner,
+            settings,
+            cwd,
+        };
+        return super::unattended::run(&args.unattended, session, start);
+    }
+    let terminal = Terminal::default();
+    let started = Instant::now();
+
+    let ctrl_c;
+    let mut counter = StepCounter {
+        store: store.clone(),
+        before: args
+            .resume
+            .as_deref()
+            .map_or(0, |id| journaled_steps(&store, id)),
+    };
+    let (mut executor, first) = if let Some(id) = &args.resume {
+        let (mut executor, torn, plan) =
+            Executor::resume(resolver, store, runner, settings, id, how.as_ref())?;
+        let said = torn
+            .map_or(Ok(()), |torn| {
+                outln!(
+                    "! the last record of run `{id}` was torn ({} bytes at byte {}): mekara stopped mid-write; it was dropped and that step runs again",
+                    torn.len, torn.offset
+                )
+            })
+            .and_then(|()| outln!("resuming run {id}"))
+            .and_then(|()| match &plan {
+                Some(plan) => out!("{}", plan.summary()),
+                None => Ok(()),
+            });
+        if let Err(e) = said {
+            return left_with_output_closed(&executor, Err(e.into()));
+        }
+        // The steps a rewind superseded do not count as the run's any more.
+        counter.before = journaled_steps(&counter.store, id);
+        terminal.watch(&executor);
+        ctrl_c = CtrlC::install(&executor);
+        let first = executor.advance(&terminal);
+        (executor, first)
+    } else {
+        let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
+        let name = name.as_str();
+        let mut executor = Executor::new(resolver, store, runner, settings);
+        let cwd = std::env::current_dir()?;
+        let working_dir = args
+            .working_dir
+            .as_ref()
+            .map_or_else(|| cwd.clone(), |d| cwd.join(d));
+        terminal.watch(&executor);
+        ctrl_c = CtrlC::install(&executor);
+        let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
+        (executor, first)
+    };
+    let played = play(
+        &mut executor,
+        first,
+        &terminal,
+        Answers::new(ctrl_c),
+        &Clock { started, counter },
+    );
+    left_with_output_closed(&executor, played)
+}
+
+/// `played`, unless it failed because stdout was closed: then mekara says on stderr how to
+/// resume (the run is saved: steps are journaled before they are shown) and ends quietly.
+fn left_with_output_closed(
+    executor: &Executor,
+    played: anyhow::Result<Exit>,
+) -> anyhow::Result<Exit> {
+    match played {
+        Err(e) if super::output::closed(&e) => {
+            if let Some(id) = executor.run_id() {
+                eprintln!(
+                    "mekara: the output was closed; the run is saved: resume it with `mekara run --resume {id}`"
+                );
+            }
+            Ok(Exit::OutputClosed)
+        }
+        played => played,
+    }
+}

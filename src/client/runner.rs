@@ -1,0 +1,34 @@
+//! [`ClientRunner`]: the engine's effect runner for runs that may call MCP tools.
+
+use super::mcp_client::McpClient;
+use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
+
+/// The effect runner of runs that may call MCP tools: shell steps as [`ShellRunner`] runs
+/// them, tool calls through an [`McpClient`].
+pub(crate) struct ClientRunner {
+    shell: ShellRunner,
+    client: McpClient,
+}
+
+impl ClientRunner {
+    /// Runs shell steps with `shell` and tool calls with `client`.
+    pub(crate) fn new(shell: ShellRunner, client: McpClient) -> ClientRunner {
+        ClientRunner { shell, client }
+    }
+}
+
+impl StepRunner for ClientRunner {
+    fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        self.shell.run_shell(step, on_output, cancel)
+    }
+
+    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
+        self.client.step(call, cancel)
+    }
+}

@@ -1,0 +1,222 @@
+//! What the parent and the child say to each other, one line of JSON each: the job
+//! ([`Start`]), what the child asks or tells ([`Ask`]), the parent's answers ([`Answer`]),
+//! and how an evaluation ended ([`Outcome`]).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+use super::sources::Sources;
+use crate::engine::compiled::{Called, Evaluation, FrameRun, Limits};
+use crate::engine::error::EngineError;
+use crate::engine::journal::JournalError;
+use crate::engine::runner::{Ran, ShellStep, ToolCall};
+use crate::engine::step::{StepInput, StepRecord};
+
+/// What the parent sends first: the job.
+#[derive(Serialize, Deserialize)]
+pub(super) enum Start {
+    /// Evaluate a frame of a run.
+    Frame(FrameJob),
+    /// Call a function of a tool module (`mekara serve`).
+    Call(CallJob),
+}
+
+/// A frame to evaluate: its script, and its journal.
+#[derive(Serialize, Deserialize)]
+pub(super) struct FrameJob {
+    pub(super) sources: Sources,
+    pub(super) path: String,
+    pub(super) request: String,
+    pub(super) working_dir: PathBuf,
+    pub(super) steps: Vec<StepRecord>,
+    pub(super) printed: usize,
+    pub(super) default_timeout: Duration,
+    pub(super) limits: Limits,
+}
+
+/// A function of a tool module to call.
+#[derive(Serialize, Deserialize)]
+pub(super) struct CallJob {
+    pub(super) origin: String,
+    pub(super) source: String,
+    pub(super) function: String,
+    pub(super) kwargs: Map<String, Json>,
+    pub(super) working_dir: PathBuf,
+    pub(super) default_timeout: Duration,
+    pub(super) limits: Limits,
+}
+
+/// A shell step as the child asks for it; the parent adds where its group is noted.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Shell {
+    pub(super) command: String,
+    pub(super) working_dir: PathBuf,
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) timeout: Duration,
+}
+
+impl Shell {
+    pub(super) fn of(step: &ShellStep) -> Shell {
+        Shell {
+            command: step.command.clone(),
+            working_dir: step.working_dir.clone(),
+            env: step.env.clone(),
+            timeout: step.timeout,
+        }
+    }
+
+    pub(super) fn into_step(self, run: &FrameRun<'_>) -> ShellStep {
+        ShellStep {
+            command: self.command,
+            working_dir: self.working_dir,
+            env: self.env,
+            timeout: self.timeout,
+            group_note: run.group_note.cloned(),
+        }
+    }
+}
+
+/// What the child asks of the parent, or tells it.
+#[derive(Serialize, Deserialize)]
+pub(super) enum Ask {
+    /// Run a shell step; the answer is [`Answer::Ran`]. Its output goes to the parent's
+    /// observer as it comes, which is all the step builtins do with it.
+    Shell(Shell),
+    /// Run the shell steps of a round of a `parallel` group, at most `max` at once; the
+    /// answers are an [`Answer::Done`] for each as it ends, then [`Answer::AllDone`]. The
+    /// child journals each (which the parent answers while the others run) and says
+    /// [`Ask::Next`] before the next one comes.
+    Shells {
+        steps: Vec<Shell>,
+        max: usize,
+    },
+    /// The child is ready for the next [`Answer::Done`].
+    Next,
+    /// Call a tool; the answer is [`Answer::Ran`].
+    Tool(ToolCall),
+    /// Journal a step; the answer is [`Answer::Journaled`].
+    Journal(StepRecord),
+    /// The observer's calls, which take no answer.
+    StepStarted {
+        frame: String,
+        index: usize,
+        input: StepInput,
+        context: Option<String>,
+    },
+    /// Output for the observer, as text (what it shows of it).
+    Output(String),
+    Print {
+        frame: String,
+        text: String,
+    },
+    StepFinished {
+        frame: String,
+        record: StepRecord,
+    },
+    /// The evaluation ended; the child says nothing more.
+    Finished {
+        outcome: Outcome,
+        cursor: usize,
+        printed: usize,
+    },
+}
+
+/// The parent's answers.
+#[derive(Serialize, Deserialize)]
+pub(super) enum Answer {
+    Ran(Ran),
+    Done {
+        at: usize,
+        ran: Ran,
+    },
+    AllDone,
+    /// Whether the step was journaled (when not, the parent keeps why).
+    Journaled(bool),
+}
+
+/// How an evaluation ended, as the child tells it: the errors an evaluation can end with
+/// (see `evaluate_counted`).
+#[derive(Serialize, Deserialize)]
+pub(super) enum Outcome {
+    Evaluated(Evaluation),
+    Called(Called),
+    Diverged {
+        script: String,
+        index: usize,
+        detail: String,
+    },
+    Cancelled {
+        script: String,
+        index: usize,
+    },
+    /// The journal could not be written: the parent knows why.
+    Journal,
+    /// Any other error, as its message.
+    Other(String),
+}
+
+impl Outcome {
+    pub(super) fn of<T>(result: Result<T, EngineError>, ok: impl FnOnce(T) -> Outcome) -> Outcome {
+        match result {
+            Ok(value) => ok(value),
+            Err(EngineError::Diverged {
+                script,
+                index,
+                detail,
+            }) => Outcome::Diverged {
+                script,
+                index,
+                detail,
+            },
+            Err(EngineError::Cancelled { script, index }) => Outcome::Cancelled { script, index },
+            Err(EngineError::Journal(_)) => Outcome::Journal,
+            Err(e) => Outcome::Other(e.to_string()),
+        }
+    }
+
+    /// The error of an outcome that is one, or that is not the job's (for frame `path`).
+    pub(super) fn into_error(self, path: &str, journal_error: Option<JournalError>) -> EngineError {
+        match self {
+            Outcome::Diverged {
+                script,
+                index,
+                detail,
+            } => EngineError::Diverged {
+                script,
+                index,
+                detail,
+            },
+            Outcome::Cancelled { script, index } => EngineError::Cancelled { script, index },
+            Outcome::Journal => journal_error.map_or_else(
+                || stopped(path, "the journal could not be written"),
+                EngineError::Journal,
+            ),
+            Outcome::Other(message) => stopped(path, &message),
+            Outcome::Evaluated(_) | Outcome::Called(_) => {
+                stopped(path, "the child answered another job than it was given")
+            }
+        }
+    }
+}
+
+/// The error of an evaluation that stopped in the child for a reason that is not the
+/// script's.
+pub(super) fn stopped(path: &str, detail: &str) -> EngineError {
+    EngineError::Evaluation {
+        script: path.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+/// Writes `message` as one line of JSON.
+pub(super) fn write_line(out: &mut impl Write, message: &impl Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
