@@ -53,6 +53,23 @@ fn the_engine_scripts_and_paths_point_at_nothing_above_them() {
     );
 }
 
+#[test]
+fn the_engine_names_no_store_backend() {
+    let mut files = BTreeMap::new();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    collect(&src, &src.join("engine"), &mut files);
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|(_, code)| code.contains("postgres") || code.contains("FileStore"))
+        .map(|(module, _)| name(module))
+        .collect();
+    assert!(
+        naming.is_empty(),
+        "files of src/engine/ that name a store backend (they belong in src/store/, behind \
+         `engine::store::Store`): {naming:?}"
+    );
+}
+
 /// The reading itself is tested on a small made-up tree, so that a graph that finds no
 /// arrows at all cannot pass the two tests above by accident.
 #[test]

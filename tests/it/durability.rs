@@ -424,7 +424,22 @@ def execute(request):
     );
     let root = project.root();
     let mut child = project.spawn(&["run", "busy"]);
-    wait_for(&root.join("a.count"));
+    // Between the steps: once the first is journaled (its file can appear while its shell
+    // is still running, and Ctrl-C then stops that step, which runs again on resume).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_dir(root.join(".mekara/runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|j| j.contains(r#""event":"step""#)))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first step was never journaled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     press_ctrl_c(&child);
     let status = ended_after_ctrl_c(&mut child, true, "mekara went on");
     assert_eq!(status.code(), Some(130));
