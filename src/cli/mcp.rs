@@ -62,7 +62,7 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
 pub(super) struct HttpArgs {
     /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (port 0 picks a free
     /// one; the address is printed on stderr).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = http_addr)]
     http: Option<SocketAddr>,
     /// With `--http`: also accept this host name in the `Host` and `Origin` headers
     /// (loopback names always are). Needed to listen on a non-loopback address.
@@ -87,6 +87,23 @@ pub(super) struct HttpArgs {
     #[arg(long, value_name = "DURATION", env = "MEKARA_HTTP_READ_TIMEOUT",
           default_value = "30s", value_parser = humantime::parse_duration)]
     read_timeout: Duration,
+}
+
+/// `--http`'s address: `IP:PORT`, or `localhost:PORT` for the loopback address (the one
+/// name read without asking DNS, which could answer anything).
+fn http_addr(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse() {
+        return Ok(addr);
+    }
+    if let Some(port) = value.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "`{}` is not an address to listen on; write `IP:PORT` or `localhost:PORT`, for example `127.0.0.1:8080` (port 0 picks a free one)",
+        crate::display::clipped(value, 200)
+    ))
 }
 
 impl HttpArgs {

@@ -62,7 +62,7 @@ pub(super) struct SubmitArgs {
     #[arg(long, value_name = "CMD")]
     agent_command: Option<String>,
     /// The queue (`[queue.NAME]` of .mekara/config.toml sets its limits).
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_QUEUE)]
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_QUEUE, value_parser = queue_name)]
     queue: String,
     /// Stop the run before an agent step once its agents spent this much (US dollars).
     #[arg(long, value_name = "USD")]
@@ -88,11 +88,29 @@ pub(super) struct WorkerArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     concurrency: u64,
     /// A queue to drain (repeat it for several).
-    #[arg(long = "queue", value_name = "NAME", default_value = DEFAULT_QUEUE)]
+    #[arg(long = "queue", value_name = "NAME", default_value = DEFAULT_QUEUE, value_parser = queue_name)]
     queues: Vec<String>,
     /// Stop when the queues are empty and nothing runs (for scripts and CI).
     #[arg(long)]
     until_empty: bool,
+}
+
+/// A queue's name: what `[queue.NAME]` can hold unquoted, and a worker's log lines can show
+/// plainly (letters, digits, `-`, `_`; 64 at most).
+fn queue_name(value: &str) -> Result<String, String> {
+    let fits = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if fits {
+        Ok(value.to_string())
+    } else {
+        Err(format!(
+            "`{}` is not a queue name; use letters, digits, `-` and `_` (64 at most), as in `[queue.NAME]` of .mekara/config.toml",
+            crate::display::clipped(value, 200)
+        ))
+    }
 }
 
 /// The shared store of a queue command, or the usage error that says how to set one.

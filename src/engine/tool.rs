@@ -82,15 +82,17 @@ fn parse_tag(text: &str) -> (Piece<'_>, usize) {
         .find(|c: char| c == ':' || c == ']' || c.is_whitespace())
         .unwrap_or(body.len());
     let name = &body[..name_end];
-    let Some((server, tool)) = name.split_once('/') else {
-        return malformed(format!(
-            "`{name}` is not `server/tool`; write `[use-mcp:server/tool:{{...}}]`"
-        ));
-    };
+    let (server, tool) = name.split_once('/').unwrap_or_default();
     if server.is_empty() || tool.is_empty() {
-        return malformed(format!(
-            "`{name}` is not `server/tool`; write `[use-mcp:server/tool:{{...}}]`"
-        ));
+        let what = if name.is_empty() {
+            "the tag names no `server/tool`".to_string()
+        } else {
+            format!(
+                "`{}` is not `server/tool`",
+                crate::display::clipped(name, 200)
+            )
+        };
+        return malformed(format!("{what}; write `[use-mcp:server/tool:{{...}}]`"));
     }
     let after = &body[name_end..];
     if after.starts_with(']') {
@@ -161,9 +163,13 @@ pub(crate) fn shown(server: &str, tool: &str, result: &StepResult) -> String {
     format!("[use-mcp:{server}/{tool} failed: {why}]")
 }
 
-/// The text shown for a malformed tag.
+/// The text shown for a malformed tag (a long one clipped: it came from the script, which
+/// its author has).
 pub(crate) fn shown_malformed(text: &str, reason: &str) -> String {
-    format!("[use-mcp error: {reason} (in `{text}`)]")
+    format!(
+        "[use-mcp error: {reason} (in `{}`)]",
+        crate::display::clipped(text, 200)
+    )
 }
 
 /// Replaces every tag of `text` that its author wrote by what `call` gives for it (in
@@ -291,6 +297,30 @@ mod tests {
         assert!(out[3].contains("not valid JSON"), "{}", out[3]);
         assert!(out[5].contains("must be a JSON object"), "{}", out[5]);
         assert_eq!(out[6], "text \" d\"");
+    }
+
+    /// Regression: a tag with no name was reported as "`` is not `server/tool`", and a long
+    /// malformed tag was echoed whole.
+    #[test]
+    fn a_nameless_or_long_malformed_tag_is_reported_plainly() {
+        let out = tags("[use-mcp:] [use-mcp: s/t]");
+        let bad: Vec<&String> = out.iter().filter(|o| o.starts_with("bad")).collect();
+        assert_eq!(bad.len(), 2, "{out:?}");
+        for o in bad {
+            assert!(
+                o.ends_with(
+                    ": the tag names no `server/tool`; write `[use-mcp:server/tool:{...}]`"
+                ),
+                "{o}"
+            );
+        }
+        let long = format!("[use-mcp:{}]", "x".repeat(100_000));
+        let Piece::Malformed { text, reason } = &parse(&long)[0] else {
+            panic!("not malformed");
+        };
+        let shown = shown_malformed(text, reason);
+        assert!(shown.len() < 1_000, "{}", shown.len());
+        assert!(shown.contains("more bytes not shown"), "{shown}");
     }
 
     #[test]

@@ -2033,3 +2033,25 @@ fn over_stdio_2026_07_28_a_call_without_run_id_goes_to_the_run_the_connection_dr
     let out = std::fs::read_to_string(project.root().join("out-s")).expect("output");
     assert_eq!(out, "one\ntwo\n");
 }
+
+/// Regression: `--http localhost:0` was refused with clap's "invalid socket address syntax".
+#[test]
+fn http_listens_on_localhost_by_name_and_a_bad_address_says_what_to_write() {
+    let project = Project::new();
+    let server = HttpServer::spawn(
+        project.command(&["mcp", "--http", "localhost:0"]),
+        "mekara mcp",
+    );
+    server.assert_serving();
+    for addr in ["example.org:80", "localhost", "127.0.0.1"] {
+        let out = refused_start(&project, addr);
+        assert_eq!(out.status.code(), Some(2), "{addr}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "`{addr}` is not an address to listen on; write `IP:PORT` or `localhost:PORT`, for example `127.0.0.1:8080` (port 0 picks a free one)"
+            )),
+            "{addr}: {stderr}"
+        );
+    }
+}

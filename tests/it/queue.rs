@@ -680,3 +680,34 @@ fn a_second_sigterm_stops_a_worker_at_once_and_its_run_is_still_taken_up() {
     assert_eq!(ran(s).get("g 0"), Some(&1));
     assert_eq!(ran(s).get("g 1"), Some(&1));
 }
+
+/// Regression: `submit --queue ../x` was accepted (a queue name is a config section's name
+/// and a word on every worker's log lines); a bad name is a usage error before any store is
+/// asked.
+#[test]
+fn a_queue_name_that_is_not_a_plain_word_is_refused() {
+    let project = Project::new();
+    for name in ["../x", "", "a b", "q.x"] {
+        for args in [
+            &[
+                "submit",
+                "--agent-command",
+                "true",
+                "--queue",
+                name,
+                "steps",
+            ][..],
+            &["worker", "--queue", name],
+        ] {
+            let out = project.run(args, "");
+            out.expect_code(2);
+            assert!(
+                out.stderr.contains(&format!(
+                    "`{name}` is not a queue name; use letters, digits, `-` and `_` (64 at most), as in `[queue.NAME]` of .mekara/config.toml"
+                )),
+                "{args:?}: {}",
+                out.stderr
+            );
+        }
+    }
+}
