@@ -3,13 +3,13 @@
 use super::output::{out, outln};
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
+use crate::agents::reply::resume_call;
 use crate::display::{bytes, count, format_time, step_mark};
 use crate::engine::journal::{Event, Origin, Outcome, Reason};
 use crate::engine::postgres::{JobState, QueueRow};
 use crate::engine::runs::{PruneRule, RunState, RunStore, RunSummary, live};
 use crate::engine::step::StepRecord;
 use crate::exit::Exit;
-use crate::mcp::reply::resume_call;
 
 #[derive(Debug, Args)]
 pub(super) struct RunsArgs {

@@ -17,21 +17,21 @@ use clap::{ArgGroup, Args, ValueEnum};
 use serde_json::{Value as Json, json};
 
 use super::output::outln;
-use crate::agent::claude::ClaudeAgent;
-use crate::agent::codex::CodexAgent;
-use crate::agent::command::CommandAgent;
-use crate::agent::gemini::GeminiAgent;
-use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::claude::ClaudeAgent;
+use crate::agents::codex::CodexAgent;
+use crate::agents::command::CommandAgent;
+use crate::agents::gemini::GeminiAgent;
+use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::history::Progress;
+use crate::agents::reply::Reply;
+use crate::agents::session::{Answered, Session};
+use crate::agents::tools::AgentCall;
 use crate::display::count;
 use crate::engine::journal::Event;
 use crate::engine::runs::RunStore;
 use crate::engine::step::{AgentReport, StepRecord};
 use crate::engine::{Pending, Settings, StepRunner};
 use crate::exit::Exit;
-use crate::mcp::history::Progress;
-use crate::mcp::reply::Reply;
-use crate::mcp::session::{Answered, Session};
-use crate::mcp::tools::AgentCall;
 use crate::script::Resolver;
 
 /// The flags of an unattended run.
@@ -113,7 +113,10 @@ impl UnattendedArgs {
     fn resume_command(&self, id: &str) -> String {
         let agent = match (&self.agent, &self.agent_command) {
             (_, Some(command)) => {
-                format!("--agent-command {}", crate::agent::shell_quote(command))
+                format!(
+                    "--agent-command {}",
+                    crate::agents::headless::shell_quote(command)
+                )
             }
             (Some(AgentName::Codex), None) => "--agent codex".to_string(),
             (Some(AgentName::Gemini), None) => "--agent gemini".to_string(),

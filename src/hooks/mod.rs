@@ -12,9 +12,9 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
+use crate::agents::reply::AFTER_START;
+use crate::agents::tools::{AgentClient, AgentTool};
 use crate::display::SHOWN_ARGUMENTS;
-use crate::mcp::reply::AFTER_START;
-use crate::mcp::tools::{AgentClient, AgentTool};
 use crate::paths::Locations;
 use crate::script::Resolver;
 

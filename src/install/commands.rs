@@ -16,8 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::mcp::reply::AFTER_START;
-use crate::mcp::tools::{AgentClient, AgentTool};
+use crate::agents::reply::AFTER_START;
+use crate::agents::tools::{AgentClient, AgentTool};
 use crate::paths::Locations;
 use crate::script::nl::{GENERATED_KEY, NlText, is_generated};
 use crate::script::{Listing, Resolver, bundled};

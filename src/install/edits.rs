@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value as Json, json};
 
 use super::{Action, Change, Direction};
+use crate::agents::tools;
 use crate::display::json_type;
 use crate::hooks::Hook;
-use crate::mcp::tools;
 
 /// A configuration file that cannot be edited safely. Nothing was written.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@
 //! anything else (the script folders hold the person's scripts: they are never removed).
 //!
 //! This module owns the clients' configuration files; it knows mekara's tools and hooks
-//! only through [`crate::mcp::tools::ALL`] and [`crate::hooks::Hook::ALL`].
+//! only through [`crate::agents::tools::ALL`] and [`crate::hooks::Hook::ALL`].
 
 mod commands;
 mod edits;

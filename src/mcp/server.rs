@@ -19,12 +19,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
-use super::history::Progress;
 use super::registry::{Driving, Registry, Slot};
-use super::reply::{self, Reply};
-use super::session::Session;
-use super::tools::{self, AgentClient, AgentTool};
 use super::vcr::Recorder;
+use crate::agents::history::Progress;
+use crate::agents::reply::{self, Reply};
+use crate::agents::session::Session;
+use crate::agents::tools::{self, AgentClient, AgentTool};
 use crate::engine::CancelToken;
 use crate::transport;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::{Agent, Reply, Request, run_agent};
+use super::headless::{Agent, Reply, Request, run_agent};
 use crate::display::json_type;
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
+use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 
@@ -40,7 +40,7 @@ impl Agent for GeminiAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
         let mut prompt = request.cli_prompt();
         if request.wants_outputs() {
-            prompt.push_str(&crate::mcp::reply::json_answer_request(&request.schema));
+            prompt.push_str(&super::reply::json_answer_request(&request.schema));
         }
         match run_agent(
             &self.command(request),

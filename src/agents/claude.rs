@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::{Agent, Reply, Request, run_agent, shell_quote};
+use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 
