@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use super::history::CallEvent;
+use super::history::{CallEvent, StepStarted};
 use super::tools::{self, AgentClient, AgentTool, ArgumentError};
 use crate::display::{count, format_time, quoted, step_mark};
 use crate::engine::executor::Frame;
@@ -1154,8 +1154,15 @@ pub(crate) const INSTRUCTIONS: &str = "mekara runs workflow scripts. When the us
      (`<run id>.<token>`): pass it as `run_id` in every call for that run.";
 
 /// A step starting, for progress notifications: `test:random[0] $ shuf -i 1-100 -n 1`.
-pub(crate) fn step_started(frame: &str, index: usize, input: &StepInput) -> String {
-    format!("{} {}", step_path(frame, index), input.summary())
+impl Display for StepStarted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let StepStarted {
+            frame,
+            index,
+            input,
+        } = *self;
+        write!(f, "{} {}", step_path(frame, index), input.summary())
+    }
 }
 
 /// A line the running step wrote, for progress notifications.

@@ -93,16 +93,17 @@ impl Server {
             let step = Mutex::new(String::new());
             let progress = |p: Progress<'_>| {
                 let message = match p {
-                    Progress::Started(what) => {
+                    Progress::Started(started) => {
+                        let what = started.to_string();
                         if let Some(slot) = current.lock().ok().and_then(|c| c.clone())
                             && let Ok(mut r) = slot.running.lock()
                         {
-                            *r = Some(what.to_string());
+                            *r = Some(what.clone());
                         }
                         if let Ok(mut s) = step.lock() {
-                            *s = what.to_string();
+                            s.clone_from(&what);
                         }
-                        what.to_string()
+                        what
                     }
                     Progress::Line(line) => {
                         let step = step.lock().map(|s| s.clone()).unwrap_or_default();
