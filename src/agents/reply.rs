@@ -21,8 +21,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
+use super::clients::AgentClient;
 use super::history::{CallEvent, StepStarted};
-use super::tools::{self, AgentClient, AgentTool, ArgumentError};
+use super::tools::{self, AgentTool, ArgumentError};
 use crate::display::{count, format_time, quoted, step_mark};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
@@ -1214,7 +1215,7 @@ const QUOTED_BLOCKS: [&str; 5] = [
 /// names, so that every text, including one added later, goes through this one place;
 /// what they quote from scripts and steps is left as it is.
 pub(crate) fn for_client(text: &str, client: AgentClient) -> String {
-    if client == AgentClient::Other {
+    if client == AgentClient::OTHER {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 64);

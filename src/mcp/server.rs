@@ -21,10 +21,11 @@ use tokio::sync::watch;
 
 use super::registry::{Driving, Registry, Slot};
 use super::vcr::Recorder;
+use crate::agents::clients::AgentClient;
 use crate::agents::history::Progress;
 use crate::agents::reply::{self, Reply};
 use crate::agents::session::Session;
-use crate::agents::tools::{self, AgentClient, AgentTool};
+use crate::agents::tools::{self, AgentTool};
 use crate::engine::CancelToken;
 use crate::transport;
 
@@ -256,7 +257,7 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        AgentTool::named(name).map(|tool| tool_definition(tool, AgentClient::Other))
+        AgentTool::named(name).map(|tool| tool_definition(tool, AgentClient::OTHER))
     }
 
     async fn call_tool(
@@ -405,7 +406,7 @@ fn client(context: &RequestContext<RoleServer>) -> AgentClient {
                 .peer_info()
                 .map(|info| info.client_info.name.clone())
         });
-    named.map_or(AgentClient::Other, |name| {
+    named.map_or(AgentClient::OTHER, |name| {
         AgentClient::from_client_info(&name)
     })
 }
