@@ -23,6 +23,8 @@ pub(crate) mod codex;
 pub(crate) mod command;
 pub(crate) mod copilot;
 pub(crate) mod gemini;
+#[cfg(test)]
+mod graph;
 pub(crate) mod headless;
 pub(crate) mod history;
 pub(crate) mod opencode;
