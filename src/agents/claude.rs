@@ -28,6 +28,7 @@ pub(crate) const CLIENT: Client = Client {
     help: "Claude Code",
     is_client_info: |name| name == "claude-code",
     tool_name,
+    fills_only_required_arguments: false,
     always: true,
     install,
     left_for_you,

@@ -25,6 +25,9 @@ pub(crate) struct Client {
     pub is_client_info: fn(name: &str) -> bool,
     /// The name its model sees a tool of mekara's under.
     pub tool_name: fn(AgentTool) -> String,
+    /// Whether it passes what is typed after `/name` only to an MCP prompt's required
+    /// arguments, so that a prompt's `arguments` must be required there.
+    pub fills_only_required_arguments: bool,
     /// Whether every install sets it up, `--client` or not (Claude Code).
     pub always: bool,
     /// Its part of `mekara install` and `mekara uninstall`: the edits of its configuration
@@ -108,6 +111,12 @@ impl AgentClient {
     /// The client that calls itself `name` in `initialize`.
     pub(crate) fn from_client_info(name: &str) -> AgentClient {
         AgentClient(CLIENTS.into_iter().find(|c| (c.is_client_info)(name)))
+    }
+
+    /// Whether it passes what is typed after `/name` only to a prompt's required arguments
+    /// ([`Client::fills_only_required_arguments`]).
+    pub(crate) fn fills_only_required_arguments(self) -> bool {
+        self.0.is_some_and(|c| c.fills_only_required_arguments)
     }
 
     /// The name this client's model sees `tool` under.

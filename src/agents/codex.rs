@@ -29,6 +29,7 @@ pub(crate) const CLIENT: Client = Client {
     help: "Codex (`.codex/config.toml`)",
     is_client_info: |name| name == "codex-mcp-client",
     tool_name,
+    fills_only_required_arguments: false,
     always: false,
     install,
     left_for_you,

@@ -14,6 +14,7 @@ pub(crate) const CLIENT: Client = Client {
     help: "Copilot CLI (`.mcp.json`; `~/.copilot/mcp-config.json` with `--user`)",
     is_client_info: |name| name == "copilot-cli",
     tool_name,
+    fills_only_required_arguments: false,
     always: false,
     install,
     left_for_you: |user| Some(left_for_you(user)),

@@ -26,6 +26,10 @@ pub(crate) const CLIENT: Client = Client {
     help: "Gemini CLI (`.gemini/settings.json`)",
     is_client_info: |name| name == "gemini-cli-mcp-client",
     tool_name,
+    // It fills the required ones from the typed words (all of them into the one there is;
+    // nothing typed gives it `""`) and drops them for optional ones. (Claude Code refuses a
+    // command whose required argument is not typed, so everywhere else it stays optional.)
+    fills_only_required_arguments: true,
     always: false,
     install,
     left_for_you: |user| Some(left_for_you(user)),

@@ -30,6 +30,7 @@ pub(crate) const CLIENT: Client = Client {
     help: "OpenCode (`opencode.json`)",
     is_client_info: |name| name.starts_with("opencode"),
     tool_name,
+    fills_only_required_arguments: false,
     always: false,
     install,
     left_for_you: |user| Some(left_for_you(user)),

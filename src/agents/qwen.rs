@@ -15,6 +15,7 @@ pub(crate) const CLIENT: Client = Client {
     // Qwen Code names each connection after its server.
     is_client_info: |name| name.starts_with("qwen-cli-mcp-client"),
     tool_name,
+    fills_only_required_arguments: false,
     always: false,
     install,
     left_for_you,

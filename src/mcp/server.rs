@@ -300,10 +300,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let required = context
-            .peer
-            .peer_info()
-            .is_some_and(|info| fills_only_required_arguments(&info.client_info.name));
+        let required = context.peer.peer_info().is_some_and(|info| {
+            AgentClient::from_client_info(&info.client_info.name).fills_only_required_arguments()
+        });
         let prompts = self
             .registry
             .resolver()
@@ -380,15 +379,6 @@ impl ServerHandler for Server {
         }
         .into())
     }
-}
-
-/// Whether the client passes what is typed after `/name` only to a prompt's required
-/// arguments. Gemini CLI (`gemini-cli-mcp-client`) fills the required ones from the typed
-/// words (all of them into the one there is; nothing typed gives it `""`) and drops them for
-/// optional ones, so there `arguments` is required. Claude Code refuses a command whose
-/// required argument is not typed, so everywhere else it stays optional.
-fn fills_only_required_arguments(client: &str) -> bool {
-    client == "gemini-cli-mcp-client"
 }
 
 /// The client on the other end of `context`'s connection: named by the request's own
