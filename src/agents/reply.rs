@@ -1,4 +1,5 @@
-//! Every word `mekara mcp` says to the agent, in one place. The session and the handler
+//! Every word mekara says to an agent, in one place: over MCP, and as the prompt of an
+//! unattended run (which reads what an agent over MCP would). The session and the handler
 //! decide *what* to say (which refusal, which pending item); this module decides how it
 //! reads:
 //!
