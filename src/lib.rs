@@ -6,10 +6,14 @@
 //! - [`script`] finds scripts by name (project, user, bundled) and reads their files;
 //! - [`engine`] runs them: the Starlark step builtins, the shell runner, the journal, and the
 //!   executor that holds the stack of frames;
-//! - [`mcp`] serves the engine to agents; [`serve`] serves Starlark functions as MCP tools;
-//!   both speak MCP through [`transport`] (stdio and Streamable HTTP);
-//! - [`agent`] starts agent processes that answer llm steps in unattended runs
-//!   (`mekara run --agent …`), with the text [`mcp`] renders;
+//! - [`agents`] is the agent layer: the session an agent drives, the calls it makes, every
+//!   word said to it, and one file per agent client (its tool names, its install, its
+//!   headless adapter);
+//! - [`mcp`] serves the agent layer to agents over MCP, and unattended runs
+//!   (`mekara run --agent …`, in [`cli`]) drive it with agent processes: both are adapters
+//!   on [`agents`]; [`serve`] serves Starlark functions as MCP tools; both servers speak MCP
+//!   through [`transport`] (stdio and Streamable HTTP);
+//! - [`hooks`] and [`install`] set agent clients up, with what [`agents`] knows of them;
 //! - [`cli`] is the command line: `mekara run`, `scripts`, `check`, `runs`, `mcp`, `serve`.
 //! - [`display`] holds the few formatting helpers the command line and the servers share.
 //!
@@ -32,7 +36,7 @@ pub mod paths;
 use nix as _;
 pub mod script;
 
-mod agent;
+mod agents;
 mod cli;
 mod client;
 mod config;

@@ -6,6 +6,8 @@ use std::io::Read;
 
 use clap::{Args, ValueEnum};
 
+use crate::agents::claude;
+use crate::agents::tools::AgentTool;
 use crate::exit::Exit;
 use crate::hooks::{self, Hook};
 
@@ -43,7 +45,8 @@ pub(super) fn run(args: HookArgs) -> anyhow::Result<Exit> {
             return Ok(Exit::Success);
         }
     };
-    match hooks::run(hook, &stdin, &cwd) {
+    let start = claude::tool_name(AgentTool::Start);
+    match hooks::run(hook, &stdin, &cwd, &start) {
         Ok(Some(answer)) => outln!("{answer}")?,
         Ok(None) => {}
         Err(e) => tracing::warn!("hook {}: {e}", hook.name()),

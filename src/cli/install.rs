@@ -1,11 +1,12 @@
 //! `mekara install` and `mekara uninstall`.
 
 use super::output::out;
-use clap::{Args, ValueEnum};
+use clap::Args;
 
+use crate::agents::Client;
 use crate::exit::Exit;
 pub(super) use crate::install::Direction;
-use crate::install::{self, Client, Report, Scope};
+use crate::install::{self, Report, Scope};
 use crate::paths::Locations;
 
 #[derive(Debug, Args)]
@@ -16,26 +17,10 @@ pub(super) struct InstallArgs {
     user: bool,
     /// Also configure this client (repeatable); Claude Code is always configured.
     #[arg(long = "client", value_name = "CLIENT")]
-    clients: Vec<ClientArg>,
+    clients: Vec<&'static Client>,
     /// Show the changes without making them.
     #[arg(long)]
     dry_run: bool,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ClientArg {
-    /// Claude Code.
-    Claude,
-    /// OpenCode (`opencode.json`).
-    Opencode,
-    /// Codex (`.codex/config.toml`).
-    Codex,
-    /// Gemini CLI (`.gemini/settings.json`).
-    Gemini,
-    /// Qwen Code (`.qwen/settings.json`).
-    Qwen,
-    /// Copilot CLI (`.mcp.json`; `~/.copilot/mcp-config.json` with `--user`).
-    Copilot,
 }
 
 pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exit> {
@@ -51,19 +36,7 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
         // Inside a project, install at its root; elsewhere the current folder becomes one.
         Scope::Project(locations.project_root.unwrap_or(cwd))
     };
-    let clients: Vec<Client> = args
-        .clients
-        .iter()
-        .map(|c| match c {
-            ClientArg::Claude => Client::Claude,
-            ClientArg::Opencode => Client::OpenCode,
-            ClientArg::Codex => Client::Codex,
-            ClientArg::Gemini => Client::Gemini,
-            ClientArg::Qwen => Client::Qwen,
-            ClientArg::Copilot => Client::Copilot,
-        })
-        .collect();
-    let plan = install::plan(scope, &clients, direction)?;
+    let plan = install::plan(scope, &args.clients, direction)?;
     if !args.dry_run {
         install::apply(&plan)?;
     }

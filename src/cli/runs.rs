@@ -3,13 +3,13 @@
 use super::output::{out, outln};
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 
+use crate::agents::reply::resume_call;
 use crate::display::{bytes, count, format_time};
 use crate::engine::journal::{Event, Origin, Outcome, Reason};
 use crate::engine::runs::{PruneRule, RunState, RunSummary, live};
 use crate::engine::step::StepRecord;
 use crate::engine::store::RunStore;
 use crate::exit::Exit;
-use crate::mcp::reply::resume_call;
 use crate::script::name::shown;
 use crate::store::postgres::{JobState, QueueRow};
 

@@ -13,25 +13,24 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clap::{ArgGroup, Args, ValueEnum};
+use clap::{ArgGroup, Args};
 use serde_json::{Value as Json, json};
 
 use super::output::outln;
-use crate::agent::claude::ClaudeAgent;
-use crate::agent::codex::CodexAgent;
-use crate::agent::command::CommandAgent;
-use crate::agent::gemini::GeminiAgent;
-use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::claude::ClaudeAgent;
+use crate::agents::clients::Headless;
+use crate::agents::command::CommandAgent;
+use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::history::Progress;
+use crate::agents::reply::Reply;
+use crate::agents::session::{Answered, Session};
+use crate::agents::tools::AgentCall;
 use crate::display::count;
 use crate::engine::journal::Event;
 use crate::engine::step::{AgentReport, StepRecord};
 use crate::engine::store::RunStore;
 use crate::engine::{Pending, Settings, StepRunner};
 use crate::exit::Exit;
-use crate::mcp::history::Progress;
-use crate::mcp::reply::Reply;
-use crate::mcp::session::{Answered, Session};
-use crate::mcp::tools::AgentCall;
 use crate::script::Resolver;
 
 /// The flags of an unattended run.
@@ -41,7 +40,7 @@ pub(super) struct UnattendedArgs {
     /// Run unattended: this agent does the llm steps and NL scripts (Claude Code, the Codex
     /// CLI or Gemini CLI headless, `claude`, `codex` or `gemini` on PATH).
     #[arg(long, value_enum, value_name = "AGENT")]
-    agent: Option<AgentName>,
+    agent: Option<Headless>,
     /// Run unattended: this command does the llm steps and NL scripts, through the JSON
     /// contract of docs/agent-command.md (run through the shell, once per step).
     #[arg(long, value_name = "CMD")]
@@ -83,17 +82,6 @@ pub(super) struct UnattendedArgs {
     pub(super) dry_run: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum AgentName {
-    // Claude Code: `claude -p --output-format json --json-schema … --resume SESSION`. (No doc
-    // comment: one would turn `mekara run --help` into clap's long form.)
-    Claude,
-    // The Codex CLI: `codex exec --json --output-schema FILE`, then `codex exec resume THREAD`.
-    Codex,
-    // Gemini CLI: `gemini --output-format json -p`, then `--resume SESSION`.
-    Gemini,
-}
-
 impl UnattendedArgs {
     /// Whether the run is unattended.
     pub(super) fn agent_given(&self) -> bool {
@@ -103,9 +91,9 @@ impl UnattendedArgs {
     fn agent(&self) -> Box<dyn Agent> {
         match (&self.agent, &self.agent_command) {
             (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
-            (Some(AgentName::Codex), None) => Box::new(CodexAgent),
-            (Some(AgentName::Gemini), None) => Box::new(GeminiAgent),
-            (Some(AgentName::Claude) | None, None) => Box::new(ClaudeAgent),
+            (Some(headless), None) => (headless.start)(),
+            // Not reached: the run is unattended only with one of the two.
+            (None, None) => Box::new(ClaudeAgent),
         }
     }
 
@@ -113,11 +101,13 @@ impl UnattendedArgs {
     fn resume_command(&self, id: &str) -> String {
         let agent = match (&self.agent, &self.agent_command) {
             (_, Some(command)) => {
-                format!("--agent-command {}", crate::agent::shell_quote(command))
+                format!(
+                    "--agent-command {}",
+                    crate::agents::headless::shell_quote(command)
+                )
             }
-            (Some(AgentName::Codex), None) => "--agent codex".to_string(),
-            (Some(AgentName::Gemini), None) => "--agent gemini".to_string(),
-            _ => "--agent claude".to_string(),
+            (Some(headless), None) => format!("--agent {}", headless.client.name),
+            (None, None) => "--agent claude".to_string(),
         };
         format!("mekara run --resume {id} {agent}")
     }

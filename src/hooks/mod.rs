@@ -6,15 +6,16 @@
 //! its Markdown by hand. They run on every prompt, so this module only parses the hook's
 //! JSON and resolves a name: no async runtime, no Starlark. It must never break a session:
 //! whatever goes wrong, the hook says nothing (the caller exits 0) and the reason goes to the
-//! log. It owns the hook text; it does not touch the engine or the MCP server.
+//! log. It owns the hook text; it does not touch the engine or the MCP server. The tool's
+//! name comes from its caller, as Claude Code's file in [`crate::agents`] names it (that
+//! file registers the hooks, so this module does not import it).
 
 use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
+use crate::agents::reply::AFTER_START;
 use crate::display::SHOWN_ARGUMENTS;
-use crate::mcp::reply::AFTER_START;
-use crate::mcp::tools::{AgentClient, AgentTool};
 use crate::paths::Locations;
 use crate::script::Resolver;
 
@@ -84,10 +85,17 @@ pub(crate) enum HookInputError {
     MissingField(&'static str),
 }
 
-/// Runs `hook` on its stdin text, with `cwd` the folder Claude Code ran it in. Returns what
-/// to print on stdout (`None`: print nothing). `Err` means the input was malformed; the
-/// caller logs it and still prints nothing.
-pub(crate) fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>, HookInputError> {
+/// Runs `hook` on its stdin text, with `cwd` the folder Claude Code ran it in and `start`
+/// the name Claude Code's model sees mekara's `start` tool under
+/// ([`crate::agents::claude::tool_name`]). Returns what to print on stdout (`None`: print
+/// nothing). `Err` means the input was malformed; the caller logs it and still prints
+/// nothing.
+pub(crate) fn run(
+    hook: Hook,
+    stdin: &str,
+    cwd: &Path,
+    start: &str,
+) -> Result<Option<String>, HookInputError> {
     if stdin.trim().is_empty() {
         return Err(HookInputError::Empty);
     }
@@ -104,7 +112,7 @@ pub(crate) fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>,
             let prompt = str_field(&input, "prompt")?;
             user_command(prompt)
                 .filter(|(name, _)| compiled(name))
-                .map(|(name, args)| user_prompt_answer(name, args))
+                .map(|(name, args)| user_prompt_answer(name, args, start))
         }
         Hook::RerouteAgentCommands => {
             let tool = input.get("tool_name").and_then(Json::as_str);
@@ -125,7 +133,7 @@ pub(crate) fn run(hook: Hook, stdin: &str, cwd: &Path) -> Result<Option<String>,
                     None => return Ok(None),
                 }
             };
-            compiled(skill).then(|| skill_answer(skill, args))
+            compiled(skill).then(|| skill_answer(skill, args, start))
         }
     })
 }
@@ -179,8 +187,7 @@ fn start_call(name: &str, args: &str, source: &str, gap: &str) -> String {
 }
 
 /// The UserPromptSubmit answer: context the model reads beside the expanded command.
-fn user_prompt_answer(name: &str, args: &str) -> String {
-    let start = AgentClient::ClaudeCode.tool_name(AgentTool::Start);
+fn user_prompt_answer(name: &str, args: &str, start: &str) -> String {
     let source = format!("the text after `/{name}` in the user's prompt");
     let context = format!(
         "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
@@ -200,8 +207,7 @@ fn user_prompt_answer(name: &str, args: &str) -> String {
 /// (`/compile`): what the model reads when the person types `/name`. It says the same as
 /// [`user_prompt_answer`], which adds the call as JSON, so the two never disagree; without the
 /// hook it is still enough.
-pub(crate) fn bundled_command_body(name: &str) -> String {
-    let start = AgentClient::ClaudeCode.tool_name(AgentTool::Start);
+pub(crate) fn bundled_command_body(name: &str, start: &str) -> String {
     format!(
         "`/{name}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
          steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
@@ -210,8 +216,7 @@ pub(crate) fn bundled_command_body(name: &str) -> String {
 }
 
 /// The PreToolUse answer: deny the Skill call, naming the call to make instead.
-fn skill_answer(skill: &str, args: &str) -> String {
-    let start = AgentClient::ClaudeCode.tool_name(AgentTool::Start);
+fn skill_answer(skill: &str, args: &str, start: &str) -> String {
     let reason = format!(
         "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
          Call the `{start}` tool with {}and {AFTER_START}",

@@ -1,5 +1,5 @@
 //! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
-//! Claude Code, and optionally OpenCode, Codex, Gemini CLI, Qwen Code and Copilot CLI.
+//! Claude Code, and optionally the other agent clients of [`crate::agents::CLIENTS`].
 //!
 //! Work is done in two phases: [`plan`] reads every file it would touch and computes the
 //! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
@@ -8,36 +8,23 @@
 //! TOML its formatting. Uninstall removes exactly the entries install adds, and leaves
 //! anything else (the script folders hold the person's scripts: they are never removed).
 //!
-//! This module owns the clients' configuration files; it knows mekara's tools and hooks
-//! only through [`crate::mcp::tools::ALL`] and [`crate::hooks::Hook::ALL`].
+//! This module owns the generic machinery: the plan, the file edit primitives
+//! ([`edits`]), the NL scripts folder with its command files and the commands link
+//! ([`commands`]), and the install record. What each client needs (its configuration edits,
+//! its own command files, its notes) is in its file in [`crate::agents`], which this module
+//! reaches only through [`crate::agents::CLIENTS`] and each client's [`Setup`] step.
 
-mod commands;
-mod edits;
+pub(crate) mod commands;
+pub(crate) mod edits;
 mod record;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::agents::{CLIENTS, Client};
+use edits::Edit;
 pub(crate) use edits::EditError;
 use record::Record;
-
-/// Which configuration `--client` adds to Claude Code's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Client {
-    /// Claude Code (always set up).
-    Claude,
-    /// OpenCode: `opencode.json`.
-    OpenCode,
-    /// Codex: `.codex/config.toml`.
-    Codex,
-    /// Gemini CLI: `.gemini/settings.json`.
-    Gemini,
-    /// Qwen Code: `.qwen/settings.json`.
-    Qwen,
-    /// Copilot CLI: `.mcp.json` (Claude Code's server entry, which it reads too), or
-    /// `~/.copilot/mcp-config.json` with `--user`.
-    Copilot,
-}
 
 /// Install or uninstall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +168,7 @@ pub(crate) struct Plan {
 /// included) in `scope`. Reads files; writes nothing.
 pub(crate) fn plan(
     scope: Scope,
-    clients: &[Client],
+    clients: &[&'static Client],
     direction: Direction,
 ) -> Result<Plan, InstallError> {
     let mut plan = Plan {
@@ -249,54 +236,18 @@ pub(crate) fn plan(
         }
     }
 
-    let mcp_file = if user {
-        base.join(".claude.json")
-    } else {
-        base.join(".mcp.json")
+    // Every client's command files first, then every configuration edit, in the order of
+    // the clients: Claude Code's, then those of `--client`.
+    let mut setup = Setup {
+        plan: &mut plan,
+        edits: Vec::new(),
     };
-    let edits = [
-        edits::claude_server(&mcp_file, direction)?,
-        edits::claude_settings(&base.join(".claude/settings.json"), direction)?,
-    ];
-    let mut client_edits = Vec::new();
-    for client in clients {
-        match client {
-            Client::Claude => {}
-            Client::OpenCode => {
-                let (path, commands) = if user {
-                    (
-                        base.join(".config/opencode/opencode.json"),
-                        base.join(".config/opencode/commands"),
-                    )
-                } else {
-                    (base.join("opencode.json"), base.join(".opencode/commands"))
-                };
-                client_edits.push(edits::opencode(&path, direction)?);
-                plan_opencode_commands(&mut plan, &commands, direction)?;
-            }
-            Client::Codex => {
-                client_edits.push(edits::codex(&base.join(".codex/config.toml"), direction)?);
-            }
-            Client::Gemini => {
-                client_edits.push(edits::gemini(
-                    &base.join(".gemini/settings.json"),
-                    direction,
-                )?);
-            }
-            // In a project, Copilot CLI reads the `.mcp.json` written for Claude Code.
-            Client::Copilot if !user => {}
-            Client::Copilot => {
-                client_edits.push(edits::copilot(
-                    &base.join(".copilot/mcp-config.json"),
-                    direction,
-                )?);
-            }
-            Client::Qwen => {
-                client_edits.push(edits::qwen(&base.join(".qwen/settings.json"), direction)?);
-            }
-        }
+    let always = CLIENTS.into_iter().filter(|c| c.always);
+    for client in always.chain(clients.iter().copied().filter(|c| !c.always)) {
+        (client.install)(&mut setup)?;
     }
-    for edit in edits.into_iter().chain(client_edits) {
+    let Setup { edits, .. } = setup;
+    for edit in edits {
         plan.kept.extend(edit.kept);
         plan.changes.extend(edit.change);
     }
@@ -307,65 +258,13 @@ pub(crate) fn plan(
     }
 
     if direction == Direction::Install {
-        if !user {
-            plan.left_for_you.push(
-                "start `claude` in this folder once: trust the folder and approve the `mekara` \
-                 server from `.mcp.json` (Claude Code asks both the first time; until then it \
-                 ignores the project's permissions and servers)"
-                    .to_string(),
-            );
-            if clients.contains(&Client::Qwen) {
-                plan.left_for_you.push(
-                    "approve the `mekara` server in Qwen Code once: run `qwen mcp approve \
-                     mekara` in this folder, or `/mcp` in `qwen` (until then Qwen Code starts \
-                     no server of the project's configuration)"
-                        .to_string(),
-                );
-            }
-            if clients.contains(&Client::Codex) {
-                plan.left_for_you.push(
-                    "trust this folder in Codex once: start `codex` in it and trust it when \
-                     asked, or run `codex exec --trust` (until then Codex ignores \
-                     `.codex/config.toml`, so it does not start the `mekara` server)"
-                        .to_string(),
-                );
-            }
-        }
-        if clients.contains(&Client::Copilot) {
-            let trust = if user {
-                ""
-            } else {
-                "start `copilot` in this folder once and trust it (Copilot CLI reads no \
-                 `.mcp.json` of an untrusted folder); "
-            };
-            plan.left_for_you.push(format!(
-                "{trust}allow mekara's tools when you start Copilot CLI: `copilot --allow-tool \
-                 mekara` (it keeps no tool approvals in a file: without the option it asks at \
-                 each call, and `copilot -p` refuses them)"
-            ));
-        }
-        if clients.contains(&Client::OpenCode) {
-            let again = if user {
-                "mekara install --user --client opencode"
-            } else {
-                "mekara install --client opencode"
-            };
-            plan.left_for_you.push(format!(
-                "run `{again}` again after adding or removing a compiled script: OpenCode's                  `/NAME` commands are files install writes, one for each compiled script"
-            ));
-        }
-        if clients.contains(&Client::Gemini) {
-            let folders = if user {
-                "each folder you use it in"
-            } else {
-                "this folder"
-            };
-            plan.left_for_you.push(format!(
-                "start `gemini` in {folders} once and trust the folder: Gemini CLI neither \
-                 reads an untrusted folder's `.gemini/settings.json` nor starts any MCP server \
-                 there (`gemini -p` refuses to run in it)"
-            ));
-        }
+        let mut noted: Vec<&Client> = CLIENTS
+            .into_iter()
+            .filter(|c| c.always || clients.contains(c))
+            .collect();
+        noted.sort_by_key(|c| c.note_rank);
+        let notes = noted.into_iter().filter_map(|c| (c.left_for_you)(user));
+        plan.left_for_you.extend(notes);
         if !on_path("mekara") {
             plan.left_for_you.push(
                 "put `mekara` on your PATH: the clients run `mekara mcp` and the hooks run \
@@ -375,6 +274,54 @@ pub(crate) fn plan(
         }
     }
     Ok(plan)
+}
+
+/// One client's step of an install or uninstall ([`Client::install`]): where and which way,
+/// and the plan it adds to. Command files go into the plan at once; configuration edits are
+/// queued ([`Setup::edit`]) and follow every client's command files.
+pub(crate) struct Setup<'a> {
+    plan: &'a mut Plan,
+    edits: Vec<Edit>,
+}
+
+impl Setup<'_> {
+    /// The folder everything is under.
+    pub(crate) fn base(&self) -> &Path {
+        self.plan.scope.base()
+    }
+
+    /// Whether this is an install for every project (`--user`).
+    pub(crate) fn user(&self) -> bool {
+        matches!(self.plan.scope, Scope::User(_))
+    }
+
+    /// Install or uninstall.
+    pub(crate) fn direction(&self) -> Direction {
+        self.plan.direction
+    }
+
+    /// The plan, for command files.
+    pub(crate) fn plan(&mut self) -> &mut Plan {
+        self.plan
+    }
+
+    /// Queues the edit of a configuration file.
+    pub(crate) fn edit(&mut self, edit: Edit) {
+        self.edits.push(edit);
+    }
+
+    /// Queues the adding (or the removal) of the server entry `container.mekara = entry` in
+    /// the JSON file at `path` ([`edits::server_entry`]).
+    pub(crate) fn server_entry(
+        &mut self,
+        path: &Path,
+        container: &'static str,
+        entry: &serde_json::Value,
+    ) -> Result<(), InstallError> {
+        let edit = edits::server_entry(path, self.direction(), container, entry)?;
+        self.edit(edit);
+        Ok(())
+    }
 }
 
 /// Adds to the plan the writing of what it creates and moves into the install record.
@@ -563,75 +510,8 @@ fn plan_bundled_commands(
     Ok(())
 }
 
-/// Plans OpenCode's command files for the compiled scripts: written or refreshed, those of
-/// scripts that are gone removed (uninstall removes them all), never one of the person's.
-fn plan_opencode_commands(
-    plan: &mut Plan,
-    dir: &Path,
-    direction: Direction,
-) -> Result<(), InstallError> {
-    let base = plan.scope.base().to_path_buf();
-    let current = match direction {
-        Direction::Install => commands::opencode(&base),
-        Direction::Uninstall => Vec::new(),
-    };
-    for path in generated_files(dir)? {
-        if !current.iter().any(|f| dir.join(&f.rel) == path) {
-            let why = match direction {
-                Direction::Install => "its compiled script is gone",
-                Direction::Uninstall => "the OpenCode command for a compiled script",
-            };
-            plan.changes.push(Change {
-                path,
-                action: Action::RemoveGenerated,
-                details: vec![why.to_string()],
-            });
-        }
-    }
-    for file in current {
-        let path = dir.join(&file.rel);
-        let name = file.rel.with_extension("");
-        if path.exists() && !commands::is_ours(&path) {
-            plan.kept.push(format!(
-                "`{}` is your own OpenCode command: left as is, so `/{}` does not run the \
-                 compiled script through mekara",
-                display(&base, &path),
-                name.display()
-            ));
-            continue;
-        }
-        if std::fs::read_to_string(&path).is_ok_and(|t| t == file.text) {
-            continue;
-        }
-        plan.changes.push(Change {
-            action: Action::Write {
-                text: file.text,
-                created: !path.exists(),
-            },
-            path,
-            details: vec![format!(
-                "the OpenCode command `/{}` for the compiled script",
-                name.display()
-            )],
-        });
-    }
-    if direction == Direction::Uninstall {
-        // The folders go too when nothing else is in them.
-        for folder in [dir, dir.parent().unwrap_or(dir)] {
-            if folder != base && folder.is_dir() {
-                plan.changes.push(Change {
-                    path: folder.to_path_buf(),
-                    action: Action::RemoveDir,
-                    details: Vec::new(),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The command files install generated under the NL scripts folder.
-fn generated_files(nl_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
+pub(crate) fn generated_files(nl_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
     let mut files = Vec::new();
     if nl_dir.is_dir() {
         walk(nl_dir, Path::new(""), &mut files)?;
@@ -890,7 +770,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), InstallError> {
 }
 
 /// `path` relative to `base` when it is inside it.
-fn display(base: &Path, path: &Path) -> String {
+pub(crate) fn display(base: &Path, path: &Path) -> String {
     path.strip_prefix(base)
         .unwrap_or(path)
         .display()

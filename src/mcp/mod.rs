@@ -1,27 +1,20 @@
-//! `mekara mcp`: the MCP server agents drive (DESIGN §5, §7).
+//! `mekara mcp`: the MCP server agents drive (DESIGN §5, §7), an adapter on the agent layer
+//! ([`crate::agents`]: the session, the calls, the replies).
 //!
-//! - [`tools`]: the tool definitions and argument checks;
 //! - [`registry`]: the runs a server holds, and which one each call goes to;
-//! - [`session`]: one run as an agent drives it, the synchronous core every call on a run
-//!   goes through;
-//! - [`history`]: what happened during a call, collected for the reply;
-//! - [`reply`]: every word said to the agent: replies, refusals, the handler's messages;
 //! - [`server`]: the rmcp handler (progress, cancellation, prompts);
 //! - [`vcr`]: cassettes, recording and replay;
 //! - this file: [`SessionPlan`], and serving sessions over the transports of
 //!   [`crate::transport`].
 
-pub(crate) mod history;
 pub(crate) mod registry;
-pub(crate) mod reply;
 pub(crate) mod server;
-pub(crate) mod session;
-pub(crate) mod tools;
 pub(crate) mod vcr;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::agents::session::Session;
 use crate::engine::store::RunStore;
 use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
 use crate::paths::Locations;
@@ -29,7 +22,6 @@ use crate::script::Resolver;
 use crate::transport::{self, HttpOptions};
 pub(crate) use registry::Registry;
 pub(crate) use server::Server;
-pub(crate) use session::Session;
 
 /// Where a session's scripts, runs and default folder come from.
 #[derive(Clone)]

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::SessionPlan;
-use super::history::Progress;
-use super::reply::{self, Reply};
-use super::session::Session;
-use super::tools::{AgentCall, AgentTool};
+use crate::agents::history::Progress;
+use crate::agents::reply::{self, Reply};
+use crate::agents::session::Session;
+use crate::agents::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
 use crate::engine::runs::{RunState, RunSummary};
 use crate::engine::{CancelToken, EngineError, Rewind, RewindPlan, StepRunner, handle};

@@ -19,12 +19,13 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
-use super::history::Progress;
 use super::registry::{Driving, Registry, Slot};
-use super::reply::{self, Reply};
-use super::session::Session;
-use super::tools::{self, AgentClient, AgentTool};
 use super::vcr::Recorder;
+use crate::agents::clients::AgentClient;
+use crate::agents::history::Progress;
+use crate::agents::reply::{self, Reply};
+use crate::agents::session::Session;
+use crate::agents::tools::{self, AgentTool};
 use crate::engine::CancelToken;
 use crate::transport;
 
@@ -93,16 +94,17 @@ impl Server {
             let step = Mutex::new(String::new());
             let progress = |p: Progress<'_>| {
                 let message = match p {
-                    Progress::Started(what) => {
+                    Progress::Started(started) => {
+                        let what = started.to_string();
                         if let Some(slot) = current.lock().ok().and_then(|c| c.clone())
                             && let Ok(mut r) = slot.running.lock()
                         {
-                            *r = Some(what.to_string());
+                            *r = Some(what.clone());
                         }
                         if let Ok(mut s) = step.lock() {
-                            *s = what.to_string();
+                            s.clone_from(&what);
                         }
-                        what.to_string()
+                        what
                     }
                     Progress::Line(line) => {
                         let step = step.lock().map(|s| s.clone()).unwrap_or_default();
@@ -255,7 +257,7 @@ impl ServerHandler for Server {
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        AgentTool::named(name).map(|tool| tool_definition(tool, AgentClient::Other))
+        AgentTool::named(name).map(|tool| tool_definition(tool, AgentClient::OTHER))
     }
 
     async fn call_tool(
@@ -298,10 +300,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let required = context
-            .peer
-            .peer_info()
-            .is_some_and(|info| fills_only_required_arguments(&info.client_info.name));
+        let required = context.peer.peer_info().is_some_and(|info| {
+            AgentClient::from_client_info(&info.client_info.name).fills_only_required_arguments()
+        });
         let prompts = self
             .registry
             .resolver()
@@ -380,15 +381,6 @@ impl ServerHandler for Server {
     }
 }
 
-/// Whether the client passes what is typed after `/name` only to a prompt's required
-/// arguments. Gemini CLI (`gemini-cli-mcp-client`) fills the required ones from the typed
-/// words (all of them into the one there is; nothing typed gives it `""`) and drops them for
-/// optional ones, so there `arguments` is required. Claude Code refuses a command whose
-/// required argument is not typed, so everywhere else it stays optional.
-fn fills_only_required_arguments(client: &str) -> bool {
-    client == "gemini-cli-mcp-client"
-}
-
 /// The client on the other end of `context`'s connection: named by the request's own
 /// `_meta` (`2026-07-28` has no handshake: Claude Code 2.1 and Copilot CLI name themselves in
 /// each request; over HTTP such a request comes with a stand-in `initialize` of the
@@ -404,7 +396,7 @@ fn client(context: &RequestContext<RoleServer>) -> AgentClient {
                 .peer_info()
                 .map(|info| info.client_info.name.clone())
         });
-    named.map_or(AgentClient::Other, |name| {
+    named.map_or(AgentClient::OTHER, |name| {
         AgentClient::from_client_info(&name)
     })
 }

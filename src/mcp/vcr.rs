@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 use super::registry::{Driving, Registry, RunnerFactory};
-use super::reply::{Reply, shown_dir};
-use super::tools::AgentTool;
+use crate::agents::reply::{Reply, shown_dir};
+use crate::agents::tools::AgentTool;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, StepRunner, ToolCall};

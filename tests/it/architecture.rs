@@ -20,6 +20,10 @@ const ABOVE_THE_ENGINE: [&str; 9] = [
 /// The bottom layers.
 const BOTTOM: [&str; 3] = ["engine", "script", "paths"];
 
+/// What the MCP server adapter (`mcp`) sits on, and must not be imported by: the agent
+/// layer, the hooks and the installer serve every client, not only MCP's.
+const BELOW_THE_MCP_SERVER: [&str; 3] = ["agents", "hooks", "install"];
+
 #[test]
 fn no_file_imports_a_file_that_imports_it() {
     let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
@@ -67,6 +71,26 @@ fn the_engine_names_no_store_backend() {
         naming.is_empty(),
         "files of src/engine/ that name a store backend (they belong in src/store/, behind \
          `engine::store::Store`): {naming:?}"
+    );
+}
+
+#[test]
+fn the_agent_layer_hooks_and_installer_do_not_import_the_mcp_server() {
+    let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let upward: Vec<String> = graph
+        .arrows()
+        .filter(|(from, to)| {
+            from.first()
+                .is_some_and(|m| BELOW_THE_MCP_SERVER.contains(&m.as_str()))
+                && to.first().is_some_and(|m| m == "mcp")
+        })
+        .map(|(from, to)| format!("{} -> {}", name(from), name(to)))
+        .collect();
+    assert!(
+        upward.is_empty(),
+        "the agent layer, the hooks and the installer import the MCP server adapter; what they \
+         need belongs in `agents/`:\n{}",
+        upward.join("\n")
     );
 }
 

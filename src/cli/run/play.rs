@@ -74,7 +74,7 @@ pub(super) fn play(
             // after another, each journaled as it is answered.
             Ok(Pending::Tasks { path, tasks, .. }) => {
                 for task in &tasks {
-                    let label = crate::mcp::reply::task_label(&path, task.member);
+                    let label = crate::agents::reply::task_label(&path, task.member);
                     outln!("\n── llm step {label} ──\n{}", task.prompt.trim_end())?;
                     match ask_outputs(&mut input, task.expects.as_ref())? {
                         Asked::Answered(outputs) => {

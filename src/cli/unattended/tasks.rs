@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value as Json};
 
 use super::{Asked, End, UnattendedArgs, add, cost_note, limit_reached};
-use crate::agent::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::history::Progress;
+use crate::agents::reply;
+use crate::agents::session::Session;
+use crate::agents::tools::AgentTool;
 use crate::engine::step::AgentReport;
 use crate::engine::{CancelToken, Task};
-use crate::mcp::history::Progress;
-use crate::mcp::reply;
-use crate::mcp::session::Session;
-use crate::mcp::tools::AgentTool;
 
 /// The tasks pending in frame `path`, and the bound of its group (`parallel(…, max = N)`).
 pub(super) struct Group<'a> {

@@ -1,5 +1,5 @@
 //! One run as an agent drives it: an executor and what the agent has been shown of its run.
-//! A [`super::registry::Registry`] holds any number of them, keyed by run, and routes every
+//! A server's registry (`crate::mcp::registry`) holds any number of them, keyed by run, and routes every
 //! tool call that moves or shows a run to one of them, in [`Session::call`], which is
 //! synchronous (it runs auto steps).
 

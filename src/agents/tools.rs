@@ -33,54 +33,6 @@ pub(crate) enum AgentTool {
 /// their models see from it.
 pub(crate) const SERVER_NAME: &str = "mekara";
 
-/// An agent client, known by the name its `initialize` gives (`clientInfo.name`). It decides
-/// how the client's model sees mekara's tools, so that every text mekara gives an agent
-/// names the tool it can actually call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AgentClient {
-    /// Claude Code (`claude-code`): `mcp__mekara__start`.
-    ClaudeCode,
-    /// Qwen Code (`qwen-cli-mcp-client-mekara`): `mcp__mekara__start`, as Claude Code.
-    Qwen,
-    /// Gemini CLI (`gemini-cli-mcp-client`): `mcp_mekara_start`.
-    Gemini,
-    /// OpenCode (`opencode`): `mekara_start`.
-    OpenCode,
-    /// Copilot CLI (`copilot-cli`): `mekara-start`.
-    Copilot,
-    /// Codex (`codex-mcp-client`) offers the tools in a namespace named after the server
-    /// (`mcp__mekara`) under their own names, and a client mekara does not know is best
-    /// told the names it lists: `start`.
-    Other,
-}
-
-impl AgentClient {
-    /// The client that calls itself `name` in `initialize`.
-    pub(crate) fn from_client_info(name: &str) -> AgentClient {
-        match name {
-            "claude-code" => AgentClient::ClaudeCode,
-            "gemini-cli-mcp-client" => AgentClient::Gemini,
-            // Qwen Code names each connection after its server.
-            n if n.starts_with("qwen-cli-mcp-client") => AgentClient::Qwen,
-            n if n.starts_with("opencode") => AgentClient::OpenCode,
-            "copilot-cli" => AgentClient::Copilot,
-            _ => AgentClient::Other,
-        }
-    }
-
-    /// The name this client's model sees `tool` under.
-    pub(crate) fn tool_name(self, tool: AgentTool) -> String {
-        let tool = tool.name();
-        match self {
-            AgentClient::ClaudeCode | AgentClient::Qwen => format!("mcp__{SERVER_NAME}__{tool}"),
-            AgentClient::Gemini => format!("mcp_{SERVER_NAME}_{tool}"),
-            AgentClient::OpenCode => format!("{SERVER_NAME}_{tool}"),
-            AgentClient::Copilot => format!("{SERVER_NAME}-{tool}"),
-            AgentClient::Other => tool.to_string(),
-        }
-    }
-}
-
 /// Every tool, in the order `tools/list` gives them.
 pub(crate) const ALL: [AgentTool; 7] = [
     AgentTool::Start,
@@ -180,7 +132,7 @@ impl AgentTool {
     }
 
     /// Its own name, as `tools/list` gives it (clients show it to their models under names
-    /// of their own: [`AgentClient::tool_name`]).
+    /// of their own: [`super::clients::AgentClient::tool_name`]).
     pub(crate) fn name(self) -> &'static str {
         match self {
             AgentTool::Start => "start",

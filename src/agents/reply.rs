@@ -1,4 +1,5 @@
-//! Every word `mekara mcp` says to the agent, in one place. The session and the handler
+//! Every word mekara says to an agent, in one place: over MCP, and as the prompt of an
+//! unattended run (which reads what an agent over MCP would). The session and the handler
 //! decide *what* to say (which refusal, which pending item); this module decides how it
 //! reads:
 //!
@@ -21,8 +22,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use super::history::CallEvent;
-use super::tools::{self, AgentClient, AgentTool, ArgumentError};
+use super::clients::AgentClient;
+use super::history::{CallEvent, StepStarted};
+use super::tools::{self, AgentTool, ArgumentError};
 use crate::display::{count, format_time, quoted};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
@@ -1154,8 +1156,15 @@ pub(crate) const INSTRUCTIONS: &str = "mekara runs workflow scripts. When the us
      (`<run id>.<token>`): pass it as `run_id` in every call for that run.";
 
 /// A step starting, for progress notifications: `test:random[0] $ shuf -i 1-100 -n 1`.
-pub(crate) fn step_started(frame: &str, index: usize, input: &StepInput) -> String {
-    format!("{} {}", step_path(frame, index), input.summary())
+impl Display for StepStarted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let StepStarted {
+            frame,
+            index,
+            input,
+        } = *self;
+        write!(f, "{} {}", step_path(frame, index), input.summary())
+    }
 }
 
 /// A line the running step wrote, for progress notifications.
@@ -1207,7 +1216,7 @@ const QUOTED_BLOCKS: [&str; 5] = [
 /// names, so that every text, including one added later, goes through this one place;
 /// what they quote from scripts and steps is left as it is.
 pub(crate) fn for_client(text: &str, client: AgentClient) -> String {
-    if client == AgentClient::Other {
+    if client == AgentClient::OTHER {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 64);

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value as Json};
+use serde_json::{Map, Value as Json, json};
 
-use super::{Agent, Reply, Request, run_agent};
+use super::headless::{Agent, Reply, Request, run_agent};
 use crate::display::json_type;
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -25,12 +25,34 @@ impl CommandAgent {
 
 impl Agent for CommandAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let input = request.to_json().to_string();
+        let input = request_json(request).to_string();
         match run_agent(&self.command, input.as_bytes(), request, timeout, cancel) {
             Ok(stdout) => read_answer(&stdout),
             Err(stopped) => stopped.into(),
         }
     }
+}
+
+/// The version of the request's shape, in its `version` field.
+pub(crate) const REQUEST_VERSION: u32 = 1;
+
+/// The request as the `--agent-command` contract writes it on the agent's stdin
+/// (`docs/agent-command.md`).
+pub(crate) fn request_json(request: &Request) -> Json {
+    json!({
+        "version": REQUEST_VERSION,
+        "run_id": request.run_id,
+        "session_key": request.run_id,
+        "step": request.step,
+        "kind": request.kind.name(),
+        "prompt": request.prompt,
+        "unattended": super::reply::UNATTENDED,
+        "output_schema": request.schema,
+        "agent_session": request.session,
+        "attempt": request.attempt,
+        "previous_error": request.previous_error,
+        "budget_usd": request.budget_usd,
+    })
 }
 
 /// Reads the agent's answer: one JSON object, `{"outputs": {...}}` or `{"error": "..."}`.

@@ -1,4 +1,7 @@
-//! `--agent gemini`: Gemini CLI headless. Each question is one `gemini --output-format json
+//! Gemini CLI: its model sees mekara's tools as `mcp_mekara_NAME`; `--client gemini` adds
+//! the `mekara` server to `.gemini/settings.json`; `--agent gemini` runs it headless.
+//!
+//! Headless, each question is one `gemini --output-format json
 //! -p ''` with the prompt on stdin (`-p` appends its text to stdin's). Gemini CLI has no
 //! structured-output option, so an llm step that expects outputs has their JSON Schema at
 //! the end of its prompt, and the outputs are the last JSON object of the answer. The first
@@ -8,11 +11,58 @@
 
 use std::time::Duration;
 
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 
-use super::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
+use super::clients::Client;
+use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
+use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
+use crate::install::{InstallError, Setup};
+
+/// Gemini CLI.
+pub(crate) const CLIENT: Client = Client {
+    name: "gemini",
+    help: "Gemini CLI (`.gemini/settings.json`)",
+    is_client_info: |name| name == "gemini-cli-mcp-client",
+    tool_name,
+    // It fills the required ones from the typed words (all of them into the one there is;
+    // nothing typed gives it `""`) and drops them for optional ones. (Claude Code refuses a
+    // command whose required argument is not typed, so everywhere else it stays optional.)
+    fills_only_required_arguments: true,
+    always: false,
+    install,
+    left_for_you: |user| Some(left_for_you(user)),
+    note_rank: 5,
+    headless: Some(|| Box::new(GeminiAgent)),
+};
+
+/// `mcp_mekara_start`.
+fn tool_name(tool: AgentTool) -> String {
+    format!("mcp_{SERVER_NAME}_{}", tool.name())
+}
+
+/// `settings.json`: the `mekara` server, trusted. Gemini asks before every call of an
+/// untrusted server's tools, and without a person to ask (`gemini -p`) it does not offer them
+/// to the model at all; `trust` is its one switch for a server's tools.
+fn install(setup: &mut Setup<'_>) -> Result<(), InstallError> {
+    let path = setup.base().join(".gemini/settings.json");
+    let entry = json!({"command": "mekara", "args": ["mcp"], "trust": true});
+    setup.server_entry(&path, "mcpServers", &entry)
+}
+
+fn left_for_you(user: bool) -> String {
+    let folders = if user {
+        "each folder you use it in"
+    } else {
+        "this folder"
+    };
+    format!(
+        "start `gemini` in {folders} once and trust the folder: Gemini CLI neither \
+         reads an untrusted folder's `.gemini/settings.json` nor starts any MCP server \
+         there (`gemini -p` refuses to run in it)"
+    )
+}
 
 /// Gemini CLI's exit code when it will not run headless in a folder it does not trust.
 const UNTRUSTED_FOLDER: &str = "exited with code 55";
@@ -38,9 +88,10 @@ impl GeminiAgent {
 
 impl Agent for GeminiAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let mut prompt = request.cli_prompt();
+        let mut prompt =
+            super::reply::unattended_prompt(&request.prompt, request.previous_error.as_deref());
         if request.wants_outputs() {
-            prompt.push_str(&crate::mcp::reply::json_answer_request(&request.schema));
+            prompt.push_str(&super::reply::json_answer_request(&request.schema));
         }
         match run_agent(
             &self.command(request),

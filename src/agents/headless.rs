@@ -1,16 +1,13 @@
 //! Agent processes as step runners (`mekara run --agent claude`, `--agent-command CMD`): the
 //! request mekara gives an agent for one llm step or NL script, the answer it reads back,
-//! and the adapters that start the agent ([`command`], [`claude`], [`codex`], [`gemini`]).
+//! and what every headless adapter shares to start the agent. The adapters themselves are in
+//! their clients' files ([`super::command`], [`super::claude`], [`super::codex`],
+//! [`super::gemini`]).
 //!
 //! An adapter only runs the agent once and reads what it said. Deciding what to ask (the
-//! prompt is the MCP reply, rendered by `crate::mcp`), checking the outputs, asking again,
-//! journaling and the run's limits belong to the driver in `crate::cli`. Nothing here knows
-//! the engine's frames.
-
-pub(crate) mod claude;
-pub(crate) mod codex;
-pub(crate) mod command;
-pub(crate) mod gemini;
+//! prompt is the reply an agent over MCP would read, rendered by [`super::reply`]), checking
+//! the outputs, asking again, journaling and the run's limits belong to the driver in
+//! `crate::cli`. Nothing here knows the engine's frames.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,9 +19,6 @@ use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::AgentReport;
 use crate::engine::{CancelToken, ShellRunner, StepRunner};
-
-/// The version of the request's shape, in its `version` field.
-pub(crate) const REQUEST_VERSION: u32 = 1;
 
 /// What the agent is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +32,8 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    /// Its name in the request (`llm`, `nl`, `fallback`).
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Llm => "llm",
             Kind::Nl => "nl",
@@ -81,31 +76,6 @@ impl Request {
             && self.schema["properties"]
                 .as_object()
                 .is_some_and(|p| !p.is_empty())
-    }
-
-    /// The request as the `--agent-command` contract writes it on the agent's stdin
-    /// (`docs/agent-command.md`).
-    pub(crate) fn to_json(&self) -> Json {
-        json!({
-            "version": REQUEST_VERSION,
-            "run_id": self.run_id,
-            "session_key": self.run_id,
-            "step": self.step,
-            "kind": self.kind.name(),
-            "prompt": self.prompt,
-            "unattended": crate::mcp::reply::UNATTENDED,
-            "output_schema": self.schema,
-            "agent_session": self.session,
-            "attempt": self.attempt,
-            "previous_error": self.previous_error,
-            "budget_usd": self.budget_usd,
-        })
-    }
-
-    /// The prompt an agent's own CLI reads on stdin: the text of the step, told that no one
-    /// is there to answer, with why the previous answer was refused.
-    pub(crate) fn cli_prompt(&self) -> String {
-        crate::mcp::reply::unattended_prompt(&self.prompt, self.previous_error.as_deref())
     }
 }
 
@@ -205,7 +175,7 @@ impl Spent {
 }
 
 /// Why an agent process gave no answer to read.
-enum Stopped {
+pub(super) enum Stopped {
     /// It failed, hung or crashed, or could not be started.
     Failed(String),
     /// The run was stopped (Ctrl-C).
@@ -225,7 +195,7 @@ impl From<Stopped> for Reply {
 /// folder, its own process group noted and killed whole when it ends, times out or is
 /// cancelled), with `stdin` as its input. Its stdout is the answer; its stderr goes on to
 /// mekara's, and when it fails the end of its stderr is in the error.
-fn run_agent(
+pub(super) fn run_agent(
     command: &str,
     stdin: &[u8],
     request: &Request,

@@ -1,10 +1,10 @@
 //! What happened during one tool call: the engine's [`Observer`] of a session, which keeps
-//! the steps and frame changes for the reply and passes progress on as it happens. The words
-//! are [`super::reply`]'s.
+//! the steps and frame changes for the reply and passes progress on as it happens. It holds
+//! what happened, not words: those are [`super::reply`]'s (which reads this module, never the
+//! other way).
 
 use std::cell::RefCell;
 
-use super::reply;
 use crate::engine::step::{StepInput, StepRecord};
 use crate::engine::{FrameEvent, Observer};
 
@@ -44,10 +44,22 @@ pub(crate) struct History<'a> {
 /// Something worth a progress notification.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Progress<'a> {
-    /// A step started: `test:random[0] $ shuf -i 1-100 -n 1`.
-    Started(&'a str),
+    /// A step started (shown as `test:random[0] $ shuf -i 1-100 -n 1`).
+    Started(StepStarted<'a>),
     /// The running step wrote this line (the last complete one, or what it is writing now).
     Line(&'a str),
+}
+
+/// The step that started, as a progress message shows it (the words are [`super::reply`]'s
+/// `Display`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StepStarted<'a> {
+    /// The stack label of its frame.
+    pub frame: &'a str,
+    /// Its index in the frame.
+    pub index: usize,
+    /// What it asks.
+    pub input: &'a StepInput,
 }
 
 impl<'a> History<'a> {
@@ -69,7 +81,11 @@ impl<'a> History<'a> {
 impl Observer for History<'_> {
     fn step_started(&self, frame: &str, index: usize, input: &StepInput, _context: Option<&str>) {
         self.line.borrow_mut().clear();
-        (self.progress)(Progress::Started(&reply::step_started(frame, index, input)));
+        (self.progress)(Progress::Started(StepStarted {
+            frame,
+            index,
+            input,
+        }));
     }
 
     fn output(&self, chunk: &[u8]) {

@@ -1,4 +1,8 @@
-//! `--agent codex`: the Codex CLI headless. Each question is one `codex exec --json` with the
+//! Codex: its model sees mekara's tools in a namespace named after the server
+//! (`mcp__mekara`) under their own names; `--client codex` adds `[mcp_servers.mekara]` to
+//! `.codex/config.toml`; `--agent codex` runs the Codex CLI headless.
+//!
+//! Headless, each question is one `codex exec --json` with the
 //! prompt on stdin; an llm step that expects outputs gets `--output-schema FILE`, so the
 //! last agent message is the outputs as JSON. The first question starts a thread and the next
 //! ones `codex exec resume` it, so Codex keeps the context of the whole run, as over MCP.
@@ -6,13 +10,177 @@
 //! (an `agent_message` holds the answer), `turn.completed` (token counts), `turn.failed`
 //! and `error`. Codex reports no cost.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::{Agent, Reply, Request, run_agent, shell_quote};
+use super::clients::Client;
+use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
+use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
+use crate::install::edits::{Edit, EditError, read_optional};
+use crate::install::{Action, Change, Direction, InstallError, Setup};
+
+/// Codex.
+pub(crate) const CLIENT: Client = Client {
+    name: "codex",
+    help: "Codex (`.codex/config.toml`)",
+    is_client_info: |name| name == "codex-mcp-client",
+    tool_name,
+    fills_only_required_arguments: false,
+    always: false,
+    install,
+    left_for_you,
+    note_rank: 2,
+    headless: Some(|| Box::new(CodexAgent)),
+};
+
+/// `start`: the tool's own name, in the server's namespace.
+fn tool_name(tool: AgentTool) -> String {
+    tool.name().to_string()
+}
+
+fn install(setup: &mut Setup<'_>) -> Result<(), InstallError> {
+    let path = setup.base().join(".codex/config.toml");
+    let edit = config_edit(&path, setup.direction())?;
+    setup.edit(edit);
+    Ok(())
+}
+
+fn left_for_you(user: bool) -> Option<String> {
+    (!user).then(|| {
+        "trust this folder in Codex once: start `codex` in it and trust it when \
+         asked, or run `codex exec --trust` (until then Codex ignores \
+         `.codex/config.toml`, so it does not start the `mekara` server)"
+            .to_string()
+    })
+}
+
+/// The setting of a Codex MCP server that lets its tools run without asking: Codex refuses a
+/// tool call that needs approval when nobody can give it (`codex exec` runs with the approval
+/// policy `never`), and asks for each call in the TUI. mekara's tools only run the person's
+/// own scripts, as Claude Code's `permissions.allow` entries say too.
+const CODEX_APPROVAL: (&str, &str) = ("default_tools_approval_mode", "approve");
+
+/// Codex's `config.toml`: `[mcp_servers.mekara]`, with its tools approved. Edited with
+/// `toml_edit`, so comments and layout stay.
+fn config_edit(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    use toml_edit::{DocumentMut, Item, Table, value};
+    let existing = read_optional(path)?;
+    let text = existing.clone().unwrap_or_default();
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        let line = e.span().map_or(1, |span| {
+            text[..span.start.min(text.len())].matches('\n').count() + 1
+        });
+        EditError::Parse {
+            path: path.to_path_buf(),
+            reason: format!("{} (line {line})", e.message().trim_end()),
+        }
+    })?;
+    let name = SERVER_NAME;
+    let (approval_key, approval) = CODEX_APPROVAL;
+    let approved = |item: &Item| item.get(approval_key).and_then(Item::as_str) == Some(approval);
+    // What install writes; without the approval setting, what installs before it wrote.
+    let is_ours = |item: &Item| {
+        item.get("command").and_then(Item::as_str) == Some("mekara")
+            && item
+                .get("args")
+                .and_then(Item::as_array)
+                .is_some_and(|a| a.len() == 1 && a.get(0).and_then(|v| v.as_str()) == Some("mcp"))
+            && item
+                .as_table_like()
+                .is_some_and(|t| t.len() == 2 || (t.len() == 3 && approved(item)))
+    };
+    let approval_detail =
+        format!("+ its tools run without an approval prompt (`{approval_key} = \"{approval}\"`)");
+    let mut details = Vec::new();
+    let mut kept = Vec::new();
+    let shape = |found: &Item| EditError::Shape {
+        path: path.to_path_buf(),
+        key: "mcp_servers".to_string(),
+        expected: "a table",
+        found: format!("a value of type {}", found.type_name()),
+    };
+    match direction {
+        Direction::Install => {
+            let item = doc.entry("mcp_servers").or_insert_with(|| {
+                let mut t = Table::new();
+                t.set_implicit(true);
+                Item::Table(t)
+            });
+            if !item.is_table_like() {
+                return Err(shape(item));
+            }
+            let servers = item
+                .as_table_like_mut()
+                .expect("checked to be table-like just above");
+            match servers.get(name) {
+                None => {
+                    let mut t = Table::new();
+                    t.insert("command", value("mekara"));
+                    t.insert("args", value(toml_edit::Array::from_iter(["mcp"])));
+                    t.insert(approval_key, value(approval));
+                    servers.insert(name, Item::Table(t));
+                    details.push(format!("+ MCP server `{name}` (runs `mekara mcp`)"));
+                    details.push(approval_detail);
+                }
+                Some(item) if is_ours(item) => {
+                    if !approved(item) {
+                        let server = servers
+                            .get_mut(name)
+                            .and_then(Item::as_table_like_mut)
+                            .expect("checked to be ours, a table, just above");
+                        server.insert(approval_key, value(approval));
+                        details.push(approval_detail);
+                    }
+                }
+                Some(_) => kept.push(format!(
+                    "`{}` already has a server `{name}` with other settings: left as is",
+                    path.display()
+                )),
+            }
+        }
+        Direction::Uninstall => {
+            if let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut) {
+                match servers.get(name) {
+                    Some(item) if is_ours(item) => {
+                        servers.remove(name);
+                        details.push(format!("- MCP server `{name}`"));
+                    }
+                    Some(_) => kept.push(format!(
+                        "`{}` has a server `{name}` that install did not write: left as is",
+                        path.display()
+                    )),
+                    None => {}
+                }
+                if servers.is_empty() {
+                    doc.remove("mcp_servers");
+                }
+            }
+        }
+    }
+    let new_text = doc.to_string();
+    let action = if new_text == text {
+        None
+    } else if doc.as_table().is_empty() && direction == Direction::Uninstall {
+        Some(Action::Remove)
+    } else {
+        Some(Action::Write {
+            text: new_text,
+            created: existing.is_none(),
+        })
+    };
+    Ok(Edit {
+        change: action.map(|action| Change {
+            path: path.to_path_buf(),
+            action,
+            details,
+        }),
+        kept,
+    })
+}
 
 /// The program, found on `PATH`.
 const PROGRAM: &str = "codex";
@@ -41,7 +209,8 @@ impl CodexAgent {
 
 impl Agent for CodexAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let prompt = request.cli_prompt();
+        let prompt =
+            super::reply::unattended_prompt(&request.prompt, request.previous_error.as_deref());
         let schema = match write_schema(request) {
             Ok(schema) => schema,
             Err(e) => {

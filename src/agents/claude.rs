@@ -1,0 +1,306 @@
+//! Claude Code: its model sees mekara's tools as `mcp__mekara__NAME`; every install sets it
+//! up (the `mekara` server in `.mcp.json`, or `~/.claude.json` with `--user`, and in
+//! `.claude/settings.json` the hooks of [`crate::hooks`] and every tool allowed); and
+//! `--agent claude` runs it headless.
+//!
+//! Headless, each question is one `claude -p --output-format json` with the prompt on stdin;
+//! an llm step that expects outputs gets `--json-schema`, so the outputs come back as
+//! `structured_output`. The first question starts a session and the next ones `--resume`
+//! it, so Claude keeps the context of the whole run, as over MCP.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value as Json, json};
+
+use super::clients::Client;
+use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
+use super::tools::{self, AgentTool, SERVER_NAME};
+use crate::engine::CancelToken;
+use crate::engine::step::AgentReport;
+use crate::hooks::Hook;
+use crate::install::edits::{Edit, EditError, edit_json};
+use crate::install::{Direction, InstallError, Setup};
+
+/// Claude Code.
+pub(crate) const CLIENT: Client = Client {
+    name: "claude",
+    help: "Claude Code",
+    is_client_info: |name| name == "claude-code",
+    tool_name,
+    fills_only_required_arguments: false,
+    always: true,
+    install,
+    left_for_you,
+    note_rank: 0,
+    headless: Some(|| Box::new(ClaudeAgent)),
+};
+
+/// `mcp__mekara__start`.
+pub(crate) fn tool_name(tool: AgentTool) -> String {
+    format!("mcp__{SERVER_NAME}__{}", tool.name())
+}
+
+fn install(setup: &mut Setup<'_>) -> Result<(), InstallError> {
+    let base = setup.base();
+    let mcp_file = if setup.user() {
+        base.join(".claude.json")
+    } else {
+        base.join(".mcp.json")
+    };
+    let settings = base.join(".claude/settings.json");
+    let direction = setup.direction();
+    let entry = json!({"type": "stdio", "command": "mekara", "args": ["mcp"]});
+    setup.server_entry(&mcp_file, "mcpServers", &entry)?;
+    setup.edit(claude_settings(&settings, direction)?);
+    Ok(())
+}
+
+fn left_for_you(user: bool) -> Option<String> {
+    (!user).then(|| {
+        "start `claude` in this folder once: trust the folder and approve the `mekara` \
+         server from `.mcp.json` (Claude Code asks both the first time; until then it \
+         ignores the project's permissions and servers)"
+            .to_string()
+    })
+}
+
+/// The hook entry `install` adds for `hook`.
+fn hook_entry(hook: Hook) -> Json {
+    let command = json!({"type": "command", "command": hook.command()});
+    match hook.matcher() {
+        Some(matcher) => json!({"matcher": matcher, "hooks": [command]}),
+        None => json!({"hooks": [command]}),
+    }
+}
+
+/// Whether a hook entry (`{matcher?, hooks: [...]}`) runs `hook`'s command for its matcher.
+fn runs_hook(entry: &Json, hook: Hook) -> bool {
+    let matcher = entry.get("matcher").and_then(Json::as_str);
+    matcher == hook.matcher()
+        && entry
+            .get("hooks")
+            .and_then(Json::as_array)
+            .is_some_and(|hs| hs.iter().any(|h| is_hook_command(h, hook)))
+}
+
+fn is_hook_command(h: &Json, hook: Hook) -> bool {
+    h.get("command").and_then(Json::as_str) == Some(hook.command().as_str())
+}
+
+/// `.claude/settings.json`: both hooks, and every mekara tool allowed.
+fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError> {
+    let allowed: Vec<String> = tools::ALL.into_iter().map(tool_name).collect();
+    edit_json(path, direction, |state, root| {
+        match direction {
+            Direction::Install => {
+                let hooks_map = state.object(root, "hooks", "hooks")?;
+                let mut added = Vec::new();
+                for hook in Hook::ALL {
+                    let dotted = format!("hooks.{}", hook.event());
+                    let entries = state.array(hooks_map, hook.event(), &dotted)?;
+                    for earlier in hook.earlier_matchers() {
+                        if remove_hook(entries, hook, Some(earlier)) {
+                            added.push(format!(
+                                "- hook {} (matcher `{earlier}`, from an earlier mekara): `{}`",
+                                hook.event(),
+                                hook.command()
+                            ));
+                        }
+                    }
+                    if !entries.iter().any(|e| runs_hook(e, hook)) {
+                        entries.push(hook_entry(hook));
+                        added.push(format!("+ hook {}: `{}`", describe(hook), hook.command()));
+                    }
+                }
+                let permissions = state.object(root, "permissions", "permissions")?;
+                let allow = state.array(permissions, "allow", "permissions.allow")?;
+                for name in &allowed {
+                    if !allow.iter().any(|a| a.as_str() == Some(name)) {
+                        allow.push(Json::String(name.clone()));
+                        added.push(format!("+ allow `{name}`"));
+                    }
+                }
+                state.details.extend(added);
+            }
+            Direction::Uninstall => {
+                if let Some(Json::Object(hooks_map)) = root.get_mut("hooks") {
+                    for hook in Hook::ALL {
+                        let Some(Json::Array(entries)) = hooks_map.get_mut(hook.event()) else {
+                            continue;
+                        };
+                        let matchers = std::iter::once(hook.matcher())
+                            .chain(hook.earlier_matchers().iter().copied().map(Some));
+                        for matcher in matchers {
+                            if remove_hook(entries, hook, matcher) {
+                                let shown = match matcher {
+                                    Some(m) => format!("{} (matcher `{m}`)", hook.event()),
+                                    None => hook.event().to_string(),
+                                };
+                                state
+                                    .details
+                                    .push(format!("- hook {shown}: `{}`", hook.command()));
+                            }
+                        }
+                        if entries.is_empty() {
+                            hooks_map.shift_remove(hook.event());
+                        }
+                    }
+                    if hooks_map.is_empty() {
+                        root.shift_remove("hooks");
+                    }
+                }
+                if let Some(Json::Object(permissions)) = root.get_mut("permissions") {
+                    if let Some(Json::Array(allow)) = permissions.get_mut("allow") {
+                        for name in &allowed {
+                            let before = allow.len();
+                            allow.retain(|a| a.as_str() != Some(name));
+                            if allow.len() != before {
+                                state.details.push(format!("- allow `{name}`"));
+                            }
+                        }
+                        if allow.is_empty() {
+                            permissions.shift_remove("allow");
+                        }
+                    }
+                    if permissions.is_empty() {
+                        root.shift_remove("permissions");
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Takes `hook`'s command out of the entries for `matcher`, and entries it leaves empty.
+/// Returns whether there was one to take.
+fn remove_hook(entries: &mut Vec<Json>, hook: Hook, matcher: Option<&str>) -> bool {
+    let mut removed = false;
+    for entry in entries.iter_mut() {
+        if entry.get("matcher").and_then(Json::as_str) != matcher {
+            continue;
+        }
+        if let Some(Json::Array(hs)) = entry.get_mut("hooks") {
+            let before = hs.len();
+            hs.retain(|h| !is_hook_command(h, hook));
+            removed |= hs.len() != before;
+        }
+    }
+    entries.retain(|e| {
+        e.get("hooks")
+            .and_then(Json::as_array)
+            .is_none_or(|hs| !hs.is_empty())
+    });
+    removed
+}
+
+fn describe(hook: Hook) -> String {
+    match hook.matcher() {
+        Some(m) => format!("{} (matcher `{m}`)", hook.event()),
+        None => hook.event().to_string(),
+    }
+}
+
+/// The program, found on `PATH`.
+const PROGRAM: &str = "claude";
+
+/// Claude Code, found as `claude` on `PATH`.
+pub(crate) struct ClaudeAgent;
+
+impl ClaudeAgent {
+    /// The command line for `request` (the prompt goes on stdin).
+    fn command(&self, request: &Request) -> String {
+        let mut command = format!("{PROGRAM} -p --output-format json");
+        if request.wants_outputs() {
+            command.push_str(" --json-schema ");
+            command.push_str(&shell_quote(&request.schema.to_string()));
+        }
+        if let Some(session) = &request.session {
+            command.push_str(" --resume ");
+            command.push_str(&shell_quote(session));
+        }
+        if let Some(budget) = request.budget_usd {
+            command.push_str(&format!(" --max-budget-usd {budget:.4}"));
+        }
+        command
+    }
+}
+
+impl Agent for ClaudeAgent {
+    fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
+        let prompt =
+            super::reply::unattended_prompt(&request.prompt, request.previous_error.as_deref());
+        match run_agent(
+            &self.command(request),
+            prompt.as_bytes(),
+            request,
+            timeout,
+            cancel,
+        ) {
+            Ok(stdout) => read_result(&stdout, request.wants_outputs()),
+            Err(stopped) => stopped.into(),
+        }
+    }
+}
+
+/// Reads the result object `claude -p --output-format json` prints.
+fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
+    let result: Json = match serde_json::from_str(stdout.trim()) {
+        Ok(Json::Object(result)) => Json::Object(result),
+        _ => {
+            return Reply::Failed(
+                format!(
+                    "Claude Code did not print its JSON result; it wrote: {}",
+                    crate::display::clipped(stdout.trim(), 2000)
+                ),
+                AgentReport::default(),
+            );
+        }
+    };
+    let usage = result.get("usage");
+    let tokens = |names: &[&str]| -> Option<u64> {
+        let usage = usage?;
+        names
+            .iter()
+            .map(|n| usage.get(*n).and_then(Json::as_u64))
+            .sum()
+    };
+    let report = AgentReport {
+        session: result
+            .get("session_id")
+            .and_then(Json::as_str)
+            .map(str::to_string),
+        cost_usd: result.get("total_cost_usd").and_then(Json::as_f64),
+        input_tokens: tokens(&[
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ])
+        .or_else(|| tokens(&["input_tokens"])),
+        output_tokens: tokens(&["output_tokens"]),
+        ..AgentReport::default()
+    };
+    let text = result.get("result").and_then(Json::as_str).unwrap_or("");
+    if result.get("is_error").and_then(Json::as_bool) == Some(true) {
+        let subtype = result
+            .get("subtype")
+            .and_then(Json::as_str)
+            .unwrap_or("error");
+        let said = if text.is_empty() { subtype } else { text };
+        return Reply::Failed(format!("Claude Code failed: {said}"), report);
+    }
+    if !wants_outputs {
+        return Reply::Outputs(serde_json::Map::new(), report);
+    }
+    match result.get("structured_output") {
+        Some(Json::Object(outputs)) => Reply::Outputs(outputs.clone(), report),
+        _ => Reply::Malformed(
+            format!(
+                "Claude Code gave no structured output for the step's outputs; it said: {}",
+                crate::display::clipped(text.trim(), 2000)
+            ),
+            report,
+        ),
+    }
+}

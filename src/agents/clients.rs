@@ -1,0 +1,129 @@
+//! What mekara knows of an agent client, as one value per client ([`Client`]): how its model
+//! sees mekara's tools, its part of `mekara install`, and its headless adapter. Each client's
+//! value is in its own file; [`super::CLIENTS`] lists them. The command line takes them as
+//! values of `--client` and `--agent` from that list (the [`ValueEnum`] impls here), so a
+//! new client is not enumerated anywhere else.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
+
+use super::CLIENTS;
+use super::headless::Agent;
+use super::tools::AgentTool;
+use crate::install::{InstallError, Setup};
+
+/// An agent client mekara knows.
+pub(crate) struct Client {
+    /// Its value of `--client` and `--agent`: `claude`.
+    pub name: &'static str,
+    /// What `mekara install --help` says of it: ``OpenCode (`opencode.json`)``.
+    pub help: &'static str,
+    /// Whether `name`, the `clientInfo.name` of an MCP `initialize`, is this client's.
+    pub is_client_info: fn(name: &str) -> bool,
+    /// The name its model sees a tool of mekara's under.
+    pub tool_name: fn(AgentTool) -> String,
+    /// Whether it passes what is typed after `/name` only to an MCP prompt's required
+    /// arguments, so that a prompt's `arguments` must be required there.
+    pub fills_only_required_arguments: bool,
+    /// Whether every install sets it up, `--client` or not (Claude Code).
+    pub always: bool,
+    /// Its part of `mekara install` and `mekara uninstall`: the edits of its configuration
+    /// files, and the command files it reads.
+    pub install: fn(&mut Setup<'_>) -> Result<(), InstallError>,
+    /// What an install leaves for the person to do for it, if anything (`user`: installed
+    /// for every project, with `--user`).
+    pub left_for_you: fn(user: bool) -> Option<String>,
+    /// Where its note goes among the clients' notes under `Left for you:` (lowest first),
+    /// which is not the order `--client` lists the clients in.
+    pub note_rank: u8,
+    /// Its adapter for unattended runs (`mekara run --agent NAME`), if it has one.
+    pub headless: Option<fn() -> Box<dyn Agent>>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.name)
+    }
+}
+
+impl PartialEq for Client {
+    fn eq(&self, other: &Client) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Client {}
+
+/// `--client`: every client, described.
+impl ValueEnum for &'static Client {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CLIENTS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name).help(self.help))
+    }
+}
+
+/// A client with a headless adapter, as `--agent` takes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Headless {
+    /// The client.
+    pub client: &'static Client,
+    /// Its adapter.
+    pub start: fn() -> Box<dyn Agent>,
+}
+
+/// `--agent`: the clients with an adapter, by name only (a description of each would turn
+/// `mekara run --help` into clap's long form).
+impl ValueEnum for Headless {
+    fn value_variants<'a>() -> &'a [Self] {
+        static HEADLESS: LazyLock<Vec<Headless>> = LazyLock::new(|| {
+            CLIENTS
+                .into_iter()
+                .filter_map(|client| {
+                    let start = client.headless?;
+                    Some(Headless { client, start })
+                })
+                .collect()
+        });
+        &HEADLESS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.client.name))
+    }
+}
+
+/// The client on the other end of an MCP connection, as far as mekara knows it: it decides
+/// how the client's model sees mekara's tools, so that every text mekara gives an agent names
+/// the tool it can actually call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AgentClient(Option<&'static Client>);
+
+impl AgentClient {
+    /// A client mekara does not know, best told the names `tools/list` gives.
+    pub(crate) const OTHER: AgentClient = AgentClient(None);
+
+    /// The client that calls itself `name` in `initialize`.
+    pub(crate) fn from_client_info(name: &str) -> AgentClient {
+        AgentClient(CLIENTS.into_iter().find(|c| (c.is_client_info)(name)))
+    }
+
+    /// Whether it passes what is typed after `/name` only to a prompt's required arguments
+    /// ([`Client::fills_only_required_arguments`]).
+    pub(crate) fn fills_only_required_arguments(self) -> bool {
+        self.0.is_some_and(|c| c.fills_only_required_arguments)
+    }
+
+    /// The name this client's model sees `tool` under.
+    pub(crate) fn tool_name(self, tool: AgentTool) -> String {
+        match self.0 {
+            Some(client) => (client.tool_name)(tool),
+            None => tool.name().to_string(),
+        }
+    }
+}
