@@ -351,7 +351,8 @@ pub(crate) fn plan(
                 "mekara install --client opencode"
             };
             plan.left_for_you.push(format!(
-                "run `{again}` again after adding or removing a compiled script: OpenCode's                  `/NAME` commands are files install writes, one for each compiled script"
+                "run `{again}` again after adding or removing a compiled script: OpenCode's \
+                 `/NAME` commands are files install writes, one for each compiled script"
             ));
         }
         if clients.contains(&Client::Gemini) {

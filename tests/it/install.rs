@@ -15,14 +15,17 @@ fn path_with_mekara() -> String {
     format!("{}:/usr/bin:/bin", bin.display())
 }
 
-fn mekara(project: &Project, args: &[&str]) -> Run {
+/// `mekara ARGS` in `project` as a person types it: with the umask most people have
+/// (whatever the test runner's is) and mekara on the `PATH`.
+fn command(project: &Project, args: &[&str]) -> std::process::Command {
     let mut command = project.command(args);
-    // The umask most people have, whatever the test runner's is.
     umask_022(&mut command);
-    let out = command
-        .env("PATH", path_with_mekara())
-        .output()
-        .expect("run mekara");
+    command.env("PATH", path_with_mekara());
+    command
+}
+
+fn mekara(project: &Project, args: &[&str]) -> Run {
+    let out = command(project, args).output().expect("run mekara");
     let run = Run::from_output(out);
     Run {
         stdout: project.scrub(&run.stdout),
@@ -504,6 +507,22 @@ fn codex_and_opencode_configs_keep_their_formatting() {
     assert_eq!(
         restored,
         serde_json::from_str::<Json>(opencode).expect("json")
+    );
+}
+
+/// Regression: the sentence that says when to run install again held 18 spaces (a string
+/// continued on a new line without its `\`). The whole output is pinned.
+#[test]
+fn install_for_opencode_says_everything_in_plain_sentences() {
+    let project = Project::new();
+    project.script(
+        "greet",
+        "---\ndescription: Greet\n---\nSay hi.\n",
+        Some("def execute(request):\n    llm(\"Say hi.\")\n"),
+    );
+    mekara_snapshot!(
+        project,
+        command(&project, &["install", "--client", "opencode"])
     );
 }
 
