@@ -247,27 +247,36 @@ impl Event {
         }
     }
 
-    /// Reads one event from a parsed line.
+    /// Reads one event from a line: `line` parsed, and `text`, the line itself.
     ///
-    /// Written by hand rather than derived: serde's internally tagged enums buffer their
-    /// content, which loses numbers under serde_json's `arbitrary_precision` (switched on
-    /// by `starlark`).
-    fn from_json(mut line: Json) -> Result<Event, String> {
+    /// Written by hand rather than derived, and read from the text rather than from the
+    /// parsed line: serde buffers internally tagged enums and flattened structs (a step's
+    /// record and input), and from a parsed value a number crosses that buffer as a `u64`,
+    /// `i64`, `u128`, `i128` or `f64` under serde_json's `arbitrary_precision` (switched on
+    /// by `starlark`), so `10**40` came back a float and `2**64` did not read at all. From
+    /// the text every number crosses with its digits.
+    fn from_json(mut line: Json, text: &[u8]) -> Result<Event, String> {
+        fn read<T: serde::de::DeserializeOwned>(text: &[u8], line: Json) -> Result<T, String> {
+            // A line that does not fit is named by the parsed line's error, without the
+            // column the text's error adds, as it has always been.
+            serde_json::from_slice(text)
+                .or_else(|_| serde_json::from_value(line))
+                .map_err(|e| e.to_string())
+        }
         let kind = line
             .as_object_mut()
             .and_then(|o| o.remove("event"))
             .ok_or("no `event` field")?;
-        let parsed = match kind.as_str() {
-            Some("run") => serde_json::from_value(line).map(Event::Run),
-            Some("push") => serde_json::from_value(line).map(Event::Push),
-            Some("step") => serde_json::from_value(line).map(Event::Step),
-            Some("fail") => serde_json::from_value(line).map(Event::Fail),
-            Some("pop") => serde_json::from_value(line).map(Event::Pop),
-            Some("supersede") => serde_json::from_value(line).map(Event::Supersede),
-            Some("ask") => serde_json::from_value(line).map(Event::Ask),
-            _ => return Err(format!("unknown event {kind}")),
-        };
-        parsed.map_err(|e| e.to_string())
+        match kind.as_str() {
+            Some("run") => read(text, line).map(Event::Run),
+            Some("push") => read(text, line).map(Event::Push),
+            Some("step") => read(text, line).map(Event::Step),
+            Some("fail") => read(text, line).map(Event::Fail),
+            Some("pop") => read(text, line).map(Event::Pop),
+            Some("supersede") => read(text, line).map(Event::Supersede),
+            Some("ask") => read(text, line).map(Event::Ask),
+            _ => Err(format!("unknown event {kind}")),
+        }
     }
 }
 
@@ -426,7 +435,7 @@ fn check_header(path: &Path, events: &[Event]) -> Result<(), JournalError> {
 fn event_of(line: &[u8]) -> Result<Event, String> {
     serde_json::from_slice::<Json>(line)
         .map_err(|e| e.to_string())
-        .and_then(Event::from_json)
+        .and_then(|parsed| Event::from_json(parsed, line))
 }
 
 /// An open, locked journal that events are appended to.

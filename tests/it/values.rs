@@ -348,6 +348,38 @@ async fn big_integers_round_trip_exactly_across_a_resume() {
     );
 }
 
+/// Regression: a round integer past 64 bits (`10**40`) that a function step returned came
+/// back from the journal as a float on resume, and one past `u64` within 128 bits (`2**64`)
+/// made its journal line unreadable, so the step ran again. Every integer comes back
+/// exactly, whatever its size, round or not, and the step is not run again.
+#[test]
+fn integers_of_any_size_come_back_exactly_on_resume() {
+    let numbers = [
+        "18446744073709551616",
+        "10000000000000000000000000000000000000000",
+        "-10000000000000000000000000000000000000000",
+        "184467440737095516160",
+        "340282366920938463463374607431768211456",
+        "-9223372036854775809",
+        "123456789012345678901234567890123456789000000000000000000000000000",
+        "1000000",
+        "-1",
+    ];
+    let list = numbers.join(", ");
+    let project = hostile(&format!(
+        "v = auto(f, {{\"v\": [{list}]}}).value\n    llm(\"Stop here\")\n    print(repr(v), [type(n) for n in v] == [\"int\"] * {})",
+        numbers.len()
+    ));
+    project.run(&["run", "h"], "").expect_code(1);
+    let [id] = project.run_ids().try_into().expect("one run");
+    let resumed = mekara_snapshot!(project, project.run(&["run", "--resume", &id], "\n"));
+    assert!(
+        resumed.stdout.contains(&format!("[{list}] True")),
+        "{}",
+        resumed.stdout
+    );
+}
+
 /// A panic is a bug, but it must still end like an internal error: exit 2 and a message,
 /// not Rust's 101. `MEKARA_DEBUG_PANIC` makes one on purpose.
 #[test]
