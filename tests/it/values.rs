@@ -239,10 +239,7 @@ fn raw_server_project(structured: &str) -> Project {
 /// every later evaluation of the run. The step fails, saying why, and nothing of the value
 /// is journaled; a big whole number goes through exactly.
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python virtualenv (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python virtualenv")]
 fn structured_content_no_script_can_hold_is_refused_before_the_journal() {
     for (structured, shown) in [
         (
