@@ -538,11 +538,6 @@ impl Executor {
         &self.stack
     }
 
-    /// The resolver scripts are found with.
-    pub fn resolver(&self) -> &Resolver {
-        &self.resolver
-    }
-
     /// A token that stops the running step from another thread.
     pub fn cancel_token(&self) -> CancelToken {
         self.cancel.clone()

@@ -24,7 +24,7 @@ pub(crate) mod tool;
 
 pub use compiled::Task;
 pub use error::{EngineError, Waiting};
-pub use executor::{Answer, Claim, Executor, FailedCall, Pending, Settings};
+pub use executor::{Answer, Claim, Executor, Pending, Settings};
 pub use observer::{FrameEvent, Observer, Quiet};
 pub use rewind::{Rewind, RewindPlan};
 pub use runner::{CancelToken, StepRunner, ToolCall};

@@ -8,7 +8,7 @@
 //! group is killed: a step leaves nothing running behind it.
 
 use std::io::{Read, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,11 +81,6 @@ impl ShellRunner {
             shell: shell.into(),
             dev_null: std::fs::File::open("/dev/null").ok().map(Arc::new),
         }
-    }
-
-    /// The shell in use.
-    pub fn shell(&self) -> &Path {
-        &self.shell
     }
 }
 

@@ -13,5 +13,4 @@ pub(crate) mod resolver;
 pub use name::ScriptName;
 pub use resolver::{
     HelperError, Level, Listing, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile,
-    Searched,
 };
