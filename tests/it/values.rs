@@ -123,11 +123,13 @@ const DEEP: &[(&str, &str, &str)] = &[
 /// the process (a function step returning a 300-deep dict in `mekara run`).
 #[test]
 fn values_nested_too_deep_are_script_errors_in_the_terminal() {
-    for (body, shown, place) in DEEP {
+    for (i, (body, shown, place)) in DEEP.iter().enumerate() {
         let project = hostile(body);
         let out = run_fails(&project);
         assert!(out.contains(shown), "{body}: {out}");
         assert!(out.contains(place), "{body}: the place is named: {out}");
+        // The whole of what the person reads, pinned.
+        insta::assert_snapshot!(format!("too_deep_in_the_terminal_{i}"), project.scrub(&out));
     }
     // Exactly at the limit goes through, and comes back whole.
     let project = hostile(
