@@ -2,6 +2,11 @@
 //! reader, the hook's input and the prompt tags. They are property tests (proptest), kept
 //! inside the crate so they reach the `pub(crate)` parsers, and run with every `cargo test`.
 //!
+//! The generators reach the edges of what a run carries: integers past ±2^64 and ±2^128,
+//! round and not; values nested as deep as a script may give; long strings; and odd
+//! Unicode (combining marks, right-to-left text and overrides, the astral plane, control
+//! characters other than NUL).
+//!
 //! Bounded: each target tries `PROPTEST_CASES` inputs (2,000 by default in a release build
 //! as CI runs them, 200 in a debug build). Failures are not written to files: a case
 //! a target finds becomes a named regression test beside the parser it broke.
@@ -50,6 +55,7 @@ fn tricky_text() -> impl Strategy<Value = String> {
         Just("\\".to_string()),
         Just("\n".to_string()),
         Just("é€😀".to_string()),
+        odd_unicode(),
         Just(r#"{"a": "]"}"#.to_string()),
         Just("s/t".to_string()),
         Just(":".to_string()),
@@ -58,21 +64,92 @@ fn tricky_text() -> impl Strategy<Value = String> {
     prop::collection::vec(atom, 0..24).prop_map(|parts| parts.concat())
 }
 
-/// A JSON value of strings, small numbers, lists and objects.
+/// Characters that text handling trips on: combining marks (alone and stacked), right-to-left
+/// letters, marks and overrides, joiners, the byte-order mark, line and paragraph
+/// separators, the astral plane up to its last code point, and control characters (all but
+/// NUL, which no text of a run holds).
+fn odd_unicode() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("e\u{301}\u{338}\u{20dd}".to_string()),
+        Just("\u{301}".to_string()),
+        Just("שלום عربي".to_string()),
+        Just("\u{202e}gnp.exe\u{202c}\u{200f}\u{200e}".to_string()),
+        Just("👩\u{200d}👩\u{200d}👧\u{fe0f}\u{feff}".to_string()),
+        Just("\u{2028}\u{2029}\u{85}".to_string()),
+        Just("𝔘𝔫𝔦\u{10ffff}\u{e0001}".to_string()),
+        (1u8..0x20).prop_map(|c| char::from(c).to_string()),
+        Just("\u{7f}\u{9b}".to_string()),
+    ]
+}
+
+/// How deep a value a script gives or takes may be nested: the engine's `MAX_DEPTH`.
+const DEEPEST: usize = 100;
+
+/// A whole number as JSON, of any size: near the edges of 64 and 128 bits (2^63, 2^64,
+/// 2^128, one either side), round ones (`10^k`, which a float prints as the same digits),
+/// and long ones, of either sign.
+fn big_integer() -> impl Strategy<Value = Json> {
+    let digits = prop_oneof![
+        Just("9223372036854775808".to_string()),
+        Just("18446744073709551615".to_string()),
+        Just("18446744073709551616".to_string()),
+        Just("18446744073709551617".to_string()),
+        Just("340282366920938463463374607431768211455".to_string()),
+        Just("340282366920938463463374607431768211456".to_string()),
+        Just("340282366920938463463374607431768211457".to_string()),
+        (0usize..120).prop_map(|zeros| format!("1{}", "0".repeat(zeros))),
+        ("[1-9]", "[0-9]{0,90}", 0usize..40)
+            .prop_map(|(first, rest, zeros)| format!("{first}{rest}{}", "0".repeat(zeros))),
+    ];
+    (any::<bool>(), digits).prop_map(|(negative, digits)| {
+        let text = if negative {
+            format!("-{digits}")
+        } else {
+            digits
+        };
+        // Digits with an optional sign are a JSON number.
+        serde_json::from_str(&text).expect("a whole number is JSON")
+    })
+}
+
+/// A JSON value of strings (odd and long ones too), numbers of any size, lists and objects,
+/// now and then nested as deep as a script may give ([`DEEPEST`]).
 fn json_value() -> impl Strategy<Value = Json> {
     let leaf = prop_oneof![
         Just(Json::Null),
         any::<bool>().prop_map(Json::Bool),
         (-1000i64..1000).prop_map(Json::from),
+        any::<i64>().prop_map(Json::from),
+        any::<u64>().prop_map(Json::from),
+        big_integer(),
+        any::<f64>()
+            .prop_filter("JSON has no NaN or infinity", |f| f.is_finite())
+            .prop_map(Json::from),
         tricky_text().prop_map(Json::String),
+        (tricky_text(), 50usize..400).prop_map(|(text, n)| Json::String(text.repeat(n))),
     ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
+    let nested = leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Json::Array),
             prop::collection::btree_map("[a-z]{1,5}", inner, 0..4)
                 .prop_map(|m| Json::Object(m.into_iter().collect())),
         ]
-    })
+    });
+    prop_oneof![
+        9 => nested.clone(),
+        1 => (nested, 1..=DEEPEST, any::<bool>()).prop_map(
+            |(mut value, depth, in_lists)| {
+                for _ in 1..depth {
+                    value = if in_lists {
+                        Json::Array(vec![value])
+                    } else {
+                        Json::Object(Map::from_iter([("a".to_string(), value)]))
+                    };
+                }
+                value
+            }
+        ),
+    ]
 }
 
 fn json_object() -> impl Strategy<Value = Map<String, Json>> {
@@ -82,8 +159,15 @@ fn json_object() -> impl Strategy<Value = Map<String, Json>> {
 
 /// A well-formed journal: the header, then events that fit the stack.
 fn journal_events() -> impl Strategy<Value = Vec<Event>> {
-    let step = (tricky_text(), tricky_text(), any::<bool>(), any::<bool>());
-    prop::collection::vec((0u8..4, step), 0..12).prop_map(|moves| {
+    let step = (
+        tricky_text(),
+        tricky_text(),
+        any::<bool>(),
+        any::<bool>(),
+        json_object(),
+        json_value(),
+    );
+    prop::collection::vec((0u8..5, step), 0..12).prop_map(|moves| {
         let mut events = vec![Event::Run(RunEvent {
             format: journal::FORMAT.to_string(),
             mekara: "0.0.0".into(),
@@ -93,7 +177,7 @@ fn journal_events() -> impl Strategy<Value = Vec<Event>> {
         })];
         let mut depth = 0usize;
         let mut steps = 0usize;
-        for (kind, (text, output, success, allow_failure)) in moves {
+        for (kind, (text, output, success, allow_failure, kwargs, value)) in moves {
             match kind {
                 0 => {
                     events.push(Event::Push(PushEvent {
@@ -127,6 +211,30 @@ fn journal_events() -> impl Strategy<Value = Vec<Event>> {
                             result: StepResult {
                                 success,
                                 output,
+                                ..StepResult::default()
+                            },
+                            allow_failure,
+                            parallel: None,
+                        },
+                        at: 3,
+                    }));
+                    steps += 1;
+                }
+                4 if depth > 0 => {
+                    events.push(Event::Step(StepEvent {
+                        depth: depth - 1,
+                        record: StepRecord {
+                            index: steps,
+                            input: StepInput::Function {
+                                function: text,
+                                kwargs,
+                            },
+                            context: None,
+                            result: StepResult {
+                                success,
+                                output,
+                                // A `null` value reads back as none: the same to a script.
+                                value: (!value.is_null()).then_some(value),
                                 ..StepResult::default()
                             },
                             allow_failure,

@@ -25,22 +25,18 @@
 // A dependency nothing uses fails the lint gate (tests and benches have their own).
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
-// The engine is also a library: the integration tests drive `Executor` directly where the
-// terminal cannot make the call, and the benches call the MCP client. Everything else is
-// crate-private, so the compiler reports what nothing uses.
-pub mod engine;
-pub mod paths;
-
 // The portable process backend reads no boot clock: only the benches use `nix` then.
 #[cfg(not(all(target_os = "linux", not(feature = "force-portable"))))]
 use nix as _;
-pub mod script;
 
+// Everything is crate-private but what `main.rs` and the benches call, so the compiler
+// reports what nothing uses; the tests go through the binary.
 mod agents;
 mod cli;
 mod client;
 mod config;
 mod display;
+mod engine;
 mod exit;
 #[cfg(test)]
 mod fuzz;
@@ -48,6 +44,8 @@ mod hooks;
 mod install;
 mod mcp;
 mod memory;
+mod paths;
+mod script;
 mod serve;
 mod store;
 mod traces;
@@ -55,7 +53,5 @@ mod transport;
 
 pub use cli::run;
 pub use client::McpClient;
+pub use engine::runner::CancelToken;
 pub use memory::Allocator;
-// Until the integration tests stop building an executor themselves.
-#[doc(hidden)]
-pub use store::files as store_files;

@@ -66,7 +66,8 @@ fn left_for_you(user: bool) -> String {
         "mekara install --client opencode"
     };
     format!(
-        "run `{again}` again after adding or removing a compiled script: OpenCode's                  `/NAME` commands are files install writes, one for each compiled script"
+        "run `{again}` again after adding or removing a compiled script: OpenCode's \
+         `/NAME` commands are files install writes, one for each compiled script"
     )
 }
 

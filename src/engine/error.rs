@@ -10,7 +10,7 @@ use crate::script::ScriptError;
 
 /// What the engine is waiting for, named in errors about wrong calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Waiting {
+pub(crate) enum Waiting {
     /// Outputs of an llm step.
     LlmStep,
     /// The agent to finish an NL script by hand.
@@ -25,7 +25,7 @@ pub enum Waiting {
 
 /// Why the engine refused or could not go on.
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError {
+pub(crate) enum EngineError {
     /// The script could not be found or read.
     #[error(transparent)]
     Script(#[from] ScriptError),
@@ -205,7 +205,7 @@ pub enum EngineError {
 impl EngineError {
     /// How a command that ends with this error exits: the caller asked for something that
     /// is not there ([`Exit::Usage`]), or the run could not go on ([`Exit::Failure`]).
-    pub fn exit_code(&self) -> Exit {
+    pub(crate) fn exit_code(&self) -> Exit {
         match self {
             EngineError::Script(e) => e.exit_code(),
             EngineError::RunNotFound { .. }

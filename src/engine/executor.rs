@@ -31,7 +31,7 @@ use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
 
 /// A script on the stack.
-pub struct Frame {
+pub(crate) struct Frame {
     /// The script, resolved when the frame was pushed (or resumed).
     pub script: Script,
     /// Its arguments.
@@ -59,7 +59,7 @@ pub struct Frame {
 
 impl Frame {
     /// Whether this frame runs as a compiled script.
-    pub fn is_compiled(&self) -> bool {
+    pub(crate) fn is_compiled(&self) -> bool {
         self.script.compiled.is_some()
     }
 
@@ -87,7 +87,7 @@ impl Frame {
 
 /// What the run needs next.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Pending {
+pub(crate) enum Pending {
     /// An llm step: the agent does it and gives its outputs.
     Llm {
         /// Stack path, e.g. `test:nested[0] > test:random[1]`.
@@ -154,7 +154,7 @@ pub enum Pending {
 
 /// A script called with `call_script` whose failure made its caller fall back.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FailedCall {
+pub(crate) struct FailedCall {
     /// Its name, as resolved.
     pub name: String,
     /// Its NL instructions, arguments substituted.
@@ -163,7 +163,7 @@ pub struct FailedCall {
 
 impl Pending {
     /// What this pending item waits for.
-    pub fn waiting(&self) -> Waiting {
+    pub(crate) fn waiting(&self) -> Waiting {
         match self {
             Pending::Llm { .. } | Pending::Tasks { .. } => Waiting::LlmStep,
             Pending::Nl { .. } => Waiting::NlScript,
@@ -176,7 +176,7 @@ impl Pending {
 
 /// What came of an answer given with [`Executor::record_answer`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// It was journaled: this choice, or these words.
     Given(String),
     /// It came this long after the question's timeout: the step failed instead.
@@ -231,7 +231,7 @@ fn answer_of(mut outputs: Map<String, Json>) -> Result<String, EngineError> {
 
 /// Who takes a run up from its journal.
 #[derive(Debug, Clone, Copy)]
-pub enum Claim<'a> {
+pub(crate) enum Claim<'a> {
     /// The person who owns the run's files (`mekara run --resume`): no handle needed.
     Owner,
     /// A caller with this token of the run's handle (`None`: the id alone), which must
@@ -240,7 +240,7 @@ pub enum Claim<'a> {
 }
 
 /// The frames of a run and the means to move them on.
-pub struct Executor {
+pub(crate) struct Executor {
     resolver: Resolver,
     store: RunStore,
     runner: Box<dyn StepRunner>,
@@ -258,7 +258,7 @@ pub struct Executor {
 
 impl Executor {
     /// An executor with an empty stack; the first `start` creates a run in `store`.
-    pub fn new(
+    pub(crate) fn new(
         resolver: Resolver,
         store: RunStore,
         runner: Box<dyn StepRunner>,
@@ -283,7 +283,7 @@ impl Executor {
     /// a retry or rewind (the run may have ended: a rewind opens it again). A torn last
     /// record (the writer died mid-write) is cut off and returned, so the caller can say so,
     /// with the rewind's plan when there was one.
-    pub fn resume(
+    pub(crate) fn resume(
         resolver: Resolver,
         store: RunStore,
         runner: Box<dyn StepRunner>,
@@ -298,7 +298,7 @@ impl Executor {
 
     /// Supersedes part of the history of the run in progress as `how` asks, and rebuilds
     /// its stack from what stays live.
-    pub fn rewind(&mut self, how: &Rewind) -> Result<RewindPlan, EngineError> {
+    pub(crate) fn rewind(&mut self, how: &Rewind) -> Result<RewindPlan, EngineError> {
         let Some(journal) = self.journal.as_mut() else {
             return Err(EngineError::WrongCall {
                 expected: Waiting::Fallback,
@@ -350,7 +350,7 @@ impl Executor {
     /// first when `how` asks for a retry or rewind (the run may have ended: a rewind opens
     /// it again). On error, nothing changes: a wrong handle is refused before anything of
     /// the run is touched.
-    pub fn switch_to(
+    pub(crate) fn switch_to(
         &mut self,
         id: &str,
         claim: Claim<'_>,
@@ -462,44 +462,39 @@ impl Executor {
 
     /// Where the run in progress notes the process group of what it runs now, so that a
     /// resume after mekara was killed can kill it: its shell steps, and (unattended) the agent.
-    pub fn group_note(&self) -> Option<GroupNote> {
+    pub(crate) fn group_note(&self) -> Option<GroupNote> {
         self.journal.as_ref().map(|j| j.group_note().clone())
     }
 
     /// The id of the run in progress.
-    pub fn run_id(&self) -> Option<&str> {
+    pub(crate) fn run_id(&self) -> Option<&str> {
         self.journal.as_deref().map(RunLog::id)
     }
 
     /// The handle of the run in progress (`<id>.<token>`), when it has a token.
-    pub fn handle(&self) -> Option<String> {
+    pub(crate) fn handle(&self) -> Option<String> {
         Some(super::handle::join(self.run_id()?, self.token.as_deref()?))
     }
 
     /// The token of the run in progress, when known.
-    pub fn token(&self) -> Option<&str> {
+    pub(crate) fn token(&self) -> Option<&str> {
         self.token.as_deref().filter(|_| self.journal.is_some())
     }
 
     /// The frames, root first.
-    pub fn frames(&self) -> &[Frame] {
+    pub(crate) fn frames(&self) -> &[Frame] {
         &self.stack
     }
 
-    /// The resolver scripts are found with.
-    pub fn resolver(&self) -> &Resolver {
-        &self.resolver
-    }
-
     /// A token that stops the running step from another thread.
-    pub fn cancel_token(&self) -> CancelToken {
+    pub(crate) fn cancel_token(&self) -> CancelToken {
         self.cancel.clone()
     }
 
     /// Pushes script `name` and runs it until it needs the agent. Started while another
     /// script is pending, it runs nested, and that script's pending step comes back when it
     /// ends. Nothing changes when it fails.
-    pub fn start(
+    pub(crate) fn start(
         &mut self,
         name: &str,
         request: &str,
@@ -542,7 +537,7 @@ impl Executor {
     ///
     /// When a question (`ask`) is pending instead, `outputs` holds the person's answer as
     /// `answer`, passed on by the agent.
-    pub fn continue_llm(
+    pub(crate) fn continue_llm(
         &mut self,
         outputs: Map<String, Json>,
         observer: &dyn Observer,
@@ -619,7 +614,7 @@ impl Executor {
 
     /// [`Executor::continue_llm`], with what the agent process that answered reported
     /// journaled beside the outputs (`mekara run --agent …`).
-    pub fn answer_llm(
+    pub(crate) fn answer_llm(
         &mut self,
         outputs: Map<String, Json>,
         agent: Option<AgentReport>,
@@ -644,7 +639,7 @@ impl Executor {
     /// the agent process that answered reported, if one did), journaled tagged with the
     /// member. The run does not go on: the group's other tasks may still be out;
     /// [`Executor::advance`] goes on.
-    pub fn answer_task(
+    pub(crate) fn answer_task(
         &mut self,
         member: usize,
         outputs: Map<String, Json>,
@@ -665,7 +660,7 @@ impl Executor {
 
     /// Fails the task of `member` in the pending `parallel` group: the agent process could
     /// not do it. The member fails when the group is called again, and with it the group.
-    pub fn fail_task(
+    pub(crate) fn fail_task(
         &mut self,
         member: usize,
         error: String,
@@ -741,7 +736,7 @@ impl Executor {
 
     /// Fails the pending llm step: the agent process that was to do it could not (`mekara
     /// run --agent …`). The frame stops as on any failed step, and falls back.
-    pub fn fail_llm(
+    pub(crate) fn fail_llm(
         &mut self,
         error: String,
         agent: AgentReport,
@@ -768,7 +763,7 @@ impl Executor {
     /// not among the choices is refused, and the question stays pending. A question whose
     /// timeout passed since it was shown fails instead (the late answer is not kept), and
     /// the run goes on from the failed step.
-    pub fn answer_ask(
+    pub(crate) fn answer_ask(
         &mut self,
         answer: &str,
         by: AnsweredBy,
@@ -797,7 +792,7 @@ impl Executor {
     /// is evaluated, nothing runs): how `mekara answer` answers a run that stopped at an
     /// `ask`. An answer that comes after the question's timeout fails the step instead, and
     /// says so.
-    pub fn record_answer(
+    pub(crate) fn record_answer(
         &mut self,
         answer: &str,
         by: AnsweredBy,
@@ -916,13 +911,13 @@ impl Executor {
     }
 
     /// Finishes the pending NL script or NL fallback, done by hand, and runs on.
-    pub fn finish_nl(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
+    pub(crate) fn finish_nl(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
         self.finish_nl_by(None, observer)
     }
 
     /// [`Executor::finish_nl`], with what the agent process that did the work reported
     /// journaled in the frame's end (`mekara run --agent …`).
-    pub fn finish_nl_by(
+    pub(crate) fn finish_nl_by(
         &mut self,
         agent: Option<AgentReport>,
         observer: &dyn Observer,
@@ -940,7 +935,7 @@ impl Executor {
 
     /// Runs until the agent is needed or the stack is empty, and says what is pending.
     /// With nothing new to run, this only re-derives the pending item.
-    pub fn advance(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
+    pub(crate) fn advance(&mut self, observer: &dyn Observer) -> Result<Pending, EngineError> {
         loop {
             let Some(top) = self.stack.last_mut() else {
                 return self.finished();
@@ -1422,7 +1417,7 @@ impl Executor {
     }
 
     /// `test:nested[0] > test:random[1]`: each frame with the index of its pending step.
-    pub fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         self.stack
             .iter()
             .map(|f| format!("{}[{}]", f.script.name, f.steps.len()))
@@ -1432,7 +1427,7 @@ impl Executor {
 
     /// The path of the parents with indexes, then the top frame's name alone:
     /// `test:nested[0] > test:random`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let Some((top, parents)) = self.stack.split_last() else {
             return String::new();
         };

@@ -45,7 +45,7 @@ use super::process::{self, clock_ns};
 
 /// The note of one run: where its running step's process group is written down.
 #[derive(Debug, Clone)]
-pub struct GroupNote {
+pub(crate) struct GroupNote {
     file: Arc<File>,
     path: Arc<PathBuf>,
     /// The length of the run's journal, kept up to date by the journal (0 for a new one).
@@ -65,7 +65,7 @@ pub(crate) fn path(dir: &Path, id: &str) -> PathBuf {
 
 impl GroupNote {
     /// Opens (creating it empty) the note of run `id` in `dir`.
-    pub fn open(dir: &Path, id: &str) -> std::io::Result<GroupNote> {
+    pub(crate) fn open(dir: &Path, id: &str) -> std::io::Result<GroupNote> {
         let path = path(dir, id);
         // A link in its place is not a note mekara wrote, and writing notes through it
         // would overwrite whatever it points at: it is removed, and a note made afresh.
@@ -103,23 +103,23 @@ impl GroupNote {
     }
 
     /// Tells the note how long the run's journal is (the journal calls this when it opens).
-    pub fn set_journal_len(&self, len: u64) {
+    pub(crate) fn set_journal_len(&self, len: u64) {
         self.journal_len.store(len, Ordering::Relaxed);
     }
 
     /// Tells the note that `bytes` were appended to the run's journal.
-    pub fn journal_grew(&self, bytes: u64) {
+    pub(crate) fn journal_grew(&self, bytes: u64) {
         self.journal_len.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Deletes the note: the run has ended, so no step of it can be running.
-    pub fn remove(self) {
+    pub(crate) fn remove(self) {
         let _ = std::fs::remove_file(self.path.as_ref());
     }
 
     /// Notes that group `pgid` runs now; its leader was spawned between the boot-clock
     /// times `spawned_after` and `spawned_before` (nanoseconds).
-    pub fn note(&self, pgid: i32, spawned_after: u64, spawned_before: u64) {
+    pub(crate) fn note(&self, pgid: i32, spawned_after: u64, spawned_before: u64) {
         // Written on the stack: this runs for every step.
         let mut line = [b' '; WIDTH];
         line[WIDTH - 1] = b'\n';
@@ -143,7 +143,7 @@ impl GroupNote {
     }
 
     /// Notes that no step runs.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.note(0, 0, 0);
     }
 
@@ -154,7 +154,7 @@ impl GroupNote {
     ///
     /// The groups of `parallel` steps noted in the lines after the first are killed too
     /// (each said in the log); the result is the first line's.
-    pub fn kill_leftover(&self) -> Leftover {
+    pub(crate) fn kill_leftover(&self) -> Leftover {
         let journal_len = self.journal_len.load(Ordering::Relaxed);
         let mut slot = 1;
         loop {
@@ -210,7 +210,7 @@ impl GroupNote {
 
 /// What a resume found of the step a killed mekara left running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Leftover {
+pub(crate) enum Leftover {
     /// No step was running, or its group is gone.
     None,
     /// The group was still there, and was killed.

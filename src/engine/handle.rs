@@ -16,7 +16,7 @@ use sha2::{Digest as _, Sha256};
 const SEPARATOR: char = '.';
 
 /// A fresh token: 128 random bits as 32 lowercase hex digits.
-pub fn new_token() -> String {
+pub(crate) fn new_token() -> String {
     let mut bytes = [0u8; 16];
     if let Err(e) = getrandom::fill(&mut bytes) {
         // The system's randomness is unavailable: a run without a token is still a run, taken
@@ -28,17 +28,17 @@ pub fn new_token() -> String {
 }
 
 /// The SHA-256 of `token`, as the journal's header keeps it.
-pub fn digest(token: &str) -> String {
+pub(crate) fn digest(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
 }
 
 /// `<run>.<token>`.
-pub fn join(run: &str, token: &str) -> String {
+pub(crate) fn join(run: &str, token: &str) -> String {
     format!("{run}{SEPARATOR}{token}")
 }
 
 /// The run id and the token of `handle`; a bare run id has no token.
-pub fn split(handle: &str) -> (&str, Option<&str>) {
+pub(crate) fn split(handle: &str) -> (&str, Option<&str>) {
     match handle.split_once(SEPARATOR) {
         Some((run, token)) => (run, Some(token)),
         None => (handle, None),
@@ -47,7 +47,7 @@ pub fn split(handle: &str) -> (&str, Option<&str>) {
 
 /// Whether `token` opens a run whose header keeps `expected` (its digest; `None` for a
 /// journal written before handles, which any caller may take up by id).
-pub fn opens(expected: Option<&str>, token: Option<&str>) -> Result<(), HandleProblem> {
+pub(crate) fn opens(expected: Option<&str>, token: Option<&str>) -> Result<(), HandleProblem> {
     match (expected, token) {
         (None, _) => Ok(()),
         (Some(_), None) => Err(HandleProblem::Missing),
@@ -58,7 +58,7 @@ pub fn opens(expected: Option<&str>, token: Option<&str>) -> Result<(), HandlePr
 
 /// Why a handle does not open a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HandleProblem {
+pub(crate) enum HandleProblem {
     /// Only the run id was given, and the run has a token.
     Missing,
     /// The token is not the run's.

@@ -21,12 +21,12 @@ use serde_json::Value as Json;
 use super::step::StepRecord;
 
 /// The first line of every journal: which format and which mekara wrote it.
-pub const FORMAT: &str = "mekara-journal/1";
+pub(crate) const FORMAT: &str = "mekara-journal/1";
 
 /// How a frame came onto the stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub(crate) enum Origin {
     /// Started by the person or agent (`start`, `mekara run`).
     Start,
     /// Pushed by a `call_script` step of the frame below.
@@ -36,7 +36,7 @@ pub enum Origin {
 /// How a frame left the stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A compiled frame ran to its end.
     Completed,
     /// The agent finished an NL script, or an NL fallback, by hand.
@@ -47,7 +47,7 @@ pub enum Outcome {
 
 /// The run's header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunEvent {
+pub(crate) struct RunEvent {
     /// [`FORMAT`].
     pub format: String,
     /// The mekara version that created the run.
@@ -64,7 +64,7 @@ pub struct RunEvent {
 
 /// A frame was pushed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PushEvent {
+pub(crate) struct PushEvent {
     /// Stack depth of the new frame, the root being 0.
     pub depth: usize,
     /// The script's name, as resolved.
@@ -89,7 +89,7 @@ pub struct PushEvent {
 
 /// A step of the top frame finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepEvent {
+pub(crate) struct StepEvent {
     /// Depth of the frame it belongs to.
     pub depth: usize,
     /// The step.
@@ -101,7 +101,7 @@ pub struct StepEvent {
 
 /// The top frame failed and fell back to its NL instructions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FailEvent {
+pub(crate) struct FailEvent {
     /// Depth of the frame.
     pub depth: usize,
     /// What failed, for the agent.
@@ -112,7 +112,7 @@ pub struct FailEvent {
 
 /// The top frame left the stack.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PopEvent {
+pub(crate) struct PopEvent {
     /// Depth of the frame.
     pub depth: usize,
     /// How it ended.
@@ -130,7 +130,7 @@ pub struct PopEvent {
 /// Why part of a run's history was superseded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Reason {
+pub(crate) enum Reason {
     /// `--retry`: a failed step runs again.
     Retry,
     /// `--retry` on a run whose script changed since it recorded its steps: the run goes on
@@ -153,7 +153,7 @@ impl std::fmt::Display for Reason {
 /// The history from one step of one frame on no longer counts: the events from line
 /// `line` up to this one stay in the file, and replay leaves them out of the live history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SupersedeEvent {
+pub(crate) struct SupersedeEvent {
     /// The 1-based line of the first superseded event.
     pub line: usize,
     /// Depth of the frame whose step is the first superseded.
@@ -174,7 +174,7 @@ pub struct SupersedeEvent {
 /// answer. Written once per question, when it is first asked, so that a timeout counts from
 /// then and a run can be answered (`mekara answer`) without evaluating its script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AskEvent {
+pub(crate) struct AskEvent {
     /// Depth of the frame.
     pub depth: usize,
     /// The index the `ask` step gets in its frame once answered.
@@ -199,7 +199,7 @@ pub struct AskEvent {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub(crate) enum Event {
     /// The header.
     Run(RunEvent),
     /// A frame was pushed.
@@ -218,7 +218,7 @@ pub enum Event {
 
 impl Event {
     /// When it was journaled (Unix ms).
-    pub fn at(&self) -> u64 {
+    pub(crate) fn at(&self) -> u64 {
         match self {
             Event::Run(e) => e.at,
             Event::Push(e) => e.at,
@@ -231,7 +231,7 @@ impl Event {
     }
 
     /// The event's name, as the journal writes it.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Event::Run(_) => "run",
             Event::Push(_) => "push",
@@ -243,32 +243,41 @@ impl Event {
         }
     }
 
-    /// Reads one event from a parsed line.
+    /// Reads one event from a line: `line` parsed, and `text`, the line itself.
     ///
-    /// Written by hand rather than derived: serde's internally tagged enums buffer their
-    /// content, which loses numbers under serde_json's `arbitrary_precision` (switched on
-    /// by `starlark`).
-    fn from_json(mut line: Json) -> Result<Event, String> {
+    /// Written by hand rather than derived, and read from the text rather than from the
+    /// parsed line: serde buffers internally tagged enums and flattened structs (a step's
+    /// record and input), and from a parsed value a number crosses that buffer as a `u64`,
+    /// `i64`, `u128`, `i128` or `f64` under serde_json's `arbitrary_precision` (switched on
+    /// by `starlark`), so `10**40` came back a float and `2**64` did not read at all. From
+    /// the text every number crosses with its digits.
+    fn from_json(mut line: Json, text: &[u8]) -> Result<Event, String> {
+        fn read<T: serde::de::DeserializeOwned>(text: &[u8], line: Json) -> Result<T, String> {
+            // A line that does not fit is named by the parsed line's error, without the
+            // column the text's error adds, as it has always been.
+            serde_json::from_slice(text)
+                .or_else(|_| serde_json::from_value(line))
+                .map_err(|e| e.to_string())
+        }
         let kind = line
             .as_object_mut()
             .and_then(|o| o.remove("event"))
             .ok_or("no `event` field")?;
-        let parsed = match kind.as_str() {
-            Some("run") => serde_json::from_value(line).map(Event::Run),
-            Some("push") => serde_json::from_value(line).map(Event::Push),
-            Some("step") => serde_json::from_value(line).map(Event::Step),
-            Some("fail") => serde_json::from_value(line).map(Event::Fail),
-            Some("pop") => serde_json::from_value(line).map(Event::Pop),
-            Some("supersede") => serde_json::from_value(line).map(Event::Supersede),
-            Some("ask") => serde_json::from_value(line).map(Event::Ask),
-            _ => return Err(format!("unknown event {kind}")),
-        };
-        parsed.map_err(|e| e.to_string())
+        match kind.as_str() {
+            Some("run") => read(text, line).map(Event::Run),
+            Some("push") => read(text, line).map(Event::Push),
+            Some("step") => read(text, line).map(Event::Step),
+            Some("fail") => read(text, line).map(Event::Fail),
+            Some("pop") => read(text, line).map(Event::Pop),
+            Some("supersede") => read(text, line).map(Event::Supersede),
+            Some("ask") => read(text, line).map(Event::Ask),
+            _ => Err(format!("unknown event {kind}")),
+        }
     }
 }
 
 /// The current time as Unix milliseconds.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -276,7 +285,7 @@ pub fn now_ms() -> u64 {
 
 /// Why a journal could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum JournalError {
+pub(crate) enum JournalError {
     /// Reading or writing failed.
     #[error("journal `{}`: {source}", .path.display())]
     Io {
@@ -325,7 +334,7 @@ pub enum JournalError {
 /// than the store that failed (exit 1). The engine names no backend: each turns its own
 /// error into this one.
 #[derive(Debug)]
-pub struct StoreFailure {
+pub(crate) struct StoreFailure {
     /// The backend's error.
     pub error: Box<dyn std::error::Error + Send + Sync>,
     /// Whether it is a usage error: a setting the user must fix (a bad URL, a bad section).
@@ -346,7 +355,7 @@ impl std::error::Error for StoreFailure {
 
 /// A torn last record, found when reading.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornTail {
+pub(crate) struct TornTail {
     /// Byte offset where the torn record starts.
     pub offset: u64,
     /// Its length in bytes.
@@ -355,7 +364,7 @@ pub struct TornTail {
 
 /// What a journal file holds.
 #[derive(Debug, Clone)]
-pub struct Contents {
+pub(crate) struct Contents {
     /// The events that were fully written.
     pub events: Vec<Event>,
     /// A torn last record, if the writer died in the middle of one.
@@ -363,7 +372,7 @@ pub struct Contents {
 }
 
 /// Reads a journal's `bytes` (from the file at `path`, which errors name).
-pub fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
+pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Contents, JournalError> {
     let mut events = Vec::new();
     let mut offset = 0usize;
     let mut line_no = 0;
@@ -433,5 +442,5 @@ fn check_header(path: &Path, events: &[Event]) -> Result<(), JournalError> {
 fn event_of(line: &[u8]) -> Result<Event, String> {
     serde_json::from_slice::<Json>(line)
         .map_err(|e| e.to_string())
-        .and_then(Event::from_json)
+        .and_then(|parsed| Event::from_json(parsed, line))
 }

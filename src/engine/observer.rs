@@ -6,7 +6,7 @@ use super::step::{StepInput, StepRecord};
 /// into progress notifications and into the "steps executed" part of its reply.
 ///
 /// Replayed steps (answered from the journal) are not reported: they ran before.
-pub trait Observer {
+pub(crate) trait Observer {
     /// A new step of frame `frame` (a stack path such as `test:nested[0] > test:random`)
     /// starts.
     fn step_started(
@@ -38,7 +38,7 @@ pub trait Observer {
 
 /// A change of the stack worth showing.
 #[derive(Debug, Clone, Copy)]
-pub enum FrameEvent<'a> {
+pub(crate) enum FrameEvent<'a> {
     /// A script was pushed.
     Pushed {
         /// Its stack path.
@@ -58,6 +58,6 @@ pub enum FrameEvent<'a> {
 
 /// An observer that ignores everything.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Quiet;
+pub(crate) struct Quiet;
 
 impl Observer for Quiet {}

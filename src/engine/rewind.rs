@@ -21,7 +21,7 @@ use crate::script::Resolver;
 
 /// What a person or agent asks of a run that stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rewind {
+pub(crate) enum Rewind {
     /// Run the failed step again, or, when a script changed since the run recorded its
     /// steps, go on live from the first step whose inputs changed.
     Retry,
@@ -32,7 +32,7 @@ pub enum Rewind {
 
 /// What a rewind does, decided before anything runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RewindPlan {
+pub(crate) struct RewindPlan {
     /// Why.
     pub reason: Reason,
     /// The first step that runs again, e.g. `main[2] > deploy[4]`.

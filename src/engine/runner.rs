@@ -22,7 +22,7 @@ use super::step::{StepInput, StepResult};
 ///
 /// Everything a run does that is not a pure function of its journal goes through here:
 /// shell commands, and the ids and tokens of new runs.
-pub trait StepRunner: Send + Sync {
+pub(crate) trait StepRunner: Send + Sync {
     /// Runs `step`, passing output to `on_output` as it arrives.
     fn run_shell(
         &self,
@@ -119,7 +119,7 @@ pub enum Ran {
 
 /// A shell command to run.
 #[derive(Debug, Clone)]
-pub struct ShellStep {
+pub(crate) struct ShellStep {
     /// The command line.
     pub command: String,
     /// Absolute folder to run in.
@@ -136,7 +136,7 @@ pub struct ShellStep {
 impl ShellStep {
     /// What the journal records of this step: the command, the folder and the environment
     /// (see [`StepInput`] for why the timeout is not part of it).
-    pub fn input(&self) -> StepInput {
+    pub(crate) fn input(&self) -> StepInput {
         StepInput::Shell {
             command: self.command.clone(),
             working_dir: self.working_dir.clone(),

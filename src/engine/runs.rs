@@ -9,7 +9,7 @@ use super::step::StepRecord;
 
 /// A frame as its events describe it.
 #[derive(Debug, Clone)]
-pub struct FrameState {
+pub(crate) struct FrameState {
     /// How it was pushed.
     pub push: PushEvent,
     /// Its journaled steps.
@@ -22,7 +22,7 @@ pub struct FrameState {
 
 impl FrameState {
     /// The question the frame waits on: asked, and not answered yet.
-    pub fn waiting_question(&self) -> Option<&AskEvent> {
+    pub(crate) fn waiting_question(&self) -> Option<&AskEvent> {
         self.asked
             .as_ref()
             .filter(|ask| ask.index == self.steps.len() && self.failure.is_none())
@@ -31,7 +31,7 @@ impl FrameState {
 
 /// What a run's events add up to.
 #[derive(Debug, Clone)]
-pub struct RunHistory {
+pub(crate) struct RunHistory {
     /// The frames still on the stack, root first. Empty when the run ended.
     pub frames: Vec<FrameState>,
     /// The root script's name.
@@ -59,7 +59,7 @@ pub struct RunHistory {
 /// out the live events from its `line` on; events it took out stay out, whatever a later
 /// one says. A `supersede` that points at the header or past itself is reported with its
 /// line.
-pub fn live(events: &[Event]) -> Result<Vec<bool>, (usize, String)> {
+pub(crate) fn live(events: &[Event]) -> Result<Vec<bool>, (usize, String)> {
     live_by(events.len(), |index| match &events[index] {
         Event::Supersede(supersede) => Some(supersede.line),
         _ => None,
@@ -102,7 +102,7 @@ impl RunHistory {
     /// Replays the `events` of the journal at `path` into the stack they describe. An event
     /// that does not fit the stack is reported with its line in the file (the events are
     /// its lines, in order).
-    pub fn replay(path: &Path, events: &[Event]) -> Result<RunHistory, JournalError> {
+    pub(crate) fn replay(path: &Path, events: &[Event]) -> Result<RunHistory, JournalError> {
         let mut history = RunHistory {
             frames: Vec::new(),
             script: None,
@@ -204,7 +204,7 @@ impl RunHistory {
 
 /// The state of a run, for `mekara runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunState {
+pub(crate) enum RunState {
     /// Another process is driving it now.
     Active,
     /// Nobody drives it and it has not ended: it can be resumed.
@@ -245,7 +245,7 @@ impl std::fmt::Display for RunState {
 
 /// One line of `mekara runs`.
 #[derive(Debug, Clone)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     /// The id.
     pub id: String,
     /// The root script.
@@ -336,7 +336,7 @@ pub(crate) fn summarize(
 
 /// Which runs `mekara runs prune` removes.
 #[derive(Debug, Clone, Default)]
-pub struct PruneRule {
+pub(crate) struct PruneRule {
     /// Only runs whose last activity is at least this old.
     pub older_than: Option<std::time::Duration>,
     /// Keep this many of the newest runs (by start) among those the states select.
@@ -348,7 +348,7 @@ pub struct PruneRule {
 
 impl PruneRule {
     /// The states a rule without `states` selects: every ended run.
-    pub const ENDED: [RunState; 4] = [
+    pub(crate) const ENDED: [RunState; 4] = [
         RunState::Completed,
         RunState::FinishedByAgent,
         RunState::FellBack,
@@ -357,7 +357,7 @@ impl PruneRule {
 
     /// The runs of `runs` (oldest first, as [`RunStore::list`] gives them) this rule
     /// removes at time `now_ms`, oldest first. Active and unreadable runs are never chosen.
-    pub fn select<'a>(&self, runs: &'a [RunSummary], now_ms: u64) -> Vec<&'a RunSummary> {
+    pub(crate) fn select<'a>(&self, runs: &'a [RunSummary], now_ms: u64) -> Vec<&'a RunSummary> {
         let states: &[RunState] = if self.states.is_empty() {
             &Self::ENDED
         } else {
@@ -383,7 +383,7 @@ impl PruneRule {
 /// Whether `id` can be a run's id: a plain file name of ASCII letters, digits, `-` and `_`
 /// (at most 64), so that `<id>.jsonl` and `<id>.group` stay in the runs folder. Every id
 /// read from outside (a command line, an MCP call, a cassette) is checked with this.
-pub fn is_run_id(id: &str) -> bool {
+pub(crate) fn is_run_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
@@ -392,7 +392,7 @@ pub fn is_run_id(id: &str) -> bool {
 }
 
 /// `YYYYMMDD-HHMMSS-xxxx`: sortable by time, readable, and unlikely to collide.
-pub fn new_id(attempt: u32) -> String {
+pub(crate) fn new_id(attempt: u32) -> String {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();

@@ -9,7 +9,7 @@ use crate::script::{Resolver, Script};
 
 /// Knobs of a run.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Timeout of shell steps that do not set their own.
     pub default_timeout: Duration,
     /// How deep scripts may nest.
@@ -37,7 +37,7 @@ impl Settings {
     /// These settings, with compiled scripts evaluated in child processes of the `mekara`
     /// binary that runs now, unless told otherwise (see `compiled::child::evaluator`).
     #[must_use]
-    pub fn evaluating_in_children(mut self) -> Settings {
+    pub(crate) fn evaluating_in_children(mut self) -> Settings {
         self.evaluator = super::compiled::child::evaluator();
         self
     }

@@ -8,7 +8,7 @@
 //! group is killed: a step leaves nothing running behind it.
 
 use std::io::{Read, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 
 /// Spawns real processes.
 #[derive(Debug, Clone)]
-pub struct ShellRunner {
+pub(crate) struct ShellRunner {
     shell: PathBuf,
     /// `/dev/null`, opened once: every step's stdin is a duplicate of it, which is cheaper
     /// than opening the device again for each step.
@@ -71,21 +71,16 @@ impl Default for ShellRunner {
 
 impl ShellRunner {
     /// Uses `bash` from `PATH`, else `sh`.
-    pub fn new() -> ShellRunner {
+    pub(crate) fn new() -> ShellRunner {
         ShellRunner::with_shell(find_in_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh")))
     }
 
     /// Uses the given shell; it is called as `SHELL -c COMMAND`.
-    pub fn with_shell(shell: impl Into<PathBuf>) -> ShellRunner {
+    pub(crate) fn with_shell(shell: impl Into<PathBuf>) -> ShellRunner {
         ShellRunner {
             shell: shell.into(),
             dev_null: std::fs::File::open("/dev/null").ok().map(Arc::new),
         }
-    }
-
-    /// The shell in use.
-    pub fn shell(&self) -> &Path {
-        &self.shell
     }
 }
 

@@ -333,7 +333,7 @@ fn is_one(n: &u32) -> bool {
 
 /// One journaled step of a compiled frame.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
+pub(crate) struct StepRecord {
     /// Position among the frame's steps, from 0.
     pub index: usize,
     /// What was asked.
@@ -356,7 +356,7 @@ pub struct StepRecord {
 
 /// Where a step of a `parallel` group belongs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ParallelMember {
+pub(crate) struct ParallelMember {
     /// The group: the frame's step position where the group's steps begin.
     pub group: usize,
     /// The member: its position in the list given to `parallel`, from 0.
@@ -371,7 +371,7 @@ impl fmt::Display for ParallelMember {
 
 impl StepRecord {
     /// Whether the step failed but the script had allowed it (`allow_failure = True`).
-    pub fn failure_allowed(&self) -> bool {
+    pub(crate) fn failure_allowed(&self) -> bool {
         !self.result.success && self.allow_failure
     }
 }

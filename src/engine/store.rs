@@ -60,7 +60,7 @@ pub(crate) trait Watch: Send + Sync + std::fmt::Debug {
 }
 
 /// One run, held by this process, that events are appended to.
-pub trait RunLog: Send + std::fmt::Debug {
+pub(crate) trait RunLog: Send + std::fmt::Debug {
     /// The run's id.
     fn id(&self) -> &str;
 
@@ -87,7 +87,7 @@ pub trait RunLog: Send + std::fmt::Debug {
 /// Where runs are kept: the folder of journal files (the default), or the shared
 /// PostgreSQL store (the backends in `crate::store`). Every reader and writer goes through it.
 #[derive(Debug, Clone)]
-pub struct RunStore {
+pub(crate) struct RunStore {
     store: Arc<dyn Store>,
     watch: Option<Arc<dyn Watch>>,
 }
@@ -108,19 +108,19 @@ impl RunStore {
 
     /// Where the runs are, for people: the folder, or the database (its password hidden)
     /// and the project.
-    pub fn place(&self) -> String {
+    pub(crate) fn place(&self) -> String {
         self.store.place()
     }
 
     /// Whether runs are in a store shared by several hosts (they then record their host
     /// and user).
-    pub fn is_shared(&self) -> bool {
+    pub(crate) fn is_shared(&self) -> bool {
         self.store.is_shared()
     }
 
     /// Creates a new run, keeping `token_sha256` in its header, under the first id of
     /// `new_id(0)`, `new_id(1)`, ... that is free.
-    pub fn create(
+    pub(crate) fn create(
         &self,
         new_id: &dyn Fn(u32) -> String,
         token_sha256: Option<String>,
@@ -148,7 +148,7 @@ impl RunStore {
     }
 
     /// Takes run `id` to continue it: holds its lock and reads its events.
-    pub fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
+    pub(crate) fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
         let (log, contents) = self.store.open(checked(id)?)?;
         Ok((self.wrap(log, &contents.events), contents))
     }
@@ -161,17 +161,17 @@ impl RunStore {
     }
 
     /// Reads run `id` without taking it.
-    pub fn read(&self, id: &str) -> Result<Contents, EngineError> {
+    pub(crate) fn read(&self, id: &str) -> Result<Contents, EngineError> {
         self.store.read(checked(id)?)
     }
 
     /// Every run, oldest first.
-    pub fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
+    pub(crate) fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
         self.store.list(None)
     }
 
     /// What run `id` adds up to, as `mekara runs` lists it.
-    pub fn summary(&self, id: &str) -> Result<RunSummary, EngineError> {
+    pub(crate) fn summary(&self, id: &str) -> Result<RunSummary, EngineError> {
         self.store
             .list(Some(checked(id)?))?
             .pop()
@@ -181,7 +181,7 @@ impl RunStore {
     /// Removes run `id`, holding the run's lock while it does: a run another process
     /// drives is refused ([`JournalError::Busy`]). A step that a killed mekara left running
     /// on this host is killed first, as a resume would. Returns the bytes freed.
-    pub fn remove(&self, id: &str) -> Result<u64, EngineError> {
+    pub(crate) fn remove(&self, id: &str) -> Result<u64, EngineError> {
         self.store.remove(checked(id)?)
     }
 }

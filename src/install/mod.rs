@@ -851,7 +851,7 @@ impl fmt::Display for Report<'_> {
                     format!("{} {path}", would("updated", "would update"))
                 }
                 Action::RemoveGenerated => format!(
-                    "{} {path} (the command install wrote for a bundled script)",
+                    "{} {path} (a command install wrote)",
                     would("removed", "would remove")
                 ),
                 Action::Remove => format!(

@@ -1,7 +1,7 @@
 //! Scripts compiled into the binary: the `scripts/` folder of this repository.
 
 /// A bundled file: its path under `scripts/` and its text.
-pub struct BundledFile {
+pub(crate) struct BundledFile {
     /// `nl/<name>.md` or `compiled/<name>.star`.
     pub path: &'static str,
     /// The file's text.
@@ -23,7 +23,7 @@ macro_rules! bundled {
 }
 
 /// Every bundled file. Add a script here when you add it to `scripts/`.
-pub static FILES: &[BundledFile] = bundled![
+pub(crate) static FILES: &[BundledFile] = bundled![
     // `/compile` ends with the script API, from the file the README's section is made of.
     "nl/compile.md" + "docs/script-api.md",
     "compiled/compile.star",
@@ -42,12 +42,12 @@ pub static FILES: &[BundledFile] = bundled![
 const DEMO_FOLDER: &str = "test/";
 
 /// Whether `name` (`test/random`) is the name of a bundled demo script's folder.
-pub fn is_demo(name: &str) -> bool {
+pub(crate) fn is_demo(name: &str) -> bool {
     name.starts_with(DEMO_FOLDER)
 }
 
 /// The bundled file at `path` (`nl/test/random.md`), if there is one.
-pub fn file(path: &str) -> Option<&'static BundledFile> {
+pub(crate) fn file(path: &str) -> Option<&'static BundledFile> {
     FILES.iter().find(|f| f.path == path)
 }
 

@@ -4,14 +4,13 @@
 //! file with a compiled one, and the checks that keep a name inside its folders. It reads
 //! files but never runs anything; running is the engine's job.
 
-pub mod bundled;
+pub(crate) mod bundled;
 pub(crate) mod eject;
 pub(crate) mod name;
 pub(crate) mod nl;
 pub(crate) mod resolver;
 
-pub use name::ScriptName;
-pub use resolver::{
+pub(crate) use name::ScriptName;
+pub(crate) use resolver::{
     HelperError, Level, Listing, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile,
-    Searched,
 };

@@ -5,12 +5,12 @@ use std::fmt;
 /// A script name that is safe to join to a scripts folder: segments of letters, digits,
 /// `-`, `_` and `.`, separated by `/` (`:` is accepted as a separator and shown).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ScriptName(String);
+pub(crate) struct ScriptName(String);
 
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid script name `{name}`: {reason}")]
-pub struct NameError {
+pub(crate) struct NameError {
     /// The name as given.
     pub name: String,
     /// What is wrong with it, with a hint where there is one.
@@ -21,7 +21,7 @@ const MAX_LEN: usize = 200;
 
 impl ScriptName {
     /// Checks a name as a user or agent wrote it, reading `:` as `/`.
-    pub fn parse(raw: &str) -> Result<ScriptName, NameError> {
+    pub(crate) fn parse(raw: &str) -> Result<ScriptName, NameError> {
         let refuse = |reason: &str| NameError {
             name: raw.to_string(),
             reason: reason.to_string(),
@@ -64,12 +64,12 @@ impl ScriptName {
     }
 
     /// The name with `/` separators, as used for files: `test/random`.
-    pub fn as_path(&self) -> &str {
+    pub(crate) fn as_path(&self) -> &str {
         &self.0
     }
 
     /// The same name with `-` read as `_`, when that differs.
-    pub fn underscored(&self) -> Option<ScriptName> {
+    pub(crate) fn underscored(&self) -> Option<ScriptName> {
         self.0
             .contains('-')
             .then(|| ScriptName(self.0.replace('-', "_")))

@@ -22,7 +22,7 @@ use crate::paths::Locations;
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
-pub enum Level {
+pub(crate) enum Level {
     /// `<project>/.mekara/` or `<project>/.agents/skills/`.
     Project,
     /// `~/.mekara/` or `~/.agents/skills/`.
@@ -43,7 +43,7 @@ impl fmt::Display for Level {
 
 /// One file of a script, read.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct ScriptFile {
+pub(crate) struct ScriptFile {
     /// The level it came from.
     pub level: Level,
     /// Its path on disk, or `bundled:<path>` for a bundled file.
@@ -54,7 +54,7 @@ pub struct ScriptFile {
 
 /// A resolved script: its NL file and, if it has one at an allowed level, its compiled file.
 #[derive(Debug, Clone)]
-pub struct Script {
+pub(crate) struct Script {
     /// The name as found (after `-`→`_` if that is what matched).
     pub name: ScriptName,
     /// The NL instructions.
@@ -65,19 +65,19 @@ pub struct Script {
 
 impl Script {
     /// The NL instructions with `arguments` substituted.
-    pub fn instructions(&self, arguments: &str) -> String {
+    pub(crate) fn instructions(&self, arguments: &str) -> String {
         NlText::parse(&self.nl.text).instructions(arguments)
     }
 
     /// The one-line description.
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         NlText::parse(&self.nl.text).description()
     }
 }
 
 /// Which scripts a listing shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Listing {
+pub(crate) enum Listing {
     /// The scripts a user works with: every script but the bundled demos (`test:*`).
     Usual,
     /// Every script, the bundled demos too.
@@ -86,7 +86,7 @@ pub enum Listing {
 
 impl Listing {
     /// [`Listing::All`] when `all`, else [`Listing::Usual`].
-    pub fn all_if(all: bool) -> Listing {
+    pub(crate) fn all_if(all: bool) -> Listing {
         if all { Listing::All } else { Listing::Usual }
     }
 
@@ -97,7 +97,7 @@ impl Listing {
 
 /// A script as listed by `mekara scripts`.
 #[derive(Debug, Clone)]
-pub struct ScriptEntry {
+pub(crate) struct ScriptEntry {
     /// Its name.
     pub name: ScriptName,
     /// The level its NL file is at.
@@ -110,7 +110,7 @@ pub struct ScriptEntry {
 
 /// Why a script could not be had.
 #[derive(Debug, thiserror::Error)]
-pub enum ScriptError {
+pub(crate) enum ScriptError {
     /// The name itself is refused.
     #[error(transparent)]
     InvalidName(#[from] NameError),
@@ -138,14 +138,14 @@ pub enum ScriptError {
 
 impl ScriptError {
     /// A script that cannot be had is a wrong name or path given: [`Exit::Usage`].
-    pub fn exit_code(&self) -> Exit {
+    pub(crate) fn exit_code(&self) -> Exit {
         Exit::Usage
     }
 }
 
 /// Why the helper module a `load` statement names could not be had.
 #[derive(Debug, thiserror::Error)]
-pub enum HelperError {
+pub(crate) enum HelperError {
     /// The path is not a helper module path.
     #[error("`{path}` is not a helper module path: {reason}")]
     BadPath {
@@ -176,7 +176,7 @@ pub enum HelperError {
 
 impl HelperError {
     /// What to do about it.
-    pub fn hint(&self) -> &'static str {
+    pub(crate) fn hint(&self) -> &'static str {
         match self {
             HelperError::BadPath { .. } => {
                 "load a helper as `//lib/<path>.star`: the file `scripts/lib/<path>.star` of the \
@@ -236,7 +236,7 @@ fn helper_file(path: &str) -> Result<String, HelperError> {
 /// A compiled file that no NL file pairs with: no name resolves to it, so it never runs.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("`{}` has no `{}` beside it", .compiled.display(), .nl_beside)]
-pub struct Orphan {
+pub(crate) struct Orphan {
     /// The script's name.
     pub name: ScriptName,
     /// The compiled file.
@@ -249,7 +249,7 @@ pub struct Orphan {
 
 /// Where a name was looked for: the facts a "not found" states.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Searched {
+pub(crate) struct Searched {
     /// The folder a project was looked for from, and above (the current directory).
     pub from: PathBuf,
     /// The project root found there, if any.
@@ -260,7 +260,7 @@ pub struct Searched {
 
 impl Searched {
     /// Whether no project was found, so only the user and bundled levels were searched.
-    pub fn is_outside_project(&self) -> bool {
+    pub(crate) fn is_outside_project(&self) -> bool {
         self.project_root.is_none()
     }
 
@@ -311,14 +311,14 @@ struct Root {
 
 /// Finds scripts by name; built once from the [`Locations`] of the process.
 #[derive(Debug, Clone)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     roots: Vec<Root>,
     searched: Searched,
 }
 
 impl Resolver {
     /// A resolver over the project and user levels of `locations`, then the bundled scripts.
-    pub fn new(locations: &Locations) -> Resolver {
+    pub(crate) fn new(locations: &Locations) -> Resolver {
         let mut roots = Vec::new();
         if let Some(root) = &locations.project_root {
             roots.push(Root {
@@ -345,7 +345,7 @@ impl Resolver {
     }
 
     /// Resolves `raw` (`test/random`, `test:random`, `test:double_or_nothing`, ...).
-    pub fn resolve(&self, raw: &str) -> Result<Script, ScriptError> {
+    pub(crate) fn resolve(&self, raw: &str) -> Result<Script, ScriptError> {
         let name = ScriptName::parse(raw)?;
         let forms: Vec<ScriptName> = std::iter::once(name.clone())
             .chain(name.underscored())
@@ -378,7 +378,7 @@ impl Resolver {
     /// The compiled files of the project and user levels that no NL file pairs with: none
     /// at their own level, nor at a lower one (which would take a compiled file from a
     /// higher level).
-    pub fn orphans(&self) -> Vec<Orphan> {
+    pub(crate) fn orphans(&self) -> Vec<Orphan> {
         let mut found = Vec::new();
         for (at, root) in self.roots.iter().enumerate() {
             let compiled_dir = root.mekara_dir.join("scripts").join("compiled");
@@ -423,7 +423,7 @@ impl Resolver {
     /// Every script that resolves, by name; a name at several levels is listed once, at
     /// the level that wins. A bundled demo is left out unless `listing` is [`Listing::All`]
     /// (a project's or user's own `test/...` script is theirs, and listed).
-    pub fn list(&self, listing: Listing) -> Vec<ScriptEntry> {
+    pub(crate) fn list(&self, listing: Listing) -> Vec<ScriptEntry> {
         let mut names: Vec<(ScriptName, usize)> = Vec::new();
         for (at, root) in self.roots.iter().enumerate() {
             for name in list_files(
@@ -468,7 +468,7 @@ impl Resolver {
     /// The name of the script whose file `path` would be, by its place in a scripts folder
     /// (`…/scripts/nl/<name>.md`, `…/scripts/compiled/<name>.star`,
     /// `…/skills/<name>/SKILL.md` or `mekara.star`), whichever level that folder is at.
-    pub fn name_of_file(path: &Path) -> Option<ScriptName> {
+    pub(crate) fn name_of_file(path: &Path) -> Option<ScriptName> {
         let parts: Vec<&str> = path
             .components()
             .map(|c| c.as_os_str().to_str())
@@ -499,7 +499,7 @@ impl Resolver {
     /// a script at `level`: the file `scripts/lib/helpers.star` of that level. A script
     /// loads helpers from its own level only, so what it runs does not change when a file
     /// at another level does.
-    pub fn helper(&self, level: Level, path: &str) -> Result<ScriptFile, HelperError> {
+    pub(crate) fn helper(&self, level: Level, path: &str) -> Result<ScriptFile, HelperError> {
         let file = helper_file(path)?;
         let at = self
             .roots
@@ -522,7 +522,7 @@ impl Resolver {
 
     /// The level whose folders hold the file at `path`; a file in none of them is taken as
     /// the project's (or, outside a project, the user's).
-    pub fn level_of_file(&self, path: &Path) -> Level {
+    pub(crate) fn level_of_file(&self, path: &Path) -> Level {
         let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let file = real(path);
         self.roots

@@ -18,6 +18,6 @@ use std::sync::Arc;
 use crate::engine::store::RunStore;
 
 /// Runs as journal files under `dir` (created on first use).
-pub fn files(dir: impl Into<PathBuf>) -> RunStore {
+pub(crate) fn files(dir: impl Into<PathBuf>) -> RunStore {
     RunStore::with(Arc::new(file::FileStore::new(dir.into())))
 }

@@ -1,11 +1,12 @@
 //! The Starlark step builtins (`auto`, `llm`, `call_script`, and Starlark's own `fail`),
 //! `print` and `json`, the evaluation limits, and how script errors are reported: through
 //! the real binary (`mekara run`, `mekara check`) on compiled project scripts, and, where
-//! the terminal cannot make the call, through the library's `Executor`.
+//! the terminal cannot make the call, through `mekara mcp`.
+
+use serde_json::json;
 
 use crate::common::Project;
-use mekara::engine::{EngineError, Pending, Quiet, Waiting};
-use serde_json::{Map, Value as Json};
+use crate::mcp::client::Client;
 
 /// A project with one compiled script `name` (and its NL file `nl`).
 fn project_with(name: &str, nl: &str, star: &str) -> Project {
@@ -848,7 +849,7 @@ def execute(request):
     );
 }
 
-// ── the engine enforces llm outputs (library API) ───────────────────────────────────────
+// ── the engine enforces llm outputs (through MCP) ────────────────────────────────────────
 
 const PICK: &str = r#"
 def execute(request):
@@ -857,69 +858,43 @@ def execute(request):
     auto("echo picked " + r.outputs["colour"] + " " + r.outputs["size"])
 "#;
 
-fn outputs(pairs: &[(&str, &str)]) -> Map<String, Json> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_string(), Json::String((*v).to_string())))
-        .collect()
+/// `pick` started over MCP: the client, the reply naming its pending llm step, and the run's
+/// id.
+async fn pick_started(project: &Project) -> (Client, String, String) {
+    let client = Client::start(project, &[]).await;
+    let pending = client.call("start", json!({"name": "pick"})).await.ok();
+    let [id] = project.run_ids().try_into().expect("one run");
+    (client, pending, id)
 }
 
-#[test]
-fn llm_outputs_that_do_not_match_expects_are_refused_and_the_step_stays_pending() {
+/// Checks that nothing was recorded since `journal` and `pick`'s llm step is still pending
+/// (working it out again does not run `echo ready` again).
+async fn assert_pick_unchanged(project: &Project, client: &Client, id: &str, journal: &str) {
+    assert_eq!(project.journal(id), journal);
+    let status = client.call("status", json!({})).await.ok();
+    assert!(status.contains("llm step `pick[1]`"), "{status}");
+    assert_eq!(project.journal(id), journal);
+}
+
+#[tokio::test]
+async fn llm_outputs_that_do_not_match_expects_are_refused_and_the_step_stays_pending() {
     let project = project_with("pick", "Pick.\n", PICK);
-    let mut executor = project.executor();
-    let pending = executor
-        .start("pick", "", &project.root(), &Quiet)
-        .expect("start");
-    assert_eq!(
-        pending,
-        Pending::Llm {
-            path: "pick[1]".into(),
-            prompt: "Pick.".into(),
-            expects: Some(outputs(&[("colour", "a colour"), ("size", "a size")])),
-        }
-    );
-    let id = executor.run_id().expect("a run").to_string();
+    let (client, pending, id) = pick_started(&project).await;
+    insta::assert_snapshot!("llm_outputs_pending", project.scrub(&pending));
     let journal = project.journal(&id);
 
-    let refused = executor.continue_llm(outputs(&[("colour", "red"), ("shape", "round")]), &Quiet);
-    let Err(error @ EngineError::Outputs { .. }) = refused else {
-        panic!("expected an outputs error, got {refused:?}");
-    };
-    let EngineError::Outputs {
-        missing,
-        unexpected,
-        ..
-    } = &error
-    else {
-        unreachable!()
-    };
-    assert_eq!(missing, &["size".to_string()]);
-    assert_eq!(unexpected, &["shape".to_string()]);
-    insta::assert_snapshot!("llm_outputs_refused", error.to_string());
+    let refused = client
+        .continue_with(json!({"colour": "red", "shape": "round"}))
+        .await
+        .err();
+    insta::assert_snapshot!("llm_outputs_refused", project.scrub(&refused));
+    assert_pick_unchanged(&project, &client, &id, &journal).await;
 
-    // nothing was recorded, and the same step is still pending
-    assert_eq!(project.journal(&id), journal);
-    assert_eq!(executor.advance(&Quiet).expect("advance"), pending);
-    assert_eq!(
-        project.journal(&id),
-        journal,
-        "re-deriving the pending step must not re-run `echo ready`"
-    );
-
-    let finished = executor
-        .continue_llm(outputs(&[("colour", "red"), ("size", "9")]), &Quiet)
-        .expect("the right outputs are taken");
-    assert!(
-        matches!(
-            finished,
-            Pending::Finished {
-                fell_back: false,
-                ..
-            }
-        ),
-        "{finished:?}"
-    );
+    let finished = client
+        .continue_with(json!({"colour": "red", "size": "9"}))
+        .await
+        .ok();
+    assert!(finished.contains("The script completed"), "{finished}");
     assert!(
         project.journal(&id).contains("picked red 9"),
         "{}",
@@ -927,29 +902,14 @@ fn llm_outputs_that_do_not_match_expects_are_refused_and_the_step_stays_pending(
     );
 }
 
-#[test]
-fn finish_nl_while_an_llm_step_is_pending_is_a_wrong_call() {
+#[tokio::test]
+async fn finish_nl_while_an_llm_step_is_pending_is_a_wrong_call() {
     let project = project_with("pick", "Pick.\n", PICK);
-    let mut executor = project.executor();
-    let pending = executor
-        .start("pick", "", &project.root(), &Quiet)
-        .expect("start");
-    let id = executor.run_id().expect("a run").to_string();
+    let (client, _, id) = pick_started(&project).await;
     let journal = project.journal(&id);
-
-    let refused = executor.finish_nl(&Quiet);
-    assert!(
-        matches!(
-            refused,
-            Err(EngineError::WrongCall {
-                expected: Waiting::NlScript,
-                waiting: Waiting::LlmStep
-            })
-        ),
-        "{refused:?}"
-    );
-    assert_eq!(project.journal(&id), journal);
-    assert_eq!(executor.advance(&Quiet).expect("advance"), pending);
+    let refused = client.call("finish_nl_script", json!({})).await.err();
+    insta::assert_snapshot!("finish_nl_while_llm_pending", project.scrub(&refused));
+    assert_pick_unchanged(&project, &client, &id, &journal).await;
 }
 
 // ── divergence on resume ────────────────────────────────────────────────────────────────

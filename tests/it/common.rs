@@ -131,22 +131,6 @@ impl Project {
         ids
     }
 
-    /// An engine on this project, for tests of the library API (hermetic: the project and
-    /// the fake home, not the process's own environment).
-    pub fn executor(&self) -> mekara::engine::Executor {
-        let locations = mekara::paths::Locations {
-            cwd: self.root(),
-            project_root: Some(self.root()),
-            home: Some(self.home()),
-        };
-        mekara::engine::Executor::new(
-            mekara::script::Resolver::new(&locations),
-            mekara::store_files(self.root().join(".mekara/runs")),
-            Box::new(mekara::engine::ShellRunner::new()),
-            mekara::engine::Settings::default(),
-        )
-    }
-
     /// `text` with what changes between runs and machines written as placeholders: the
     /// project as `[PROJECT]`, the home folder as `[HOME]`, the rest of the temporary folder
     /// as `[TMP]`, the repository as `[REPO]` (each as given and canonicalized), mekara's
@@ -181,6 +165,20 @@ impl Project {
             self.scrub(&run.stdout),
             self.scrub(&run.stderr)
         )
+    }
+
+    /// What a user saw of each of `commands` (`mekara` arguments, run in turn with nothing
+    /// on stdin), each headed by the line typed: one snapshot pins the same mistake made
+    /// several ways.
+    pub fn session(&self, commands: &[&[&str]]) -> String {
+        commands
+            .iter()
+            .map(|args| {
+                let run = self.run(args, "");
+                format!("$ mekara {}\n{}", args.join(" "), self.transcript(&run))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Every file of the project's run store (journals, locks, notes), by name, byte for

@@ -225,109 +225,73 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn server_initialize() {
     scenario("server-initialize");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn ping() {
     scenario("ping");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn tools_list() {
     scenario("tools-list");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn prompts_list() {
     scenario("prompts-list");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn prompts_get_simple() {
     scenario("prompts-get-simple");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn server_sse_multiple_streams() {
     scenario("server-sse-multiple-streams");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn dns_rebinding_protection() {
     scenario("dns-rebinding-protection");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn serve_server_initialize() {
     serve_scenario("server-initialize");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn serve_ping() {
     serve_scenario("ping");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn serve_tools_list() {
     serve_scenario("tools-list");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn serve_server_sse_multiple_streams() {
     serve_scenario("server-sse-multiple-streams");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP conformance suite (bash tests/conformance/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP conformance suite")]
 #[test]
 fn serve_dns_rebinding_protection() {
     serve_scenario("dns-rebinding-protection");

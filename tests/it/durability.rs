@@ -616,10 +616,7 @@ fn runs_of(root: &Path, name: &str) -> Vec<(u128, u128)> {
 /// shell's group left the step running where a resume could not find it, so the resumed
 /// step ran a second time while the first still ran.
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs strace (installed by .ci/run)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs strace")]
 fn sigkill_between_spawn_and_group_note_never_runs_a_step_twice() {
     // `when`: the note of the first step, then of the second (the first having ended).
     for (when, killed_in) in [(1, "one"), (2, "two")] {

@@ -32,11 +32,7 @@ fn an_unknown_script_name_is_a_usage_error_everywhere() {
 #[test]
 fn an_invalid_script_name_is_a_usage_error_everywhere() {
     let project = Project::new();
-    let codes: Vec<Option<i32>> = [&["run", "../x"][..], &["check", "../x"]]
-        .into_iter()
-        .map(|args| project.run(args, "").code)
-        .collect();
-    assert_eq!(codes, [Some(2), Some(2)]);
+    insta::assert_snapshot!(project.session(&[&["run", "../x"], &["check", "../x"]]));
 }
 
 /// A compiled script that does not parse is a failed workflow (1): `check` reports it, and
@@ -45,14 +41,15 @@ fn an_invalid_script_name_is_a_usage_error_everywhere() {
 fn a_script_with_a_syntax_error_fails_everywhere() {
     let project = Project::new();
     project.script("broken", NL, Some("def execute(request):\n    llm(\n"));
-    project.run(&["check", "broken"], "").expect_code(1);
-    let run = project.run(&["run", "broken"], "\n");
-    run.expect_code(1);
-    assert!(
-        run.stdout.contains("Parse error")
-            && run.stdout.contains("failed and was finished by hand"),
-        "{}",
-        run.stdout
+    mekara_snapshot!(
+        "syntax_error_check",
+        project,
+        project.command(&["check", "broken"])
+    );
+    mekara_snapshot!(
+        "syntax_error_run",
+        project,
+        project.run(&["run", "broken"], "\n")
     );
 }
 
@@ -60,7 +57,7 @@ fn a_script_with_a_syntax_error_fails_everywhere() {
 #[test]
 fn an_unknown_run_is_a_usage_error_everywhere() {
     let project = Project::new();
-    for args in [&["run", "--resume", "nope"][..], &["runs", "show", "nope"]] {
-        project.run(args, "").expect_code(2);
-    }
+    insta::assert_snapshot!(
+        project.session(&[&["run", "--resume", "nope"], &["runs", "show", "nope"]])
+    );
 }

@@ -90,10 +90,7 @@ fn carry_a_run_by_its_handle(project: &Project, target: &[String]) {
     assert_eq!(out, "one\ntwo\n");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP Inspector (bash tests/inspector/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP Inspector")]
 #[test]
 fn one_shot_calls_over_stdio_carry_a_run_to_its_end_by_its_handle() {
     let project = Project::new();
@@ -111,10 +108,7 @@ fn one_shot_calls_over_stdio_carry_a_run_to_its_end_by_its_handle() {
     assert_four_sessions_of_2025_11_25(&std::fs::read_to_string(&log).expect("mekara's log"));
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP Inspector (bash tests/inspector/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP Inspector")]
 #[test]
 fn one_shot_calls_over_http_carry_a_run_to_its_end_by_its_handle() {
     let project = Project::new();

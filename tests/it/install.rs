@@ -15,14 +15,22 @@ fn path_with_mekara() -> String {
     format!("{}:/usr/bin:/bin", bin.display())
 }
 
-fn mekara(project: &Project, args: &[&str]) -> Run {
+/// `mekara ARGS` in `project` as a person types it: with the umask most people have
+/// (whatever the test runner's is) and mekara on the `PATH`.
+fn command(project: &Project, args: &[&str]) -> std::process::Command {
     let mut command = project.command(args);
-    // The umask most people have, whatever the test runner's is.
     umask_022(&mut command);
-    let out = command
-        .env("PATH", path_with_mekara())
-        .output()
-        .expect("run mekara");
+    command.env("PATH", path_with_mekara());
+    command
+}
+
+/// Pins what a person sees of `mekara ARGS` in `project` (a snapshot named `name`).
+fn pinned(name: &str, project: &Project, args: &[&str]) -> Run {
+    mekara_snapshot!(name, project, command(project, args))
+}
+
+fn mekara(project: &Project, args: &[&str]) -> Run {
+    let out = command(project, args).output().expect("run mekara");
     let run = Run::from_output(out);
     Run {
         stdout: project.scrub(&run.stdout),
@@ -279,15 +287,7 @@ fn other_settings_and_their_key_order_survive_and_uninstall_restores_them() {
     assert!(!project.root().join(".mekara/scripts").exists());
     assert!(project.root().join(".mekara").is_dir());
 
-    let again = mekara(&project, &["uninstall"]);
-    again.expect_code(0);
-    assert!(
-        again
-            .stdout
-            .contains("nothing to change, already uninstalled"),
-        "{}",
-        again.stdout
-    );
+    pinned("uninstall_again", &project, &["uninstall"]);
 }
 
 /// mekara before the `SlashCommand` matcher registered its PreToolUse hook for `Skill` only:
@@ -306,14 +306,7 @@ fn an_earlier_skill_only_hook_is_replaced_and_uninstalled() {
 }
 "#;
     project.write(".claude/settings.json", earlier);
-    let run = mekara(&project, &["install"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("- hook PreToolUse (matcher `Skill`, from an earlier mekara)"),
-        "{}",
-        run.stdout
-    );
+    pinned("install_over_an_earlier_skill_hook", &project, &["install"]);
     let installed: Json =
         serde_json::from_str(&read(&project, ".claude/settings.json")).expect("json");
     let matchers: Vec<&str> = installed["hooks"]["PreToolUse"]
@@ -507,6 +500,25 @@ fn codex_and_opencode_configs_keep_their_formatting() {
     );
 }
 
+/// Regression: the sentence that says when to run install again held 18 spaces (a string
+/// continued on a new line without its `\`). The whole output is pinned.
+#[test]
+fn install_for_opencode_says_everything_in_plain_sentences() {
+    let project = Project::new();
+    project.script(
+        "greet",
+        "---\ndescription: Greet\n---\nSay hi.\n",
+        Some("def execute(request):\n    llm(\"Say hi.\")\n"),
+    );
+    mekara_snapshot!(
+        project,
+        command(&project, &["install", "--client", "opencode"])
+    );
+}
+
+/// Regression (in `install_opencode_again`): the command install removes when its compiled
+/// script is gone was said to be "for a bundled script", also for a project's own.
+///
 /// OpenCode has no hooks, so `--client opencode` writes a command per compiled script that
 /// sends it to `mekara_start`; each install follows the scripts there are (a new one gets a
 /// command, a removed one loses it), a command of the person's is left alone, and uninstall
@@ -538,20 +550,8 @@ fn opencode_commands_follow_the_compiled_scripts() {
         "install_opencode_command",
         read(&project, ".opencode/commands/greet.md")
     );
-    assert!(
-        run.stdout
-            .contains("the OpenCode command `/greet` for the compiled script"),
-        "{}",
-        run.stdout
-    );
-    // Nothing updates the commands by itself: install says when to run it again.
-    assert!(
-        run.stdout.contains(
-            "run `mekara install --client opencode` again after adding or removing a compiled script"
-        ),
-        "{}",
-        run.stdout
-    );
+    // What install says (when to run it again among it) is pinned by
+    // `install_for_opencode_says_everything_in_plain_sentences`.
 
     // A new compiled script gets its command, a removed one loses it; the person's own
     // command file is theirs.
@@ -559,19 +559,15 @@ fn opencode_commands_follow_the_compiled_scripts() {
     std::fs::remove_file(project.root().join(".mekara/scripts/compiled/greet.star"))
         .expect("remove");
     project.write(".opencode/commands/compile.md", "My own compile command.\n");
-    let again = mekara(&project, &["install", "--client", "opencode"]);
-    again.expect_code(0);
+    pinned(
+        "install_opencode_again",
+        &project,
+        &["install", "--client", "opencode"],
+    );
     assert_eq!(listed(&commands), ["compile.md", "team/", "team/deploy.md"]);
     assert_eq!(
         read(&project, ".opencode/commands/compile.md"),
         "My own compile command.\n"
-    );
-    assert!(
-        again
-            .stdout
-            .contains("is your own OpenCode command: left as is"),
-        "{}",
-        again.stdout
     );
     let deploy = read(&project, ".opencode/commands/team/deploy.md");
     assert!(
@@ -609,17 +605,12 @@ fn gemini_settings_get_a_trusted_server_and_keep_everything_else() {
 }
 "#;
     project.write(".gemini/settings.json", settings);
-    let run = mekara(&project, &["install", "--client", "gemini"]);
-    run.expect_code(0);
-    insta::assert_snapshot!("install_gemini", read(&project, ".gemini/settings.json"));
-    assert!(
-        run.stdout.contains("updated .gemini/settings.json")
-            && run
-                .stdout
-                .contains("start `gemini` in this folder once and trust the folder"),
-        "{}",
-        run.stdout
+    pinned(
+        "install_gemini_output",
+        &project,
+        &["install", "--client", "gemini"],
     );
+    insta::assert_snapshot!("install_gemini", read(&project, ".gemini/settings.json"));
     second_install_changes_nothing_and_uninstall_restores(
         &project,
         "gemini",
@@ -636,8 +627,11 @@ fn qwen_settings_get_a_trusted_always_loaded_server() {
     let project = Project::new();
     let settings = "{\n  \"model\": {\n    \"name\": \"qwen3-coder-plus\"\n  }\n}\n";
     project.write(".qwen/settings.json", settings);
-    let run = mekara(&project, &["install", "--client", "qwen"]);
-    run.expect_code(0);
+    pinned(
+        "install_qwen_output",
+        &project,
+        &["install", "--client", "qwen"],
+    );
     let written: Json = serde_json::from_str(&read(&project, ".qwen/settings.json")).expect("json");
     assert_eq!(
         written,
@@ -647,14 +641,6 @@ fn qwen_settings_get_a_trusted_always_loaded_server() {
                 "command": "mekara", "args": ["mcp"], "trust": true, "alwaysLoadTools": true
             }}
         })
-    );
-    assert!(
-        run.stdout.contains("updated .qwen/settings.json")
-            && run
-                .stdout
-                .contains("run `qwen mcp approve mekara` in this folder"),
-        "{}",
-        run.stdout
     );
     second_install_changes_nothing_and_uninstall_restores(
         &project,
@@ -670,26 +656,20 @@ fn qwen_settings_get_a_trusted_always_loaded_server() {
 #[test]
 fn copilot_reads_the_project_mcp_json_and_the_user_scope_writes_its_mcp_config() {
     let project = Project::new();
-    let run = mekara(&project, &["install", "--client", "copilot"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("start `copilot` in this folder once and trust it")
-            && run.stdout.contains("`copilot --allow-tool mekara`"),
-        "{}",
-        run.stdout
+    pinned(
+        "install_copilot_output",
+        &project,
+        &["install", "--client", "copilot"],
     );
     assert!(!project.root().join(".copilot").exists());
     let mcp: Json = serde_json::from_str(&read(&project, ".mcp.json")).expect("json");
     assert_eq!(mcp["mcpServers"]["mekara"]["command"], "mekara");
 
     let config = project.home().join(".copilot/mcp-config.json");
-    let user = mekara(&project, &["install", "--user", "--client", "copilot"]);
-    user.expect_code(0);
-    assert!(
-        !user.stdout.contains("trust it") && user.stdout.contains("--allow-tool mekara"),
-        "{}",
-        user.stdout
+    pinned(
+        "install_copilot_user_output",
+        &project,
+        &["install", "--user", "--client", "copilot"],
     );
     let written: Json =
         serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("json");
@@ -707,13 +687,10 @@ fn copilot_reads_the_project_mcp_json_and_the_user_scope_writes_its_mcp_config()
 fn gemini_user_scope_writes_the_home_settings() {
     let project = Project::new();
     let home_settings = project.home().join(".gemini/settings.json");
-    let run = mekara(&project, &["install", "--user", "--client", "gemini"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("start `gemini` in each folder you use it in once"),
-        "{}",
-        run.stdout
+    pinned(
+        "install_gemini_user_output",
+        &project,
+        &["install", "--user", "--client", "gemini"],
     );
     let written: Json =
         serde_json::from_str(&std::fs::read_to_string(&home_settings).expect("read"))
@@ -737,14 +714,7 @@ fn an_entry_named_mekara_with_other_settings_is_left_alone() {
     let mcp =
         r#"{"mcpServers": {"mekara": {"command": "/opt/mekara/bin/mekara", "args": ["mcp"]}}}"#;
     project.write(".mcp.json", mcp);
-    let run = mekara(&project, &["install"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("already has a server `mekara` with other settings: left as is"),
-        "{}",
-        run.stdout
-    );
+    pinned("install_beside_another_mekara", &project, &["install"]);
     mekara(&project, &["uninstall"]).expect_code(0);
     assert_eq!(read(&project, ".mcp.json"), mcp);
 }
@@ -758,15 +728,10 @@ fn a_codex_server_written_without_the_approval_mode_gets_it_and_uninstall_remove
     let before = "model = \"o3\"\n\n[mcp_servers.github]\ncommand = \"gh\"\n";
     let old_install = "\n[mcp_servers.mekara]\ncommand = \"mekara\"\nargs = [\"mcp\"]\n";
     project.write(".codex/config.toml", &format!("{before}{old_install}"));
-    let run = mekara(&project, &["install", "--client", "codex"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains(
-            "  updated .codex/config.toml\n      + its tools run without an approval prompt \
-             (`default_tools_approval_mode = \"approve\"`)\n"
-        ),
-        "{}",
-        run.stdout
+    pinned(
+        "install_codex_approval_mode",
+        &project,
+        &["install", "--client", "codex"],
     );
     assert_eq!(
         read(&project, ".codex/config.toml"),
@@ -806,13 +771,10 @@ fn a_codex_server_whose_approval_mode_the_person_chose_is_left_alone() {
     let config = "[mcp_servers.mekara]\ncommand = \"mekara\"\nargs = [\"mcp\"]\n\
                   default_tools_approval_mode = \"prompt\"\n";
     project.write(".codex/config.toml", config);
-    let run = mekara(&project, &["install", "--client", "codex"]);
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("already has a server `mekara` with other settings: left as is"),
-        "{}",
-        run.stdout
+    pinned(
+        "install_codex_chosen_mode",
+        &project,
+        &["install", "--client", "codex"],
     );
     assert_eq!(read(&project, ".codex/config.toml"), config);
     mekara(&project, &["uninstall", "--client", "codex"]).expect_code(0);
@@ -822,13 +784,9 @@ fn a_codex_server_whose_approval_mode_the_person_chose_is_left_alone() {
 #[test]
 fn the_output_says_when_mekara_is_not_on_path() {
     let project = Project::new();
-    let out = project
-        .command(&["install", "--dry-run"])
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .expect("run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("put `mekara` on your PATH"), "{stdout}");
+    let mut command = project.command(&["install", "--dry-run"]);
+    command.env("PATH", "/usr/bin:/bin");
+    mekara_snapshot!(project, command);
 }
 
 /// What `cargo install` ships must stay small: release builds carry no debug info and no

@@ -3,6 +3,11 @@
 //! temporary project ([`common`]) and talks to it the way its users do: the terminal, the
 //! hooks Claude Code runs, and MCP clients (`rmcp`, the official Python SDK, the conformance
 //! suite, the real Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode and Copilot CLI).
+//!
+//! A test that needs an outside client or server runs with `--features clients`; without
+//! it the test is listed as ignored, saying what it needs, by one line above it:
+//! `#[cfg_attr(not(feature = "clients"), ignore = "needs Codex")]`. With the feature on, a
+//! missing install fails the test, saying how to install it ([`common::outside_client`]).
 
 #[macro_use]
 mod common;

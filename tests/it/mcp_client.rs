@@ -105,10 +105,7 @@ fn http_everything(dir: &Path) -> (Guard, String) {
 
 // ── list and call ───────────────────────────────────────────────────────────────────────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn stdio_list_marks_what_policy_allows() {
     let dir = servers();
@@ -118,10 +115,7 @@ fn stdio_list_marks_what_policy_allows() {
     insta::assert_snapshot!(project.scrub(&run.stdout));
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn stdio_call_reads_a_file_and_prints_json() {
     let dir = servers();
@@ -166,10 +160,7 @@ fn stdio_call_reads_a_file_and_prints_json() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn http_list_and_call() {
     let dir = servers();
@@ -196,10 +187,7 @@ fn http_list_and_call() {
     assert!(run.stdout.contains("42"), "{}", run.stdout);
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn all_servers_are_listed_and_a_failed_start_is_reported_with_its_reason() {
     let dir = servers();
@@ -227,10 +215,7 @@ fn all_servers_are_listed_and_a_failed_start_is_reported_with_its_reason() {
 
 // ── policy ──────────────────────────────────────────────────────────────────────────────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_writing_tool_is_refused_by_default_and_runs_once_allowed() {
     let dir = servers();
@@ -264,10 +249,7 @@ fn a_writing_tool_is_refused_by_default_and_runs_once_allowed() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn allow_deny_and_enabled_name_the_setting() {
     let dir = servers();
@@ -309,10 +291,7 @@ fn allow_deny_and_enabled_name_the_setting() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn arguments_are_checked_against_the_schema_before_the_call() {
     let dir = servers();
@@ -337,10 +316,7 @@ fn arguments_are_checked_against_the_schema_before_the_call() {
     insta::assert_snapshot!(format!("{}{}", missing.stderr, wrong.stderr));
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn malformed_configuration_is_a_clear_error_naming_the_file() {
     let dir = servers();
@@ -368,10 +344,7 @@ fn malformed_configuration_is_a_clear_error_naming_the_file() {
 
 // ── timeouts and retries ────────────────────────────────────────────────────────────────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_hanging_server_times_out() {
     let dir = servers();
@@ -394,10 +367,7 @@ fn a_hanging_server_times_out() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_server_that_dies_mid_call_is_retried() {
     let dir = servers();
@@ -430,10 +400,7 @@ fn a_server_that_dies_mid_call_is_retried() {
 
 // ── environment: expansion and redaction ────────────────────────────────────────────────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn env_values_are_expanded_and_never_shown() {
     let dir = servers();
@@ -494,10 +461,7 @@ fn run_with_env(
     crate::common::run_with_stdin(cmd, stdin)
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn http_401_and_403_name_the_header_and_variable_not_the_value() {
     let dir = servers();
@@ -544,10 +508,7 @@ def execute(request):
         s.content, f.content.strip(), bad.success, bad.error))
 "#;
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn compiled_script_with_mcp_steps_and_a_nested_json_tag() {
     let dir = servers();
@@ -559,10 +520,7 @@ fn compiled_script_with_mcp_steps_and_a_nested_json_tag() {
     insta::assert_snapshot!(project.scrub(&run.stdout));
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_run_with_mcp_steps_resumes_from_its_journal_with_the_servers_gone() {
     let dir = servers();
@@ -599,10 +557,7 @@ fn a_run_with_mcp_steps_resumes_from_its_journal_with_the_servers_gone() {
     assert!(!resumed.stdout.contains("/gone"), "{}", resumed.stdout);
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn nl_script_tags_are_expanded_once_and_failures_shown_in_place() {
     let dir = servers();
@@ -625,10 +580,7 @@ fn nl_script_tags_are_expanded_once_and_failures_shown_in_place() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn the_tool_list_is_refreshed_on_list_changed() {
     let dir = servers();
@@ -665,10 +617,7 @@ def execute(request):
 
 // ── init ────────────────────────────────────────────────────────────────────────────────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn init_writes_a_commented_policy_for_the_servers_found() {
     let dir = servers();
@@ -689,10 +638,7 @@ fn init_writes_a_commented_policy_for_the_servers_found() {
 
 /// Drives `mekara mcp` (recording a cassette) through a compiled script with mcp steps and a
 /// tag, then replays the cassette with every server gone.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn mcp_steps_inside_mekara_mcp_are_recorded_and_replay_without_the_servers() {
     let dir = servers();
@@ -757,10 +703,7 @@ fn mcp_steps_inside_mekara_mcp_are_recorded_and_replay_without_the_servers() {
 
 // ── retries: a call that may have run is never repeated for a tool that may write ─────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_write_whose_connection_dropped_mid_call_is_not_retried() {
     // Regression: every call that failed in transport was retried, so a server that died
@@ -796,10 +739,7 @@ fn a_write_whose_connection_dropped_mid_call_is_not_retried() {
     insta::assert_snapshot!(seen);
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python MCP SDK")]
 #[test]
 fn a_write_that_timed_out_is_not_retried_and_a_read_is() {
     // Regression: a call that timed out was retried whatever the tool, so a slow write ran
@@ -885,10 +825,7 @@ fn port_of(url: &str) -> &str {
     after_host.split('/').next().expect("a port")
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python MCP SDK")]
 #[test]
 fn the_python_sdk_http_server_is_reached_by_tools_and_mcp_steps() {
     // Regression: requests went out in absolute form (`POST http://host/mcp`), which the
@@ -971,10 +908,7 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python MCP SDK")]
 #[test]
 fn https_servers_are_reached_with_a_ca_from_ssl_cert_file_or_ca_file() {
     // Regression: only `http://` URLs worked ("mekara's MCP client speaks plain HTTP only").
@@ -1023,10 +957,7 @@ fn https_servers_are_reached_with_a_ca_from_ssl_cert_file_or_ca_file() {
 
 // ── errors of HTTP servers, in words ──────────────────────────────────────────────────────
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python MCP SDK and the MCP test servers, and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Python SDK and MCP servers")]
 #[test]
 fn http_errors_say_what_failed_and_what_to_do_without_rust_type_names() {
     // Regression: errors read `Send message error Transport
@@ -1054,10 +985,7 @@ fn http_errors_say_what_failed_and_what_to_do_without_rust_type_names() {
     insta::assert_snapshot!(shown);
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_server_that_wants_oauth_is_named_with_how_to_pass_a_token() {
     let dir = servers();
@@ -1099,10 +1027,7 @@ fn a_server_that_wants_oauth_is_named_with_how_to_pass_a_token() {
 /// arguments of an NL script, a compiled script's `request`) or from an agent (an llm
 /// step's outputs) could call a tool. Only the script author's own tags call tools; a tag
 /// in data is passed on as it was written. The tag here would write a file if called.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn a_tag_in_data_never_calls_a_tool() {
     let dir = servers();
@@ -1197,10 +1122,7 @@ fn a_tag_in_data_never_calls_a_tool() {
 /// Regression: secrets from `${VAR}` were redacted everywhere but the log: at
 /// `MEKARA_LOG=debug` a stdio server's stderr reached the log file as it was, and setting
 /// `MEKARA_LOG` at all dropped the default filter, so every dependency logged at debug.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[test]
 fn the_log_redacts_secrets_and_keeps_dependencies_quiet() {
     let dir = servers();

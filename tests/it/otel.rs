@@ -152,10 +152,7 @@ fn parent_of<'a>(spans: &'a [Json], span: &Json) -> &'a Json {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
 fn a_run_is_one_trace_of_run_script_and_step_spans_linked_by_the_stack() {
     for protocol in ["http/protobuf", "http/json"] {
         let receiver = Receiver::start();
@@ -244,10 +241,7 @@ fn a_run_is_one_trace_of_run_script_and_step_spans_linked_by_the_stack() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
 fn a_failed_step_that_falls_back_marks_its_step_and_script() {
     let receiver = Receiver::start();
     let project = Project::new();
@@ -274,10 +268,7 @@ fn a_failed_step_that_falls_back_marks_its_step_and_script() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
 fn an_agent_step_carries_its_session_and_cost_and_text_only_when_asked() {
     for include in [false, true] {
         let receiver = Receiver::start();
@@ -332,10 +323,7 @@ fn an_agent_step_carries_its_session_and_cost_and_text_only_when_asked() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver and the MCP test servers"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs OTLP and the MCP servers")]
 fn a_secret_from_a_variable_is_never_exported_even_with_text() {
     let receiver = Receiver::start();
     let dir = servers();
@@ -376,10 +364,7 @@ fn a_secret_from_a_variable_is_never_exported_even_with_text() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
 fn a_resumed_run_joins_its_trace_and_replayed_steps_are_not_sent_again() {
     let receiver = Receiver::start();
     let project = crate::unattended::project();
@@ -439,10 +424,7 @@ fn a_resumed_run_joins_its_trace_and_replayed_steps_are_not_sent_again() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
 fn a_run_driven_over_mcp_is_traced() {
     let receiver = Receiver::start();
     let project = Project::new();
@@ -592,10 +574,7 @@ fn wrong_trace_settings_are_warnings_and_the_run_goes_on() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the OTLP receiver (bash tests/otel/install.sh)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
 fn a_retried_step_is_a_new_span_and_the_reopened_script_a_new_attempt() {
     let receiver = Receiver::start();
     let project = Project::new();

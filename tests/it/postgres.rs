@@ -244,10 +244,7 @@ fn count(shared: &std::path::Path, name: &str) -> usize {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
     let shared = tempfile::tempdir().expect("tempdir");
     let (db, laptop, ci) = laptop_and_ci(shared.path());
@@ -311,10 +308,7 @@ fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn the_url_in_config_toml_expands_variables_and_files_refuse_host_filters() {
     let shared = tempfile::tempdir().expect("tempdir");
     let project = checkout(shared.path());
@@ -354,10 +348,7 @@ fn the_url_in_config_toml_expands_variables_and_files_refuse_host_filters() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -385,10 +376,7 @@ fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -420,10 +408,7 @@ fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn the_schema_is_checked_older_and_newer_with_what_to_do() {
     let db = Db::empty();
     let a = db.host("a", Project::new());
@@ -472,10 +457,7 @@ fn the_schema_is_checked_older_and_newer_with_what_to_do() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn import_then_export_round_trips_journals_byte_for_byte() {
     let shared = tempfile::tempdir().expect("tempdir");
     let (laptop, other) = (checkout(shared.path()), checkout(shared.path()));
@@ -524,10 +506,7 @@ fn import_then_export_round_trips_journals_byte_for_byte() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_bad_url_or_a_server_that_is_down_is_a_clear_error_without_the_password() {
     let project = Project::new();
     let port = server().port;
@@ -624,10 +603,7 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
 /// Not a `tokio::test`: the test's own calls to the database use the synchronous client,
 /// which cannot run inside a runtime; the MCP calls get one each.
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn mcp_servers_on_two_hosts_carry_one_run_by_its_handle() {
     use serde_json::json;
     let (laptop, ci) = (Project::new(), Project::new());

@@ -11,10 +11,7 @@ use std::process::Command;
 
 use crate::common::{Project, Run};
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python MCP SDK")]
 #[test]
 fn python_sdk_client_drives_the_server_over_stdio_and_http() {
     drive(
@@ -24,10 +21,7 @@ fn python_sdk_client_drives_the_server_over_stdio_and_http() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python MCP SDK (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python MCP SDK")]
 #[test]
 fn python_sdk_client_lists_and_calls_served_tools_over_stdio_and_http() {
     let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/tools");

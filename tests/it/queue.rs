@@ -126,10 +126,7 @@ fn state(db: &Db, id: &str) -> String {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_submitted_run_is_listed_queued_then_drained_by_a_worker_on_another_host() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -181,10 +178,7 @@ fn a_submitted_run_is_listed_queued_then_drained_by_a_worker_on_another_host() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn three_workers_run_every_run_of_a_queue_exactly_once() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -216,10 +210,7 @@ fn three_workers_run_every_run_of_a_queue_exactly_once() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn workers_killed_at_random_points_lose_no_step_and_rerun_none_that_finished() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -306,10 +297,7 @@ fn workers_killed_at_random_points_lose_no_step_and_rerun_none_that_finished() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn sigterm_stops_a_worker_gracefully_and_another_takes_the_run_up() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -366,10 +354,7 @@ fn sigterm_stops_a_worker_gracefully_and_another_takes_the_run_up() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn cancel_a_queued_a_running_and_a_finished_run() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -468,10 +453,7 @@ fn cancel_a_queued_a_running_and_a_finished_run() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_queues_concurrency_holds_across_workers_and_its_max_cost_stops_a_run() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -528,10 +510,7 @@ fn a_queues_concurrency_holds_across_workers_and_its_max_cost_stops_a_run() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn bad_input_to_submit_worker_and_cancel_is_a_clear_error() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -605,10 +584,7 @@ fn child_of(id: &str) -> i32 {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_run_whose_process_is_killed_is_resumed_by_its_worker_with_no_finished_step_again() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();
@@ -644,10 +620,7 @@ fn a_run_whose_process_is_killed_is_resumed_by_its_worker_with_no_finished_step_
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs PostgreSQL 15 (`apt-get install postgresql`)"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_second_sigterm_stops_a_worker_at_once_and_its_run_is_still_taken_up() {
     let shared = tempfile::tempdir().expect("tempdir");
     let s = shared.path();

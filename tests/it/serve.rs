@@ -235,10 +235,7 @@ async fn llm_steps_and_script_calls_are_refused_in_served_tools() {
     client.service.cancel().await.expect("close");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the MCP test servers (bash tests/mcp-servers/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
 #[tokio::test]
 async fn served_functions_call_tools_of_other_mcp_servers_under_the_policy() {
     let dir = crate::common::servers();

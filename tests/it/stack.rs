@@ -1,16 +1,10 @@
 //! The execution stack (DESIGN §4): automatic and manual nesting, NL children, failures
 //! that halt the caller, the recursion limit, and the root frame popped at the end.
 
-use crate::common::Project;
-use mekara::engine::journal::{self, Event, Outcome};
-use mekara::engine::{EngineError, Pending, Quiet};
-use serde_json::{Map, Value as Json};
+use serde_json::{Value as Json, json};
 
-fn events(project: &Project, id: &str) -> Vec<Event> {
-    let path = project.root().join(format!(".mekara/runs/{id}.jsonl"));
-    let bytes = std::fs::read(&path).expect("journal");
-    journal::parse(&path, &bytes).expect("journal").events
-}
+use crate::common::{Project, journal_events};
+use crate::mcp::client::{Client, handle};
 
 #[test]
 fn automatic_nesting_returns_to_the_caller() {
@@ -39,21 +33,32 @@ fn automatic_nesting_returns_to_the_caller() {
         assert!(out.contains(needle), "`{needle}` missing:\n{out}");
     }
     // The child's result is a step of the parent, and both frames were popped.
-    let id = &project.run_ids()[0];
-    let events = events(&project, id);
-    let pops: Vec<(usize, Outcome)> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Pop(p) => Some((p.depth, p.outcome)),
-            _ => None,
-        })
+    let events = journal_events(&project);
+    let of = |kind: &str| -> Vec<&Json> { events.iter().filter(|e| e["event"] == kind).collect() };
+    let pops: Vec<(&Json, &Json)> = of("pop")
+        .into_iter()
+        .map(|p| (&p["depth"], &p["outcome"]))
         .collect();
-    assert_eq!(pops, vec![(1, Outcome::Completed), (0, Outcome::Completed)]);
-    assert!(events.iter().any(|e| matches!(e, Event::Step(s) if s.depth == 0 && s.record.index == 1 && s.record.result.success)));
+    assert_eq!(
+        pops,
+        [
+            (&json!(1), &json!("completed")),
+            (&json!(0), &json!("completed"))
+        ]
+    );
+    assert!(
+        of("step")
+            .iter()
+            .any(|s| s["depth"] == 0 && s["index"] == 1 && s["result"]["success"] == true),
+        "{events:#?}"
+    );
 }
 
-#[test]
-fn manual_nesting_shows_the_parent_step_again() {
+/// A script started inside a run whose step is pending (`start` with `parent`) nests under
+/// it; when it ends the parent's pending step comes back unchanged, and when the parent
+/// ends its root frame is popped.
+#[tokio::test]
+async fn manual_nesting_shows_the_parent_step_again() {
     let project = Project::new();
     project.script(
         "outer",
@@ -65,69 +70,41 @@ fn manual_nesting_shows_the_parent_step_again() {
         "Inner.",
         Some("def execute(request):\n    llm('inner step')\n"),
     );
-    let mut ex = project.executor();
-    let dir = project.root();
-    let first = ex.start("outer", "", &dir, &Quiet).expect("start outer");
-    assert!(
-        matches!(&first, Pending::Llm { path, prompt, .. } if path == "outer[0]" && prompt == "outer step")
-    );
-    let nested = ex.start("inner", "", &dir, &Quiet).expect("start inner");
-    assert!(
-        matches!(&nested, Pending::Llm { path, prompt, .. } if path == "outer[0] > inner[0]" && prompt == "inner step")
-    );
-    let back = ex.continue_llm(Map::new(), &Quiet).expect("finish inner");
+    let client = Client::start(&project, &[]).await;
+    let first = client.call("start", json!({"name": "outer"})).await.ok();
+    insta::assert_snapshot!("manual_nesting_outer", project.scrub(&first));
+    let nested = client
+        .call("start", json!({"name": "inner", "parent": handle(&first)}))
+        .await
+        .ok();
+    insta::assert_snapshot!("manual_nesting_inner", project.scrub(&nested));
+    let back = client.continue_with(json!({})).await.ok();
+    insta::assert_snapshot!("manual_nesting_back", project.scrub(&back));
+    let done = client.continue_with(json!({"x": 1})).await.ok();
+    insta::assert_snapshot!("manual_nesting_done", project.scrub(&done));
+    let events = journal_events(&project);
+    let last = events.last().expect("events");
     assert_eq!(
-        back, first,
-        "the parent's pending step comes back unchanged"
-    );
-    let mut outputs = Map::new();
-    outputs.insert("x".into(), Json::from(1));
-    let done = ex.continue_llm(outputs, &Quiet).expect("finish outer");
-    assert!(matches!(
-        done,
-        Pending::Finished {
-            outcome: Outcome::Completed,
-            fell_back: false,
-            ..
-        }
-    ));
-    assert!(
-        ex.frames().is_empty(),
+        (&last["event"], &last["depth"], &last["outcome"]),
+        (&json!("pop"), &json!(0), &json!("completed")),
         "the root frame is popped when it ends"
     );
 }
 
-#[test]
-fn an_nl_child_is_finished_by_hand() {
+/// An NL script called from a compiled one is pending as instructions; it is finished by
+/// hand (`finish_nl_script`), not with outputs.
+#[tokio::test]
+async fn an_nl_child_is_finished_by_hand() {
     let project = Project::new();
     project.script("caller", "Caller.", Some("def execute(request):\n    call_script('notes', 'about cats')\n    auto('echo done')\n"));
     project.script("notes", "Write notes $ARGUMENTS.", None);
-    let mut ex = project.executor();
-    let pending = ex
-        .start("caller", "", &project.root(), &Quiet)
-        .expect("start");
-    assert_eq!(
-        pending,
-        Pending::Nl {
-            path: "caller[0] > notes[0]".into(),
-            instructions: "Write notes about cats.".into()
-        }
-    );
-    let err = ex
-        .continue_llm(Map::new(), &Quiet)
-        .expect_err("an NL script is pending");
-    assert!(matches!(err, EngineError::WrongCall { .. }), "{err}");
-    let done = ex.finish_nl(&Quiet).expect("finish");
-    assert!(
-        matches!(
-            done,
-            Pending::Finished {
-                outcome: Outcome::Completed,
-                ..
-            }
-        ),
-        "{done:?}"
-    );
+    let client = Client::start(&project, &[]).await;
+    let pending = client.call("start", json!({"name": "caller"})).await.ok();
+    insta::assert_snapshot!("nl_child_pending", project.scrub(&pending));
+    let wrong = client.continue_with(json!({})).await.err();
+    insta::assert_snapshot!("nl_child_wrong_call", project.scrub(&wrong));
+    let done = client.call("finish_nl_script", json!({})).await.ok();
+    insta::assert_snapshot!("nl_child_finished", project.scrub(&done));
 }
 
 #[test]

@@ -123,11 +123,13 @@ const DEEP: &[(&str, &str, &str)] = &[
 /// the process (a function step returning a 300-deep dict in `mekara run`).
 #[test]
 fn values_nested_too_deep_are_script_errors_in_the_terminal() {
-    for (body, shown, place) in DEEP {
+    for (i, (body, shown, place)) in DEEP.iter().enumerate() {
         let project = hostile(body);
         let out = run_fails(&project);
         assert!(out.contains(shown), "{body}: {out}");
         assert!(out.contains(place), "{body}: the place is named: {out}");
+        // The whole of what the person reads, pinned.
+        insta::assert_snapshot!(format!("too_deep_in_the_terminal_{i}"), project.scrub(&out));
     }
     // Exactly at the limit goes through, and comes back whole.
     let project = hostile(
@@ -239,10 +241,7 @@ fn raw_server_project(structured: &str) -> Project {
 /// every later evaluation of the run. The step fails, saying why, and nothing of the value
 /// is journaled; a big whole number goes through exactly.
 #[test]
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs the Python virtualenv (bash tests/python/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python virtualenv")]
 fn structured_content_no_script_can_hold_is_refused_before_the_journal() {
     for (structured, shown) in [
         (
@@ -345,6 +344,38 @@ async fn big_integers_round_trip_exactly_across_a_resume() {
     assert!(
         text.contains(&format!("same branch {big} -{big}")),
         "{text}"
+    );
+}
+
+/// Regression: a round integer past 64 bits (`10**40`) that a function step returned came
+/// back from the journal as a float on resume, and one past `u64` within 128 bits (`2**64`)
+/// made its journal line unreadable, so the step ran again. Every integer comes back
+/// exactly, whatever its size, round or not, and the step is not run again.
+#[test]
+fn integers_of_any_size_come_back_exactly_on_resume() {
+    let numbers = [
+        "18446744073709551616",
+        "10000000000000000000000000000000000000000",
+        "-10000000000000000000000000000000000000000",
+        "184467440737095516160",
+        "340282366920938463463374607431768211456",
+        "-9223372036854775809",
+        "123456789012345678901234567890123456789000000000000000000000000000",
+        "1000000",
+        "-1",
+    ];
+    let list = numbers.join(", ");
+    let project = hostile(&format!(
+        "v = auto(f, {{\"v\": [{list}]}}).value\n    llm(\"Stop here\")\n    print(repr(v), [type(n) for n in v] == [\"int\"] * {})",
+        numbers.len()
+    ));
+    project.run(&["run", "h"], "").expect_code(1);
+    let [id] = project.run_ids().try_into().expect("one run");
+    let resumed = mekara_snapshot!(project, project.run(&["run", "--resume", &id], "\n"));
+    assert!(
+        resumed.stdout.contains(&format!("[{list}] True")),
+        "{}",
+        resumed.stdout
     );
 }
 

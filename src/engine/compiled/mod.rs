@@ -58,7 +58,7 @@ use super::step::{StepInput, StepRecord};
 /// Bounds on one evaluation, so a runaway script fails with its location instead of
 /// hanging or eating the machine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Interpreter ticks (roughly, bytecode instructions) per evaluation.
     pub max_ticks: u64,
     /// Bytes of Starlark heap.
@@ -302,7 +302,7 @@ impl Suspension {
 /// An llm step that a member of a `parallel` group stopped at: one of the independent
 /// tasks the group waits for (see `parallel`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Task {
+pub(crate) struct Task {
     /// The member that asks, from 0: its answer is journaled tagged with it.
     pub member: usize,
     /// The instruction.

@@ -56,7 +56,7 @@ const MIGRATE_KEY: i64 = 0x6d65_6b61_7261_0001;
 /// Why the shared run store could not be used. Every message names the store with its
 /// password hidden.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// The setting is wrong.
     #[error(
         "the run store setting {from} is not a PostgreSQL URL: {reason}; write `postgres://USER:PASSWORD@HOST:PORT/DATABASE`"

@@ -95,10 +95,7 @@ fn tool_result(session: &Session, id: &str) -> (String, bool) {
         .unwrap_or_else(|| panic!("no tool result for `{id}` reached the model\n{session}"))
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_without_a_prompt() {
     let claude = claude();
@@ -146,10 +143,7 @@ fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_wi
     assert_eq!(events[2]["input"]["command"], "shuf -i 1-100 -n 1");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn without_the_installed_permissions_the_same_call_is_refused() {
     // The control for the test above: it is install's `permissions.allow` that lets the
@@ -179,10 +173,7 @@ fn without_the_installed_permissions_the_same_call_is_refused() {
     assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn a_scripted_sequence_of_calls_completes_test_nested() {
     let claude = claude();
@@ -214,10 +205,7 @@ fn assert_protocol(log: &str, version: &str) {
 /// Issue 19: Claude Code speaks MCP `2026-07-28` over HTTP, which has no sessions, so each
 /// call reached a fresh executor and the call after `start` found nothing pending. The model
 /// passes the handle `start` gave as `run_id`, and the run goes to its end.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn over_http_the_model_passes_the_handle_and_test_nested_completes() {
     let claude = claude();
@@ -314,10 +302,7 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
     session
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
     let (_, result) = agent_command_call(
@@ -333,10 +318,7 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code 2.0.72 (bash tests/claude-2.0/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code 2.0.72")]
 #[test]
 fn a_slash_command_call_in_claude_code_2_0_is_denied_with_the_reason() {
     let (session, result) = agent_command_call(
@@ -400,10 +382,7 @@ fn first_shown(claude: &Path, project: &Project, prompt: &str) -> String {
         .message_text()
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn bundled_scripts_are_typeable_commands_after_install() {
     let claude = claude();
@@ -463,10 +442,7 @@ fn mekara_call(id: &str, tool: &str, input: Json) -> standin::Turn {
 /// with one mistake that the check must catch and the loop report, then fixes it, tries the
 /// script and finishes); then the compiled script typed as its `/name`. The script and the
 /// prompts are the tutorial's.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn the_first_hour_in_claude_code() {
     let claude = claude();
@@ -664,10 +640,7 @@ fn unattended(project: &Project, standin: &StandIn, args: &[&str]) -> crate::com
     crate::common::run_with_stdin(command, "")
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Claude Code (bash tests/claude/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
 #[test]
 fn an_unattended_run_with_claude_gets_structured_outputs_keeps_one_session_and_resumes_after_a_limit()
  {

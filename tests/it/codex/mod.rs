@@ -86,10 +86,7 @@ fn continue_run(call_id: &str, tool: &str, arguments: Json) -> Turn {
     })
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Codex (bash tests/codex/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Codex")]
 #[test]
 fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
     let codex = codex();
@@ -187,10 +184,7 @@ fn codex_runs_a_compiled_script_to_the_end_without_an_approval_prompt() {
     );
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Codex (bash tests/codex/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Codex")]
 #[test]
 fn without_the_installed_approval_mode_codex_refuses_the_call() {
     // The control for the test above: it is install's `default_tools_approval_mode` that lets
@@ -222,10 +216,7 @@ fn without_the_installed_approval_mode_codex_refuses_the_call() {
 
 /// `mekara run --agent codex`: each llm step is one `codex exec --json --output-schema`, the
 /// second resuming the first's thread; the outputs, the thread and the tokens are journaled.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Codex (bash tests/codex/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Codex")]
 #[test]
 fn an_unattended_run_with_codex_answers_each_llm_step_in_one_thread() {
     let codex = codex();

@@ -63,10 +63,7 @@ fn copilot_name(tool: &str) -> String {
     format!("mekara-{tool}")
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Copilot CLI (bash tests/copilot/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Copilot CLI")]
 #[test]
 fn a_scripted_run_of_test_nested_completes_through_copilot_cli() {
     let project = installed_project();
@@ -81,10 +78,7 @@ fn a_scripted_run_of_test_nested_completes_through_copilot_cli() {
 
 /// The control for the test above: without `--allow-tool mekara`, Copilot CLI does not run
 /// mekara's `start` in `-p` mode, where nobody can approve it.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Copilot CLI (bash tests/copilot/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Copilot CLI")]
 #[test]
 fn without_allow_tool_copilot_cli_does_not_run_mekaras_tools() {
     let project = installed_project();
@@ -110,10 +104,7 @@ fn without_allow_tool_copilot_cli_does_not_run_mekaras_tools() {
 
 /// Without the folder trusted, Copilot CLI does not read the project's `.mcp.json`: the
 /// person trusts it once, as install's output says.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Copilot CLI (bash tests/copilot/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Copilot CLI")]
 #[test]
 fn in_an_untrusted_folder_copilot_cli_offers_no_mekara_tools() {
     let (project, _) = crate::common::installed_for("copilot");

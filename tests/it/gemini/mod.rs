@@ -90,10 +90,7 @@ fn mekara_call(tool: &str, args: Json) -> standin::Turn {
     vec![function_call(&format!("mcp_mekara_{tool}"), args)]
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn a_scripted_run_of_test_nested_completes_through_gemini_cli_without_a_prompt() {
     let project = installed_project();
@@ -139,10 +136,7 @@ fn a_scripted_run_of_test_nested_completes_through_gemini_cli_without_a_prompt()
     crate::standin::assert_completed(&events);
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn without_the_installed_trust_gemini_cli_does_not_offer_mekaras_tools() {
     // The control for the test above: it is install's `trust` that lets Gemini CLI use the
@@ -180,10 +174,7 @@ fn without_the_installed_trust_gemini_cli_does_not_offer_mekaras_tools() {
 /// The issue: Gemini CLI fills only required prompt arguments from what is typed after
 /// `/name`, so with mekara's optional `arguments` the text was dropped (it reached the script
 /// only as `/name --arguments="..."`).
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn a_typed_prompt_command_passes_its_text_to_the_script() {
     let project = installed_project();
@@ -250,10 +241,7 @@ fn llm_steps(project: &Project) -> Vec<Json> {
 
 /// `mekara run --agent gemini`: each llm step is one `gemini -p`, the second resuming the
 /// first's session; the outputs, the session and the tokens are journaled.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn an_unattended_run_with_gemini_answers_each_llm_step_in_one_session() {
     let project = colour_project();
@@ -331,10 +319,7 @@ fn an_unattended_run_with_gemini_answers_each_llm_step_in_one_session() {
 
 /// An answer without the outputs as JSON is refused, and Gemini is asked again once, in the
 /// same session, told why.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn a_gemini_answer_without_the_outputs_is_asked_again_once() {
     let project = colour_project();
@@ -364,10 +349,7 @@ fn a_gemini_answer_without_the_outputs_is_asked_again_once() {
 
 /// In a folder Gemini CLI does not trust, `-p` will not run: the run fails saying how to
 /// trust it, and asks the model nothing.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn an_untrusted_folder_fails_the_run_saying_how_to_trust_it() {
     let project = colour_project();
@@ -387,10 +369,7 @@ fn an_untrusted_folder_fails_the_run_saying_how_to_trust_it() {
 /// The bundled `test/nested` to its end with Gemini answering: an llm step with outputs, one
 /// without, a called NL script and a last llm step, all in one session, each question
 /// carrying the answers before it.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Gemini CLI (bash tests/gemini/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
 #[test]
 fn an_unattended_run_of_test_nested_with_gemini_completes() {
     let project = Project::new();

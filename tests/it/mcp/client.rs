@@ -136,6 +136,15 @@ impl Client {
         self.call_params(params(tool, arguments)).await
     }
 
+    /// Calls `continue_compiled_script` with `outputs` (a JSON object) for the session's run.
+    pub async fn continue_with(&self, outputs: Json) -> Reply {
+        self.call(
+            "continue_compiled_script",
+            serde_json::json!({ "outputs": outputs }),
+        )
+        .await
+    }
+
     /// Calls `tool` with a progress token.
     pub async fn call_with_progress(&self, tool: &str, arguments: Json) -> Reply {
         let mut params = params(tool, arguments);

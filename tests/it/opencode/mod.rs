@@ -76,10 +76,7 @@ fn main_requests(session: &Session) -> (Vec<String>, String, Vec<(String, String
     )
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs OpenCode (bash tests/opencode/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs OpenCode")]
 #[test]
 fn a_typed_command_runs_a_compiled_script_to_the_end_through_opencode() {
     let (project, _) = crate::common::installed_for("opencode");

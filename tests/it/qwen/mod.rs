@@ -62,10 +62,7 @@ fn qwen_name(tool: &str) -> String {
     format!("mcp__mekara__{tool}")
 }
 
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Qwen Code (bash tests/qwen/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Qwen Code")]
 #[test]
 fn a_scripted_run_of_test_nested_completes_through_qwen_code_without_a_prompt() {
     let project = installed_project();
@@ -78,10 +75,7 @@ fn a_scripted_run_of_test_nested_completes_through_qwen_code_without_a_prompt() 
 }
 
 /// `/name text` on one of mekara's prompts reaches the script with the text as typed.
-#[cfg_attr(
-    not(feature = "clients"),
-    ignore = "needs Qwen Code (bash tests/qwen/install.sh) and --features clients"
-)]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Qwen Code")]
 #[test]
 fn a_typed_prompt_command_passes_its_text_to_the_script() {
     let project = installed_project();
