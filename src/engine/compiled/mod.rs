@@ -361,6 +361,78 @@ pub(crate) struct FrameRun<'a> {
     pub source: &'a str,
 }
 
+impl<'a> FrameRun<'a> {
+    /// The run of frame `path` in `working_dir` over its journal `steps` (of whose prints
+    /// `printed` were reported already), each new step written with `journal` and run by
+    /// `runner`, stopped by `cancel`, within `limits`. Until set otherwise: no request,
+    /// nobody observes it, no group note, shell steps have no default timeout, and no text
+    /// holds tags that may call tools.
+    #[allow(clippy::too_many_arguments)] // what every frame run has its own of; the rest is set
+    pub(crate) fn new(
+        path: &'a str,
+        working_dir: &'a Path,
+        steps: &'a mut Vec<StepRecord>,
+        printed: &'a mut usize,
+        journal: &'a mut JournalWriter<'a>,
+        runner: &'a dyn StepRunner,
+        cancel: &'a CancelToken,
+        limits: &'a Limits,
+    ) -> FrameRun<'a> {
+        FrameRun {
+            path,
+            request: "",
+            working_dir,
+            steps,
+            printed,
+            journal,
+            runner,
+            group_note: None,
+            observer: &super::observer::Quiet,
+            cancel,
+            default_timeout: Duration::ZERO,
+            limits,
+            source: "",
+        }
+    }
+
+    /// With the script's arguments, passed to `execute`.
+    #[must_use]
+    pub(crate) fn request(self, request: &'a str) -> FrameRun<'a> {
+        FrameRun { request, ..self }
+    }
+
+    /// Heard by `observer`.
+    #[must_use]
+    pub(crate) fn observer(self, observer: &'a dyn Observer) -> FrameRun<'a> {
+        FrameRun { observer, ..self }
+    }
+
+    /// With shell steps noting their process group in `group_note`.
+    #[must_use]
+    pub(crate) fn group_note(self, group_note: &'a GroupNote) -> FrameRun<'a> {
+        FrameRun {
+            group_note: Some(group_note),
+            ..self
+        }
+    }
+
+    /// With `default_timeout` for the shell steps that set none.
+    #[must_use]
+    pub(crate) fn default_timeout(self, default_timeout: Duration) -> FrameRun<'a> {
+        FrameRun {
+            default_timeout,
+            ..self
+        }
+    }
+
+    /// With `source`, the text of the script's string literals, where the prompt tags that
+    /// may call tools are written.
+    #[must_use]
+    pub(crate) fn source(self, source: &'a str) -> FrameRun<'a> {
+        FrameRun { source, ..self }
+    }
+}
+
 /// Evaluates `program` over the frame's journal until it completes, fails or suspends,
 /// with how many of the frame's steps the evaluation went through (replayed
 /// or new) when it stopped: a rewind compares it with the steps the journal recorded.
