@@ -19,9 +19,8 @@ use clap::{ArgGroup, Args};
 
 use super::output::outln;
 use crate::display::count;
-use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::runner::StepRunner;
 use crate::engine::runs::RunState;
-use crate::engine::{CancelToken, StepRunner, ToolCall};
 use crate::exit::Exit;
 use crate::paths::Locations;
 use crate::store::config::QueueLimits;
@@ -598,27 +597,8 @@ pub(super) struct NamedRun {
 }
 
 impl StepRunner for NamedRun {
-    fn run_shell(
-        &self,
-        step: &ShellStep,
-        on_output: &mut dyn FnMut(&[u8]),
-        cancel: &CancelToken,
-    ) -> Ran {
-        self.inner.run_shell(step, on_output, cancel)
-    }
-
-    fn run_shells(
-        &self,
-        steps: &[ShellStep],
-        max: usize,
-        cancel: &CancelToken,
-        on_done: &mut dyn FnMut(usize, Ran),
-    ) {
-        self.inner.run_shells(steps, max, cancel, on_done);
-    }
-
-    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
-        self.inner.call_tool(call, cancel)
+    fn inner(&self) -> Option<&dyn StepRunner> {
+        Some(self.inner.as_ref())
     }
 
     fn new_run_id(&self, attempt: u32) -> String {
@@ -626,10 +606,6 @@ impl StepRunner for NamedRun {
         // fresh id would only hide it; the store refuses it again and the run fails.
         let _ = attempt;
         self.id.clone()
-    }
-
-    fn new_run_token(&self) -> Option<String> {
-        self.inner.new_run_token()
     }
 }
 

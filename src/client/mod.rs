@@ -14,8 +14,10 @@
 //!   refused token is told;
 //! - [`runner`]: [`ClientRunner`], the engine's effect runner with tool calls.
 //!
-//! The engine never sees rmcp: it asks its [`StepRunner`] to `call_tool`, and this module
-//! answers with a [`StepResult`]. The dependency points one way, client → engine.
+//! The engine never sees rmcp: it asks its [`StepRunner`](crate::engine::StepRunner) to
+//! `call_tool`, and this module answers with a
+//! [`StepResult`](crate::engine::step::StepResult). The dependency points one way,
+//! client → engine.
 //!
 //! **Runtime.** The engine is synchronous (it runs on a blocking thread inside `mekara mcp`),
 //! rmcp is async. The client owns a small tokio runtime of its own (one worker thread,

@@ -1,7 +1,7 @@
 //! [`ClientRunner`]: the engine's effect runner for runs that may call MCP tools.
 
 use super::mcp_client::McpClient;
-use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::runner::Ran;
 use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
 
 /// The effect runner of runs that may call MCP tools: shell steps as [`ShellRunner`] runs
@@ -19,13 +19,8 @@ impl ClientRunner {
 }
 
 impl StepRunner for ClientRunner {
-    fn run_shell(
-        &self,
-        step: &ShellStep,
-        on_output: &mut dyn FnMut(&[u8]),
-        cancel: &CancelToken,
-    ) -> Ran {
-        self.shell.run_shell(step, on_output, cancel)
+    fn inner(&self) -> Option<&dyn StepRunner> {
+        Some(&self.shell)
     }
 
     fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {

@@ -1140,21 +1140,23 @@ impl Executor {
                 at: now_ms(),
             }))
         };
-        let result = program.evaluate(FrameRun {
-            path: &label,
-            request: &frame.request,
-            working_dir: &frame.working_dir,
-            steps: &mut frame.steps,
-            printed: &mut frame.printed,
-            journal: &mut write,
-            runner: self.runner.as_ref(),
-            group_note: Some(&group_note),
-            observer,
-            cancel: &self.cancel,
-            default_timeout: self.settings.default_timeout,
-            limits: &self.settings.limits,
-            source: program.authored(),
-        });
+        let run = FrameRun::new(
+            &label,
+            &frame.working_dir,
+            &mut frame.steps,
+            &mut frame.printed,
+            &mut write,
+            self.runner.as_ref(),
+            &self.cancel,
+            &self.settings.limits,
+        );
+        let result = program.evaluate(
+            run.request(&frame.request)
+                .group_note(&group_note)
+                .observer(observer)
+                .default_timeout(self.settings.default_timeout)
+                .source(program.authored()),
+        );
         if matches!(result, Err(EngineError::Cancelled { .. })) {
             self.cancel.reset();
             self.sync()?;

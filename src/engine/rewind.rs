@@ -13,7 +13,6 @@ use std::path::Path;
 use super::compiled::{Evaluation, FrameRun};
 use super::error::EngineError;
 use super::journal::{Event, Origin, Outcome, PushEvent, Reason, SupersedeEvent, now_ms};
-use super::observer::Quiet;
 use super::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
 use super::settings::{Settings, load_program};
 use super::step::{StepInput, StepRecord};
@@ -515,21 +514,18 @@ fn probe(resolver: &Resolver, settings: &Settings, trace: &Trace) -> Result<Prob
     let mut printed = usize::MAX;
     let mut forget = |_: &StepRecord| Ok(());
     let cancel = CancelToken::default();
-    let (evaluation, cursor) = program.evaluate_counted(FrameRun {
-        path: &label,
-        request: &trace.push.request,
-        working_dir: &trace.push.working_dir,
-        steps: &mut steps,
-        printed: &mut printed,
-        journal: &mut forget,
-        runner: &RunsNothing,
-        group_note: None,
-        observer: &Quiet,
-        cancel: &cancel,
-        default_timeout: std::time::Duration::ZERO,
-        limits: &settings.limits,
-        source: program.authored(),
-    });
+    let run = FrameRun::new(
+        &label,
+        &trace.push.working_dir,
+        &mut steps,
+        &mut printed,
+        &mut forget,
+        &RunsNothing,
+        &cancel,
+        &settings.limits,
+    );
+    let (evaluation, cursor) =
+        program.evaluate_counted(run.request(&trace.push.request).source(program.authored()));
     let now = match evaluation {
         Err(EngineError::Diverged { index, detail, .. }) => {
             return Ok(Probe::Changed(index, detail));

@@ -22,14 +22,29 @@ use super::step::{StepInput, StepResult};
 ///
 /// Everything a run does that is not a pure function of its journal goes through here:
 /// shell commands, and the ids and tokens of new runs.
+///
+/// A runner that wraps another (to name its runs, add an environment, reach MCP servers)
+/// says which through [`inner`](Self::inner): every method it does not write itself is the
+/// inner runner's. A runner that wraps none writes [`run_shell`](Self::run_shell).
 pub(crate) trait StepRunner: Send + Sync {
+    /// The runner this one wraps, whose methods this one's defaults forward to; `None` (the
+    /// default) for a runner that runs steps itself.
+    fn inner(&self) -> Option<&dyn StepRunner> {
+        None
+    }
+
     /// Runs `step`, passing output to `on_output` as it arrives.
     fn run_shell(
         &self,
         step: &ShellStep,
         on_output: &mut dyn FnMut(&[u8]),
         cancel: &CancelToken,
-    ) -> Ran;
+    ) -> Ran {
+        match self.inner() {
+            Some(inner) => inner.run_shell(step, on_output, cancel),
+            None => Ran::Done(no_shell(step)),
+        }
+    }
 
     /// Runs the shell steps of one round of a `parallel` group, at most `max` at once, and
     /// passes each result to `on_done` with the step's position in `steps`, on the calling
@@ -37,6 +52,9 @@ pub(crate) trait StepRunner: Send + Sync {
     /// own process group, timeout and cancellation); its output is not streamed but kept
     /// whole in its result, so the outputs of steps that run at once never mix. A step
     /// whose group is noted gets a line of the note of its own (see `group_note`).
+    ///
+    /// A runner that changes [`run_shell`](Self::run_shell) and wraps another changes this
+    /// too, or the steps of a `parallel` group go to the inner runner unchanged.
     fn run_shells(
         &self,
         steps: &[ShellStep],
@@ -44,67 +62,91 @@ pub(crate) trait StepRunner: Send + Sync {
         cancel: &CancelToken,
         on_done: &mut dyn FnMut(usize, Ran),
     ) {
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        // Worker `worker` takes the next step not taken until none is left; its steps note
-        // their group in line `worker + 1` of the note.
-        let work = |worker: usize, sender: std::sync::mpsc::Sender<(usize, Ran)>| loop {
-            let at = next.fetch_add(1, Ordering::SeqCst);
-            let Some(step) = steps.get(at) else { break };
-            let mut step = step.clone();
-            step.group_note = step.group_note.map(|n| n.member_slot(worker + 1));
-            let ran = self.run_shell(&step, &mut |_| {}, cancel);
-            if let Some(note) = &step.group_note {
-                note.clear();
-            }
-            if sender.send((at, ran)).is_err() {
-                break;
-            }
-        };
-        std::thread::scope(|scope| {
-            let mut workers = 0;
-            for worker in 0..max.clamp(1, steps.len().max(1)) {
-                let sender = sender.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("mekara-parallel-{worker}"))
-                    .spawn_scoped(scope, move || work(worker, sender));
-                match spawned {
-                    Ok(_) => workers += 1,
-                    // Fewer workers only means fewer steps at once.
-                    Err(e) => {
-                        tracing::warn!("cannot start a thread for a parallel step: {e}");
-                        break;
-                    }
-                }
-            }
-            if workers == 0 {
-                // Not one thread: the steps run one after another on this one.
-                work(0, sender);
-            } else {
-                drop(sender);
-            }
-            for (at, ran) in receiver {
-                on_done(at, ran);
-            }
-        });
+        match self.inner() {
+            Some(inner) => inner.run_shells(steps, max, cancel, on_done),
+            None => run_in_threads(self, steps, max, cancel, on_done),
+        }
     }
 
     /// Calls a tool on another MCP server (`mcp()` steps and prompt tags). A runner without
     /// an MCP client fails the step.
-    fn call_tool(&self, call: &ToolCall, _cancel: &CancelToken) -> Ran {
-        Ran::Done(no_client(call))
+    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
+        match self.inner() {
+            Some(inner) => inner.call_tool(call, cancel),
+            None => Ran::Done(no_client(call)),
+        }
     }
 
     /// The id for a new run; `attempt` counts the ids already taken.
     fn new_run_id(&self, attempt: u32) -> String {
-        super::runs::new_id(attempt)
+        match self.inner() {
+            Some(inner) => inner.new_run_id(attempt),
+            None => super::runs::new_id(attempt),
+        }
     }
 
     /// The token of a new run's handle ([`super::handle`]); `None` for a run without one
     /// (a replay of a cassette recorded before handles).
     fn new_run_token(&self) -> Option<String> {
-        Some(super::handle::new_token()).filter(|t| !t.is_empty())
+        match self.inner() {
+            Some(inner) => inner.new_run_token(),
+            None => Some(super::handle::new_token()).filter(|t| !t.is_empty()),
+        }
     }
+}
+
+/// [`StepRunner::run_shells`] of a runner that wraps none: `steps` on up to `max` threads,
+/// each run by `runner`'s [`run_shell`](StepRunner::run_shell).
+fn run_in_threads<R: StepRunner + ?Sized>(
+    runner: &R,
+    steps: &[ShellStep],
+    max: usize,
+    cancel: &CancelToken,
+    on_done: &mut dyn FnMut(usize, Ran),
+) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    // Worker `worker` takes the next step not taken until none is left; its steps note
+    // their group in line `worker + 1` of the note.
+    let work = |worker: usize, sender: std::sync::mpsc::Sender<(usize, Ran)>| loop {
+        let at = next.fetch_add(1, Ordering::SeqCst);
+        let Some(step) = steps.get(at) else { break };
+        let mut step = step.clone();
+        step.group_note = step.group_note.map(|n| n.member_slot(worker + 1));
+        let ran = runner.run_shell(&step, &mut |_| {}, cancel);
+        if let Some(note) = &step.group_note {
+            note.clear();
+        }
+        if sender.send((at, ran)).is_err() {
+            break;
+        }
+    };
+    std::thread::scope(|scope| {
+        let mut workers = 0;
+        for worker in 0..max.clamp(1, steps.len().max(1)) {
+            let sender = sender.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("mekara-parallel-{worker}"))
+                .spawn_scoped(scope, move || work(worker, sender));
+            match spawned {
+                Ok(_) => workers += 1,
+                // Fewer workers only means fewer steps at once.
+                Err(e) => {
+                    tracing::warn!("cannot start a thread for a parallel step: {e}");
+                    break;
+                }
+            }
+        }
+        if workers == 0 {
+            // Not one thread: the steps run one after another on this one.
+            work(0, sender);
+        } else {
+            drop(sender);
+        }
+        for (at, ran) in receiver {
+            on_done(at, ran);
+        }
+    });
 }
 
 /// The result of running a step, unless it was cancelled.
@@ -193,6 +235,19 @@ impl CancelToken {
     /// The flag behind the token, for a signal handler to set.
     pub fn flag(&self) -> Arc<AtomicBool> {
         self.0.clone()
+    }
+}
+
+/// The result when the runner runs no shell step (one that wraps none and does not write
+/// [`StepRunner::run_shell`]).
+fn no_shell(step: &ShellStep) -> StepResult {
+    StepResult {
+        success: false,
+        error: Some(format!(
+            "cannot run `{}`: this runner runs no shell step",
+            step.command
+        )),
+        ..StepResult::default()
     }
 }
 

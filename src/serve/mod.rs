@@ -27,7 +27,7 @@ use crate::client::{ClientRunner, McpClient};
 use crate::display::quoted;
 use crate::engine::compiled::Limits;
 use crate::engine::runner::{Ran, ShellStep};
-use crate::engine::{CancelToken, ShellRunner, StepRunner, ToolCall};
+use crate::engine::{CancelToken, ShellRunner, StepRunner};
 
 /// Why the tools cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -266,7 +266,22 @@ impl EnvRunner {
     }
 }
 
+impl EnvRunner {
+    /// `step` with the served environment added (its own `env` wins).
+    fn with_env(&self, step: &ShellStep) -> ShellStep {
+        let mut step = step.clone();
+        for (key, value) in &self.env {
+            step.env.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        step
+    }
+}
+
 impl StepRunner for EnvRunner {
+    fn inner(&self) -> Option<&dyn StepRunner> {
+        Some(self.inner.as_ref())
+    }
+
     fn run_shell(
         &self,
         step: &ShellStep,
@@ -276,14 +291,21 @@ impl StepRunner for EnvRunner {
         if self.env.is_empty() {
             return self.inner.run_shell(step, on_output, cancel);
         }
-        let mut step = step.clone();
-        for (key, value) in &self.env {
-            step.env.entry(key.clone()).or_insert_with(|| value.clone());
-        }
-        self.inner.run_shell(&step, on_output, cancel)
+        self.inner
+            .run_shell(&self.with_env(step), on_output, cancel)
     }
 
-    fn call_tool(&self, call: &ToolCall, cancel: &CancelToken) -> Ran {
-        self.inner.call_tool(call, cancel)
+    fn run_shells(
+        &self,
+        steps: &[ShellStep],
+        max: usize,
+        cancel: &CancelToken,
+        on_done: &mut dyn FnMut(usize, Ran),
+    ) {
+        if self.env.is_empty() {
+            return self.inner.run_shells(steps, max, cancel, on_done);
+        }
+        let steps: Vec<ShellStep> = steps.iter().map(|step| self.with_env(step)).collect();
+        self.inner.run_shells(&steps, max, cancel, on_done);
     }
 }

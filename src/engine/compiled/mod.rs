@@ -361,6 +361,111 @@ pub(crate) struct FrameRun<'a> {
     pub source: &'a str,
 }
 
+impl<'a> FrameRun<'a> {
+    /// The run of frame `path` in `working_dir` over its journal `steps` (of whose prints
+    /// `printed` were reported already), each new step written with `journal` and run by
+    /// `runner`, stopped by `cancel`, within `limits`. Until set otherwise: no request,
+    /// nobody observes it, no group note, shell steps have no default timeout, and no text
+    /// holds tags that may call tools.
+    #[allow(clippy::too_many_arguments)] // what every frame run has its own of; the rest is set
+    pub(crate) fn new(
+        path: &'a str,
+        working_dir: &'a Path,
+        steps: &'a mut Vec<StepRecord>,
+        printed: &'a mut usize,
+        journal: &'a mut JournalWriter<'a>,
+        runner: &'a dyn StepRunner,
+        cancel: &'a CancelToken,
+        limits: &'a Limits,
+    ) -> FrameRun<'a> {
+        FrameRun {
+            path,
+            request: "",
+            working_dir,
+            steps,
+            printed,
+            journal,
+            runner,
+            group_note: None,
+            observer: &super::observer::Quiet,
+            cancel,
+            default_timeout: Duration::ZERO,
+            limits,
+            source: "",
+        }
+    }
+
+    /// With the script's arguments, passed to `execute`.
+    #[must_use]
+    pub(crate) fn request(self, request: &'a str) -> FrameRun<'a> {
+        FrameRun { request, ..self }
+    }
+
+    /// Heard by `observer`.
+    #[must_use]
+    pub(crate) fn observer(self, observer: &'a dyn Observer) -> FrameRun<'a> {
+        FrameRun { observer, ..self }
+    }
+
+    /// With shell steps noting their process group in `group_note`.
+    #[must_use]
+    pub(crate) fn group_note(self, group_note: &'a GroupNote) -> FrameRun<'a> {
+        FrameRun {
+            group_note: Some(group_note),
+            ..self
+        }
+    }
+
+    /// With `default_timeout` for the shell steps that set none.
+    #[must_use]
+    pub(crate) fn default_timeout(self, default_timeout: Duration) -> FrameRun<'a> {
+        FrameRun {
+            default_timeout,
+            ..self
+        }
+    }
+
+    /// With `source`, the text of the script's string literals, where the prompt tags that
+    /// may call tools are written.
+    #[must_use]
+    pub(crate) fn source(self, source: &'a str) -> FrameRun<'a> {
+        FrameRun { source, ..self }
+    }
+
+    /// The context the run's functions are called in, the frame's steps moved into it; with
+    /// the run's request, and where the steps and the count of prints reported go back when
+    /// the evaluation ends.
+    fn into_context(
+        self,
+    ) -> (
+        StepContext<'a>,
+        &'a str,
+        &'a mut Vec<StepRecord>,
+        &'a mut usize,
+    ) {
+        let ctx = StepContext {
+            path: self.path,
+            working_dir: self.working_dir,
+            steps: RefCell::new(std::mem::take(self.steps)),
+            cursor: Cell::new(0),
+            journal: RefCell::new(self.journal),
+            runner: self.runner,
+            group_note: self.group_note,
+            observer: self.observer,
+            cancel: self.cancel,
+            default_timeout: self.default_timeout,
+            limits: self.limits,
+            source: self.source,
+            interrupt: RefCell::new(None),
+            capture: RefCell::new(None),
+            prints: Cell::new(0),
+            printed: Cell::new(*self.printed),
+            member: RefCell::new(None),
+        };
+        (ctx, self.request, self.steps, self.printed)
+    }
+}
+
 /// Evaluates `program` over the frame's journal until it completes, fails or suspends,
 /// with how many of the frame's steps the evaluation went through (replayed
 /// or new) when it stopped: a rewind compares it with the steps the journal recorded.
@@ -368,40 +473,8 @@ fn evaluate_counted(
     program: &Program,
     run: FrameRun<'_>,
 ) -> (Result<Evaluation, EngineError>, usize) {
-    let FrameRun {
-        path,
-        request,
-        working_dir,
-        steps,
-        printed,
-        journal,
-        runner,
-        group_note,
-        observer,
-        cancel,
-        default_timeout,
-        limits,
-        source,
-    } = run;
-    let ctx = StepContext {
-        path,
-        working_dir,
-        steps: RefCell::new(std::mem::take(steps)),
-        cursor: Cell::new(0),
-        journal: RefCell::new(journal),
-        runner,
-        group_note,
-        observer,
-        cancel,
-        default_timeout,
-        limits,
-        source,
-        interrupt: RefCell::new(None),
-        capture: RefCell::new(None),
-        prints: Cell::new(0),
-        printed: Cell::new(*printed),
-        member: RefCell::new(None),
-    };
+    let path = run.path;
+    let (ctx, request, steps, printed) = run.into_context();
     let execute = match program.module.get("execute") {
         Ok(execute) => execute,
         Err(e) => {
@@ -564,29 +637,22 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
         )));
     };
     // Nothing outlives the call, so the journal is a vector that is dropped with it.
+    let (mut steps, mut printed) = (Vec::new(), 0);
     let mut forget = |_: &StepRecord| Ok(());
-    let journal: &mut JournalWriter<'_> = &mut forget;
-    let ctx = StepContext {
-        path: function,
+    // A served tool cannot hand an llm step to anyone (it is refused), so the tags of its
+    // prompt are not the author's to call: the run has no `source`.
+    let run = FrameRun::new(
+        function,
         working_dir,
-        steps: RefCell::new(Vec::new()),
-        cursor: Cell::new(0),
-        journal: RefCell::new(journal),
+        &mut steps,
+        &mut printed,
+        &mut forget,
         runner,
-        group_note: None,
-        observer: &super::observer::Quiet,
         cancel,
-        default_timeout,
         limits,
-        // A served tool cannot hand an llm step to anyone (it is refused), so the tags of
-        // its prompt are not the author's to call.
-        source: "",
-        interrupt: RefCell::new(None),
-        capture: RefCell::new(None),
-        prints: Cell::new(0),
-        printed: Cell::new(0),
-        member: RefCell::new(None),
-    };
+    )
+    .default_timeout(default_timeout);
+    let (ctx, ..) = run.into_context();
     let result = call_with_steps(&ctx, &callee, &Arguments::Keywords(kwargs));
     match (result, ctx.interrupt.take()) {
         (_, Some(Interrupt::Engine(e))) => Err(e),

@@ -73,24 +73,23 @@ fn evaluate_frame(job: FrameJob, link: &Link) -> Ask {
         Ok(program) => {
             let cancel = CancelToken::default();
             let mut journal = |record: &StepRecord| link.journal(record);
+            // The parent notes the groups of the shell steps it runs for the child.
+            let run = FrameRun::new(
+                &path,
+                &working_dir,
+                &mut steps,
+                &mut printed,
+                &mut journal,
+                link,
+                &cancel,
+                &limits,
+            );
             let (result, cursor) = evaluate_counted(
                 &program,
-                FrameRun {
-                    path: &path,
-                    request: &request,
-                    working_dir: &working_dir,
-                    steps: &mut steps,
-                    printed: &mut printed,
-                    journal: &mut journal,
-                    runner: link,
-                    // The parent notes the groups of the shell steps it runs for the child.
-                    group_note: None,
-                    observer: link,
-                    cancel: &cancel,
-                    default_timeout,
-                    limits: &limits,
-                    source: &sources.authored,
-                },
+                run.request(&request)
+                    .observer(link)
+                    .default_timeout(default_timeout)
+                    .source(&sources.authored),
             );
             (Outcome::of(result, Outcome::Evaluated), cursor)
         }

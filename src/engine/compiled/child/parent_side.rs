@@ -82,21 +82,17 @@ pub(crate) fn call(
     // Nothing of the call is journaled or observed (as in `call_directly`).
     let (mut steps, mut printed) = (Vec::new(), 0);
     let mut forget = |_: &StepRecord| Ok(());
-    let run = FrameRun {
-        path: call.function,
-        request: "",
-        working_dir: call.working_dir,
-        steps: &mut steps,
-        printed: &mut printed,
-        journal: &mut forget,
-        runner: call.runner,
-        group_note: None,
-        observer: &crate::engine::observer::Quiet,
-        cancel: call.cancel,
-        default_timeout: call.default_timeout,
-        limits: call.limits,
-        source: "",
-    };
+    let run = FrameRun::new(
+        call.function,
+        call.working_dir,
+        &mut steps,
+        &mut printed,
+        &mut forget,
+        call.runner,
+        call.cancel,
+        call.limits,
+    )
+    .default_timeout(call.default_timeout);
     let ended = converse(exe, &start, run);
     match ended.end {
         End::Finished {
