@@ -173,6 +173,36 @@ impl Client {
     }
 }
 
+/// What an agent read in a run of tool calls: each reply headed by the call that got it
+/// (`> tool {arguments}`) and marked `(refused)` when it is an error, so one snapshot pins a
+/// whole conversation.
+#[derive(Default)]
+pub struct Conversation(String);
+
+impl Conversation {
+    /// Calls `tool` with `arguments`, records the call and its reply, and returns the reply.
+    pub async fn call(&mut self, client: &Client, tool: &str, arguments: Json) -> Reply {
+        let reply = client.call(tool, arguments.clone()).await;
+        self.record(&format!("{tool} {arguments}"), &reply);
+        reply
+    }
+
+    /// Records `reply`, headed by `call`.
+    pub fn record(&mut self, call: &str, reply: &Reply) {
+        let refused = if reply.is_error { " (refused)" } else { "" };
+        if !self.0.is_empty() {
+            self.0.push('\n');
+        }
+        self.0
+            .push_str(&format!("> {call}{refused}\n{}\n", reply.text.trim_end()));
+    }
+
+    /// The conversation so far, scrubbed by [`Project::scrub`].
+    pub fn text(&self, project: &Project) -> String {
+        project.scrub(&self.0)
+    }
+}
+
 /// `tools/call` parameters.
 pub fn params(tool: &str, arguments: Json) -> CallToolRequestParams {
     let Json::Object(map) = arguments else {
