@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::client::{Client, Conversation, alive, handle, run_id};
+use super::client::{Client, Conversation, alive, fixed_shuf_path, handle, run_id};
 use crate::common::Project;
 
 #[tokio::test]
@@ -78,23 +78,9 @@ async fn server_info_tools_and_prompts() {
     insta::assert_snapshot!("prompt_unknown", project.scrub(&message));
 }
 
-/// `mekara mcp` started with a `shuf` first on its `PATH` that always picks the lowest number
-/// of its range (`shuf -i LO-HI -n 1` prints `LO`): the bundled demos' random numbers, and
-/// so their replies, are the same on every run.
+/// `mekara mcp` with the `shuf` of [`fixed_shuf_path`].
 async fn client_with_fixed_shuf(project: &Project) -> Client {
-    let bin = project.dir.path().join("fixed-shuf");
-    let shuf = crate::common::write_file(
-        &bin.join("shuf"),
-        "#!/bin/sh\nrange=$2\necho \"${range%-*}\"\n",
-    );
-    std::fs::set_permissions(&shuf, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    Client::start(project, &[("PATH", std::path::Path::new(&path))]).await
+    Client::start(project, &[("PATH", &fixed_shuf_path(project))]).await
 }
 
 #[tokio::test]
