@@ -171,12 +171,7 @@ fn http_list_and_call() {
     );
     let run = project.run(&["tools", "list", "web"], "");
     run.expect_code(0);
-    assert!(
-        run.stdout.starts_with("web: 13 tools, 9 allowed\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("✓ echo "), "{}", run.stdout);
+    mekara_snapshot!("http_list", project, run);
     let run = project.run(
         &[
             "tools", "call", "web", "get-sum", "--arg", "a=2", "--arg", "b=40",
@@ -184,7 +179,7 @@ fn http_list_and_call() {
         "",
     );
     run.expect_code(0);
-    assert!(run.stdout.contains("42"), "{}", run.stdout);
+    mekara_snapshot!("http_call", project, run);
 }
 
 #[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
@@ -429,11 +424,7 @@ def execute(request):
     // unset, no default: the server cannot start, and the error says what to set
     let run = project.run(&["tools", "call", "envy", "echo", "--arg", "message=x"], "");
     run.expect_code(1);
-    assert!(
-        run.stderr.contains("server `envy`: `env`: variable `MY_API_KEY` is not set; set it, or give a default with `${MY_API_KEY:-default}`"),
-        "{}",
-        run.stderr
-    );
+    mekara_snapshot!("env_variable_unset", project, run);
 }
 
 fn run_with_env(
@@ -581,13 +572,7 @@ def execute(request):
     );
     let run = project.run(&["run", "grow"], "\n");
     run.expect_code(0);
-    assert!(
-        run.stdout.contains(
-            "before: server `grow` has no tool `extra`; known: `grow`, `ping` | after: extra here"
-        ),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, run);
 }
 
 // ── init ────────────────────────────────────────────────────────────────────────────────
@@ -604,7 +589,7 @@ fn init_writes_a_commented_policy_for_the_servers_found() {
     insta::assert_snapshot!(written);
     let again = project.run(&["tools", "init"], "");
     again.expect_code(2);
-    assert!(again.stderr.contains("pass `--force`"), "{}", again.stderr);
+    mekara_snapshot!("init_again", project, again);
     // what init writes is a policy mekara reads
     project.run(&["tools", "list", "fs"], "").expect_code(0);
 }
