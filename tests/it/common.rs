@@ -134,7 +134,8 @@ impl Project {
     /// `text` with what changes between runs and machines written as placeholders: the
     /// project as `[PROJECT]`, the home folder as `[HOME]`, the rest of the temporary folder
     /// as `[TMP]`, the repository as `[REPO]` (each as given and canonicalized), mekara's
-    /// version as `[VERSION]`, and run ids and durations as [`redact`] writes them.
+    /// version as `[VERSION]`, and run ids, run tokens, times and durations as [`redact`]
+    /// writes them.
     pub fn scrub(&self, text: &str) -> String {
         let mut text = text.to_string();
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
@@ -339,7 +340,7 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &str) -> Run {
     Run::from_output(child.wait_with_output().expect("wait"))
 }
 
-/// Replaces run ids and durations so output can be pinned by snapshots.
+/// Replaces run ids, run tokens, times and durations so output can be pinned by snapshots.
 pub fn redact(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
@@ -369,6 +370,7 @@ pub fn redact(text: &str) -> String {
         }
         line = redacted;
         line = redact_times(&line);
+        line = redact_tokens(&line);
         if let Some(pos) = line.find(" ms)")
             && let Some(open) = line[..pos].rfind('(')
         {
@@ -385,6 +387,29 @@ pub fn redact(text: &str) -> String {
         }
         out.push_str(&line);
         out.push('\n');
+    }
+    out
+}
+
+/// `line` with every run token standing alone (32 hex digits, as a cassette records it, not
+/// after a run id) written as `[TOKEN]`.
+fn redact_tokens(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        let word = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        if hex == 32 && word == 32 {
+            out.push_str("[TOKEN]");
+            rest = &rest[32..];
+        } else if word > 0 {
+            out.push_str(&rest[..word]);
+            rest = &rest[word..];
+        } else {
+            let c = rest.chars().next().expect("not empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
     }
     out
 }

@@ -90,11 +90,16 @@ impl Client {
     /// Spawns `mekara mcp` in the project root and introduces itself as the client `name`
     /// (`clientInfo.name`: `claude-code`, `opencode`, ...).
     pub async fn start_as(project: &Project, name: &str) -> Client {
+        Client::start_as_with(project, name, &[]).await
+    }
+
+    /// [`Client::start_as`], with `env` added.
+    pub async fn start_as_with(project: &Project, name: &str, env: &[(&str, &Path)]) -> Client {
         let handler = Handler {
             name: Some(name.to_string()),
             ..Handler::default()
         };
-        Client::spawn(project, &project.root(), &["mcp"], &[], handler).await
+        Client::spawn(project, &project.root(), &["mcp"], env, handler).await
     }
 
     /// Spawns `mekara ARGS` (a stdio MCP server: `mcp`, `serve ...`) in `dir`.
@@ -171,6 +176,55 @@ impl Client {
             structured: result.structured_content,
         }
     }
+}
+
+/// What an agent read in a run of tool calls: each reply headed by the call that got it
+/// (`> tool {arguments}`) and marked `(refused)` when it is an error, so one snapshot pins a
+/// whole conversation.
+#[derive(Default)]
+pub struct Conversation(String);
+
+impl Conversation {
+    /// Calls `tool` with `arguments`, records the call and its reply, and returns the reply.
+    pub async fn call(&mut self, client: &Client, tool: &str, arguments: Json) -> Reply {
+        let reply = client.call(tool, arguments.clone()).await;
+        self.record(&format!("{tool} {arguments}"), &reply);
+        reply
+    }
+
+    /// Records `reply`, headed by `call`.
+    pub fn record(&mut self, call: &str, reply: &Reply) {
+        let refused = if reply.is_error { " (refused)" } else { "" };
+        if !self.0.is_empty() {
+            self.0.push('\n');
+        }
+        self.0
+            .push_str(&format!("> {call}{refused}\n{}\n", reply.text.trim_end()));
+    }
+
+    /// The conversation so far, scrubbed by [`Project::scrub`].
+    pub fn text(&self, project: &Project) -> String {
+        project.scrub(&self.0)
+    }
+}
+
+/// A `PATH` for `mekara mcp` with a `shuf` first that always picks the lowest number of its
+/// range (`shuf -i LO-HI -n 1` prints `LO`): the bundled demos' random numbers, and so their
+/// replies, are the same on every run. Give it as `("PATH", &path)`.
+pub fn fixed_shuf_path(project: &Project) -> std::path::PathBuf {
+    let bin = project.dir.path().join("fixed-shuf");
+    let shuf = crate::common::write_file(
+        &bin.join("shuf"),
+        "#!/bin/sh\nrange=$2\necho \"${range%-*}\"\n",
+    );
+    std::fs::set_permissions(&shuf, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+    .into()
 }
 
 /// `tools/call` parameters.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::client::{Client, alive, handle, run_id};
+use super::client::{Client, Conversation, alive, fixed_shuf_path, handle, run_id};
 use crate::common::Project;
 
 #[tokio::test]
@@ -66,25 +66,29 @@ async fn server_info_tools_and_prompts() {
         "a teapot, \"quoted\"\nand a second line",
     )
     .await;
-    assert!(
-        text.contains("a teapot, \"quoted\"\nand a second line"),
-        "{text}"
-    );
+    insta::assert_snapshot!("prompt_with_quotes_and_lines", project.scrub(&text));
     let unknown = client
         .service
         .get_prompt(rmcp::model::GetPromptRequestParams::new("test:nope"))
         .await;
-    let message = format!("{:?}", unknown.expect_err("unknown prompt"));
-    assert!(message.contains("test:nope"), "{message}");
+    let rmcp::service::ServiceError::McpError(error) = unknown.expect_err("unknown prompt") else {
+        panic!("not an error the server sent");
+    };
+    let message = error.message;
+    insta::assert_snapshot!("prompt_unknown", project.scrub(&message));
+}
+
+/// `mekara mcp` with the `shuf` of [`fixed_shuf_path`].
+async fn client_with_fixed_shuf(project: &Project) -> Client {
+    Client::start(project, &[("PATH", &fixed_shuf_path(project))]).await
 }
 
 #[tokio::test]
 async fn random_runs_to_the_end() {
     let project = Project::new();
-    let client = Client::start(&project, &[]).await;
+    let client = client_with_fixed_shuf(&project).await;
     // The bundled demos are listed only when asked for, and run by name either way.
     let listed = client.call("list_scripts", json!({})).await.ok();
-    assert!(!listed.contains("`test:random`"), "{listed}");
     insta::assert_snapshot!("list_scripts", project.scrub(&listed));
     let listed = client.call("list_scripts", json!({"all": true})).await.ok();
     insta::assert_snapshot!("list_scripts_all", project.scrub(&listed));
@@ -94,50 +98,22 @@ async fn random_runs_to_the_end() {
         .err();
     insta::assert_snapshot!("list_scripts_wrong_argument", project.scrub(&wrong));
 
-    let first = client
-        .call("start", json!({"name": "test/random"}))
+    // The NL source comes with the first llm step only; the fixed `shuf` picks 1.
+    let mut talk = Conversation::default();
+    talk.call(&client, "start", json!({"name": "test/random"}))
         .await
         .ok();
-    assert!(first.contains("`$ shuf -i 1-100 -n 1`"), "{first}");
-    assert!(
-        first.contains("## Your turn: llm step `test:random[1]`"),
-        "{first}"
-    );
-    assert!(first.contains("- `guess`:"), "{first}");
-    assert!(
-        first.contains("<nl-source>"),
-        "the NL source comes with the first llm step"
-    );
-    let secret: u32 = first
-        .split("<output>\n")
-        .nth(1)
-        .and_then(|rest| rest.lines().next())
-        .and_then(|line| line.trim().parse().ok())
-        .expect("the number in the output");
-
-    let second = client
-        .call(
-            "continue_compiled_script",
-            json!({"outputs": {"guess": secret}}),
-        )
+    talk.call(
+        &client,
+        "continue_compiled_script",
+        json!({"outputs": {"guess": 1}}),
+    )
+    .await
+    .ok();
+    let done = talk
+        .call(&client, "continue_compiled_script", json!({"outputs": {}}))
         .await
         .ok();
-    assert!(
-        second.contains(&format!("Right! The number was {secret}.")),
-        "{second}"
-    );
-    assert!(
-        !second.contains("<nl-source>"),
-        "the NL source is shown once"
-    );
-    assert!(second.contains("`test:random[3]`"), "{second}");
-
-    let done = client
-        .call("continue_compiled_script", json!({"outputs": {}}))
-        .await
-        .ok();
-    assert!(done.contains("## Done"), "{done}");
-    assert!(done.contains("completed"), "{done}");
     let id = run_id(&done);
     let journal = project.journal(&id);
     assert_eq!(
@@ -145,86 +121,53 @@ async fn random_runs_to_the_end() {
         4,
         "{journal}"
     );
-
-    let again = client
-        .call("continue_compiled_script", json!({"outputs": {}}))
+    talk.call(&client, "continue_compiled_script", json!({"outputs": {}}))
         .await
         .err();
-    assert!(again.contains("Nothing is pending"), "{again}");
+    insta::assert_snapshot!(talk.text(&project));
 }
 
 #[tokio::test]
 async fn nested_automatic_and_manual() {
     let project = Project::new();
-    let client = Client::start(&project, &[]).await;
+    let client = client_with_fixed_shuf(&project).await;
+    let mut talk = Conversation::default();
     // Automatic nesting: test:nested calls test:random first.
-    let first = client
-        .call("start", json!({"name": "test:nested"}))
+    let first = talk
+        .call(&client, "start", json!({"name": "test:nested"}))
         .await
         .ok();
-    assert!(
-        first.contains("## Your turn: llm step `test:nested[0] > test:random[1]`"),
-        "{first}"
-    );
     // Manual nesting: another script started inside the run whose step is pending, named
     // as its parent.
-    let manual = client
-        .call(
-            "start",
-            json!({"name": "test:imagine-object", "arguments": " made of glass", "parent": handle(&first)}),
-        )
-        .await
-        .ok();
-    assert!(
-        manual.contains("NL script `test:nested[0] > test:random[1] > test:imagine-object[0]`"),
-        "{manual}"
-    );
-    assert!(
-        manual.contains("a single everyday object made of glass."),
-        "{manual}"
-    );
-    let wrong = client
-        .call("continue_compiled_script", json!({"outputs": {}}))
+    talk.call(
+        &client,
+        "start",
+        json!({"name": "test:imagine-object", "arguments": " made of glass", "parent": handle(&first)}),
+    )
+    .await
+    .ok();
+    talk.call(&client, "continue_compiled_script", json!({"outputs": {}}))
         .await
         .err();
-    assert!(wrong.contains("call `finish_nl_script`"), "{wrong}");
-    let back = client.call("finish_nl_script", json!({})).await.ok();
-    assert!(
-        back.contains("← `test:nested[0] > test:random[1] > test:imagine-object` returned"),
-        "{back}"
-    );
-    assert!(
-        back.contains("## Your turn: llm step `test:nested[0] > test:random[1]`"),
-        "the outer pending step comes back:\n{back}"
-    );
-    let status = client.call("status", json!({})).await.ok();
-    assert!(status.contains("1. `test:nested`"), "{status}");
-    assert!(status.contains("2. `test:random`"), "{status}");
-
-    client
-        .call("continue_compiled_script", json!({"outputs": {"guess": 0}}))
-        .await
-        .ok();
-    let after = client
-        .call("continue_compiled_script", json!({"outputs": {}}))
-        .await
-        .ok();
+    // The outer pending step comes back.
+    talk.call(&client, "finish_nl_script", json!({})).await.ok();
+    talk.call(&client, "status", json!({})).await.ok();
+    talk.call(
+        &client,
+        "continue_compiled_script",
+        json!({"outputs": {"guess": 0}}),
+    )
+    .await
+    .ok();
     // test:double-or-nothing runs in /tmp, then the NL child test:imagine-object is pending.
-    assert!(
-        after.contains("`test:nested[1] > test:double-or-nothing[2]` `$ cat resulting-number.txt`"),
-        "{after}"
-    );
-    assert!(
-        after.contains("NL script `test:nested[2] > test:imagine-object[0]`"),
-        "{after}"
-    );
-    let last = client.call("finish_nl_script", json!({})).await.ok();
-    assert!(last.contains("llm step `test:nested[3]`"), "{last}");
-    let done = client
-        .call("continue_compiled_script", json!({"outputs": {}}))
+    talk.call(&client, "continue_compiled_script", json!({"outputs": {}}))
         .await
         .ok();
-    assert!(done.contains("The script completed"), "{done}");
+    talk.call(&client, "finish_nl_script", json!({})).await.ok();
+    talk.call(&client, "continue_compiled_script", json!({"outputs": {}}))
+        .await
+        .ok();
+    insta::assert_snapshot!(talk.text(&project));
 }
 
 #[tokio::test]
@@ -238,26 +181,15 @@ async fn failure_falls_back_to_the_nl_instructions() {
         ),
     );
     let client = Client::start(&project, &[]).await;
-    let reply = client.call("start", json!({"name": "deploy"})).await.ok();
-    assert!(
-        reply.contains("- ✓ `deploy[0]` `$ echo building`"),
-        "{reply}"
-    );
-    assert!(reply.contains("- ✗ `deploy[1]`"), "{reply}");
-    assert!(reply.contains("error: exited with code 3"), "{reply}");
-    assert!(reply.contains("broken"), "{reply}");
-    assert!(
-        reply.contains("`deploy` failed; finish it by hand"),
-        "{reply}"
-    );
-    assert!(reply.contains("2. Ship."), "the NL instructions:\n{reply}");
-    let wrong = client
-        .call("continue_compiled_script", json!({"outputs": {}}))
+    let mut talk = Conversation::default();
+    talk.call(&client, "start", json!({"name": "deploy"}))
+        .await
+        .ok();
+    talk.call(&client, "continue_compiled_script", json!({"outputs": {}}))
         .await
         .err();
-    assert!(wrong.contains("finish_nl_script"), "{wrong}");
-    let done = client.call("finish_nl_script", json!({})).await.ok();
-    assert!(done.contains("failed and was finished by hand"), "{done}");
+    talk.call(&client, "finish_nl_script", json!({})).await.ok();
+    insta::assert_snapshot!(talk.text(&project));
 }
 
 /// A script whose first step records its shell's pid, then waits until a file appears.
@@ -306,8 +238,8 @@ async fn cancelling_a_call_kills_the_step_and_the_run_resumes() {
     drop(call);
     // Regression: a call made while the cancelled one still wound down was refused with
     // "wait for its reply", a reply that never comes. It now waits for the wind-down.
-    let status = client.call("status", json!({})).await.ok();
-    assert!(status.contains("The last call was stopped"), "{status}");
+    let mut talk = Conversation::default();
+    let status = talk.call(&client, "status", json!({})).await.ok();
     let mut dead = false;
     for _ in 0..100 {
         if !alive(pid) {
@@ -329,12 +261,11 @@ async fn cancelling_a_call_kills_the_step_and_the_run_resumes() {
     );
 
     std::fs::write(project.root().join("go"), "").expect("write");
-    let resumed = client.call("resume", json!({"run_id": id})).await.ok();
-    assert!(
-        resumed.contains("- ✓ `wait[0]`"),
-        "the step runs again:\n{resumed}"
-    );
-    assert!(resumed.contains("llm step `wait[1]`"), "{resumed}");
+    // The step runs again, and the llm step after it is pending.
+    talk.call(&client, "resume", json!({"run_id": id}))
+        .await
+        .ok();
+    insta::assert_snapshot!(talk.text(&project));
     let count = std::fs::read_to_string(project.root().join("count")).expect("count");
     assert_eq!(
         count.lines().count(),
@@ -375,7 +306,7 @@ async fn progress_notifications_carry_the_step_and_its_output() {
         .call_with_progress("start", json!({"name": "slow"}))
         .await
         .ok();
-    assert!(reply.contains("line 5"), "{reply}");
+    insta::assert_snapshot!(project.scrub(&reply));
     let progress = progress_until(&client, |p| p.iter().any(|m| m.contains(": line 5"))).await;
     assert!(
         progress.iter().any(|m| m.starts_with("slow[0] $ for i in")),
@@ -400,11 +331,14 @@ async fn resume_after_the_server_is_killed() {
         ),
     );
     let client = Client::start(&project, &[]).await;
-    let first = client.call("start", json!({"name": "twice"})).await.ok();
+    let mut talk = Conversation::default();
+    let first = talk
+        .call(&client, "start", json!({"name": "twice"}))
+        .await
+        .ok();
     let id = run_id(&format!("`{}`", project.run_ids()[0]));
     let handle = handle(&first);
     assert!(handle.starts_with(&format!("{id}.")), "{handle}");
-    assert!(first.contains("llm step `twice[1]`"), "{first}");
     // SIGKILL: no chance to clean up.
     let pid = client.pid;
     rustix::process::kill_process(
@@ -425,43 +359,33 @@ async fn resume_after_the_server_is_killed() {
     assert!(!alive(pid), "the killed server {pid} is still alive");
 
     let client = Client::start(&project, &[]).await;
-    let listed = client.call("resume", json!({})).await.ok();
-    assert!(
-        listed.contains(&format!("`{id}`: `twice`, 1 step done")),
-        "{listed}"
-    );
+    talk.call(&client, "resume", json!({})).await.ok();
     // A restart loses no handle: the journal keeps what checks it. The id alone is not
     // enough for a run with a handle.
-    let bare = client.call("resume", json!({"run_id": id})).await.err();
-    assert!(bare.contains("whole handle"), "{bare}");
-    let resumed = client.call("resume", json!({"run_id": handle})).await.ok();
-    assert!(
-        resumed.contains(&format!("Resumed run `{id}`")),
-        "{resumed}"
-    );
-    assert!(resumed.contains("llm step `twice[1]`"), "{resumed}");
-    assert!(
-        !resumed.contains("## Steps executed"),
-        "nothing runs again:\n{resumed}"
-    );
-    let done = client
-        .call(
-            "continue_compiled_script",
-            json!({"outputs": {"word": "two"}}),
-        )
+    talk.call(&client, "resume", json!({"run_id": id}))
+        .await
+        .err();
+    // Nothing runs again: the reply has no steps executed.
+    talk.call(&client, "resume", json!({"run_id": handle}))
         .await
         .ok();
-    assert!(done.contains("The script completed"), "{done}");
+    talk.call(
+        &client,
+        "continue_compiled_script",
+        json!({"outputs": {"word": "two"}}),
+    )
+    .await
+    .ok();
     let count = std::fs::read_to_string(project.root().join("count")).expect("count");
     assert_eq!(count, "one\ntwo\n", "the first step ran once");
 
-    let finished = client.call("resume", json!({"run_id": handle})).await.err();
-    assert!(finished.contains("already finished"), "{finished}");
-    let missing = client
-        .call("resume", json!({"run_id": "20200101-000000-0000"}))
+    talk.call(&client, "resume", json!({"run_id": handle}))
         .await
         .err();
-    assert!(missing.contains("not found"), "{missing}");
+    talk.call(&client, "resume", json!({"run_id": "20200101-000000-0000"}))
+        .await
+        .err();
+    insta::assert_snapshot!(talk.text(&project));
 }
 
 /// Regression: only the first `$ARGUMENTS` was replaced. Every one is, in the reply of
@@ -474,21 +398,18 @@ async fn every_arguments_placeholder_is_replaced() {
         "---\ndescription: Greet twice\n---\nGreet $ARGUMENTS. Then say goodbye to $ARGUMENTS.\n",
         None,
     );
-    let want = "Greet the \"team\". Then say goodbye to the \"team\".";
     let client = Client::start(&project, &[]).await;
-    let started = client
-        .call(
-            "start",
-            json!({"name": "twice", "arguments": "the \"team\""}),
-        )
-        .await
-        .ok();
-    assert!(started.contains(want), "{started}");
-    assert!(!started.contains("$ARGUMENTS"), "{started}");
-
+    let mut talk = Conversation::default();
+    talk.call(
+        &client,
+        "start",
+        json!({"name": "twice", "arguments": "the \"team\""}),
+    )
+    .await
+    .ok();
+    insta::assert_snapshot!("every_arguments_placeholder_start", talk.text(&project));
     let text = prompt_text(&client, "twice", "the \"team\"").await;
-    assert!(text.contains(want), "{text}");
-    assert!(!text.contains("$ARGUMENTS"), "{text}");
+    insta::assert_snapshot!("every_arguments_placeholder_prompt", project.scrub(&text));
 }
 
 /// The text of `prompts/get` of `name` with `arguments`.
@@ -550,9 +471,6 @@ async fn a_server_whose_binary_is_replaced_by_an_upgrade_goes_on_evaluating_scri
         .expect("chmod");
     std::fs::rename(&next, &copy).expect("replace the binary");
     let reply = client.call("start", json!({"name": "hello"})).await.ok();
-    assert!(
-        reply.contains("hello-from-the-step") && reply.contains("Say hello back."),
-        "{reply}"
-    );
+    insta::assert_snapshot!(project.scrub(&reply));
     client.service.cancel().await.expect("close");
 }

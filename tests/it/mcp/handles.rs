@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::client::{Client, handle};
+use super::client::{Client, Conversation, handle};
 use crate::common::Project;
 
 /// A script `two` with two llm steps, each writing what it got to `out-<request>`.
@@ -28,14 +28,15 @@ pub(crate) fn each_run_got_its_own_outputs(project: &Project) {
     }
 }
 
-async fn give(client: &Client, handle: &str, word: &str) -> String {
-    client
-        .call(
-            "continue_compiled_script",
-            json!({"run_id": handle, "outputs": {"word": word}}),
-        )
-        .await
-        .ok()
+/// Gives run `handle` the word its pending llm step expects, through `client`.
+async fn give(talk: &mut Conversation, client: &Client, handle: &str, word: &str) -> String {
+    talk.call(
+        client,
+        "continue_compiled_script",
+        json!({"run_id": handle, "outputs": {"word": word}}),
+    )
+    .await
+    .ok()
 }
 
 #[tokio::test]
@@ -43,8 +44,10 @@ async fn two_runs_interleaved_on_one_server_and_a_third_from_another_process() {
     let project = Project::new();
     two_steps(&project);
     let client = Client::start(&project, &[]).await;
-    let a = client
-        .call("start", json!({"name": "two", "arguments": "a"}))
+    let other = Client::start(&project, &[]).await;
+    let mut talk = Conversation::default();
+    let a = talk
+        .call(&client, "start", json!({"name": "two", "arguments": "a"}))
         .await;
     // The handle is in the text, and there is no structured content: Claude Code gives the
     // model a result's structured content instead of its text.
@@ -54,34 +57,32 @@ async fn two_runs_interleaved_on_one_server_and_a_third_from_another_process() {
     );
     let a = handle(&a.ok());
     // Without `parent`, a start while `a` waits is a run of its own, not nested.
-    let b = client
-        .call("start", json!({"name": "two", "arguments": "b"}))
-        .await
-        .ok();
-    assert!(b.contains("llm step `two[0]`"), "not nested:\n{b}");
-    let b = handle(&b);
-    assert_ne!(a, b);
-    let other = Client::start(&project, &[]).await;
-    let c = handle(
-        &other
-            .call("start", json!({"name": "two", "arguments": "c"}))
+    let b = handle(
+        &talk
+            .call(&client, "start", json!({"name": "two", "arguments": "b"}))
             .await
             .ok(),
     );
-
-    assert!(give(&client, &a, "a1").await.contains("second word"));
-    assert!(give(&other, &c, "c1").await.contains("second word"));
-    assert!(give(&client, &b, "b1").await.contains("second word"));
-    // Each run shows its own pending step.
-    let status = client.call("status", json!({"run_id": a})).await.ok();
-    assert!(
-        status.contains("second word") && status.contains(&a),
-        "{status}"
+    assert_ne!(a, b);
+    let c = handle(
+        &talk
+            .call(&other, "start", json!({"name": "two", "arguments": "c"}))
+            .await
+            .ok(),
     );
-    assert!(give(&client, &b, "b2").await.contains("## Done"));
-    assert!(give(&other, &c, "c2").await.contains("## Done"));
-    let last = give(&client, &a, "a2").await;
-    assert!(last.contains("## Done"), "{last}");
+    for (server, run, word) in [(&client, &a, "a1"), (&other, &c, "c1"), (&client, &b, "b1")] {
+        give(&mut talk, server, run, word).await;
+    }
+    // Each run shows its own pending step.
+    let status = talk
+        .call(&client, "status", json!({"run_id": a}))
+        .await
+        .ok();
+    assert!(status.contains(&a), "the status of another run:\n{status}");
+    for (server, run, word) in [(&client, &b, "b2"), (&other, &c, "c2"), (&client, &a, "a2")] {
+        give(&mut talk, server, run, word).await;
+    }
+    insta::assert_snapshot!(talk.text(&project));
     each_run_got_its_own_outputs(&project);
 }
 
@@ -101,54 +102,61 @@ async fn a_guessed_wrong_or_finished_handle_is_refused_and_changes_nothing() {
     let other = Client::start(&project, &[]).await;
     let wrong_token = format!("{id}.{}", "0".repeat(32));
     let short = format!("{id}.{}", &token[..31]);
+    let mut talk = Conversation::default();
+    let driver = (&client, "the server that drives it");
+    let another = (&other, "another server");
     // The id alone opens a run only for the connection that drives it (`other` does not).
-    for (guess, clients) in [
-        (wrong_token.as_str(), vec![&client, &other]),
-        (short.as_str(), vec![&client, &other]),
-        (id, vec![&other]),
+    for (guess, what, clients) in [
+        (wrong_token.as_str(), "a wrong token", vec![driver, another]),
+        (
+            short.as_str(),
+            "a token one digit short",
+            vec![driver, another],
+        ),
+        (id, "the id alone", vec![another]),
     ] {
-        for c in clients {
+        for (c, by) in clients {
             let refused = c
                 .call(
                     "continue_compiled_script",
                     json!({"run_id": guess, "outputs": {"word": "w"}}),
                 )
-                .await
-                .err();
-            assert!(
-                refused.contains("Refused:") && refused.contains("`status` without `run_id`"),
-                "{guess}:\n{refused}"
+                .await;
+            talk.record(
+                &format!("continue_compiled_script with {what}, to {by}"),
+                &refused,
             );
+            refused.err();
         }
     }
-    let unknown = other
-        .call(
-            "status",
-            json!({"run_id": format!("20200101-000000-0000.{token}")}),
-        )
-        .await
-        .err();
-    assert!(unknown.contains("not found"), "{unknown}");
+    talk.call(
+        &other,
+        "status",
+        json!({"run_id": format!("20200101-000000-0000.{token}")}),
+    )
+    .await
+    .err();
     assert_eq!(project.journal(id), journal, "nothing was written");
     // Another process holds the run right now: the second server cannot take it.
-    let busy = other.call("status", json!({"run_id": real})).await.err();
-    assert!(busy.contains("in use"), "{busy}");
-
-    give(&client, &real, "one").await;
-    assert!(give(&client, &real, "two").await.contains("## Done"));
-    let before = project.runs_snapshot();
-    let finished = other
-        .call(
-            "continue_compiled_script",
-            json!({"run_id": real, "outputs": {"word": "w"}}),
-        )
+    talk.call(&other, "status", json!({"run_id": real}))
         .await
         .err();
-    assert!(finished.contains("already finished"), "{finished}");
+
+    give(&mut talk, &client, &real, "one").await;
+    give(&mut talk, &client, &real, "two").await;
+    let before = project.runs_snapshot();
+    talk.call(
+        &other,
+        "continue_compiled_script",
+        json!({"run_id": real, "outputs": {"word": "w"}}),
+    )
+    .await
+    .err();
     assert!(
         project.runs_snapshot() == before,
         "a call on the finished run changed the run store"
     );
+    insta::assert_snapshot!(talk.text(&project));
 }
 
 /// The MCP Inspector's `--cli` way: a new server process per call, the handle carrying the
@@ -161,29 +169,30 @@ async fn separate_processes_carry_a_run_to_its_end_by_its_handle() {
         let project = &project;
         async move {
             let client = Client::start(project, &[]).await;
-            let reply = client.call(tool, args).await.ok();
+            let reply = client.call(tool, args.clone()).await;
             client.service.cancel().await.expect("close");
-            reply
+            (format!("{tool} {args}"), reply)
         }
     };
-    let h = handle(&once(json!({"name": "two", "arguments": "p"}), "start").await);
-    let status = once(json!({"run_id": h}), "status").await;
-    assert!(
-        status.contains(&format!("handle `{h}`")) && status.contains("1. `two`"),
-        "{status}"
-    );
-    let second = once(
+    let mut talk = Conversation::default();
+    let mut call = async |args, tool| {
+        let (call, reply) = once(args, tool).await;
+        talk.record(&call, &reply);
+        reply.ok()
+    };
+    let h = handle(&call(json!({"name": "two", "arguments": "p"}), "start").await);
+    call(json!({"run_id": h}), "status").await;
+    call(
         json!({"run_id": h, "outputs": {"word": "one"}}),
         "continue_compiled_script",
     )
     .await;
-    assert!(second.contains("second word"), "{second}");
-    let done = once(
+    call(
         json!({"run_id": h, "outputs": {"word": "two"}}),
         "continue_compiled_script",
     )
     .await;
-    assert!(done.contains("## Done"), "{done}");
+    insta::assert_snapshot!(talk.text(&project));
     let out = std::fs::read_to_string(project.root().join("out-p")).expect("output");
     assert_eq!(out, "one\ntwo\n");
 }

@@ -6,22 +6,27 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::client::Client;
+use super::client::{Client, fixed_shuf_path};
 use crate::common::Project;
 
 fn cassettes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cassettes")
 }
 
-/// Records test:random played to the end, with a wrong call on the way.
+/// Records test:random played to the end, with a wrong call on the way; its `shuf` picks 1
+/// ([`fixed_shuf_path`]), so the cassette is the same on every run.
 async fn record_random(project: &Project, cassette: &Path) {
-    let client = Client::start(project, &[("MEKARA_VCR_CASSETTE", cassette)]).await;
+    let path = fixed_shuf_path(project);
+    let client = Client::start(
+        project,
+        &[("MEKARA_VCR_CASSETTE", cassette), ("PATH", &path)],
+    )
+    .await;
     client.call("finish_nl_script", json!({})).await.err();
-    let first = client
+    client
         .call("start", json!({"name": "test/random"}))
         .await
         .ok();
-    assert!(first.contains("guess"), "{first}");
     client
         .call(
             "continue_compiled_script",
@@ -42,13 +47,9 @@ async fn a_recorded_session_replays_without_running_anything() {
     let project = Project::new();
     let cassette = project.dir.path().join("random.toml");
     record_random(&project, &cassette).await;
+    // Multi-line texts stay multi-line.
     let text = std::fs::read_to_string(&cassette).expect("cassette");
-    assert!(text.contains("kind = \"shell\""), "{text}");
-    assert!(text.contains("command = \"shuf -i 1-100 -n 1\""), "{text}");
-    assert!(
-        text.contains("text = \"\"\"\n## Steps executed"),
-        "multi-line texts stay multi-line:\n{text}"
-    );
+    insta::assert_snapshot!("recorded_cassette", project.scrub(&text));
 
     // Replayed with no `shuf` on PATH: nothing runs.
     let empty = project.dir.path().join("empty-bin");
@@ -62,11 +63,7 @@ async fn a_recorded_session_replays_without_running_anything() {
         "",
     );
     run.expect_code(0);
-    assert!(
-        run.stdout.contains("replayed 5 calls and 1 shell steps"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!("replayed_without_shuf", project, run);
     assert!(
         project.run_ids().len() == 1,
         "the replay journals elsewhere"
@@ -84,20 +81,14 @@ async fn a_replay_fails_at_the_first_difference() {
         project.run(&["vcr", "replay", cassette.to_str().expect("utf-8")], "")
     };
 
-    // A step's input differs.
-    let changed = replay(&recorded.replace("shuf -i 1-100 -n 1", "shuf -i 1-10 -n 1"));
-    changed.expect_code(1);
-    assert!(
-        changed.stderr.contains("differs at event"),
-        "{}",
-        changed.stderr
-    );
-    assert!(
-        changed
-            .stderr
-            .contains("the replay ran shell step `shuf -i 1-100 -n 1`"),
-        "{}",
-        changed.stderr
+    let mut seen = Vec::new();
+    let mut failed = |what: &str, run: crate::common::Run| {
+        run.expect_code(1);
+        seen.push(format!("# {what}\n{}", project.transcript(&run)));
+    };
+    failed(
+        "a step's input differs",
+        replay(&recorded.replace("shuf -i 1-100 -n 1", "shuf -i 1-10 -n 1")),
     );
 
     // The recording has an effect the replay never asks for.
@@ -110,51 +101,29 @@ async fn a_replay_fails_at_the_first_difference() {
             .expect("an event after it")
         + 1;
     let doubled = format!("{}{}", &recorded[..end], &recorded[at..]);
-    let extra = replay(&doubled);
-    extra.expect_code(1);
-    assert!(
-        extra.stderr.contains("1 more effect(s) for this call")
-            && extra.stderr.contains("shell step `shuf"),
-        "{}",
-        extra.stderr
+    failed("an effect more than the replay asks for", replay(&doubled));
+    failed(
+        "a reply's text differs",
+        replay(&recorded.replacen("Nothing is pending", "Nothing pending", 1)),
     );
-
-    // A reply's text differs.
-    let changed = replay(&recorded.replacen("Nothing is pending", "Nothing pending", 1));
-    changed.expect_code(1);
-    assert!(
-        changed.stderr.contains("the reply text differs at line"),
-        "{}",
-        changed.stderr
-    );
-    assert!(
-        changed.stderr.contains("finish_nl_script"),
-        "{}",
-        changed.stderr
-    );
-
     // Malformed cassettes are named as such, with the place.
-    let broken = replay(&recorded.replacen("[[event]]", "[[event]", 1));
-    broken.expect_code(1);
-    assert!(broken.stderr.contains("is malformed"), "{}", broken.stderr);
-    assert!(broken.stderr.contains("line"), "{}", broken.stderr);
-    let version = replay(&recorded.replace("version = 2", "version = 9"));
-    version.expect_code(1);
-    assert!(version.stderr.contains("version 9"), "{}", version.stderr);
-    let no_reply = replay(&recorded[..recorded.rfind("[[event]]").expect("events")]);
-    no_reply.expect_code(1);
-    assert!(
-        no_reply.stderr.contains("has no reply"),
-        "{}",
-        no_reply.stderr
+    failed(
+        "a malformed cassette",
+        replay(&recorded.replacen("[[event]]", "[[event]", 1)),
     );
-    let missing = project.run(&["vcr", "replay", "/no/such/cassette.toml"], "");
-    missing.expect_code(1);
-    assert!(
-        missing.stderr.contains("/no/such/cassette.toml"),
-        "{}",
-        missing.stderr
+    failed(
+        "a version mekara does not know",
+        replay(&recorded.replace("version = 2", "version = 9")),
     );
+    failed(
+        "the last call has no reply",
+        replay(&recorded[..recorded.rfind("[[event]]").expect("events")]),
+    );
+    failed(
+        "no such cassette",
+        project.run(&["vcr", "replay", "/no/such/cassette.toml"], ""),
+    );
+    insta::assert_snapshot!(seen.join("\n"));
 }
 
 #[test]
@@ -164,8 +133,7 @@ fn committed_cassettes_replay() {
         let project = Project::new();
         let cassette = cassettes().join(name);
         let run = project.run(&["vcr", "replay", cassette.to_str().expect("utf-8")], "");
-        run.expect_code(0);
-        assert!(run.stdout.contains("every reply matched"), "{}", run.stdout);
+        mekara_snapshot!(format!("committed_{name}"), project, run);
         replayed += 1;
     }
     assert_eq!(replayed, 2);
