@@ -12,7 +12,7 @@
 #         `git worktree add --detach /tmp/old COMMIT`, puts two layouts side by side: give
 #         both the same CARGO_TARGET_DIR so the dependencies are built once
 # FILE    the library file edited (default src/engine/executor.rs)
-# TEST    the integration test run (default exit_codes::version_and_help_exit_0)
+# TEST    the integration test run (default exit_codes::an_unknown_script_name_is_a_usage_error_everywhere)
 #
 # The edit adds a constant with a new value each round (a comment alone is seen through by
 # rustc's incremental cache only partly); the file is restored at the end.
@@ -20,7 +20,7 @@ set -euo pipefail
 rounds=${1:-3}
 tree=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 file=${3:-src/engine/executor.rs}
-test=${4:-exit_codes::version_and_help_exit_0}
+test=${4:-exit_codes::an_unknown_script_name_is_a_usage_error_everywhere}
 cd "$tree"
 times=$(mktemp)
 backup=$(mktemp)
@@ -36,8 +36,9 @@ for round in $(seq "$rounds"); do
   start=$(date +%s.%N)
   /usr/bin/time -o "$times" -f "%U %S" cargo test "${flags[@]}" --no-run -q >/dev/null 2>&1
   built=$(date +%s.%N)
-  cargo test "${flags[@]}" -q -- "$test" --exact >/dev/null 2>&1
+  ran=$(cargo test "${flags[@]}" -- "$test" --exact 2>&1 | grep -c "^test .* ok$" || true)
   end=$(date +%s.%N)
+  [ "$ran" = 1 ] || { echo "the test \`$test\` did not run and pass once" >&2; exit 1; }
   read -r user sys <"$times"
   total=$(echo "$end - $start" | bc)
   totals+=("$total")
