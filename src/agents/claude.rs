@@ -229,8 +229,7 @@ impl ClaudeAgent {
 
 impl Agent for ClaudeAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let prompt =
-            super::reply::unattended_prompt(&request.prompt, request.previous_error.as_deref());
+        let prompt = super::reply::cli_prompt(request);
         match run_agent(
             &self.command(request),
             prompt.as_bytes(),

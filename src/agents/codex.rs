@@ -209,8 +209,7 @@ impl CodexAgent {
 
 impl Agent for CodexAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let prompt =
-            super::reply::unattended_prompt(&request.prompt, request.previous_error.as_deref());
+        let prompt = super::reply::cli_prompt(request);
         let schema = match write_schema(request) {
             Ok(schema) => schema,
             Err(e) => {

@@ -88,8 +88,7 @@ impl GeminiAgent {
 
 impl Agent for GeminiAgent {
     fn ask(&mut self, request: &Request, timeout: Duration, cancel: &CancelToken) -> Reply {
-        let mut prompt =
-            super::reply::unattended_prompt(&request.prompt, request.previous_error.as_deref());
+        let mut prompt = super::reply::cli_prompt(request);
         if request.wants_outputs() {
             prompt.push_str(&super::reply::json_answer_request(&request.schema));
         }

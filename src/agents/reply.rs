@@ -604,6 +604,12 @@ pub(crate) const UNATTENDED: &str = "mekara is running this workflow unattended 
      structured answer; where it says to call `finish_nl_script`, do the work, then end your \
      turn. Do not ask the user anything: nobody is watching.";
 
+/// The prompt an agent's own CLI reads on stdin for `request`: the text of the step, told that
+/// no one is there to answer, with why the previous answer was refused.
+pub(crate) fn cli_prompt(request: &super::headless::Request) -> String {
+    unattended_prompt(&request.prompt, request.previous_error.as_deref())
+}
+
 /// The whole prompt for an agent process: [`UNATTENDED`], why its last answer was refused
 /// (when it was), then the reply text an agent over MCP would read.
 pub(crate) fn unattended_prompt(reply: &str, previous_error: Option<&str>) -> String {
