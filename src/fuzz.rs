@@ -369,7 +369,7 @@ proptest! {
     fn the_hook_input_never_panics(stdin in tricky_text(), which in any::<bool>()) {
         let hook = if which { Hook::RerouteUserCommands } else { Hook::RerouteAgentCommands };
         let nowhere = Path::new("/nonexistent-mekara-fuzz");
-        if let Err(HookInputError::NotJson(e)) = hooks::run(hook, &stdin, nowhere, "start") {
+        if let Err(HookInputError::NotJson(e)) = hooks::run(hook, &stdin, nowhere, hooks::Registered { start: "start", plugin: None }) {
             prop_assert!(e.line() >= 1, "{}", e);
         }
     }
@@ -388,7 +388,7 @@ proptest! {
             serde_json::json!({"prompt": extra.clone(), "tool_name": extra.clone(), "tool_input": extra}),
         ] {
             let hook = if which { Hook::RerouteUserCommands } else { Hook::RerouteAgentCommands };
-            let _ = hooks::run(hook, &input.to_string(), nowhere, "start");
+            let _ = hooks::run(hook, &input.to_string(), nowhere, hooks::Registered { start: "start", plugin: None });
         }
     }
 

@@ -8,12 +8,12 @@
 //! `structured_output`. The first question starts a session and the next ones `--resume`
 //! it, so Claude keeps the context of the whole run, as over MCP.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
 
-use super::clients::Client;
+use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
 use super::tools::{self, AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
@@ -21,6 +21,7 @@ use crate::engine::step::AgentReport;
 use crate::hooks::Hook;
 use crate::install::edits::{Edit, EditError, edit_json};
 use crate::install::{Direction, InstallError, Setup};
+use crate::paths::Locations;
 
 /// Claude Code.
 pub(crate) const CLIENT: Client = Client {
@@ -36,9 +37,22 @@ pub(crate) const CLIENT: Client = Client {
     headless: Some(|| Box::new(ClaudeAgent)),
 };
 
-/// `mcp__mekara__start`.
-pub(crate) fn tool_name(tool: AgentTool) -> String {
-    format!("mcp__{SERVER_NAME}__{}", tool.name())
+/// `mcp__mekara__start`, or `mcp__plugin_mekara_mekara__start` from mekara's plugin.
+pub(crate) fn tool_name(tool: AgentTool, served: Served) -> String {
+    format!("mcp__{}__{}", server_key(served), tool.name())
+}
+
+/// The name of mekara's Claude Code plugin (`plugin/.claude-plugin/plugin.json`), which
+/// serves mekara as its server [`SERVER_NAME`].
+pub(crate) const PLUGIN: &str = "mekara";
+
+/// What Claude Code puts between `mcp__` and a tool's name: the server's name, after the
+/// plugin's when a plugin gave it.
+fn server_key(served: Served) -> String {
+    match served {
+        Served::Configured => SERVER_NAME.to_string(),
+        Served::ClaudePlugin => format!("plugin_{PLUGIN}_{SERVER_NAME}"),
+    }
 }
 
 fn install(setup: &mut Setup<'_>) -> Result<(), InstallError> {
@@ -65,10 +79,77 @@ fn left_for_you(user: bool) -> Option<String> {
     })
 }
 
+/// How `mekara hook` names mekara's tools, registered as `served` says: the `start` tool,
+/// and from the plugin, the prefix of its tools.
+pub(crate) fn hook_names(served: Served) -> (String, Option<String>) {
+    let start = tool_name(AgentTool::Start, served);
+    let plugin_tools =
+        (served == Served::ClaudePlugin).then(|| format!("mcp__{}__", server_key(served)));
+    (start, plugin_tools)
+}
+
+/// The file that gives Claude Code a `mekara` server of its own here, if any: the project's
+/// `.mcp.json`, or `~/.claude.json` (for every project, or for this one). mekara's plugin
+/// stands down where there is one (its server offers no tools), so that a project whose team
+/// committed `mekara install`'s set-up does not get a second server from the plugin.
+pub(crate) fn configured_server(locations: &Locations) -> Option<PathBuf> {
+    let has_mekara = |servers: Option<&Json>| {
+        servers
+            .and_then(Json::as_object)
+            .is_some_and(|s| s.contains_key(SERVER_NAME))
+    };
+    if let Some(root) = &locations.project_root {
+        let path = root.join(".mcp.json");
+        if read_json(&path).is_some_and(|j| has_mekara(j.get("mcpServers"))) {
+            return Some(path);
+        }
+    }
+    let path = locations.home.as_ref()?.join(".claude.json");
+    let user = read_json(&path)?;
+    let for_project = locations
+        .project_root
+        .as_ref()
+        .and_then(|root| user.get("projects")?.get(root.to_str()?)?.get("mcpServers"));
+    (has_mekara(user.get("mcpServers")) || has_mekara(for_project)).then_some(path)
+}
+
+/// The settings file that registers `mekara install`'s hooks here, if any (the project's
+/// shared or local settings, or the user's): mekara's plugin's hooks then say nothing, so
+/// that a prompt is not answered twice.
+pub(crate) fn configured_hooks(locations: &Locations) -> Option<PathBuf> {
+    let project = locations.project_root.iter().flat_map(|root| {
+        [
+            root.join(".claude/settings.json"),
+            root.join(".claude/settings.local.json"),
+        ]
+    });
+    let user = locations
+        .home
+        .iter()
+        .map(|h| h.join(".claude/settings.json"));
+    project.chain(user).find(|path| {
+        read_json(path).is_some_and(|settings| {
+            settings
+                .get("hooks")
+                .and_then(Json::as_object)
+                .into_iter()
+                .flat_map(|events| events.values())
+                .filter_map(Json::as_array)
+                .flatten()
+                .any(|entry| Hook::INSTALLED.iter().any(|hook| runs_hook(entry, *hook)))
+        })
+    })
+}
+
+/// The JSON in the file at `path`, if it is there and parses.
+fn read_json(path: &Path) -> Option<Json> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
 /// The hook entry `install` adds for `hook`.
 fn hook_entry(hook: Hook) -> Json {
     let command = json!({"type": "command", "command": hook.command()});
-    match hook.matcher() {
+    match hook.matcher(None) {
         Some(matcher) => json!({"matcher": matcher, "hooks": [command]}),
         None => json!({"hooks": [command]}),
     }
@@ -77,7 +158,7 @@ fn hook_entry(hook: Hook) -> Json {
 /// Whether a hook entry (`{matcher?, hooks: [...]}`) runs `hook`'s command for its matcher.
 fn runs_hook(entry: &Json, hook: Hook) -> bool {
     let matcher = entry.get("matcher").and_then(Json::as_str);
-    matcher == hook.matcher()
+    matcher == hook.matcher(None).as_deref()
         && entry
             .get("hooks")
             .and_then(Json::as_array)
@@ -90,13 +171,16 @@ fn is_hook_command(h: &Json, hook: Hook) -> bool {
 
 /// `.claude/settings.json`: both hooks, and every mekara tool allowed.
 fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError> {
-    let allowed: Vec<String> = tools::ALL.into_iter().map(tool_name).collect();
+    let allowed: Vec<String> = tools::ALL
+        .into_iter()
+        .map(|tool| tool_name(tool, Served::Configured))
+        .collect();
     edit_json(path, direction, |state, root| {
         match direction {
             Direction::Install => {
                 let hooks_map = state.object(root, "hooks", "hooks")?;
                 let mut added = Vec::new();
-                for hook in Hook::ALL {
+                for hook in Hook::INSTALLED {
                     let dotted = format!("hooks.{}", hook.event());
                     let entries = state.array(hooks_map, hook.event(), &dotted)?;
                     for earlier in hook.earlier_matchers() {
@@ -125,11 +209,12 @@ fn claude_settings(path: &Path, direction: Direction) -> Result<Edit, EditError>
             }
             Direction::Uninstall => {
                 if let Some(Json::Object(hooks_map)) = root.get_mut("hooks") {
-                    for hook in Hook::ALL {
+                    for hook in Hook::INSTALLED {
                         let Some(Json::Array(entries)) = hooks_map.get_mut(hook.event()) else {
                             continue;
                         };
-                        let matchers = std::iter::once(hook.matcher())
+                        let current = hook.matcher(None);
+                        let matchers = std::iter::once(current.as_deref())
                             .chain(hook.earlier_matchers().iter().copied().map(Some));
                         for matcher in matchers {
                             if remove_hook(entries, hook, matcher) {
@@ -196,7 +281,7 @@ fn remove_hook(entries: &mut Vec<Json>, hook: Hook, matcher: Option<&str>) -> bo
 }
 
 fn describe(hook: Hook) -> String {
-    match hook.matcher() {
+    match hook.matcher(None) {
         Some(m) => format!("{} (matcher `{m}`)", hook.event()),
         None => hook.event().to_string(),
     }

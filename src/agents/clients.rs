@@ -23,8 +23,9 @@ pub(crate) struct Client {
     pub help: &'static str,
     /// Whether `name`, the `clientInfo.name` of an MCP `initialize`, is this client's.
     pub is_client_info: fn(name: &str) -> bool,
-    /// The name its model sees a tool of mekara's under.
-    pub tool_name: fn(AgentTool) -> String,
+    /// The name its model sees a tool of mekara's under, when it was given mekara's server
+    /// the way [`Served`] says.
+    pub tool_name: fn(AgentTool, Served) -> String,
     /// Whether it passes what is typed after `/name` only to an MCP prompt's required
     /// arguments, so that a prompt's `arguments` must be required there.
     pub fills_only_required_arguments: bool,
@@ -98,19 +99,41 @@ impl ValueEnum for Headless {
     }
 }
 
+/// How a client was given mekara's server, which decides the names its model sees mekara's
+/// tools under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Served {
+    /// As the server `mekara` of the client's own configuration: what `mekara install`
+    /// writes, or a person by hand.
+    #[default]
+    Configured,
+    /// By mekara's Claude Code plugin (`mekara mcp --plugin`): Claude Code names a plugin's
+    /// server after the plugin too (`mcp__plugin_mekara_mekara__start`).
+    ClaudePlugin,
+}
+
 /// The client on the other end of an MCP connection, as far as mekara knows it: it decides
 /// how the client's model sees mekara's tools, so that every text mekara gives an agent names
 /// the tool it can actually call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct AgentClient(Option<&'static Client>);
+pub(crate) struct AgentClient(Option<&'static Client>, Served);
 
 impl AgentClient {
     /// A client mekara does not know, best told the names `tools/list` gives.
-    pub(crate) const OTHER: AgentClient = AgentClient(None);
+    pub(crate) const OTHER: AgentClient = AgentClient(None, Served::Configured);
 
-    /// The client that calls itself `name` in `initialize`.
-    pub(crate) fn from_client_info(name: &str) -> AgentClient {
-        AgentClient(CLIENTS.into_iter().find(|c| (c.is_client_info)(name)))
+    /// The client that calls itself `name` in `initialize`, given mekara's server as
+    /// `served` says.
+    pub(crate) fn from_client_info(name: &str, served: Served) -> AgentClient {
+        AgentClient(
+            CLIENTS.into_iter().find(|c| (c.is_client_info)(name)),
+            served,
+        )
+    }
+
+    /// Whether mekara does not know the client: it names the tools as `tools/list` does.
+    pub(crate) fn is_other(self) -> bool {
+        self.0.is_none()
     }
 
     /// Whether it passes what is typed after `/name` only to a prompt's required arguments
@@ -122,7 +145,7 @@ impl AgentClient {
     /// The name this client's model sees `tool` under.
     pub(crate) fn tool_name(self, tool: AgentTool) -> String {
         match self.0 {
-            Some(client) => (client.tool_name)(tool),
+            Some(client) => (client.tool_name)(tool, self.1),
             None => tool.name().to_string(),
         }
     }

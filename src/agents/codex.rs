@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::clients::Client;
+use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
@@ -38,7 +38,7 @@ pub(crate) const CLIENT: Client = Client {
 };
 
 /// `start`: the tool's own name, in the server's namespace.
-fn tool_name(tool: AgentTool) -> String {
+fn tool_name(tool: AgentTool, _: Served) -> String {
     tool.name().to_string()
 }
 

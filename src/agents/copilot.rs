@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::clients::Client;
+use super::clients::{Client, Served};
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::install::{InstallError, Setup};
 
@@ -23,7 +23,7 @@ pub(crate) const CLIENT: Client = Client {
 };
 
 /// `mekara-start`.
-fn tool_name(tool: AgentTool) -> String {
+fn tool_name(tool: AgentTool, _: Served) -> String {
     format!("{SERVER_NAME}-{}", tool.name())
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value as Json, json};
 
-use super::clients::Client;
+use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
@@ -38,7 +38,7 @@ pub(crate) const CLIENT: Client = Client {
 };
 
 /// `mcp_mekara_start`.
-fn tool_name(tool: AgentTool) -> String {
+fn tool_name(tool: AgentTool, _: Served) -> String {
     format!("mcp_{SERVER_NAME}_{}", tool.name())
 }
 

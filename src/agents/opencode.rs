@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::clients::Client;
+use super::clients::{Client, Served};
 use super::reply::AFTER_START;
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::install::commands::{self, CommandFile};
@@ -39,7 +39,7 @@ pub(crate) const CLIENT: Client = Client {
 };
 
 /// `mekara_start`.
-fn tool_name(tool: AgentTool) -> String {
+fn tool_name(tool: AgentTool, _: Served) -> String {
     format!("{SERVER_NAME}_{}", tool.name())
 }
 
@@ -137,7 +137,7 @@ fn plan_commands(plan: &mut Plan, dir: &Path, direction: Direction) -> Result<()
 /// OpenCode's command files for the compiled scripts a session in `base` can start (the
 /// project's, the user's and the bundled ones, not the demos).
 fn command_files(base: &Path) -> Vec<CommandFile> {
-    let start = tool_name(AgentTool::Start);
+    let start = tool_name(AgentTool::Start, Served::Configured);
     Resolver::new(&Locations::discover(base))
         .list(Listing::Usual)
         .into_iter()

@@ -1189,6 +1189,17 @@ pub(crate) fn unknown_tool(name: &str) -> String {
 /// The description of every prompt's one argument.
 pub(crate) const PROMPT_ARGUMENT: &str = "Replaces `$ARGUMENTS` in the script's instructions.";
 
+/// What mekara's plugin says, as its server's instructions and to any call, in a project
+/// that sets its own `mekara` server up in `file`.
+pub(crate) fn stood_down(file: &Path) -> String {
+    format!(
+        "mekara's Claude Code plugin offers no tools here: `{}` sets this project's own `mekara` \
+         server up, so use that server's tools (`mcp__mekara__start` and the others). If they \
+         are missing, approve the `mekara` server in `/mcp`.",
+        file.display()
+    )
+}
+
 /// The `prompts/get` error for a script that does not exist.
 pub(crate) fn prompt_not_found(name: &str) -> String {
     format!("prompt `{name}` not found; `prompts/list` lists the prompts there are")
@@ -1222,7 +1233,7 @@ const QUOTED_BLOCKS: [&str; 5] = [
 /// names, so that every text, including one added later, goes through this one place;
 /// what they quote from scripts and steps is left as it is.
 pub(crate) fn for_client(text: &str, client: AgentClient) -> String {
-    if client == AgentClient::OTHER {
+    if client.is_other() {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 64);

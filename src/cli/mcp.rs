@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::agents::claude;
+use crate::agents::clients::Served;
 use crate::engine::Settings;
 use crate::exit::Exit;
 use crate::mcp::{self, SessionPlan};
+use crate::paths::Locations;
 use crate::transport::{HttpLimits, HttpOptions};
 
 #[derive(Debug, Args)]
@@ -22,6 +25,11 @@ pub(super) struct McpArgs {
     /// Record the session into this VCR cassette (stdio only).
     #[arg(long, value_name = "FILE", env = "MEKARA_VCR_CASSETTE")]
     cassette: Option<PathBuf>,
+    /// Started by mekara's Claude Code plugin: name the tools as Claude Code names a
+    /// plugin's (`mcp__plugin_mekara_mekara__start`), and offer none in a project that sets
+    /// its own `mekara` server up (`.mcp.json`).
+    #[arg(long)]
+    plugin: bool,
 }
 
 pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
@@ -33,7 +41,17 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     .evaluating_in_children();
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
-    let plan = SessionPlan::discover(&cwd, settings)?;
+    let mut plan = SessionPlan::discover(&cwd, settings)?;
+    if args.plugin {
+        plan.served = Served::ClaudePlugin;
+        plan.stood_down = claude::configured_server(&Locations::discover(&cwd));
+        if let Some(file) = &plan.stood_down {
+            tracing::info!(
+                "the plugin's server stands down: `{}` sets mekara up",
+                file.display()
+            );
+        }
+    }
     if args.http.http.is_some() && args.cassette.is_some() {
         return super::usage(
             "VCR recording (`MEKARA_VCR_CASSETTE` / `--cassette`) works over stdio only: one cassette cannot hold several HTTP sessions",

@@ -1,9 +1,10 @@
 //! Claude Code hooks: `mekara hook reroute-user-commands` (UserPromptSubmit) and
 //! `mekara hook reroute-agent-commands` (PreToolUse on the `Skill` tool, and on the
-//! `SlashCommand` tool through which Claude Code before 2.0.73 offered commands).
+//! `SlashCommand` tool through which Claude Code before 2.0.73 offered commands), and for
+//! mekara's plugin `mekara hook session-start` too.
 //!
-//! Both send a compiled script to `mcp__mekara__start` instead of letting the agent follow
-//! its Markdown by hand. They run on every prompt, so this module only parses the hook's
+//! Both reroutes send a compiled script to `mcp__mekara__start` instead of letting the agent
+//! follow its Markdown by hand. They run on every prompt, so this module only parses the hook's
 //! JSON and resolves a name: no async runtime, no Starlark. It must never break a session:
 //! whatever goes wrong, the hook says nothing (the caller exits 0) and the reason goes to the
 //! log. It owns the hook text; it does not touch the engine or the MCP server. The tool's
@@ -26,17 +27,21 @@ pub(crate) enum Hook {
     RerouteUserCommands,
     /// PreToolUse (matcher `Skill|SlashCommand`): the agent reaching for a compiled script.
     RerouteAgentCommands,
+    /// SessionStart, registered by mekara's plugin only: mekara itself says nothing; the
+    /// plugin's launcher answers it when it finds no mekara to run (`plugin/bin/mekara`).
+    SessionStart,
 }
 
 impl Hook {
-    /// Every hook, in the order `mekara install` adds them.
-    pub(crate) const ALL: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
+    /// The hooks `mekara install` adds, in that order.
+    pub(crate) const INSTALLED: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
 
     /// The subcommand name (`mekara hook <name>`).
     pub(crate) fn name(self) -> &'static str {
         match self {
             Hook::RerouteUserCommands => "reroute-user-commands",
             Hook::RerouteAgentCommands => "reroute-agent-commands",
+            Hook::SessionStart => "session-start",
         }
     }
 
@@ -45,14 +50,20 @@ impl Hook {
         match self {
             Hook::RerouteUserCommands => "UserPromptSubmit",
             Hook::RerouteAgentCommands => "PreToolUse",
+            Hook::SessionStart => "SessionStart",
         }
     }
 
-    /// The tool matcher it is registered with, for tool events.
-    pub(crate) fn matcher(self) -> Option<&'static str> {
-        match self {
-            Hook::RerouteUserCommands => None,
-            Hook::RerouteAgentCommands => Some("Skill|SlashCommand"),
+    /// The tool matcher it is registered with, for tool events. The plugin's also matches
+    /// the plugin's own tools (`plugin_tools`: their prefix), which it lets run without a
+    /// permission prompt.
+    pub(crate) fn matcher(self, plugin_tools: Option<&str>) -> Option<String> {
+        match (self, plugin_tools) {
+            (Hook::RerouteAgentCommands, None) => Some("Skill|SlashCommand".to_string()),
+            (Hook::RerouteAgentCommands, Some(tools)) => {
+                Some(format!("Skill|SlashCommand|{tools}.*"))
+            }
+            (Hook::RerouteUserCommands | Hook::SessionStart, _) => None,
         }
     }
 
@@ -60,7 +71,7 @@ impl Hook {
     /// removes them too.
     pub(crate) fn earlier_matchers(self) -> &'static [&'static str] {
         match self {
-            Hook::RerouteUserCommands => &[],
+            Hook::RerouteUserCommands | Hook::SessionStart => &[],
             Hook::RerouteAgentCommands => &["Skill"],
         }
     }
@@ -69,6 +80,26 @@ impl Hook {
     pub(crate) fn command(self) -> String {
         format!("mekara hook {}", self.name())
     }
+}
+
+/// What a hook answers with depends on who registered it: `mekara install` (`plugin`: `None`)
+/// or mekara's Claude Code plugin, whose tools and commands Claude Code names after it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Registered<'a> {
+    /// The name Claude Code's model sees mekara's `start` tool under
+    /// ([`crate::agents::claude::tool_name`]).
+    pub start: &'a str,
+    /// From the plugin: its name and the prefix of its tools.
+    pub plugin: Option<PluginNames<'a>>,
+}
+
+/// How Claude Code names what mekara's plugin gives it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PluginNames<'a> {
+    /// The plugin's name, which its commands are typed under: `/mekara:compile`.
+    pub name: &'a str,
+    /// What each of its tools' names starts with: `mcp__plugin_mekara_mekara__`.
+    pub tools: &'a str,
 }
 
 /// Why a hook said nothing although it was given something: logged, never shown.
@@ -85,17 +116,25 @@ pub(crate) enum HookInputError {
     MissingField(&'static str),
 }
 
-/// Runs `hook` on its stdin text, with `cwd` the folder Claude Code ran it in and `start`
-/// the name Claude Code's model sees mekara's `start` tool under
-/// ([`crate::agents::claude::tool_name`]). Returns what to print on stdout (`None`: print
-/// nothing). `Err` means the input was malformed; the caller logs it and still prints
-/// nothing.
+/// Runs `hook` on its stdin text, with `cwd` the folder Claude Code ran it in, registered as
+/// `by` says. Returns what to print on stdout (`None`: print nothing). `Err` means the input
+/// was malformed; the caller logs it and still prints nothing.
 pub(crate) fn run(
     hook: Hook,
     stdin: &str,
     cwd: &Path,
-    start: &str,
+    by: Registered<'_>,
 ) -> Result<Option<String>, HookInputError> {
+    let start = by.start;
+    // A command of the plugin's is typed under its name (`/mekara:compile`): the script's
+    // name is what follows.
+    let unprefixed = |name: &'_ str| -> String {
+        let prefix = by.plugin.map(|p| format!("{}:", p.name));
+        match prefix.as_deref().and_then(|p| name.strip_prefix(p)) {
+            Some(rest) if !rest.is_empty() => rest.to_string(),
+            _ => name.to_string(),
+        }
+    };
     if stdin.trim().is_empty() {
         return Err(HookInputError::Empty);
     }
@@ -108,14 +147,21 @@ pub(crate) fn run(
         .map_or(cwd, Path::new);
     let compiled = |name: &str| is_compiled(name, cwd);
     Ok(match hook {
+        Hook::SessionStart => None,
         Hook::RerouteUserCommands => {
             let prompt = str_field(&input, "prompt")?;
-            user_command(prompt)
-                .filter(|(name, _)| compiled(name))
-                .map(|(name, args)| user_prompt_answer(name, args, start))
+            user_command(prompt).and_then(|(typed, args)| {
+                let name = unprefixed(typed);
+                compiled(&name).then(|| user_prompt_answer(typed, &name, args, start))
+            })
         }
         Hook::RerouteAgentCommands => {
             let tool = input.get("tool_name").and_then(Json::as_str);
+            if let (Some(tool), Some(plugin)) = (tool, by.plugin)
+                && tool.starts_with(plugin.tools)
+            {
+                return Ok(Some(allow_answer(plugin.name)));
+            }
             if !matches!(tool, Some("Skill" | "SlashCommand")) {
                 return Ok(None);
             }
@@ -133,7 +179,8 @@ pub(crate) fn run(
                     None => return Ok(None),
                 }
             };
-            compiled(skill).then(|| skill_answer(skill, args, start))
+            let skill = unprefixed(skill);
+            compiled(&skill).then(|| skill_answer(&skill, args, start))
         }
     })
 }
@@ -186,12 +233,18 @@ fn start_call(name: &str, args: &str, source: &str, gap: &str) -> String {
     )
 }
 
-/// The UserPromptSubmit answer: context the model reads beside the expanded command.
-fn user_prompt_answer(name: &str, args: &str, start: &str) -> String {
-    let source = format!("the text after `/{name}` in the user's prompt");
+/// The UserPromptSubmit answer: context the model reads beside the expanded command,
+/// `/typed` (`/mekara:compile`) for the script `name` (`compile`).
+fn user_prompt_answer(typed: &str, name: &str, args: &str, start: &str) -> String {
+    let source = format!("the text after `/{typed}` in the user's prompt");
+    let what = if typed == name {
+        format!("`/{name}` is a compiled mekara script.")
+    } else {
+        format!("`/{typed}` is the compiled mekara script `{name}`.")
+    };
     let context = format!(
-        "`/{name}` is a compiled mekara script. Do not follow its Markdown instructions by \
-         hand: mekara runs its automatic steps itself. Call the `{start}` tool with {}{AFTER_START}",
+        "{what} Do not follow its Markdown instructions by hand: mekara runs its automatic \
+         steps itself. Call the `{start}` tool with {}{AFTER_START}",
         start_call(name, args, &source, "\n\n")
     );
     json!({
@@ -203,16 +256,31 @@ fn user_prompt_answer(name: &str, args: &str, start: &str) -> String {
     .to_string()
 }
 
-/// The body of the command file `mekara install` generates for a bundled compiled script
-/// (`/compile`): what the model reads when the person types `/name`. It says the same as
+/// The body of the command file `mekara install` (or mekara's plugin) has for a bundled
+/// compiled script `name` (`compile`), typed as `/typed` (`/compile`, or `/mekara:compile`
+/// from the plugin): what the model reads when the person types it. It says the same as
 /// [`user_prompt_answer`], which adds the call as JSON, so the two never disagree; without the
 /// hook it is still enough.
-pub(crate) fn bundled_command_body(name: &str, start: &str) -> String {
+pub(crate) fn bundled_command_body(typed: &str, name: &str, start: &str) -> String {
     format!(
-        "`/{name}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
+        "`/{typed}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
          steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
-         text typed after `/{name}`, exactly; {AFTER_START}\n"
+         text typed after `/{typed}`, exactly; {AFTER_START}\n"
     )
+}
+
+/// The PreToolUse answer of the plugin's hook for one of the plugin's own tools: allowed,
+/// so that they run without a permission prompt, as `mekara install`'s
+/// `permissions.allow` lets the configured server's run.
+fn allow_answer(plugin: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": Hook::RerouteAgentCommands.event(),
+            "permissionDecision": "allow",
+            "permissionDecisionReason": format!("one of mekara's own tools, allowed by the `{plugin}` plugin"),
+        }
+    })
+    .to_string()
 }
 
 /// The PreToolUse answer: deny the Skill call, naming the call to make instead.

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 
 use crate::agents::claude;
+use crate::agents::clients::Served;
 use crate::agents::tools::AgentTool;
 use crate::script::bundled;
 use crate::script::nl::{GENERATED_KEY, NlText, is_generated};
@@ -24,8 +25,15 @@ pub(crate) struct CommandFile {
     pub text: String,
 }
 
-/// The command files for every bundled script that is not a demo.
+/// The command files `mekara install` writes for every bundled script that is not a demo.
 pub(crate) fn bundled() -> Vec<CommandFile> {
+    commands(Served::Configured)
+}
+
+/// The command files of every bundled script that is not a demo, for Claude Code given
+/// mekara's server as `served` says: `mekara install`'s (marked as generated), or the
+/// commands of mekara's Claude Code plugin ([`super::plugin`]).
+pub(crate) fn commands(served: Served) -> Vec<CommandFile> {
     bundled::FILES
         .iter()
         .filter_map(|f| {
@@ -34,7 +42,7 @@ pub(crate) fn bundled() -> Vec<CommandFile> {
                 let compiled = bundled::file(&format!("compiled/{name}.star")).is_some();
                 CommandFile {
                     rel: PathBuf::from(format!("{name}.md")),
-                    text: text(name, f.text, compiled),
+                    text: text(name, f.text, compiled, served),
                 }
             })
         })
@@ -48,17 +56,31 @@ pub(crate) fn is_ours(path: &std::path::Path) -> bool {
 
 /// An NL-only script's file is its own text (Claude Code replaces `$ARGUMENTS`, as mekara
 /// does); a compiled script's says to run it through mekara, which the hook says too.
-fn text(name: &str, nl: &str, compiled: bool) -> String {
+fn text(name: &str, nl: &str, compiled: bool, served: Served) -> String {
     let parsed = NlText::parse(nl);
+    let typed = match served {
+        Served::Configured => name.to_string(),
+        Served::ClaudePlugin => format!("{}:{name}", claude::PLUGIN),
+    };
     let body = if compiled {
-        crate::hooks::bundled_command_body(name, &claude::tool_name(AgentTool::Start))
+        crate::hooks::bundled_command_body(
+            &typed,
+            name,
+            &claude::tool_name(AgentTool::Start, served),
+        )
     } else {
         parsed.body.to_string()
     };
-    let mut front = format!(
-        "---\n# Written by `mekara install`, which rewrites it; to change the script, run\n\
-         # `mekara scripts eject {name}` (it replaces this file with the script's own)\n"
-    );
+    let mut front = match served {
+        Served::Configured => format!(
+            "---\n# Written by `mekara install`, which rewrites it; to change the script, run\n\
+             # `mekara scripts eject {name}` (it replaces this file with the script's own)\n"
+        ),
+        Served::ClaudePlugin => format!(
+            "---\n# mekara's bundled script `{name}`, generated from scripts/nl/{name}.md (the\n\
+             # test `install::plugin` checks it and `MEKARA_BLESS=1` rewrites it)\n"
+        ),
+    };
     // The script's own front matter lines, as written (quotes and all).
     if !parsed.front_matter.is_empty()
         && let Some(rest) = nl.strip_prefix("---\n")
@@ -66,7 +88,10 @@ fn text(name: &str, nl: &str, compiled: bool) -> String {
     {
         front.push_str(&rest[..=end]);
     }
-    front.push_str(&format!("{GENERATED_KEY}: {name}\n---\n\n"));
+    if served == Served::Configured {
+        front.push_str(&format!("{GENERATED_KEY}: {name}\n"));
+    }
+    front.push_str("---\n\n");
     front + &body
 }
 

@@ -16,6 +16,8 @@
 
 pub(crate) mod commands;
 pub(crate) mod edits;
+#[cfg(test)]
+mod plugin;
 mod record;
 
 use std::fmt;

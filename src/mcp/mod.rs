@@ -14,6 +14,7 @@ pub(crate) mod vcr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::agents::clients::Served;
 use crate::agents::session::Session;
 use crate::engine::store::RunStore;
 use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
@@ -34,6 +35,13 @@ pub(crate) struct SessionPlan {
     pub settings: Settings,
     /// The folder scripts run in when a call names none.
     pub cwd: PathBuf,
+    /// How the client was given this server (`mekara mcp --plugin`: by mekara's Claude Code
+    /// plugin), which decides the names its model sees the tools under.
+    pub served: Served,
+    /// Set when the server stands down: mekara's plugin in a project that sets its own
+    /// `mekara` server up in this file ([`crate::agents::claude::configured_server`]). It
+    /// then offers no tools, and says why.
+    pub stood_down: Option<PathBuf>,
 }
 
 impl SessionPlan {
@@ -46,6 +54,8 @@ impl SessionPlan {
             store,
             settings,
             cwd: cwd.to_path_buf(),
+            served: Served::Configured,
+            stood_down: None,
         })
     }
 

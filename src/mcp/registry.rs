@@ -143,6 +143,11 @@ impl Registry {
         }
     }
 
+    /// What the server's sessions are made from.
+    pub(crate) fn plan(&self) -> &SessionPlan {
+        &self.plan
+    }
+
     /// The resolver scripts are found with.
     pub(crate) fn resolver(&self) -> &Resolver {
         &self.plan.resolver

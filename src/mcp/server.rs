@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use super::registry::{Driving, Registry, Slot};
 use super::vcr::Recorder;
-use crate::agents::clients::AgentClient;
+use crate::agents::clients::{AgentClient, Served};
 use crate::agents::history::Progress;
 use crate::agents::reply::{self, Reply};
 use crate::agents::session::Session;
@@ -220,7 +220,10 @@ impl ServerHandler for Server {
             Implementation::new("mekara", env!("CARGO_PKG_VERSION"))
                 .with_title("mekara: workflows as code"),
         )
-        .with_instructions(reply::INSTRUCTIONS)
+        .with_instructions(match &self.registry.plan().stood_down {
+            Some(file) => reply::stood_down(file),
+            None => reply::INSTRUCTIONS.to_string(),
+        })
     }
 
     async fn initialize(
@@ -229,7 +232,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
-        let client = AgentClient::from_client_info(&request.client_info.name);
+        let client = AgentClient::from_client_info(&request.client_info.name, self.served());
         tracing::debug!(
             "client `{}` {} ({client:?})",
             request.client_info.name,
@@ -247,7 +250,10 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let client = client(&context);
+        if self.registry.plan().stood_down.is_some() {
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        }
+        let client = self.client(&context);
         Ok(ListToolsResult::with_all_items(
             tools::ALL
                 .iter()
@@ -271,10 +277,13 @@ impl ServerHandler for Server {
                 None,
             ));
         };
+        if let Some(file) = &self.registry.plan().stood_down {
+            return Err(McpError::invalid_request(reply::stood_down(file), None));
+        }
         let reply = self.run(tool, request.arguments, &context).await?;
         let content = vec![ContentBlock::text(reply::for_client(
             &reply.text,
-            client(&context),
+            self.client(&context),
         ))];
         // The run's handle is in the text only, never in `structuredContent`: Claude Code
         // gives the model a result's structured content *instead of* its text, so the reply
@@ -301,7 +310,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let required = context.peer.peer_info().is_some_and(|info| {
-            AgentClient::from_client_info(&info.client_info.name).fills_only_required_arguments()
+            AgentClient::from_client_info(&info.client_info.name, self.served())
+                .fills_only_required_arguments()
         });
         let prompts = self
             .registry
@@ -366,7 +376,7 @@ impl ServerHandler for Server {
         let text = if script.compiled.is_some() {
             reply::for_client(
                 &reply::compiled_prompt(&script.name.to_string(), &arguments),
-                client(&context),
+                self.client(&context),
             )
         } else {
             script.instructions(&arguments)
@@ -381,24 +391,31 @@ impl ServerHandler for Server {
     }
 }
 
-/// The client on the other end of `context`'s connection: named by the request's own
-/// `_meta` (`2026-07-28` has no handshake: Claude Code 2.1 and Copilot CLI name themselves in
-/// each request; over HTTP such a request comes with a stand-in `initialize` of the
-/// transport's), else by the connection's `initialize` (up to protocol `2025-11-25`).
-fn client(context: &RequestContext<RoleServer>) -> AgentClient {
-    let named = context
-        .meta
-        .client_info()
-        .map(|info| info.name)
-        .or_else(|| {
-            context
-                .peer
-                .peer_info()
-                .map(|info| info.client_info.name.clone())
-        });
-    named.map_or(AgentClient::OTHER, |name| {
-        AgentClient::from_client_info(&name)
-    })
+impl Server {
+    /// How the client was given this server.
+    fn served(&self) -> Served {
+        self.registry.plan().served
+    }
+
+    /// The client on the other end of `context`'s connection: named by the request's own
+    /// `_meta` (`2026-07-28` has no handshake: Claude Code 2.1 and Copilot CLI name themselves
+    /// in each request; over HTTP such a request comes with a stand-in `initialize` of the
+    /// transport's), else by the connection's `initialize` (up to protocol `2025-11-25`).
+    fn client(&self, context: &RequestContext<RoleServer>) -> AgentClient {
+        let named = context
+            .meta
+            .client_info()
+            .map(|info| info.name)
+            .or_else(|| {
+                context
+                    .peer
+                    .peer_info()
+                    .map(|info| info.client_info.name.clone())
+            });
+        named.map_or(AgentClient::OTHER, |name| {
+            AgentClient::from_client_info(&name, self.served())
+        })
+    }
 }
 
 /// A tool as `tools/list` gives it to `client` (its description names the other tools as
