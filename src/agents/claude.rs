@@ -308,8 +308,48 @@ impl ClaudeAgent {
         if let Some(budget) = request.budget_usd {
             command.push_str(&format!(" --max-budget-usd {budget:.4}"));
         }
+        command.push_str(" --settings ");
+        let without = without_mekara(&Locations::discover(&request.working_dir));
+        command.push_str(&shell_quote(&without.to_string()));
         command
     }
+}
+
+/// The settings a step's agent runs with, on top of the person's: without mekara (neither
+/// mekara's plugin, under any marketplace it was installed from, nor a project's `mekara`
+/// server of `.mcp.json`). mekara is running the step: a second server per step would offer
+/// the agent mekara's own tools inside it, and a plugin's hooks would reroute its commands.
+fn without_mekara(locations: &Locations) -> Json {
+    let mut plugins = serde_json::Map::new();
+    plugins.insert(format!("{PLUGIN}@{PLUGIN}"), Json::Bool(false));
+    let settings = locations
+        .project_root
+        .iter()
+        .flat_map(|root| {
+            [
+                root.join(".claude/settings.json"),
+                root.join(".claude/settings.local.json"),
+            ]
+        })
+        .chain(
+            locations
+                .home
+                .iter()
+                .map(|h| h.join(".claude/settings.json")),
+        );
+    for path in settings {
+        let Some(Json::Object(enabled)) =
+            read_json(&path).and_then(|s| s.get("enabledPlugins").cloned())
+        else {
+            continue;
+        };
+        for key in enabled.keys() {
+            if key.split_once('@').is_some_and(|(name, _)| name == PLUGIN) {
+                plugins.insert(key.clone(), Json::Bool(false));
+            }
+        }
+    }
+    json!({"enabledPlugins": plugins, "disabledMcpjsonServers": [SERVER_NAME]})
 }
 
 impl Agent for ClaudeAgent {

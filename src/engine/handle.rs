@@ -65,7 +65,8 @@ pub(crate) enum HandleProblem {
     Wrong,
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` in lowercase hexadecimal.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().fold(String::new(), |mut out, b| {
         let _ = write!(out, "{b:02x}");
         out

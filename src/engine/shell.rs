@@ -7,10 +7,11 @@
 //! timeouts and cancellation without a thread per step. When the command ends, is timed out or is cancelled, the whole
 //! group is killed: a step leaves nothing running behind it.
 
+use std::ffi::OsString;
 use std::io::{Read, Write as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -90,6 +91,72 @@ fn find_in_path(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// What every shell step gets in its environment so that it finds the mekara running it (a
+/// step may call `mekara check`, as the bundled `/compile` does, although mekara was started
+/// by an absolute path and is not on `PATH`: a plugin, `npx`, a wheel's virtualenv):
+/// `MEKARA`, the running binary, and, when the `mekara` on `PATH` is not that binary, `PATH`
+/// with a folder first that holds only a link named `mekara` to it. The folder is not the
+/// binary's own, which may hold other programs (a virtualenv's `python`) that must not take
+/// the place of the ones on `PATH`. It is made once per binary, under the user's cache
+/// folder, and can be removed at any time. A step's own `env` still wins. Worked out once
+/// per process.
+static RUNNING_MEKARA: LazyLock<Vec<(OsString, OsString)>> = LazyLock::new(running_mekara);
+
+fn running_mekara() -> Vec<(OsString, OsString)> {
+    let Ok(exe) = std::env::current_exe() else {
+        return Vec::new();
+    };
+    let mut env = vec![(OsString::from("MEKARA"), exe.clone().into_os_string())];
+    let same = |p: &Path| std::fs::canonicalize(p).ok() == std::fs::canonicalize(&exe).ok();
+    if find_in_path("mekara").is_some_and(|found| same(&found)) {
+        return env;
+    }
+    match link_folder(&exe) {
+        Ok(folder) => {
+            let mut path = OsString::from(folder.as_os_str());
+            if let Some(rest) = std::env::var_os("PATH").filter(|p| !p.is_empty()) {
+                path.push(":");
+                path.push(rest);
+            }
+            env.push((OsString::from("PATH"), path));
+        }
+        Err(e) => tracing::debug!(
+            "shell steps get `MEKARA` but no `mekara` on `PATH`: cannot link `{}`: {e}",
+            exe.display()
+        ),
+    }
+    env
+}
+
+/// `<cache>/mekara/path/<hash of exe's path>/`, holding the link `mekara` → `exe`.
+fn link_folder(exe: &Path) -> std::io::Result<PathBuf> {
+    use sha2::Digest as _;
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .ok_or_else(|| std::io::Error::other("neither XDG_CACHE_HOME nor HOME is set"))?;
+    let digest = sha2::Sha256::digest(exe.as_os_str().as_encoded_bytes());
+    let key = super::handle::hex(&digest[..8]);
+    let folder = cache.join("mekara/path").join(key);
+    let link = folder.join("mekara");
+    if std::fs::read_link(&link).is_ok_and(|target| target == exe) {
+        return Ok(folder);
+    }
+    std::fs::create_dir_all(&folder)?;
+    // Another process may be making the same link: make it under a name of this process's,
+    // then rename it into place, which replaces whatever is there at once.
+    let temporary = folder.join(format!(".mekara.{}", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    std::os::unix::fs::symlink(exe, &temporary)?;
+    std::fs::rename(&temporary, &link)?;
+    Ok(folder)
+}
+
 impl StepRunner for ShellRunner {
     fn run_shell(
         &self,
@@ -159,6 +226,7 @@ impl StepRunner for ShellRunner {
         };
         command
             .current_dir(&step.working_dir)
+            .envs(RUNNING_MEKARA.iter().map(|(k, v)| (k, v)))
             .envs(&step.env)
             .stdin(stdin)
             .stdout(writer)

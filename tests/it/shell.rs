@@ -522,3 +522,69 @@ fn a_run_and_its_resume_work_under_valgrind() {
     let id = project.run_ids().pop().expect("a run was started");
     under_valgrind(&["run", "--resume", &id], "\n").expect_code(0);
 }
+
+/// A step that calls `mekara` (as `/compile`'s do) finds the mekara running it although that
+/// one was started by its path and `PATH` has none (a plugin, `npx`, a wheel's virtualenv):
+/// `MEKARA` names it, and `PATH` starts with a folder that holds only a link to it, so the
+/// binary's own folder (a virtualenv's `python` beside it) takes nothing else's place.
+#[test]
+fn a_step_finds_the_running_mekara_when_path_has_none() {
+    let project = Project::new();
+    project.script(
+        "which",
+        NL,
+        Some(
+            "def execute(request):\n    \
+             auto(\"echo \\\"MEKARA=$MEKARA\\\"; command -v mekara; ls \\\"$(dirname \\\"$(command -v mekara)\\\")\\\"; mekara --version; echo \\\"PATH=$PATH\\\"\")\n",
+        ),
+    );
+    let exe = Path::new(env!("CARGO_BIN_EXE_mekara"));
+    let run = project
+        .command(&["run", "which"])
+        .env("PATH", "/usr/bin:/bin")
+        .output();
+    let out = String::from_utf8_lossy(&run.as_ref().expect("run").stdout).into_owned();
+    assert!(run.expect("run").status.success(), "{out}");
+    assert!(out.contains(&format!("MEKARA={}", exe.display())), "{out}");
+    let link_folder = project.home().join(".cache/mekara/path");
+    assert!(
+        out.contains(&link_folder.display().to_string()),
+        "`mekara` is not the link under `{}`:\n{out}",
+        link_folder.display()
+    );
+    assert!(
+        out.contains(&format!("mekara {}", env!("CARGO_PKG_VERSION"))),
+        "{out}"
+    );
+    assert!(
+        out.contains(":/usr/bin:/bin\n"),
+        "the rest of PATH is kept:\n{out}"
+    );
+    let linked: Vec<_> = std::fs::read_dir(&link_folder)
+        .expect("the link folder")
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).expect("a folder").flatten())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(linked, ["mekara"], "the folder holds the link only");
+}
+
+/// When the `mekara` on `PATH` is the one running, a step's `PATH` is left as it was.
+#[test]
+fn a_step_keeps_path_when_it_finds_the_running_mekara_there() {
+    let project = Project::new();
+    project.script(
+        "path",
+        NL,
+        Some("def execute(request):\n    auto(\"echo \\\"PATH=$PATH\\\"\")\n"),
+    );
+    let path = crate::common::path_with_mekara();
+    let run = project
+        .command(&["run", "path"])
+        .env("PATH", &path)
+        .output()
+        .expect("run");
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{out}");
+    assert!(out.contains(&format!("PATH={path}\n")), "{out}");
+}

@@ -408,3 +408,28 @@ fn compile_passes_with_the_file_in_place_and_tries_it_where_effects_are_safe() {
         );
     }
 }
+
+/// `/compile` over MCP from a mekara that is not on `PATH` (a plugin's, `npx`'s, a wheel's):
+/// its shell steps still find it, and the run reaches the check, which passes.
+#[tokio::test]
+async fn compile_over_mcp_reaches_its_check_with_mekara_not_on_path() {
+    let project = Project::new();
+    project.script(
+        "hello",
+        "1. Run `echo hi`.\n",
+        Some("def execute(request):\n    auto(\"echo hi\", context = \"Step 1\")\n"),
+    );
+    let client =
+        crate::mcp::client::Client::start(&project, &[("PATH", Path::new("/usr/bin:/bin"))]).await;
+    let started = client
+        .call(
+            "start",
+            serde_json::json!({"name": "compile", "arguments": "hello"}),
+        )
+        .await
+        .ok();
+    assert!(!started.contains("command not found"), "{started}");
+    assert!(started.contains("hello.star"), "{started}");
+    let checked = client.continue_with(serde_json::json!({})).await.ok();
+    assert!(checked.contains("hello: ok"), "{checked}");
+}
