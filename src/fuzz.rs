@@ -374,21 +374,29 @@ proptest! {
         }
     }
 
-    /// Hook JSON of any shape, with prompts and skills of any text: never a panic.
+    /// Hook JSON of any shape, with prompts and skills of any text, registered by `mekara
+    /// install` or by the plugin (whose names the text may start with): never a panic.
     #[test]
     fn hook_json_of_any_shape_never_panics(
         prompt in tricky_text(),
         extra in json_value(),
         which in any::<bool>(),
+        plugin in any::<bool>(),
     ) {
         let nowhere = Path::new("/nonexistent-mekara-fuzz");
+        let by = hooks::Registered {
+            start: "start",
+            plugin: plugin.then_some(hooks::PluginNames { name: "mekara", tools: "mcp__plugin_mekara_mekara__" }),
+        };
         for input in [
             serde_json::json!({"prompt": format!("/{prompt}"), "cwd": prompt}),
+            serde_json::json!({"prompt": format!("/mekara:{prompt}")}),
             serde_json::json!({"tool_name": "Skill", "tool_input": {"skill": prompt, "args": extra}}),
+            serde_json::json!({"tool_name": format!("mcp__plugin_mekara_mekara__{prompt}"), "tool_input": extra}),
             serde_json::json!({"prompt": extra.clone(), "tool_name": extra.clone(), "tool_input": extra}),
         ] {
             let hook = if which { Hook::RerouteUserCommands } else { Hook::RerouteAgentCommands };
-            let _ = hooks::run(hook, &input.to_string(), nowhere, hooks::Registered { start: "start", plugin: None });
+            let _ = hooks::run(hook, &input.to_string(), nowhere, by);
         }
     }
 

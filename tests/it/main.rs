@@ -36,6 +36,7 @@ mod opencode;
 mod otel;
 mod parallel;
 mod parallel_agents;
+mod plugin;
 mod postgres;
 mod prune;
 mod python_client;

@@ -7,6 +7,7 @@
 //! `target/test-clients/claude-code/`. The tests are ignored unless the `clients` feature is on
 //! (as in CI); with it on, a missing binary is a failure.
 
+mod plugin;
 mod standin;
 
 use std::path::{Path, PathBuf};
@@ -67,6 +68,23 @@ type Session = crate::standin::Session<standin::Turn>;
 
 /// Runs `claude -p PROMPT` in the project against a stand-in scripted with `turns`.
 fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::Turn>) -> Session {
+    claude_p_with_path(
+        claude,
+        project,
+        prompt,
+        turns,
+        &crate::common::path_with_mekara(),
+    )
+}
+
+/// [`claude_p`] with this `PATH`.
+fn claude_p_with_path(
+    claude: &Path,
+    project: &Project,
+    prompt: &str,
+    turns: Vec<standin::Turn>,
+    path: &str,
+) -> Session {
     let standin = StandIn::start(turns);
     let mut command = Command::new(claude);
     command
@@ -74,7 +92,7 @@ fn claude_p(claude: &Path, project: &Project, prompt: &str, turns: Vec<standin::
         .arg(prompt)
         .current_dir(project.root())
         .env_clear()
-        .env("PATH", crate::common::path_with_mekara())
+        .env("PATH", path)
         .env("HOME", project.home())
         .env("ANTHROPIC_BASE_URL", standin.url())
         .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")

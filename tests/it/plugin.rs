@@ -1,0 +1,262 @@
+//! mekara's Claude Code plugin without Claude Code: its launcher (`plugin/bin/mekara`, run by
+//! `sh` as Claude Code runs it) finding mekara or saying how to install it, and `mekara hook
+//! ... --plugin` as the plugin's `hooks.json` registers it. `claude_code::plugin` runs the
+//! plugin in the real Claude Code.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value as Json, json};
+
+use crate::common::{Project, Run, run_with_stdin};
+
+/// The launcher, in the repository.
+fn launcher() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/bin/mekara")
+}
+
+/// The launcher run with `args`, `PATH` and the project's `HOME`, nothing else of the test's
+/// environment but `env`.
+fn launch(project: &Project, path: &str, env: &[(&str, &str)], args: &[&str], stdin: &str) -> Run {
+    let mut command = Command::new(launcher());
+    command
+        .args(args)
+        .current_dir(project.root())
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", project.home());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    run_with_stdin(command, stdin)
+}
+
+const NO_MEKARA: &str = "/usr/bin:/bin";
+
+#[test]
+fn the_launcher_runs_the_mekara_it_finds_on_path_with_every_argument() {
+    let project = Project::new();
+    let run = launch(
+        &project,
+        &crate::common::path_with_mekara(),
+        &[],
+        &["--version"],
+        "",
+    );
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout,
+        format!("mekara {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    // Its exit code is mekara's: a usage error is 2.
+    launch(
+        &project,
+        &crate::common::path_with_mekara(),
+        &[],
+        &["no-such-command"],
+        "",
+    )
+    .expect_code(2);
+}
+
+#[test]
+fn the_launcher_takes_mekara_bin_first_then_cargo_and_pipx_folders() {
+    let project = Project::new();
+    let exe = env!("CARGO_BIN_EXE_mekara");
+    launch(
+        &project,
+        NO_MEKARA,
+        &[("MEKARA_BIN", exe)],
+        &["--version"],
+        "",
+    )
+    .expect_code(0);
+    // `cargo install` puts it in ~/.cargo/bin; pipx and `uv tool install` in ~/.local/bin.
+    for folder in [".cargo/bin", ".local/bin"] {
+        let project = Project::new();
+        let dir = project.home().join(folder);
+        std::fs::create_dir_all(&dir).expect("create");
+        std::os::unix::fs::symlink(exe, dir.join("mekara")).expect("link");
+        launch(&project, NO_MEKARA, &[], &["--version"], "").expect_code(0);
+    }
+}
+
+#[test]
+fn the_launcher_never_runs_itself_or_another_launcher() {
+    let project = Project::new();
+    // Its own folder on PATH (Claude Code puts it on the agent's Bash PATH), and a copy of the
+    // plugin elsewhere (an older version in the plugin cache): neither is mekara.
+    let copy = project.home().join("cache/bin");
+    std::fs::create_dir_all(&copy).expect("create");
+    std::fs::copy(launcher(), copy.join("mekara")).expect("copy");
+    let own = launcher().parent().expect("a folder").display().to_string();
+    let path = format!("{own}:{}:{NO_MEKARA}", copy.display());
+    let run = launch(&project, &path, &[], &["--version"], "");
+    run.expect_code(127);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert_eq!(
+        run.stderr,
+        "mekara is not installed: install it with `pipx install mekara-cli` (or `npm install -g @mekara-dev/mekara`, or `cargo install --locked mekara`), then restart the agent\n"
+    );
+}
+
+#[test]
+fn without_mekara_the_session_start_hook_tells_the_person_and_the_agent_and_no_hook_breaks() {
+    let project = Project::new();
+    let run = launch(
+        &project,
+        NO_MEKARA,
+        &[],
+        &["hook", "session-start", "--plugin"],
+        r#"{"hook_event_name":"SessionStart"}"#,
+    );
+    run.expect_code(0);
+    let answer: Json = serde_json::from_str(&run.stdout).expect("JSON Claude Code reads");
+    let told = answer["systemMessage"]
+        .as_str()
+        .expect("a message for the person");
+    assert!(told.starts_with("mekara is not installed: install it with `pipx install mekara-cli`"));
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("context for the agent");
+    assert!(context.contains(told), "{context}");
+    // The other hooks say nothing and succeed: a hook must never break a session.
+    for hook in ["reroute-user-commands", "reroute-agent-commands"] {
+        let run = launch(&project, NO_MEKARA, &[], &["hook", hook, "--plugin"], "{}");
+        run.expect_code(0);
+        assert!(run.stdout.is_empty() && run.stderr.is_empty(), "{run:?}");
+    }
+}
+
+/// `mekara hook NAME --plugin` with `input` on stdin.
+fn plugin_hook(project: &Project, name: &str, input: &Json) -> Run {
+    let run = run_with_stdin(
+        project.command(&["hook", name, "--plugin"]),
+        &input.to_string(),
+    );
+    run.expect_code(0);
+    run
+}
+
+fn tool_call(project: &Project, tool: &str, tool_input: Json) -> Json {
+    json!({
+        "session_id": "s", "cwd": project.root(), "hook_event_name": "PreToolUse",
+        "tool_name": tool, "tool_input": tool_input, "tool_use_id": "toolu_1",
+    })
+}
+
+#[test]
+fn the_plugins_hook_allows_the_plugins_own_tools_and_nothing_else() {
+    let project = Project::new();
+    let run = plugin_hook(
+        &project,
+        "reroute-agent-commands",
+        &tool_call(
+            &project,
+            "mcp__plugin_mekara_mekara__start",
+            json!({"name": "x"}),
+        ),
+    );
+    let answer: Json = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow");
+    for tool in [
+        "mcp__mekara__start",
+        "mcp__plugin_other_mekara__start",
+        "Bash",
+    ] {
+        let run = plugin_hook(
+            &project,
+            "reroute-agent-commands",
+            &tool_call(&project, tool, json!({})),
+        );
+        assert!(run.stdout.is_empty(), "{tool}: {}", run.stdout);
+    }
+    // Without `--plugin` (the hook `mekara install` registers), nothing is allowed.
+    let run = run_with_stdin(
+        project.command(&["hook", "reroute-agent-commands"]),
+        &tool_call(&project, "mcp__plugin_mekara_mekara__start", json!({})).to_string(),
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[test]
+fn the_plugins_hooks_take_commands_under_the_plugins_name_and_name_its_tools() {
+    let project = Project::new();
+    project.script(
+        "deploy",
+        "Deploy.\n",
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    let prompt = |typed: &str| {
+        let input =
+            json!({"cwd": project.root(), "hook_event_name": "UserPromptSubmit", "prompt": typed});
+        plugin_hook(&project, "reroute-user-commands", &input).stdout
+    };
+    let answer = prompt("/mekara:compile deploy");
+    assert!(
+        answer.contains("`/mekara:compile` is the compiled mekara script `compile`")
+            && answer.contains("`mcp__plugin_mekara_mekara__start`")
+            && answer.contains(r#"{\"name\":\"compile\",\"arguments\":\"deploy\"}"#),
+        "{answer}"
+    );
+    assert!(prompt("/deploy now").contains("`/deploy` is a compiled mekara script"));
+    // `mekara:` alone, or an NL-only bundled script, is no compiled script.
+    assert!(prompt("/mekara: deploy").is_empty());
+    assert!(prompt("/mekara:systematize x").is_empty());
+    let run = plugin_hook(
+        &project,
+        "reroute-agent-commands",
+        &tool_call(
+            &project,
+            "Skill",
+            json!({"skill": "mekara:compile", "args": "deploy"}),
+        ),
+    );
+    let answer: Json = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+    // The session-start hook has nothing to say when mekara is there.
+    let run = plugin_hook(
+        &project,
+        "session-start",
+        &json!({"hook_event_name": "SessionStart"}),
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[test]
+fn the_plugins_hooks_say_nothing_where_mekara_install_registered_its_own() {
+    let project = Project::new();
+    project.script(
+        "deploy",
+        "Deploy.\n",
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    project
+        .command(&["install"])
+        .output()
+        .expect("mekara install");
+    let input =
+        json!({"cwd": project.root(), "hook_event_name": "UserPromptSubmit", "prompt": "/deploy"});
+    let run = plugin_hook(&project, "reroute-user-commands", &input);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let run = plugin_hook(
+        &project,
+        "reroute-agent-commands",
+        &tool_call(&project, "mcp__plugin_mekara_mekara__start", json!({})),
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    // The project's own hook answers.
+    let run = run_with_stdin(
+        project.command(&["hook", "reroute-user-commands"]),
+        &input.to_string(),
+    );
+    assert!(
+        run.stdout.contains("`mcp__mekara__start`"),
+        "{}",
+        run.stdout
+    );
+}
