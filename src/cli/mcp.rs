@@ -61,7 +61,8 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     if http.is_none() {
         tell_a_person_at_the_terminal(
             "mekara mcp",
-            "For Claude Code, run `mekara install` in your project: Claude Code then starts \
+            "For Claude Code, install mekara's plugin (`claude plugin install mekara@mekara`, \
+             see the README) or run `mekara install` in your project: Claude Code then starts \
              `mekara mcp` itself.",
         );
     }

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Instant;
 
 use serde_json::{Value as Json, json};
 
@@ -45,6 +46,7 @@ fn claude_cli(project: &Project, args: &[&str]) -> String {
 /// folder trusted (what a person accepts on the first interactive launch).
 fn install_plugin(project: &Project) {
     let repository = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let clock = Instant::now();
     claude_cli(
         project,
         &[
@@ -54,8 +56,15 @@ fn install_plugin(project: &Project) {
             &repository.display().to_string(),
         ],
     );
+    let added = clock.elapsed();
     let said = claude_cli(project, &["plugin", "install", "mekara@mekara"]);
     assert!(said.contains("Successfully installed"), "{said}");
+    // The figures `benches/plugin_first_run.sh` reads (shown with `--nocapture`).
+    eprintln!(
+        "timing: marketplace add {:.2} s, plugin install {:.2} s",
+        added.as_secs_f64(),
+        (clock.elapsed() - added).as_secs_f64()
+    );
     let state = project.home().join(".claude.json");
     let mut value: Json = std::fs::read_to_string(&state)
         .ok()
@@ -136,7 +145,12 @@ fn a_plugin_user_types_a_compiled_script_and_it_runs_to_its_end_without_a_prompt
         ),
         vec![text("It printed `hello world`.")],
     ];
+    let clock = Instant::now();
     let session = claude_p(&claude, &project, "/hello world", turns);
+    eprintln!(
+        "timing: first /hello run {:.2} s",
+        clock.elapsed().as_secs_f64()
+    );
     assert_eq!(session.standin.turns_left(), 0, "{session}");
     let shown = first_shown(&session);
     assert!(
