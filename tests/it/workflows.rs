@@ -17,18 +17,18 @@ fn mekara(project: &Project, args: &[&str], stdin: &str) -> Run {
 }
 
 #[test]
-fn the_readme_script_api_section_is_docs_script_api_md() {
-    let readme = include_str!("../../README.md");
-    let start = readme
+fn the_script_api_section_of_docs_scripts_md_is_docs_script_api_md() {
+    let reference = include_str!("../../docs/scripts.md");
+    let start = reference
         .find("<!-- script-api:")
-        .and_then(|at| readme[at..].find('\n').map(|nl| at + nl + 1))
-        .expect("the README marks the start of the script API section");
-    let end = readme.find("<!-- /script-api -->").expect("and its end");
+        .and_then(|at| reference[at..].find('\n').map(|nl| at + nl + 1))
+        .expect("docs/scripts.md marks the start of the script API section");
+    let end = reference.find("<!-- /script-api -->").expect("and its end");
     assert_eq!(
-        &readme[start..end],
+        &reference[start..end],
         SCRIPT_API,
-        "README.md's script API section differs from docs/script-api.md: change the docs file \
-         and copy it into the README"
+        "docs/scripts.md's script API section differs from docs/script-api.md: change the docs \
+         file and copy it into docs/scripts.md"
     );
 }
 
