@@ -75,6 +75,10 @@ pub(super) struct SubmitArgs {
     /// How long one agent answer may take, in seconds.
     #[arg(long, value_name = "SECONDS")]
     agent_timeout: Option<f64>,
+    /// What a failed step does: `stop` the run (the default), or hand the rest of the script
+    /// to the `agent`.
+    #[arg(long, value_name = "WHAT", value_parser = ["stop", "agent"])]
+    fallback: Option<String>,
 }
 
 /// Run the queued runs of the shared run store, as they come.
@@ -163,6 +167,7 @@ pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
             .map(|d| humantime::format_duration(d).to_string()),
     );
     limit("--agent-timeout", args.agent_timeout.map(|v| v.to_string()));
+    limit("--fallback", args.fallback.clone());
     let id = store.submit(&NewJob {
         queue: args.queue.clone(),
         script: name.clone(),

@@ -74,12 +74,29 @@ pub(super) struct UnattendedArgs {
     /// Write a JUnit XML report of the run's steps to FILE.
     #[arg(long, value_name = "FILE", requires = "unattended_agent")]
     junit: Option<PathBuf>,
+    /// What a failed step does: `stop` the run there, resumable (fix the cause, then run
+    /// the step again with `--resume ID --retry`), or hand what is left of the script to the
+    /// `agent` to finish by hand.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = Fallback::Stop, requires = "unattended_agent")]
+    fallback: Fallback,
     /// Stop the run resumably, as Ctrl-C does, when stdin closes (a worker's child run).
     #[arg(long, hide = true, requires = "unattended_agent")]
     stop_when_stdin_closes: bool,
     /// Run nothing: list the steps the script's source calls, and which go to the agent.
     #[arg(long, conflicts_with = "resume")]
     pub(super) dry_run: bool,
+}
+
+/// `--fallback`: what an unattended run does when a step fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+// The values have no help of their own (the flag's says what each does): a description per
+// value would turn `mekara run --help` into clap's long form.
+enum Fallback {
+    // Stop the run at the failed step, resumable: nobody is watching to say whether the
+    // script's own failure handling ("if the tests fail, stop") allows working around it.
+    Stop,
+    // The agent finishes the script by hand from its NL instructions.
+    Agent,
 }
 
 impl UnattendedArgs {
@@ -143,6 +160,8 @@ enum End {
     Limit(String),
     /// The agent could not finish an NL script or fallback, or mekara refused what came.
     Failed(String),
+    /// A step failed, and the run stopped there (`--fallback stop`).
+    StepFailed(String),
     /// The script asked the person a question (`ask`): the run waits for `mekara answer`.
     Waiting(String),
     Interrupted,
@@ -154,7 +173,7 @@ impl End {
             End::Completed => "completed",
             End::FellBack => "fell_back",
             End::Limit(_) => "stopped",
-            End::Failed(_) => "failed",
+            End::Failed(_) | End::StepFailed(_) => "failed",
             End::Waiting(_) => "waiting",
             End::Interrupted => "interrupted",
         }
@@ -164,14 +183,22 @@ impl End {
         match self {
             End::Completed => Exit::Success,
             End::Interrupted => Exit::Interrupted,
-            End::FellBack | End::Limit(_) | End::Failed(_) | End::Waiting(_) => Exit::Failure,
+            End::FellBack
+            | End::Limit(_)
+            | End::Failed(_)
+            | End::StepFailed(_)
+            | End::Waiting(_) => Exit::Failure,
         }
     }
 
     fn resumable(&self) -> bool {
         matches!(
             self,
-            End::Limit(_) | End::Failed(_) | End::Waiting(_) | End::Interrupted
+            End::Limit(_)
+                | End::Failed(_)
+                | End::StepFailed(_)
+                | End::Waiting(_)
+                | End::Interrupted
         )
     }
 }
@@ -272,6 +299,9 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             Pending::Llm { path, expects, .. } => (Kind::Llm, path.clone(), expects.clone()),
             Pending::Tasks { path, .. } => (Kind::Llm, path.clone(), None),
             Pending::Nl { path, .. } => (Kind::Nl, path.clone(), None),
+            Pending::Fallback { path, error, .. } if args.fallback == Fallback::Stop => {
+                break End::StepFailed(stopped_at_failure(path, error));
+            }
             Pending::Fallback { path, .. } => (Kind::Fallback, path.clone(), None),
             // A question is for a person, never for the agent: the run stops, resumable.
             Pending::Ask {
@@ -353,6 +383,15 @@ enum Asked {
     /// The answer was journaled; the run went on to this reply.
     Next(Reply),
     Stop(End),
+}
+
+/// What an unattended run that stopped at a failed step of `script` says (`finish` adds how
+/// to resume).
+fn stopped_at_failure(script: &str, error: &str) -> String {
+    format!(
+        "a step of `{script}` failed: {}\nthe run stopped there: unattended, the agent does not work around a failure unless `--fallback agent` is given",
+        error.trim().replace('\n', "\n  ")
+    )
 }
 
 /// What an unattended run that stopped at a question says: the question, and how to answer.
@@ -527,16 +566,24 @@ fn finish(
         .iter()
         .rev()
         .find(|(_, record)| !record.result.success && !record.allow_failure);
-    let resume = id
-        .filter(|_| end.resumable())
-        .map(|id| args.resume_command(id));
+    let resume = id.filter(|_| end.resumable()).map(|id| match end {
+        // Resumed as it is, the run would stop at the same failure.
+        End::StepFailed(_) => format!("{} --retry", args.resume_command(id)),
+        _ => args.resume_command(id),
+    });
     let exit = end.exit();
     match end {
-        End::Limit(why) | End::Failed(why) | End::Waiting(why) => eprintln!("{why}"),
+        End::Limit(why) | End::Failed(why) | End::StepFailed(why) | End::Waiting(why) => {
+            eprintln!("{why}");
+        }
         _ => {}
     }
-    if let Some(resume) = &resume {
-        eprintln!("the run is saved: resume it with `{resume}`");
+    match (&resume, end) {
+        (Some(resume), End::StepFailed(_)) => eprintln!(
+            "the run is saved: fix the cause, then run the failed step again and go on with `{resume}` (or hand the rest to the agent: `--fallback agent` instead of `--retry`)"
+        ),
+        (Some(resume), _) => eprintln!("the run is saved: resume it with `{resume}`"),
+        (None, _) => {}
     }
     if let Some(file) = &args.junit {
         std::fs::write(file, junit(id.unwrap_or_default(), &steps, end, elapsed)).map_err(|e| {
@@ -557,7 +604,9 @@ fn finish(
             "cost_usd": spent.cost_usd,
             "duration_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             "stopped_by": match end {
-                End::Limit(why) | End::Failed(why) | End::Waiting(why) => Json::String(why.clone()),
+                End::Limit(why) | End::Failed(why) | End::StepFailed(why) | End::Waiting(why) => {
+                    Json::String(why.clone())
+                }
                 _ => Json::Null,
             },
             "resume": resume,
@@ -570,6 +619,7 @@ fn finish(
             End::FellBack => "failed and was finished by the agent",
             End::Limit(_) => "stopped at a limit",
             End::Failed(_) => "stopped: the agent could not go on",
+            End::StepFailed(_) => "stopped at a failed step",
             End::Waiting(_) => "is waiting for an answer",
             End::Interrupted => "interrupted",
         };

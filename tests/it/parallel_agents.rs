@@ -189,7 +189,7 @@ fn a_task_answered_with_the_wrong_outputs_is_asked_again_once_with_the_error() {
 fn a_task_wrong_twice_fails_the_group_and_the_script_falls_back() {
     let wrong = json!({"outputs": {"tree": "oak"}});
     let project = project(&json!({"2#1": wrong, "2#2": wrong}));
-    let run = run(&project, &["--json"]);
+    let run = run(&project, &["--json", "--fallback", "agent"]);
     let calls = calls(&project);
     let fallback = calls.iter().find(|c| c["kind"] == "fallback");
     assert!(fallback.is_some(), "no fallback asked: {}", run.stderr);

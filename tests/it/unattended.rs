@@ -231,7 +231,7 @@ fn a_second_wrong_answer_fails_the_step_and_the_script_falls_back_to_the_agent()
         &project,
         &json!({"llm:1": {"raw": "{not json"}, "llm:2": {"outputs": {"nope": 1}}}),
     );
-    let run = run(&project, &["colour"]);
+    let run = run(&project, &["--fallback", "agent", "colour"]);
     run.expect_code(1);
     let summary = json_summary(&run);
     assert_eq!(summary["state"], "fell_back");
@@ -263,7 +263,7 @@ fn an_agent_that_says_it_cannot_fails_the_step_without_being_asked_again() {
         &project,
         &json!({"llm:1": {"error": "no colours here", "cost_usd": 0.5}}),
     );
-    let run = run(&project, &["colour"]);
+    let run = run(&project, &["--fallback", "agent", "colour"]);
     run.expect_code(1);
     let summary = json_summary(&run);
     assert_eq!(summary["state"], "fell_back");
@@ -318,7 +318,7 @@ fn an_agent_that_cannot_finish_a_script_says_so_in_a_sentence() {
     ] {
         let project = project();
         answers(&project, &answer);
-        let run = run(&project, &["colour"]);
+        let run = run(&project, &["--fallback", "agent", "colour"]);
         run.expect_code(1);
         assert_eq!(json_summary(&run)["stopped_by"], said, "{}", run.stderr);
         assert!(run.stderr.contains(said), "{}", run.stderr);
@@ -362,7 +362,11 @@ fn a_hanging_agent_is_killed_with_its_process_group_at_the_timeout() {
         error.starts_with("the agent timed out after 2s; it and everything it started were killed"),
         "{error}"
     );
-    assert_eq!(calls(&project).len(), 2, "not asked again after a timeout");
+    assert_eq!(
+        calls(&project).len(),
+        1,
+        "not asked again after a timeout, and no fallback: the run stopped there"
+    );
     let pid = hang_pid(&project);
     assert!(
         gone(pid),
@@ -773,7 +777,7 @@ fn ctrl_c_during_an_auto_step_before_the_first_agent_step_ends_with_a_summary() 
 fn retry_asks_the_agent_again_for_the_failed_step_and_the_run_completes() {
     let project = project();
     answers(&project, &json!({"llm:1": {"error": "no colours today"}}));
-    let failed = run(&project, &["colour"]);
+    let failed = run(&project, &["--fallback", "agent", "colour"]);
     failed.expect_code(1);
     let summary = json_summary(&failed);
     assert_eq!(summary["state"], "fell_back");
@@ -804,4 +808,79 @@ fn retry_asks_the_agent_again_for_the_failed_step_and_the_run_completes() {
         .map(|c| c["kind"].as_str().expect("a string").to_string())
         .collect();
     assert_eq!(kinds, ["llm", "fallback", "llm", "llm", "nl"]);
+}
+
+/// A script whose tests fail must not be released: unattended, a failed step stops the run
+/// there (nobody is watching to say whether the script's own failure handling allows working
+/// around it), resumable, with the exact command that runs the step again once the cause is
+/// fixed. Resumed without `--retry`, it stops at the same failure; the agent is never asked.
+#[test]
+fn a_failed_step_stops_an_unattended_run_and_retry_goes_on_after_the_fix() {
+    let project = project();
+    project.script(
+        "release",
+        "1. Run the tests; if they fail, stop: do not release.\n2. Tell the user it is released.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"test -f tests-pass\", context = \"Step 1: run the tests\")\n    \
+             llm(\"Step 2: tell the user it is released.\")\n",
+        ),
+    );
+    let failed = run(&project, &["release"]);
+    failed.expect_code(1);
+    let summary = json_summary(&failed);
+    assert_eq!(summary["state"], "failed", "{summary}");
+    assert_eq!(summary["failed_step"]["step"], "release[0]");
+    let id = summary["run_id"].as_str().expect("a string").to_string();
+    let resume = format!("mekara run --resume {id} --agent-command '{AGENT_COMMAND}' --retry");
+    assert_eq!(summary["resume"], resume.as_str());
+    assert!(
+        failed.stderr.contains("a step of `release` failed")
+            && failed.stderr.contains("`--fallback agent`")
+            && failed.stderr.contains(&format!(
+                "fix the cause, then run the failed step again and go on with `{resume}`"
+            )),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        calls(&project).is_empty(),
+        "the agent was asked: {:?}",
+        calls(&project)
+    );
+
+    // Resumed as it is: the same failure, the same stop.
+    let again = run_resume(&project, &id, &[]);
+    again.expect_code(1);
+    assert_eq!(json_summary(&again)["state"], "failed");
+    assert!(calls(&project).is_empty());
+
+    // The cause fixed, `--retry` runs the step again and the run goes on to its end.
+    project.write("tests-pass", "");
+    let retried = run_resume(&project, &id, &["--retry"]);
+    retried.expect_code(0);
+    assert_eq!(
+        json_summary(&retried)["state"],
+        "completed",
+        "{}",
+        retried.stderr
+    );
+    assert_eq!(asked_steps(&project), ["release[1]"]);
+}
+
+/// The same failure with `--fallback agent`: the agent finishes the script by hand.
+#[test]
+fn with_fallback_agent_a_failed_step_goes_to_the_agent() {
+    let project = project();
+    answers(&project, &json!({"llm:1": {"error": "no colours here"}}));
+    let stopped = run(&project, &["colour"]);
+    stopped.expect_code(1);
+    assert_eq!(json_summary(&stopped)["state"], "failed");
+    assert_eq!(asked_steps(&project), ["colour[1]"], "no fallback asked");
+    let project = self::project();
+    answers(&project, &json!({"llm:1": {"error": "no colours here"}}));
+    let fell_back = run(&project, &["--fallback", "agent", "colour"]);
+    fell_back.expect_code(1);
+    assert_eq!(json_summary(&fell_back)["state"], "fell_back");
+    assert_eq!(asked_steps(&project), ["colour[1]", "colour"]);
 }
