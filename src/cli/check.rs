@@ -3,7 +3,7 @@
 use super::output::outln;
 use clap::Args;
 
-use crate::engine::compiled::{CodeError, Limits, Program, typecheck};
+use crate::engine::compiled::{CodeError, Limits, Program, person_warnings, typecheck};
 use crate::exit::Exit;
 use crate::script::{Level, Listing, Orphan, Resolver, Script, ScriptName};
 
@@ -47,12 +47,16 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
     let mut failed = 0;
     let checked = targets.len();
     for target in targets {
+        // What the script's steps hand the agent that is the person's to decide: said, but
+        // the script still passes.
+        let warnings;
         // The line for a file that passes, the header above the problems of one that does
         // not, and its problems.
         let (ok, header, problems) = match target {
             Target::File(arg) => {
                 let text = std::fs::read_to_string(arg)?;
                 let level = resolver.level_of_file(std::path::Path::new(arg));
+                warnings = person_warnings(arg, &text);
                 (
                     format!("{arg}: ok"),
                     format!("{arg}:"),
@@ -64,6 +68,7 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                     outln!("{}: NL only, nothing to check", script.name)?;
                     continue;
                 };
+                warnings = person_warnings(&compiled.origin, &compiled.text);
                 (
                     format!("{}: ok ({})", script.name, compiled.origin),
                     format!("{}: {}", script.name, compiled.origin),
@@ -95,6 +100,9 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
             outln!("{header}")?;
             print_problems(&problems)?;
             failed += 1;
+        }
+        for warning in &warnings {
+            outln!("{warning}\n")?;
         }
     }
     if failed > 0 {

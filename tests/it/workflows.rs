@@ -433,3 +433,39 @@ async fn compile_over_mcp_reaches_its_check_with_mekara_not_on_path() {
     let checked = client.continue_with(serde_json::json!({})).await.ok();
     assert!(checked.contains("hello: ok"), "{checked}");
 }
+
+/// A decision the NL script leaves to the person, compiled into an `llm` step, would be made
+/// by an unattended run's agent alone: `mekara check` says so (the script still passes), and
+/// says nothing of the same decision written as an `ask`.
+#[test]
+fn check_warns_of_an_llm_step_that_asks_the_person_and_not_of_an_ask() {
+    let project = Project::new();
+    project.script(
+        "release",
+        "1. Show the changelog.\n2. Ask the user to confirm the release.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"cat CHANGELOG.md\", context = \"Step 1: show the changelog\")\n    \
+             llm(\"Step 2: Ask the user to confirm the release.\")\n",
+        ),
+    );
+    project.script(
+        "asked",
+        "1. Ask the user to confirm the release.\n",
+        Some(
+            "def execute(request):\n    \
+             a = ask(\"Release it?\", choices = [\"yes\", \"no\"])\n    \
+             if a.answer != \"yes\":\n        fail(\"not confirmed\")\n",
+        ),
+    );
+    let run = mekara(&project, &["check"], "");
+    run.expect_code(0);
+    let out = &run.stdout;
+    assert!(out.contains("release: ok"), "{out}");
+    assert!(
+        out.contains("release.star:3: this `llm` step's prompt asks the person (\"ask the user\"): unattended there is no person, and the agent would answer alone")
+            && out.contains("hint: a question, confirmation or choice for the user is an `ask(question, choices = [...])` step"),
+        "{out}"
+    );
+    assert_eq!(out.matches("warning:").count(), 1, "{out}");
+}

@@ -151,6 +151,51 @@ pub(crate) fn typecheck(origin: &str, source: &str, find: &FindModule<'_>) -> Ve
     problems
 }
 
+/// Words in an `llm` prompt that hand the agent a decision the person makes (a
+/// confirmation, an approval, a choice), or talk with the person: unattended, there is no
+/// person, and the agent would decide alone. Lowercase.
+const ASKS_THE_PERSON: [&str; 14] = [
+    "ask the user",
+    "asks the user",
+    "ask whether",
+    "user to confirm",
+    "user confirms",
+    "confirm with the user",
+    "confirmation from the user",
+    "user to approve",
+    "user approves",
+    "approval from the user",
+    "user to choose",
+    "user chooses",
+    "user to decide",
+    "user decides",
+];
+
+/// The `llm` steps of `source` whose prompt, where it is written out, asks the person: each
+/// as a warning naming its line and the words, and what to write instead. A decision the
+/// NL script leaves to the user is an `ask` (`mekara check` warns; the script still runs).
+pub(crate) fn person_warnings(origin: &str, source: &str) -> Vec<String> {
+    let Ok(steps) = planned_steps(origin, source) else {
+        return Vec::new();
+    };
+    steps
+        .iter()
+        .filter(|step| step.builtin == "llm")
+        .filter_map(|step| {
+            let prompt = step.what.as_deref()?.to_lowercase();
+            let words = ASKS_THE_PERSON.iter().find(|w| prompt.contains(**w))?;
+            Some(format!(
+                "warning: {origin}:{}: this `llm` step's prompt asks the person (\"{words}\"): \
+                 unattended there is no person, and the agent would answer alone\nhint: a \
+                 question, confirmation or choice for the user is an `ask(question, choices = \
+                 [...])` step (choices where there are choices): mekara asks the person, and an \
+                 unattended run waits for `mekara answer`",
+                step.line
+            ))
+        })
+        .collect()
+}
+
 /// Why `execute` of `ast` cannot be called with the script's arguments (one positional
 /// argument), when it cannot.
 pub(super) fn execute_signature(ast: &AstModule) -> Option<CodeError> {
