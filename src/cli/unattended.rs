@@ -277,7 +277,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     }
     let mut reply = session.call(&first, &progress, String::new(), None);
     let mut agent = args.agent();
-    let run_id = session.run_id().map(str::to_string);
+    let mut run_id = session.run_id().map(str::to_string);
     let end = loop {
         if reply.is_error && session.interrupted() {
             break End::Interrupted;
@@ -289,7 +289,10 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             break End::Failed("nothing is pending".to_string());
         };
         let (kind, path, expects) = match &pending {
-            Pending::Finished { fell_back, .. } => {
+            Pending::Finished { run, fell_back, .. } => {
+                // A run that needed no agent ended within the first call, before its id
+                // could be read from the session.
+                run_id.get_or_insert_with(|| run.clone());
                 break if *fell_back {
                     End::FellBack
                 } else {

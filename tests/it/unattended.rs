@@ -884,3 +884,54 @@ fn with_fallback_agent_a_failed_step_goes_to_the_agent() {
     assert_eq!(json_summary(&fell_back)["state"], "fell_back");
     assert_eq!(asked_steps(&project), ["colour[1]", "colour"]);
 }
+
+/// Regression (issue 28): a run that needed no agent in an invocation ended within its first
+/// call, and the summary said "run not started: 0 steps" with `run_id: null` although it had
+/// completed, fresh and on resume after `mekara answer`.
+#[test]
+fn a_run_that_needs_no_agent_is_reported_with_its_id_and_steps() {
+    let project = project();
+    project.script(
+        "plain-steps",
+        "1. Say hi.\n",
+        Some("def execute(request):\n    auto(\"echo hi\")\n"),
+    );
+    let done = run(&project, &["plain-steps"]);
+    done.expect_code(0);
+    let summary = json_summary(&done);
+    assert_eq!(summary["state"], "completed");
+    assert_eq!(summary["steps"], 1, "{summary}");
+    assert_eq!(summary["run_id"], project.run_ids()[0].as_str());
+    let text = project.run(
+        &["run", "--agent-command", AGENT_COMMAND, "plain-steps"],
+        "",
+    );
+    let ids = project.run_ids();
+    assert!(
+        ids.iter().any(|id| text
+            .stdout
+            .contains(&format!("── run {id} completed: 1 step,"))),
+        "{}",
+        text.stdout
+    );
+
+    project.script(
+        "gated",
+        "1. Ask the user to go on.\n2. Say hi.\n",
+        Some("def execute(request):\n    ask(\"Go on?\", choices = [\"yes\", \"no\"])\n    auto(\"echo hi\")\n"),
+    );
+    let waiting = run(&project, &["gated"]);
+    waiting.expect_code(1);
+    let id = json_summary(&waiting)["run_id"]
+        .as_str()
+        .expect("the waiting run's id")
+        .to_string();
+    project.run(&["answer", &id, "yes"], "").expect_code(0);
+    let resumed = run_resume(&project, &id, &[]);
+    resumed.expect_code(0);
+    let summary = json_summary(&resumed);
+    assert_eq!(summary["state"], "completed");
+    assert_eq!(summary["run_id"], id.as_str());
+    assert_eq!(summary["steps"], 2, "{summary}");
+    assert!(calls(&project).is_empty());
+}
