@@ -42,7 +42,7 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     match executor.record_answer(&args.value, AnsweredBy::Command, &Quiet)? {
         Answer::Given(answer) => {
             outln!(
-                "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (add the `--agent` the run had, to go on unattended)"
+                "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (to go on unattended, add the run's `--agent NAME` or `--agent-command CMD`)"
             )?;
             Ok(Exit::Success)
         }

@@ -192,6 +192,12 @@ fn choose(given: &str, choices: Option<&[String]>) -> Result<String, EngineError
     if let Some(choice) = choices.iter().find(|c| *c == given) {
         return Ok(choice.clone());
     }
+    // `Minor` for `minor`, ` yes ` for `yes`: the choice as written is journaled, so a run
+    // replays the same. Only when one choice alone matches so.
+    let loose = |c: &&String| c.trim().to_lowercase() == given.trim().to_lowercase();
+    if let [choice] = choices.iter().filter(loose).collect::<Vec<_>>()[..] {
+        return Ok(choice.clone());
+    }
     if let Some(choice) = given
         .trim()
         .parse::<usize>()
@@ -1488,5 +1494,27 @@ mod tests {
     fn executor_is_send() {
         fn send<T: Send>() {}
         send::<super::Executor>();
+    }
+
+    #[test]
+    fn a_choice_is_taken_as_written_by_its_number_or_in_another_case() {
+        let choices = [
+            "major".to_string(),
+            "minor".to_string(),
+            "Patch".to_string(),
+        ];
+        let choose = |given| super::choose(given, Some(&choices)).ok();
+        assert_eq!(choose("minor").as_deref(), Some("minor"));
+        assert_eq!(choose("2").as_deref(), Some("minor"));
+        assert_eq!(choose("Minor").as_deref(), Some("minor"));
+        assert_eq!(choose(" PATCH ").as_deref(), Some("Patch"));
+        assert_eq!(choose("min"), None);
+        // Two choices that differ only in case: only the exact one is taken.
+        let both = ["Yes".to_string(), "yes".to_string()];
+        assert_eq!(super::choose("YES", Some(&both)).ok(), None);
+        assert_eq!(
+            super::choose("Yes", Some(&both)).ok().as_deref(),
+            Some("Yes")
+        );
     }
 }
