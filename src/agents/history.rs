@@ -48,6 +48,8 @@ pub(crate) enum Progress<'a> {
     Started(StepStarted<'a>),
     /// The running step wrote this line (the last complete one, or what it is writing now).
     Line(&'a str),
+    /// The script printed this (`print` outside a function step); still logged as well.
+    Printed(&'a str),
 }
 
 /// The step that started, as a progress message shows it (the words are [`super::reply`]'s
@@ -106,6 +108,11 @@ impl Observer for History<'_> {
         if !text.is_empty() {
             (self.progress)(Progress::Line(text));
         }
+    }
+
+    fn print(&self, frame: &str, text: &str) {
+        tracing::info!(target: "mekara::print", "{frame}: {text}");
+        (self.progress)(Progress::Printed(text));
     }
 
     fn step_finished(&self, frame: &str, record: &StepRecord) {

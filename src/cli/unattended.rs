@@ -215,8 +215,11 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     }
     let started = Instant::now();
     let progress = |p: Progress<'_>| {
-        if let Progress::Started(step) = p {
-            eprintln!("▶ {step}");
+        match p {
+            Progress::Started(step) => eprintln!("▶ {step}"),
+            // The script's own `print`s, as `mekara run` in a terminal shows them.
+            Progress::Printed(text) => eprintln!("{text}"),
+            Progress::Line(_) => {}
         }
     };
     let store = parts.store.clone();

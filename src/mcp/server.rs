@@ -110,6 +110,8 @@ impl Server {
                         let step = step.lock().map(|s| s.clone()).unwrap_or_default();
                         reply::progress_line(&step, line)
                     }
+                    // A script's print is in the log; progress is about steps.
+                    Progress::Printed(_) => return,
                 };
                 let _ = progress_tx.send(Some(message));
             };

@@ -935,3 +935,27 @@ fn a_run_that_needs_no_agent_is_reported_with_its_id_and_steps() {
     assert_eq!(summary["steps"], 2, "{summary}");
     assert!(calls(&project).is_empty());
 }
+
+/// Regression (issue 28): a script's own `print` showed in a terminal run and nowhere in an
+/// unattended one; it goes to stderr with the progress, once (not again on resume).
+#[test]
+fn a_scripts_print_shows_in_an_unattended_run() {
+    let project = project();
+    project.script(
+        "printing",
+        "1. Say which.\n2. Name a colour.\n",
+        Some(
+            "def execute(request):\n    \
+             print(\"releasing \" + request)\n    \
+             llm(\"Name a colour.\", expects = [\"colour\"])\n",
+        ),
+    );
+    let done = run(&project, &["printing", "v2"]);
+    done.expect_code(0);
+    assert_eq!(
+        done.stderr.matches("releasing v2\n").count(),
+        1,
+        "{}",
+        done.stderr
+    );
+}
