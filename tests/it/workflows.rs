@@ -469,3 +469,56 @@ fn check_warns_of_an_llm_step_that_asks_the_person_and_not_of_an_ask() {
     );
     assert_eq!(out.matches("warning:").count(), 1, "{out}");
 }
+
+/// What failed only at run time, after earlier steps had changed things (issue 28): a field a
+/// step's result does not have, an output its `expects` does not name. `mekara check` reports
+/// each at its line and column with what was meant; a name bound to something else is left
+/// alone.
+#[test]
+fn check_finds_a_missing_result_field_and_an_output_not_expected() {
+    let project = Project::new();
+    project.script(
+        "release",
+        "1. Look at the last commit.\n2. Write the entry.\n3. Ask to go on.\n",
+        Some(
+            "def execute(request):\n    \
+             r = auto(\"git log -1\")\n    \
+             print(r.ouput)\n    \
+             e = llm(\"Step 2: write the entry.\", expects = {\"entry\": \"the entry\"})\n    \
+             auto(\"echo \" + e.outputs[\"entyr\"])\n    \
+             a = ask(\"Go on?\", choices = [\"yes\", \"no\"])\n    \
+             if a.anwser == \"yes\":\n        \
+             print(e.outputs[\"entry\"] + a.answer + r.output)\n    \
+             r = struct(ouput = 1)\n    \
+             print(r.ouput)\n",
+        ),
+    );
+    let run = mekara(&project, &["check", "release"], "");
+    run.expect_code(1);
+    let out = &run.stdout;
+    for (said, at, hint) in [
+        (
+            "`r` is what `auto` returned on line 2, which has no field `ouput`",
+            "release.star:3:13",
+            "did you mean `output`?",
+        ),
+        (
+            "`e.outputs` has no `entyr`: the llm step on line 4 expects `entry`",
+            "release.star:5:30",
+            "did you mean `entry`?",
+        ),
+        (
+            "`a` is what `ask` returned on line 6, which has no field `anwser`",
+            "release.star:7:10",
+            "did you mean `answer`?",
+        ),
+    ] {
+        assert!(
+            out.contains(&format!("error: {said}"))
+                && out.contains(at)
+                && out.contains(&format!("hint: {hint}")),
+            "{said}:\n{out}"
+        );
+    }
+    assert_eq!(out.matches("error:").count(), 3, "{out}");
+}

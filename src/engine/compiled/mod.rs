@@ -21,6 +21,7 @@ mod diagnostics;
 mod modules;
 mod parallel;
 mod static_check;
+mod step_results;
 mod values;
 
 use std::cell::{Cell, RefCell};

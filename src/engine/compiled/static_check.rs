@@ -137,6 +137,7 @@ pub(crate) fn typecheck(origin: &str, source: &str, find: &FindModule<'_>) -> Ve
         let calls = Calls::of(&node.ast);
         let (errors, _, interface, _) = node.ast.clone().typecheck(globals(), &loads);
         interfaces.push(interface);
+        problems.extend(super::step_results::problems(&node.ast));
         problems.extend(errors.iter().map(|e| {
             let hint = e
                 .span()

@@ -1,0 +1,306 @@
+//! What `mekara check` finds in how a script uses what its steps return, which starlark's
+//! typechecker does not see (each step builtin returns a struct whose fields depend on the
+//! builtin, and an llm step's outputs on its `expects`): a field the result does not have
+//! (`r.ouput`), and an output the step does not expect (`r.outputs["entyr"]`). Both fail only
+//! at run time, after earlier steps have changed things.
+//!
+//! A name is followed within one function (or the module's top level), from its last
+//! assignment before the use, in the order the source is written: a name assigned a step's
+//! result in one branch and something else in another is followed from whichever assignment
+//! comes last in the text, and a name assigned anything but a step call is not followed.
+//! Running a script never depends on this: every field is checked again at run time.
+
+use starlark::codemap::Span;
+use starlark::syntax::AstModule;
+use starlark::syntax::ast::{
+    ArgumentP, AssignTargetP, AstAssignTarget, AstExpr, AstLiteral, AstNoPayload, AstStmt,
+    CallArgsP, ExprP, StmtP,
+};
+
+use super::diagnostics::{CodeError, render};
+
+/// What a step call returned, as far as the source says.
+#[derive(Debug, Clone)]
+struct StepResult {
+    /// `auto`, `llm`, ...
+    builtin: &'static str,
+    /// The line of the call, from 1.
+    line: usize,
+    /// The fields of its result.
+    fields: &'static [&'static str],
+    /// For an llm step whose `expects` is written out: the outputs it expects.
+    expects: Option<Vec<String>>,
+}
+
+/// One thing that happens to a name, at a position of the source.
+enum Event {
+    /// The name is bound: to a step's result, or to something else.
+    Bound(String, Option<StepResult>),
+    /// `name.field`.
+    Field(String, String, Span),
+    /// `name.outputs["key"]`.
+    Output(String, String, Span),
+}
+
+/// The problems in `ast`'s uses of step results, rendered with their location.
+pub(crate) fn problems(ast: &AstModule) -> Vec<CodeError> {
+    let mut scopes = Vec::new();
+    scope(ast.statement(), &mut scopes);
+    let line = |span: Span| ast.file_span(span).resolve_span().begin.line + 1;
+    let mut found = Vec::new();
+    for statements in scopes {
+        let mut events = Vec::new();
+        for stmt in statements {
+            events_of(stmt, &line, &mut events);
+        }
+        events.sort_by_key(|(at, _)| *at);
+        let mut bound: Vec<(String, Option<StepResult>)> = Vec::new();
+        for (_, event) in events {
+            match event {
+                Event::Bound(name, result) => {
+                    bound.retain(|(n, _)| *n != name);
+                    bound.push((name, result));
+                }
+                Event::Field(name, field, span) => {
+                    if let Some((_, Some(result))) = bound.iter().find(|(n, _)| *n == name)
+                        && !result.fields.contains(&field.as_str())
+                    {
+                        found.push(located(
+                            ast,
+                            span,
+                            &format!(
+                                "`{name}` is what `{}` returned on line {}, which has no field `{field}`",
+                                result.builtin, result.line
+                            ),
+                            &closest_or_all(&field, result.fields.iter().copied(), "fields"),
+                        ));
+                    }
+                }
+                Event::Output(name, key, span) => {
+                    let Some((_, Some(result))) = bound.iter().find(|(n, _)| *n == name) else {
+                        continue;
+                    };
+                    let Some(expects) = &result.expects else {
+                        continue;
+                    };
+                    if expects.contains(&key) {
+                        continue;
+                    }
+                    let expected = if expects.is_empty() {
+                        "no outputs".to_string()
+                    } else {
+                        crate::display::quoted(expects)
+                    };
+                    found.push(located(
+                        ast,
+                        span,
+                        &format!(
+                            "`{name}.outputs` has no `{key}`: the llm step on line {} expects {expected}",
+                            result.line
+                        ),
+                        &closest_or_all(&key, expects.iter().map(String::as_str), "outputs"),
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The statements of each scope: the module's top level, and each function's body.
+fn scope<'a>(stmt: &'a AstStmt, scopes: &mut Vec<Vec<&'a AstStmt>>) {
+    fn collect<'a>(
+        stmt: &'a AstStmt,
+        here: &mut Vec<&'a AstStmt>,
+        scopes: &mut Vec<Vec<&'a AstStmt>>,
+    ) {
+        match &stmt.node {
+            StmtP::Statements(list) => list.iter().for_each(|s| collect(s, here, scopes)),
+            StmtP::Def(def) => {
+                let mut body = Vec::new();
+                collect(&def.body, &mut body, scopes);
+                scopes.push(body);
+            }
+            // A block's statements are in the scope it is written in.
+            StmtP::If(_, then) => {
+                here.push(stmt);
+                collect(then, here, scopes);
+            }
+            StmtP::IfElse(_, branches) => {
+                here.push(stmt);
+                collect(&branches.0, here, scopes);
+                collect(&branches.1, here, scopes);
+            }
+            StmtP::For(for_) => {
+                here.push(stmt);
+                collect(&for_.body, here, scopes);
+            }
+            _ => here.push(stmt),
+        }
+    }
+    let mut top = Vec::new();
+    collect(stmt, &mut top, scopes);
+    scopes.push(top);
+}
+
+/// The events of one statement (not of the blocks nested in it, which are statements of
+/// their own), each at its position.
+fn events_of(stmt: &AstStmt, line: &dyn Fn(Span) -> usize, events: &mut Vec<(u32, Event)>) {
+    match &stmt.node {
+        StmtP::Assign(assign) => {
+            uses(&assign.rhs, events);
+            // Bound after its right-hand side is read.
+            let at = assign.rhs.span.end().get();
+            match &assign.lhs.node {
+                AssignTargetP::Identifier(name) => {
+                    let result = step_result(&assign.rhs, line);
+                    events.push((at, Event::Bound(name.node.ident.clone(), result)));
+                }
+                _ => rebound(&assign.lhs, at, events),
+            }
+        }
+        StmtP::AssignModify(target, _, rhs) => {
+            uses(rhs, events);
+            rebound(target, rhs.span.end().get(), events);
+        }
+        StmtP::For(for_) => {
+            uses(&for_.over, events);
+            rebound(&for_.var, for_.over.span.end().get(), events);
+        }
+        StmtP::If(cond, _) | StmtP::IfElse(cond, _) => uses(cond, events),
+        StmtP::Expression(e) | StmtP::Return(Some(e)) => uses(e, events),
+        _ => {}
+    }
+}
+
+/// Every name `target` binds, bound to something that is not a step's result.
+fn rebound(target: &AstAssignTarget, at: u32, events: &mut Vec<(u32, Event)>) {
+    match &target.node {
+        AssignTargetP::Identifier(name) => {
+            events.push((at, Event::Bound(name.node.ident.clone(), None)));
+        }
+        AssignTargetP::Tuple(items) => items.iter().for_each(|t| rebound(t, at, events)),
+        AssignTargetP::Index(_) | AssignTargetP::Dot(..) => {}
+    }
+}
+
+/// The uses of step results in `expr`: `name.field` and `name.outputs["key"]`.
+fn uses(expr: &AstExpr, events: &mut Vec<(u32, Event)>) {
+    match &expr.node {
+        ExprP::Dot(object, field) => {
+            if let ExprP::Identifier(name) = &object.node {
+                events.push((
+                    field.span.begin().get(),
+                    Event::Field(name.node.ident.clone(), field.node.clone(), field.span),
+                ));
+            }
+        }
+        ExprP::Index(pair) => {
+            let (object, key) = &**pair;
+            if let ExprP::Dot(inner, field) = &object.node
+                && field.node == "outputs"
+                && let ExprP::Identifier(name) = &inner.node
+                && let ExprP::Literal(AstLiteral::String(key_text)) = &key.node
+            {
+                events.push((
+                    key.span.begin().get(),
+                    Event::Output(name.node.ident.clone(), key_text.node.clone(), key.span),
+                ));
+            }
+        }
+        _ => {}
+    }
+    expr.node.visit_expr(|e| uses(e, events));
+}
+
+/// What the call `expr` returns, when it is a step builtin's call.
+fn step_result(expr: &AstExpr, line: &dyn Fn(Span) -> usize) -> Option<StepResult> {
+    let ExprP::Call(callee, args) = &expr.node else {
+        return None;
+    };
+    let ExprP::Identifier(name) = &callee.node else {
+        return None;
+    };
+    let first = args.args.iter().find_map(|a| match &a.node {
+        ArgumentP::Positional(value) => Some(value),
+        _ => None,
+    });
+    let (builtin, fields): (&'static str, &'static [&'static str]) = match name.node.ident.as_str()
+    {
+        "auto" => match first.map(|f| &f.node) {
+            Some(ExprP::Literal(AstLiteral::String(_))) => {
+                ("auto", &["success", "exit_code", "output", "error"])
+            }
+            Some(ExprP::Identifier(_)) => ("auto", &["success", "value", "output", "error"]),
+            _ => (
+                "auto",
+                &["success", "exit_code", "value", "output", "error"],
+            ),
+        },
+        "llm" => ("llm", &["success", "outputs"]),
+        "ask" => ("ask", &["success", "answer", "error"]),
+        "call_script" => ("call_script", &["success", "error"]),
+        "mcp" => (
+            "mcp",
+            &["success", "content", "structured", "is_error", "error"],
+        ),
+        _ => return None,
+    };
+    let expects = (builtin == "llm").then(|| expected_outputs(args)).flatten();
+    Some(StepResult {
+        builtin,
+        line: line(expr.span),
+        fields,
+        expects,
+    })
+}
+
+/// The outputs an llm call expects, when its `expects` is written out (a dict or a list of
+/// strings), or absent (none).
+fn expected_outputs(args: &CallArgsP<AstNoPayload>) -> Option<Vec<String>> {
+    let given = args.args.iter().find_map(|a| match &a.node {
+        ArgumentP::Named(name, value) if name.node == "expects" => Some(value),
+        _ => None,
+    });
+    let Some(given) = given else {
+        return Some(Vec::new());
+    };
+    let literal = |e: &AstExpr| match &e.node {
+        ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
+        _ => None,
+    };
+    match &given.node {
+        ExprP::Dict(pairs) => pairs.iter().map(|(k, _)| literal(k)).collect(),
+        ExprP::List(items) => items.iter().map(literal).collect(),
+        _ => None,
+    }
+}
+
+/// `error: MESSAGE` at `span`, with starlark's snippet, and the hint.
+fn located(ast: &AstModule, span: Span, message: &str, hint: &str) -> CodeError {
+    let mut e = starlark::Error::new_other(anyhow::anyhow!("{message}"));
+    e.set_span(span, &ast.file_span(span).file);
+    CodeError::new(format!("{}\nhint: {hint}", render(&e)))
+}
+
+/// "did you mean `x`?" for the closest of `names` to `wrong`, else all of them.
+fn closest_or_all<'a>(
+    wrong: &str,
+    names: impl Iterator<Item = &'a str> + Clone,
+    what: &str,
+) -> String {
+    let closest = names
+        .clone()
+        .map(|n| (strsim::damerau_levenshtein(wrong, n), n))
+        .filter(|(distance, n)| *distance <= (n.len() / 3).max(2))
+        .min();
+    if let Some((_, n)) = closest {
+        return format!("did you mean `{n}`?");
+    }
+    let all: Vec<&str> = names.collect();
+    if all.is_empty() {
+        format!("it has no {what}")
+    } else {
+        format!("its {what} are {}", crate::display::quoted(&all))
+    }
+}
