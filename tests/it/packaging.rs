@@ -101,11 +101,23 @@ fn packages() -> &'static Packages {
         };
         let sums = std::fs::read_to_string(out.join("SHA256SUMS")).expect("SHA256SUMS");
         assert_eq!(sums.lines().count(), 4, "{sums}");
-        Packages {
+        let packages = Packages {
             wheel: find(&format!("mekara_cli-{VERSION}-"), ".whl"),
             npm_main: find(&format!("mekara-{VERSION}"), ".tgz"),
             npm_platform: find("mekara-dev-mekara-", &format!("-{VERSION}.tgz")),
+        };
+        // What a person downloads (docs/design.md has the figures): 9.3 MB each today.
+        if !cfg!(debug_assertions) {
+            for package in [&packages.wheel, &packages.npm_platform] {
+                let size = std::fs::metadata(package).expect("the package").len();
+                assert!(
+                    size <= 12_000_000,
+                    "{} is {size} bytes, over 12 MB",
+                    package.display()
+                );
+            }
         }
+        packages
     })
 }
 
