@@ -34,6 +34,7 @@ mod mcp_protocol;
 mod memory;
 mod opencode;
 mod otel;
+mod packaging;
 mod parallel;
 mod parallel_agents;
 mod plugin;
