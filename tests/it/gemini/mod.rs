@@ -427,17 +427,18 @@ fn plugin_folder() -> PathBuf {
 }
 
 /// `gemini extensions install <plugin/> --consent` for the project's person, as they run it
-/// once: the person's settings sign in with the API key and trust the extension's `mekara`
-/// server (`trust` in the extension's own manifest is dropped by Gemini CLI), and both the
-/// project and the extension's source folder are trusted (Gemini CLI asks about each).
-fn extension_installed(project: &Project) {
+/// once: the person's settings sign in with the API key and, with `trust`, trust the
+/// extension's `mekara` server (Gemini CLI drops `trust` from an extension's own manifest),
+/// and both the project and the extension's source folder are trusted (Gemini CLI asks about
+/// each).
+fn extension_installed(project: &Project, trust: bool) {
+    let mut settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
+    if trust {
+        settings["mcpServers"] = json!({"mekara": {"trust": true}});
+    }
     crate::common::write_file(
         &project.home().join(".gemini/settings.json"),
-        &json!({
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-            "mcpServers": {"mekara": {"trust": true}},
-        })
-        .to_string(),
+        &settings.to_string(),
     );
     let root = project.root().canonicalize().expect("canonical root");
     let source = plugin_folder()
@@ -494,7 +495,7 @@ fn the_gemini_extension_runs_a_compiled_script_to_its_end() {
              llm(\"Say hi to \" + request + \".\")\n",
         ),
     );
-    extension_installed(&project);
+    extension_installed(&project, true);
     assert!(
         !project.root().join(".gemini").exists(),
         "the project must hold no Gemini set-up"
@@ -561,4 +562,27 @@ fn the_gemini_extension_runs_a_compiled_script_to_its_end() {
     let events = journal_events(&project);
     crate::standin::assert_completed(&events);
     assert_eq!(events[1]["script"], "greet", "{events:#?}");
+}
+
+/// The control for the test above: without the person's `trust` of the `mekara` server,
+/// `gemini -p` does not offer the extension's tools, and nothing runs.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
+#[test]
+fn without_the_persons_trust_gemini_cli_does_not_offer_the_extensions_tools() {
+    let project = Project::new();
+    extension_installed(&project, false);
+    let session = gemini_p(
+        &project,
+        "Start test/random.",
+        vec![mekara_call(
+            "start",
+            json!({"name": "test/random", "arguments": "7"}),
+        )],
+    );
+    let offered = session.standin.main_requests()[0].function_names();
+    assert!(
+        !offered.iter().any(|n| n.starts_with("mcp_mekara_")),
+        "{offered:?}\n{session}"
+    );
+    assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
 }
