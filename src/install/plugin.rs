@@ -1,13 +1,15 @@
 //! mekara's Claude Code plugin and the marketplace that lists it, as files: the repository
 //! is a marketplace (`.claude-plugin/marketplace.json`) whose one plugin is the folder
 //! `plugin/` (kept small: `claude plugin install` copies it into the user's plugin cache).
+//! The same folder is mekara's Gemini CLI extension (`plugin/gemini-extension.json`, read by
+//! `gemini extensions install`), and Codex and Copilot CLI install it from the marketplace.
 //!
 //! What the plugin holds that mekara decides (its manifest and version, its server, its
 //! hooks, the command files of the bundled scripts) is generated here from the same values
 //! `mekara install` uses, and committed; the test below fails when a committed file differs
 //! from what mekara generates, and `MEKARA_BLESS=1` rewrites them. The launcher
 //! (`plugin/bin/mekara`, which finds the mekara binary or says how to install it) and the
-//! plugin's README are written by hand. Only the test needs the files made, so the module
+//! extension's context file (`plugin/GEMINI.md`) are written by hand. Only the test needs the files made, so the module
 //! is built for tests only.
 
 use std::path::PathBuf;
@@ -39,9 +41,10 @@ pub(crate) fn files() -> Vec<(PathBuf, String)> {
         ),
         (PathBuf::from(DIR).join(".mcp.json"), pretty(&servers())),
         (
-            PathBuf::from(DIR).join("hooks/hooks.json"),
-            pretty(&hooks()),
+            PathBuf::from(DIR).join("gemini-extension.json"),
+            pretty(&gemini_extension()),
         ),
+        (PathBuf::from(DIR).join(HOOKS_FILE), pretty(&hooks())),
     ];
     for file in commands::commands(Served::ClaudePlugin) {
         files.push((
@@ -100,6 +103,7 @@ fn manifest() -> Json {
         "repository": env!("CARGO_PKG_REPOSITORY"),
         "license": env!("CARGO_PKG_LICENSE"),
         "keywords": ["workflow", "mcp", "starlark", "automation"],
+        "hooks": format!("./{HOOKS_FILE}"),
     })
 }
 
@@ -112,6 +116,28 @@ fn servers() -> Json {
     })
 }
 
+/// The launcher as Gemini CLI expands it in an extension's manifest.
+const GEMINI_LAUNCHER: &str = "${extensionPath}/bin/mekara";
+
+/// `plugin/gemini-extension.json`: the folder as a Gemini CLI extension. Its server is the
+/// plain `mekara mcp`: Gemini CLI names an extension's tools as it names any server's
+/// (`mcp_mekara_start`), and a project's own `mekara` server (`.gemini/settings.json`) takes
+/// the extension's place, so there is never a second one. Gemini CLI drops `trust` from an
+/// extension's servers: the person trusts the server in their own settings (docs/install.md).
+/// The bundled scripts come as the server's MCP prompts (`/compile`), so the extension has
+/// no commands of its own.
+fn gemini_extension() -> Json {
+    json!({
+        "name": PLUGIN,
+        "version": env!("CARGO_PKG_VERSION"),
+        "description": DESCRIPTION,
+        "contextFileName": "GEMINI.md",
+        "mcpServers": {
+            SERVER_NAME: {"command": GEMINI_LAUNCHER, "args": ["mcp"]},
+        },
+    })
+}
+
 /// The hooks the plugin registers, in that order.
 const HOOKS: [Hook; 3] = [
     Hook::SessionStart,
@@ -119,7 +145,13 @@ const HOOKS: [Hook; 3] = [
     Hook::RerouteAgentCommands,
 ];
 
-/// `plugin/hooks/hooks.json`: [`HOOKS`], through the launcher (quoted: the plugin's folder
+/// Where the plugin's hooks are, from its folder. Not `hooks/hooks.json`, where Claude Code
+/// would find them unnamed: Gemini CLI reads that file of an extension as hooks of its own
+/// (it warns about Claude Code's events and fails the `SessionStart` hook, whose
+/// `${CLAUDE_PLUGIN_ROOT}` it does not expand), so the manifest names this one.
+const HOOKS_FILE: &str = "hooks/claude-code.json";
+
+/// `plugin/hooks/claude-code.json`: [`HOOKS`], through the launcher (quoted: the plugin's folder
 /// may have a space in its path).
 fn hooks() -> Json {
     let (_, tools) = claude::hook_names(Served::ClaudePlugin);

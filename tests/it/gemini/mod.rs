@@ -420,3 +420,169 @@ fn an_unattended_run_of_test_nested_with_gemini_completes() {
         "{events:#?}"
     );
 }
+
+/// The repository's `plugin/` folder, mekara's Claude Code plugin and Gemini CLI extension.
+fn plugin_folder() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin")
+}
+
+/// `gemini extensions install <plugin/> --consent` for the project's person, as they run it
+/// once: the person's settings sign in with the API key and, with `trust`, trust the
+/// extension's `mekara` server (Gemini CLI drops `trust` from an extension's own manifest),
+/// and both the project and the extension's source folder are trusted (Gemini CLI asks about
+/// each).
+fn extension_installed(project: &Project, trust: bool) {
+    let mut settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
+    if trust {
+        settings["mcpServers"] = json!({"mekara": {"trust": true}});
+    }
+    crate::common::write_file(
+        &project.home().join(".gemini/settings.json"),
+        &settings.to_string(),
+    );
+    let root = project.root().canonicalize().expect("canonical root");
+    let source = plugin_folder()
+        .canonicalize()
+        .expect("canonical plugin folder");
+    crate::common::write_file(
+        &project.home().join(".gemini/trustedFolders.json"),
+        &json!({
+            root.display().to_string(): "TRUST_FOLDER",
+            source.display().to_string(): "TRUST_FOLDER",
+        })
+        .to_string(),
+    );
+    let out = project
+        .client_command(&gemini())
+        .args(["extensions", "install"])
+        .arg(&source)
+        .arg("--consent")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run gemini extensions install");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.contains("\"mekara\" installed successfully"),
+        "{out:?}\n{said}"
+    );
+    let installed = project.home().join(".gemini/extensions/mekara");
+    assert!(
+        installed.join("bin/mekara").exists() && installed.join("GEMINI.md").exists(),
+        "the extension's folder was not copied: {}",
+        installed.display()
+    );
+}
+
+/// mekara's Gemini CLI extension, installed for the person with `gemini extensions install`,
+/// serves a fresh project that holds a compiled script and nothing else of mekara's (no
+/// `mekara install`): its server, started through the extension's launcher (which finds
+/// mekara on the `PATH`), runs the script to its end in `gemini -p`, naming its tools as
+/// Gemini CLI offers them; the extension's context file reaches the model.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
+#[test]
+fn the_gemini_extension_runs_a_compiled_script_to_its_end() {
+    let project = Project::new();
+    project.script(
+        "greet",
+        "---\ndescription: Greet someone\n---\n\nWrite down that you greet them, then say hi.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"echo \" + request + \" >> greeted.txt\")\n    \
+             llm(\"Say hi to \" + request + \".\")\n",
+        ),
+    );
+    extension_installed(&project, true);
+    assert!(
+        !project.root().join(".gemini").exists(),
+        "the project must hold no Gemini set-up"
+    );
+    let calls = [
+        ("start", json!({"name": "greet", "arguments": "Ada"})),
+        (
+            "continue_compiled_script",
+            json!({"run_id": crate::standin::RUN_ID, "outputs": {}}),
+        ),
+    ];
+    let turns = calls
+        .iter()
+        .map(|(tool, args)| mekara_call(tool, args.clone()))
+        .chain([vec![text("Greeted.")]])
+        .collect();
+    let session = gemini_p(&project, "/greet Ada", turns);
+    assert_eq!(
+        session.standin.turns_left(),
+        0,
+        "not every turn was asked for\n{session}"
+    );
+    // The folder's Claude Code hooks are not Gemini CLI's: it finds none of them.
+    assert!(
+        !session.stderr.contains("hook") && !session.stderr.contains("Hook"),
+        "Gemini CLI ran or refused hooks of the extension:\n{session}"
+    );
+    let first = &session.standin.main_requests()[0];
+    let offered = first.function_names();
+    assert!(
+        offered.iter().any(|n| n == "mcp_mekara_start"),
+        "the extension's tools were not offered: {offered:?}\n{session}"
+    );
+    let shown = first.contents_text();
+    assert!(
+        shown.contains("Call `mcp_mekara_start` with `name`"),
+        "the extension's GEMINI.md did not reach the model: {shown}"
+    );
+
+    let results = session.tool_results();
+    assert_eq!(results.len(), calls.len(), "{results:#?}\n{session}");
+    for (((tool, _), want), (name, response)) in calls
+        .iter()
+        .zip(["## Your turn: llm step `greet[1]`", "## Done"])
+        .zip(&results)
+    {
+        assert_eq!(name, &format!("mcp_mekara_{tool}"));
+        let output = response["output"].as_str().unwrap_or_else(|| {
+            panic!("`{tool}` got no output (refused or failed): {response}\n{session}")
+        });
+        assert!(
+            output.contains(want),
+            "`{tool}` did not reply `{want}`:\n{output}\n{session}"
+        );
+    }
+    let first_reply = results[0].1["output"].as_str().unwrap_or_default();
+    crate::standin::assert_names_offered_tools(first_reply, &offered);
+
+    // mekara ran the script's auto step itself, in the project, and journaled the run there.
+    assert_eq!(
+        std::fs::read_to_string(project.root().join("greeted.txt")).ok(),
+        Some("Ada\n".to_string())
+    );
+    let events = journal_events(&project);
+    crate::standin::assert_completed(&events);
+    assert_eq!(events[1]["script"], "greet", "{events:#?}");
+}
+
+/// The control for the test above: without the person's `trust` of the `mekara` server,
+/// `gemini -p` does not offer the extension's tools, and nothing runs.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
+#[test]
+fn without_the_persons_trust_gemini_cli_does_not_offer_the_extensions_tools() {
+    let project = Project::new();
+    extension_installed(&project, false);
+    let session = gemini_p(
+        &project,
+        "Start test/random.",
+        vec![mekara_call(
+            "start",
+            json!({"name": "test/random", "arguments": "7"}),
+        )],
+    );
+    let offered = session.standin.main_requests()[0].function_names();
+    assert!(
+        !offered.iter().any(|n| n.starts_with("mcp_mekara_")),
+        "{offered:?}\n{session}"
+    );
+    assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
+}
