@@ -96,7 +96,7 @@ fn the_launcher_never_runs_itself_or_another_launcher() {
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert_eq!(
         run.stderr,
-        "mekara is not installed: install it with `pipx install mekara-cli` (or `npm install -g @mekara-dev/mekara`, or `cargo install --locked mekara`), then restart the agent\n"
+        "mekara is not installed: install it with `pipx install mekara-cli` (or `npm install -g mekara`, or `cargo install --locked mekara`), then restart the agent\n"
     );
 }
 
