@@ -41,10 +41,18 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     .evaluating_in_children();
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
-    let mut plan = SessionPlan::discover(&cwd, settings)?;
+    let mut locations = Locations::discover(&cwd);
+    // Claude Code starts a plugin's server in the project it opened: a project with no
+    // `.mekara/` (nor `.claude/`) yet is that folder all the same, so that the scripts
+    // `/mekara:systematize` and `/compile` write there are found by this server, which lives
+    // as long as the session.
+    if args.plugin && locations.project_root.is_none() && locations.home.as_ref() != Some(&cwd) {
+        locations.project_root = Some(cwd.clone());
+    }
+    let mut plan = SessionPlan::at(&locations, settings)?;
     if args.plugin {
         plan.served = Served::ClaudePlugin;
-        plan.stood_down = claude::configured_server(&Locations::discover(&cwd));
+        plan.stood_down = claude::configured_server(&locations);
         if let Some(file) = &plan.stood_down {
             tracing::info!(
                 "the plugin's server stands down: `{}` sets mekara up",

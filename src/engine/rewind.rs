@@ -386,13 +386,17 @@ fn last_failure(root: &Trace) -> Option<Cut<'_>> {
     Some(cause(failed, failed.failed_after?))
 }
 
-/// Why frame `trace` failed after its first `steps` steps.
+/// Why frame `trace` failed after its first `steps` steps: its last step, when that failed.
+/// A script that stopped itself (`fail`, or an error) right after a step whose failure it
+/// allowed read that failure and stopped on it (`t = auto("make test", allow_failure =
+/// True)`, then `fail(...)`): that step is the cause, so a retry after the fix runs it
+/// again. Otherwise it runs again from where it stopped.
 fn cause(trace: &Trace, steps: usize) -> Cut<'_> {
-    let failed = steps
+    let last = steps
         .checked_sub(1)
         .and_then(|last| Some((last, &trace.steps.get(last)?.1)))
-        .filter(|(_, record)| !record.result.success && !record.allow_failure);
-    let Some((index, record)) = failed else {
+        .filter(|(_, record)| !record.result.success);
+    let Some((index, record)) = last else {
         return Cut {
             trace,
             index: steps,

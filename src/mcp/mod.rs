@@ -47,10 +47,18 @@ pub(crate) struct SessionPlan {
 impl SessionPlan {
     /// The plan for a server started in `cwd`.
     pub(crate) fn discover(cwd: &Path, settings: Settings) -> Result<SessionPlan, EngineError> {
-        let locations = Locations::discover(cwd);
-        let store = crate::store::config::run_store(&locations)?;
+        SessionPlan::at(&Locations::discover(cwd), settings)
+    }
+
+    /// The plan for a server with these locations.
+    pub(crate) fn at(
+        locations: &Locations,
+        settings: Settings,
+    ) -> Result<SessionPlan, EngineError> {
+        let cwd = &locations.cwd;
+        let store = crate::store::config::run_store(locations)?;
         Ok(SessionPlan {
-            resolver: Resolver::new(&locations),
+            resolver: Resolver::new(locations),
             store,
             settings,
             cwd: cwd.to_path_buf(),

@@ -260,3 +260,37 @@ fn the_plugins_hooks_say_nothing_where_mekara_install_registered_its_own() {
         run.stdout
     );
 }
+
+/// A project with no scripts yet: Claude Code starts the plugin's server in a folder with no
+/// `.mekara/`, and the scripts `/mekara:systematize` and `/compile` write there while the
+/// session lasts are found by that same server (without `--plugin`, a folder with neither
+/// `.mekara/` nor `.claude/` is no project).
+#[tokio::test]
+async fn the_plugins_server_finds_scripts_written_after_it_started_in_a_new_project() {
+    let project = Project::new();
+    let fresh = project.dir.path().join("fresh");
+    std::fs::create_dir_all(&fresh).expect("create");
+    let client =
+        crate::mcp::client::Client::start_command(&project, &fresh, &["mcp", "--plugin"], &[])
+            .await;
+    crate::common::write_file(
+        &fresh.join(".mekara/scripts/nl/hello.md"),
+        "1. Say hello.\n",
+    );
+    crate::common::write_file(
+        &fresh.join(".mekara/scripts/compiled/hello.star"),
+        "def execute(request):\n    auto(\"echo hello\")\n",
+    );
+    let reply = client
+        .call("start", json!({"name": "hello", "arguments": ""}))
+        .await
+        .ok();
+    assert!(
+        reply.contains("`$ echo hello`") && reply.contains("## Done"),
+        "{reply}"
+    );
+    assert!(
+        fresh.join(".mekara/runs").is_dir(),
+        "the run is the project's"
+    );
+}

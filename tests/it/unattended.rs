@@ -959,3 +959,46 @@ fn a_scripts_print_shows_in_an_unattended_run() {
         done.stderr
     );
 }
+
+/// Found by a model playing the agent (issue 28): a script that reads its tests' failure and
+/// stops itself (`allow_failure = True`, then `fail`) was retried from after the tests, so the
+/// old failure was answered from the journal and the run stopped again. The step it stopped on
+/// runs again.
+#[test]
+fn retry_runs_again_the_allowed_failure_a_script_stopped_on() {
+    let project = project();
+    project.script(
+        "release",
+        "1. Run the tests; if they fail, stop.\n2. Release.\n",
+        Some(
+            "def execute(request):\n    \
+             t = auto(\"test -f tests-pass\", allow_failure = True)\n    \
+             if not t.success:\n        \
+             fail(\"the tests failed: not released\")\n    \
+             auto(\"echo released\")\n",
+        ),
+    );
+    let failed = run(&project, &["release"]);
+    failed.expect_code(1);
+    let id = json_summary(&failed)["run_id"]
+        .as_str()
+        .expect("a string")
+        .to_string();
+    project.write("tests-pass", "");
+    let retried = run_resume(&project, &id, &["--retry"]);
+    retried.expect_code(0);
+    assert_eq!(
+        json_summary(&retried)["state"],
+        "completed",
+        "{}",
+        retried.stderr
+    );
+    assert!(
+        retried
+            .stderr
+            .contains("retry: step release[0] failed (exited with code 1); it runs again")
+            && retried.stderr.contains("▶ release[1] $ echo released"),
+        "{}",
+        retried.stderr
+    );
+}

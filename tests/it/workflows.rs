@@ -398,7 +398,13 @@ fn compile_passes_with_the_file_in_place_and_tries_it_where_effects_are_safe() {
     for words in [
         "where its effects are safe",
         "scratch copy",
-        "`git worktree add`",
+        // Issue 28: a worktree shares the user's tags; a script that tags gets a clone with
+        // no remote, and the uncommitted compiled script goes into it.
+        "A `git worktree` shares the user's repository",
+        "use a clone with no remote",
+        "copy the compiled script",
+        "Never let a trial push or publish",
+        "doing each of its steps in the scratch copy, not in the project",
         r#""working_dir""#,
         "undo every change the trial made before trying again",
     ] {
