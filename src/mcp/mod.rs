@@ -61,7 +61,7 @@ impl SessionPlan {
             resolver: Resolver::new(locations),
             store,
             settings,
-            cwd: cwd.to_path_buf(),
+            cwd: cwd.clone(),
             served: Served::Configured,
             stood_down: None,
         })
