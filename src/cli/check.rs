@@ -3,7 +3,9 @@
 use super::output::outln;
 use clap::Args;
 
-use crate::engine::compiled::{CodeError, Limits, Program, person_warnings, typecheck};
+use crate::engine::compiled::{
+    CodeError, Limits, Program, person_warnings, target_problems, typecheck,
+};
 use crate::exit::Exit;
 use crate::script::{Level, Listing, Orphan, Resolver, Script, ScriptName};
 
@@ -17,7 +19,12 @@ pub(super) struct CheckArgs {
 }
 
 pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
-    let (_, resolver) = super::locate()?;
+    let (locations, resolver) = super::locate()?;
+    // The servers `mcp()` steps may name (none read when `.mcp.json` does not load).
+    let servers = crate::client::McpClient::for_locations(&locations)
+        .servers()
+        .ok();
+    let servers = servers.as_deref();
     let mut targets = Vec::new();
     if args.names.is_empty() {
         // A compiled file that no name resolves to would never run: that is an error too.
@@ -60,7 +67,7 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                 (
                     format!("{arg}: ok"),
                     format!("{arg}:"),
-                    problems(&resolver, level, arg, &text),
+                    problems(&resolver, servers, level, arg, &text),
                 )
             }
             Target::Script(script) => {
@@ -72,7 +79,13 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                 (
                     format!("{}: ok ({})", script.name, compiled.origin),
                     format!("{}: {}", script.name, compiled.origin),
-                    problems(&resolver, compiled.level, &compiled.origin, &compiled.text),
+                    problems(
+                        &resolver,
+                        servers,
+                        compiled.level,
+                        &compiled.origin,
+                        &compiled.text,
+                    ),
                 )
             }
             Target::Orphan(orphan) => {
@@ -86,7 +99,7 @@ pub(super) fn run(args: CheckArgs) -> anyhow::Result<Exit> {
                 match std::fs::read_to_string(&orphan.compiled) {
                     Ok(text) => {
                         let level = resolver.level_of_file(&orphan.compiled);
-                        print_problems(&problems(&resolver, level, &origin, &text))?;
+                        print_problems(&problems(&resolver, servers, level, &origin, &text))?;
                     }
                     Err(e) => outln!("error: cannot read `{origin}`: {e}\n")?,
                 }
@@ -144,11 +157,33 @@ impl Target<'_> {
 
 /// What is wrong with the compiled script `text`, whose helper modules are those of
 /// `level`. Loading finds what stops a script before it starts; only a script that loads is
-/// worth typechecking (its errors would repeat the same problem).
-fn problems(resolver: &Resolver, level: Level, origin: &str, text: &str) -> Vec<CodeError> {
+/// worth typechecking (its errors would repeat the same problem), and checking the scripts
+/// and servers its steps name.
+fn problems(
+    resolver: &Resolver,
+    servers: Option<&[String]>,
+    level: Level,
+    origin: &str,
+    text: &str,
+) -> Vec<CodeError> {
     let find = |path: &str| resolver.helper(level, path);
     match Program::load(origin, text, &find, &Limits::default()) {
-        Ok(_) => typecheck(origin, text, &find),
+        Ok(_) => {
+            let mut found = typecheck(origin, text, &find);
+            let script_error = |name: &str| resolver.resolve(name).err().map(|e| e.to_string());
+            let server_error = |name: &str| match servers {
+                Some(known) if known.iter().any(|s| s == name) => None,
+                Some([]) => Some(format!("no MCP server `{name}`: `.mcp.json` declares none")),
+                Some(known) => Some(format!(
+                    "no MCP server `{name}` in `.mcp.json`; it declares {}",
+                    crate::display::quoted(known)
+                )),
+                // A `.mcp.json` that does not load is `mekara tools`' to report.
+                None => None,
+            };
+            found.extend(target_problems(origin, text, &script_error, &server_error));
+            found
+        }
         Err(e) => vec![e],
     }
 }

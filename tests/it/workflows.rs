@@ -528,3 +528,42 @@ fn check_finds_a_missing_result_field_and_an_output_not_expected() {
     }
     assert_eq!(out.matches("error:").count(), 3, "{out}");
 }
+
+/// A `call_script` of a script that does not resolve and an `mcp` call of a server
+/// `.mcp.json` does not declare fail only when the run gets there (issue 28): `mekara check`
+/// names both with their line; a script and a server that are there pass.
+#[test]
+fn check_names_a_called_script_and_a_server_that_are_not_there() {
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"files": {"command": "true"}}}"#,
+    );
+    project.script("helper", "1. Help.\n", None);
+    project.script(
+        "calls",
+        "1. Call things.\n",
+        Some(
+            "def execute(request):\n    \
+             call_script(\"helper\")\n    \
+             call_script(\"helpr\")\n    \
+             mcp(\"files\", \"read\", {})\n    \
+             mcp(\"github\", \"issues\", {})\n",
+        ),
+    );
+    let run = mekara(&project, &["check", "calls"], "");
+    run.expect_code(1);
+    let out = &run.stdout;
+    assert!(
+        out.contains("error: `call_script(\"helpr\", ...)` cannot run: script `helpr` not found")
+            && out.contains("did you mean `helper`")
+            && out.contains("calls.star:3\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error: `mcp(\"github\", ...)` cannot run: no MCP server `github` in `.mcp.json`; it declares `files`")
+            && out.contains("calls.star:5\n"),
+        "{out}"
+    );
+    assert_eq!(out.matches("error:").count(), 2, "{out}");
+}

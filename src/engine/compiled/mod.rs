@@ -40,7 +40,7 @@ pub(crate) use builtins::{dialect, globals};
 pub(crate) use context::JournalWriter;
 pub(crate) use diagnostics::CodeError;
 pub(crate) use modules::FindModule;
-pub(crate) use static_check::{person_warnings, planned_steps, typecheck};
+pub(crate) use static_check::{person_warnings, planned_steps, target_problems, typecheck};
 pub(crate) use values::unfit;
 
 use context::{Interrupt, LogPrinter, StepContext, StepPrinter};

@@ -152,6 +152,36 @@ pub(crate) fn typecheck(origin: &str, source: &str, find: &FindModule<'_>) -> Ve
     problems
 }
 
+/// What a script's written-out step targets name that is not there: a `call_script` of a
+/// script that does not resolve (`script_error` says why, `None` when it resolves), an `mcp`
+/// call of a server `.mcp.json` does not declare (`server_error` likewise). Both fail only at
+/// run time, after the steps before them ran.
+pub(crate) fn target_problems(
+    origin: &str,
+    source: &str,
+    script_error: &dyn Fn(&str) -> Option<String>,
+    server_error: &dyn Fn(&str) -> Option<String>,
+) -> Vec<CodeError> {
+    let Ok(steps) = planned_steps(origin, source) else {
+        return Vec::new();
+    };
+    steps
+        .iter()
+        .filter_map(|step| {
+            let target = step.what.as_deref()?;
+            let why = match step.builtin {
+                "call_script" => script_error(target)?,
+                "mcp" => server_error(target)?,
+                _ => return None,
+            };
+            Some(CodeError::new(format!(
+                "error: `{}(\"{target}\", ...)` cannot run: {why}\n --> {origin}:{}",
+                step.builtin, step.line
+            )))
+        })
+        .collect()
+}
+
 /// Words in an `llm` prompt that hand the agent a decision the person makes (a
 /// confirmation, an approval, a choice), or talk with the person: unattended, there is no
 /// person, and the agent would decide alone. Lowercase.
