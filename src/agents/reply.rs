@@ -983,14 +983,46 @@ pub(crate) fn scripts(entries: &[ScriptEntry], listing: Listing) -> String {
     text
 }
 
-/// `resume` without an id: the runs a restart interrupted, oldest first in `runs`.
-pub(crate) fn interrupted_runs(runs: &[RunSummary]) -> String {
-    if runs.is_empty() {
-        return "## Interrupted runs\n\nNone: no run is waiting to be resumed. Call `start` to \
-                run a script.\n"
-            .to_string();
+/// A run a server holds that waits for a call.
+pub(crate) struct LiveRun {
+    /// Its id (not its handle: the agent that started it has that).
+    pub id: String,
+    /// Its root script.
+    pub script: String,
+    /// What it waits for, in words.
+    pub waiting: &'static str,
+}
+
+/// `resume` without an id: the runs a restart interrupted, oldest first in `runs`, and the
+/// runs this server holds that wait for a call, in `live`.
+pub(crate) fn interrupted_runs(runs: &[RunSummary], live: &[LiveRun]) -> String {
+    let mut text = String::new();
+    if !live.is_empty() {
+        text.push_str(
+            "## Runs in progress\n\nThese runs are live in this server and need no `resume`: go \
+             on with one by passing its handle (`<run id>.<token>`, as its `start` reply gave \
+             it) as `run_id`; `status` with it shows its pending item again.\n\n",
+        );
+        for run in live {
+            let _ = writeln!(
+                text,
+                "- `{}`: `{}`, waiting for {}",
+                run.id, run.script, run.waiting
+            );
+        }
+        text.push('\n');
     }
-    let mut text = format!(
+    if runs.is_empty() {
+        text.push_str(if live.is_empty() {
+            "## Interrupted runs\n\nNone: no run is waiting to be resumed. Call `start` to \
+             run a script.\n"
+        } else {
+            "## Interrupted runs\n\nNone.\n"
+        });
+        return text;
+    }
+    let _ = write!(
+        text,
         "## Interrupted runs\n\nNewest first. Call {} to take one up again; auto steps that \
          finished do not run again.\n\n",
         resume_call("<id>")

@@ -249,14 +249,21 @@ fn handle_refused(id: &str, problem: super::handle::HandleProblem) -> String {
     }
 }
 
+impl Waiting {
+    /// What is waited for, in words: "the outputs of an llm step".
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Waiting::LlmStep => "the outputs of an llm step",
+            Waiting::NlScript => "the agent to finish an NL script",
+            Waiting::Fallback => "the agent to finish a failed script by hand",
+            Waiting::Answer => "the person's answer to a question",
+            Waiting::Nothing => "nothing: no script is running",
+        }
+    }
+}
+
 fn wrong_call(expected: Waiting, waiting: Waiting) -> String {
-    let what = |w: Waiting| match w {
-        Waiting::LlmStep => "the outputs of an llm step",
-        Waiting::NlScript => "the agent to finish an NL script",
-        Waiting::Fallback => "the agent to finish a failed script by hand",
-        Waiting::Answer => "the person's answer to a question",
-        Waiting::Nothing => "nothing: no script is running",
-    };
+    let what = Waiting::describe;
     format!(
         "this call gives {}, but the run is waiting for {}",
         what(expected),

@@ -411,7 +411,8 @@ impl Registry {
         }
     }
 
-    /// `resume()` without an id: the runs a restart interrupted.
+    /// `resume()` without an id: the runs a restart interrupted, and the runs this server
+    /// holds that wait for a call (which need no resume: their handle goes on with them).
     fn interrupted_runs(&self) -> Reply {
         let runs: Vec<_> = match self.plan.store.list() {
             Ok(runs) => runs
@@ -420,6 +421,28 @@ impl Registry {
                 .collect(),
             Err(e) => return Reply::error(reply::resume_refused(&e)),
         };
-        Reply::ok(reply::interrupted_runs(&runs))
+        let mut live: Vec<reply::LiveRun> = lock(&self.runs)
+            .values()
+            .filter_map(|slot| {
+                // A run busy with a call now is not waiting for one.
+                let session = slot.session.try_lock().ok()?;
+                let pending = session.pending()?;
+                let waiting = pending.waiting();
+                if waiting == crate::engine::Waiting::Nothing {
+                    return None;
+                }
+                Some(reply::LiveRun {
+                    id: session.run_id()?.to_string(),
+                    script: session.frames().first()?.script.name.to_string(),
+                    waiting: waiting.describe(),
+                })
+            })
+            .collect();
+        live.sort_by(|a, b| a.id.cmp(&b.id));
+        let runs: Vec<_> = runs
+            .into_iter()
+            .filter(|r| !live.iter().any(|l| l.id == r.id))
+            .collect();
+        Reply::ok(reply::interrupted_runs(&runs, &live))
     }
 }

@@ -196,3 +196,41 @@ async fn separate_processes_carry_a_run_to_its_end_by_its_handle() {
     let out = std::fs::read_to_string(project.root().join("out-p")).expect("output");
     assert_eq!(out, "one\ntwo\n");
 }
+
+/// Found by a model playing the agent (issue 28): with two runs waiting on one server,
+/// `resume {}` said no run was waiting. It names both, by id, as live (their handles go on
+/// with them; no `resume` is needed), and no handle's token.
+#[tokio::test]
+async fn resume_without_a_handle_names_the_runs_this_server_holds() {
+    let project = Project::new();
+    two_steps(&project);
+    let client = Client::start(&project, &[]).await;
+    let a = handle(
+        &client
+            .call("start", json!({"name": "two", "arguments": "a"}))
+            .await
+            .ok(),
+    );
+    let b = handle(
+        &client
+            .call("start", json!({"name": "two", "arguments": "b"}))
+            .await
+            .ok(),
+    );
+    let listed = client.call("resume", json!({})).await.ok();
+    for handle in [&a, &b] {
+        let (id, token) = handle.split_once('.').expect("a handle");
+        assert!(
+            listed.contains(&format!(
+                "- `{id}`: `two`, waiting for the outputs of an llm step"
+            )),
+            "{listed}"
+        );
+        assert!(!listed.contains(token), "a token was listed:\n{listed}");
+    }
+    assert!(
+        listed.starts_with("## Runs in progress")
+            && listed.contains("## Interrupted runs\n\nNone.\n"),
+        "{listed}"
+    );
+}
