@@ -1153,13 +1153,21 @@ pub(crate) fn no_run_named(tool: AgentTool, runs: &[RunSummary]) -> String {
 }
 
 /// The note after a reply whose run ended while run `handle`, which this connection started
-/// before it, still waits: later calls without `run_id` go to that one again.
-pub(crate) fn still_waiting(handle: &str) -> String {
-    format!(
-        "\nRun `{handle}`, started before this one, still waits for you: call `status` with \
-         `{{\"run_id\": {}}}` to see its pending step.\n",
-        quote(handle)
-    )
+/// before it, still waits (for `pending`, shown again): later calls without `run_id` go to
+/// that one again.
+pub(crate) fn still_waiting(handle: &str, pending: Option<&Pending>) -> String {
+    match pending {
+        Some(pending) if !matches!(pending, Pending::Finished { .. }) => format!(
+            "\nRun `{handle}`, started before this one, still waits for you. Go on with it: \
+             its pending item, repeated from its last reply:\n\n{}",
+            self::pending(pending, None, Some(handle))
+        ),
+        _ => format!(
+            "\nRun `{handle}`, started before this one, still waits for you: call `status` with \
+             `{{\"run_id\": {}}}` to see its pending step.\n",
+            quote(handle)
+        ),
+    }
 }
 
 /// `eject_script`: the files written, relative to the project's `root`.

@@ -359,10 +359,16 @@ impl Registry {
         let mut driving = lock(driving);
         if driving.stack.len() > 1 && driving.top().is_some_and(|top| Arc::ptr_eq(top, slot)) {
             driving.stack.pop();
-            if let Some((_, handle)) = driving.top().and_then(|top| top.handle())
+            // Its pending item comes with the note, so that the agent goes on with it at
+            // once instead of asking `status` first.
+            if let Some(top) = driving.top()
                 && !reply.is_error
+                && let Ok(waiting) = top.session.try_lock()
+                && let Some(handle) = waiting.handle_or_id()
             {
-                reply.text.push_str(&reply::still_waiting(&handle));
+                reply
+                    .text
+                    .push_str(&reply::still_waiting(&handle, waiting.pending()));
             }
         }
     }
