@@ -129,11 +129,17 @@ pub(super) fn play(
                     .frames()
                     .last()
                     .map_or(0, |frame| steps_before_failure(&frame.steps));
+                // Not "shown above": a resumed run shows only the steps of this invocation.
+                let them = if done == 1 { "it" } else { "them" };
+                let listed = executor
+                    .run_id()
+                    .map(|id| format!("; `mekara runs show {id}` lists {them}"))
+                    .unwrap_or_default();
                 let ran = if done == 0 {
                     "no step of it was done before the failure".to_string()
                 } else {
                     format!(
-                        "{} of it {} done before the failure, shown above",
+                        "{} of it {} done before the failure{listed}",
                         count(done, "step"),
                         if done == 1 { "was" } else { "were" }
                     )
