@@ -152,7 +152,17 @@ pub(crate) fn run(
             let prompt = str_field(&input, "prompt")?;
             user_command(prompt).and_then(|(typed, args)| {
                 let name = unprefixed(typed);
-                compiled(&name).then(|| user_prompt_answer(typed, &name, args, start))
+                if compiled(&name) {
+                    return Some(user_prompt_answer(typed, &name, args, start));
+                }
+                // From the plugin, a bundled NL script typed without the plugin's name
+                // (`/systematize`) has no command file, and Claude Code tells the model so:
+                // its instructions come with the hook.
+                let plugin = by.plugin?;
+                (typed == name)
+                    .then(|| bundled_nl(&name, cwd))
+                    .flatten()
+                    .map(|script| bundled_nl_answer(plugin.name, &name, &script.instructions(args)))
             })
         }
         Hook::RerouteAgentCommands => {
@@ -214,6 +224,41 @@ fn is_compiled(name: &str, cwd: &Path) -> bool {
             false
         }
     }
+}
+
+/// The bundled NL script `name`, when that is what it resolves to from `cwd`'s project and
+/// the project has no command file of that name (whose expansion would say it already).
+fn bundled_nl(name: &str, cwd: &Path) -> Option<crate::script::Script> {
+    let locations = Locations::discover(cwd);
+    if let Some(root) = &locations.project_root
+        && root
+            .join(".claude/commands")
+            .join(format!("{name}.md"))
+            .exists()
+    {
+        return None;
+    }
+    let script = Resolver::new(&locations).resolve(name).ok()?;
+    (script.compiled.is_none() && script.nl.level == crate::script::Level::Bundled)
+        .then_some(script)
+}
+
+/// The UserPromptSubmit answer for the bundled NL script `name` typed without the plugin's
+/// name: its `instructions`, arguments in place, to follow.
+fn bundled_nl_answer(plugin: &str, name: &str, instructions: &str) -> String {
+    let context = format!(
+        "`/{name}` is mekara's bundled NL script, the command `/{plugin}:{name}`: follow its \
+         instructions yourself (they are not a compiled script: there is nothing to start):\n\n\
+         <instructions>\n{}\n</instructions>\n",
+        instructions.trim_end()
+    );
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": Hook::RerouteUserCommands.event(),
+            "additionalContext": context,
+        }
+    })
+    .to_string()
 }
 
 /// How to call `mcp__mekara__start`, after "Call the `…` tool with": its arguments as JSON

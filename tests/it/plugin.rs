@@ -207,6 +207,19 @@ fn the_plugins_hooks_take_commands_under_the_plugins_name_and_name_its_tools() {
     // `mekara:` alone, or an NL-only bundled script, is no compiled script.
     assert!(prompt("/mekara: deploy").is_empty());
     assert!(prompt("/mekara:systematize x").is_empty());
+    // Typed without the plugin's name, a bundled NL script has no command file: its
+    // instructions come with the hook, arguments in place.
+    let answer = prompt("/systematize release-notes");
+    assert!(
+        answer.contains(
+            "`/systematize` is mekara's bundled NL script, the command `/mekara:systematize`"
+        ) && answer
+            .contains("The name to give the script, if the user chose one: `release-notes`."),
+        "{answer}"
+    );
+    // Not where the project has a command file of that name (its expansion says it all).
+    project.write(".claude/commands/systematize.md", "Our own.\n");
+    assert!(prompt("/systematize x").is_empty());
     let run = plugin_hook(
         &project,
         "reroute-agent-commands",

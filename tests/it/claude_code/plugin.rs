@@ -240,6 +240,19 @@ fn a_plugin_user_types_compile_with_or_without_the_plugins_name() {
             && shown.contains(r#"{"name":"compile","arguments":"hello"}"#),
         "`/compile` did not reach the model as the reroute:\n{shown}"
     );
+    // The NL-only `/systematize`, typed without the prefix: its instructions reach the model.
+    let shown = first_shown(&claude_p(
+        &claude,
+        &project,
+        "/systematize release-notes",
+        vec![vec![text("Noted.")]],
+    ));
+    assert!(
+        shown.contains("`/systematize` is mekara's bundled NL script")
+            && shown
+                .contains("The name to give the script, if the user chose one: `release-notes`."),
+        "`/systematize` did not reach the model with its instructions:\n{shown}"
+    );
     // Its first step ran `mekara scripts show` through the plugin's server.
     let (started, is_error) = tool_result(&session, "toolu_compile");
     assert!(!is_error, "{started}\n{session}");
