@@ -697,6 +697,12 @@ def say(message = "hi"):
     print(message)
 "#,
     );
+    // The server and the script the steps name are there (`check` looks for both).
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"server": {"command": "true"}}}"#,
+    );
+    project.script("other", "Another.\n", None);
     let run = project.run(&["check", "every"], "");
     run.expect_code(0);
 }
