@@ -98,7 +98,13 @@ pub(crate) fn configured_server(locations: &Locations) -> Option<PathBuf> {
             .and_then(Json::as_object)
             .is_some_and(|s| s.contains_key(SERVER_NAME))
     };
-    if let Some(root) = &locations.project_root {
+    // A plugin's own `.mcp.json` (this one's, where a client starts its server in the
+    // plugin's folder) declares the plugin's server, not a project's.
+    if let Some(root) = locations
+        .project_root
+        .as_ref()
+        .filter(|root| !is_plugin_folder(root))
+    {
         let path = root.join(".mcp.json");
         if read_json(&path).is_some_and(|j| has_mekara(j.get("mcpServers"))) {
             return Some(path);
@@ -111,6 +117,11 @@ pub(crate) fn configured_server(locations: &Locations) -> Option<PathBuf> {
         .as_ref()
         .and_then(|root| user.get("projects")?.get(root.to_str()?)?.get("mcpServers"));
     (has_mekara(user.get("mcpServers")) || has_mekara(for_project)).then_some(path)
+}
+
+/// Whether `folder` is a plugin's own (it holds `.claude-plugin/plugin.json`), not a project.
+pub(crate) fn is_plugin_folder(folder: &Path) -> bool {
+    folder.join(".claude-plugin/plugin.json").is_file()
 }
 
 /// The settings file that registers `mekara install`'s hooks here, if any (the project's

@@ -46,7 +46,12 @@ pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
     // `.mekara/` (nor `.claude/`) yet is that folder all the same, so that the scripts
     // `/mekara:systematize` and `/compile` write there are found by this server, which lives
     // as long as the session.
-    if args.plugin && locations.project_root.is_none() && locations.home.as_ref() != Some(&cwd) {
+    // Not in a plugin's own folder, where Copilot CLI starts plugin servers.
+    if args.plugin
+        && locations.project_root.is_none()
+        && locations.home.as_ref() != Some(&cwd)
+        && !claude::is_plugin_folder(&cwd)
+    {
         locations.project_root = Some(cwd.clone());
     }
     let mut plan = SessionPlan::at(&locations, settings)?;
