@@ -128,17 +128,7 @@ pub(crate) fn is_plugin_folder(folder: &Path) -> bool {
 /// shared or local settings, or the user's): mekara's plugin's hooks then say nothing, so
 /// that a prompt is not answered twice.
 pub(crate) fn configured_hooks(locations: &Locations) -> Option<PathBuf> {
-    let project = locations.project_root.iter().flat_map(|root| {
-        [
-            root.join(".claude/settings.json"),
-            root.join(".claude/settings.local.json"),
-        ]
-    });
-    let user = locations
-        .home
-        .iter()
-        .map(|h| h.join(".claude/settings.json"));
-    project.chain(user).find(|path| {
+    settings_files(locations).find(|path| {
         read_json(path).is_some_and(|settings| {
             settings
                 .get("hooks")
@@ -150,6 +140,22 @@ pub(crate) fn configured_hooks(locations: &Locations) -> Option<PathBuf> {
                 .any(|entry| Hook::INSTALLED.iter().any(|hook| runs_hook(entry, *hook)))
         })
     })
+}
+
+/// The settings files Claude Code reads for a session here, each whether it is there or not:
+/// the project's shared and local ones, then the user's.
+fn settings_files(locations: &Locations) -> impl Iterator<Item = PathBuf> + '_ {
+    let project = locations.project_root.iter().flat_map(|root| {
+        [
+            root.join(".claude/settings.json"),
+            root.join(".claude/settings.local.json"),
+        ]
+    });
+    let user = locations
+        .home
+        .iter()
+        .map(|h| h.join(".claude/settings.json"));
+    project.chain(user)
 }
 
 /// The JSON in the file at `path`, if it is there and parses.
@@ -333,22 +339,7 @@ impl ClaudeAgent {
 fn without_mekara(locations: &Locations) -> Json {
     let mut plugins = serde_json::Map::new();
     plugins.insert(format!("{PLUGIN}@{PLUGIN}"), Json::Bool(false));
-    let settings = locations
-        .project_root
-        .iter()
-        .flat_map(|root| {
-            [
-                root.join(".claude/settings.json"),
-                root.join(".claude/settings.local.json"),
-            ]
-        })
-        .chain(
-            locations
-                .home
-                .iter()
-                .map(|h| h.join(".claude/settings.json")),
-        );
-    for path in settings {
+    for path in settings_files(locations) {
         let Some(Json::Object(enabled)) =
             read_json(&path).and_then(|s| s.get("enabledPlugins").cloned())
         else {

@@ -18,7 +18,7 @@ use serde_json::{Value as Json, json};
 use crate::agents::reply::AFTER_START;
 use crate::display::SHOWN_ARGUMENTS;
 use crate::paths::Locations;
-use crate::script::Resolver;
+use crate::script::{Level, Resolver, Script};
 
 /// The hooks mekara provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,24 +145,23 @@ pub(crate) fn run(
         .and_then(Json::as_str)
         .filter(|c| !c.is_empty())
         .map_or(cwd, Path::new);
-    let compiled = |name: &str| is_compiled(name, cwd);
     Ok(match hook {
         Hook::SessionStart => None,
         Hook::RerouteUserCommands => {
             let prompt = str_field(&input, "prompt")?;
             user_command(prompt).and_then(|(typed, args)| {
                 let name = unprefixed(typed);
-                if compiled(&name) {
+                let locations = Locations::discover(cwd);
+                let script = resolve(&name, &locations)?;
+                if script.compiled.is_some() {
                     return Some(user_prompt_answer(typed, &name, args, start));
                 }
                 // From the plugin, a bundled NL script typed without the plugin's name
                 // (`/systematize`) has no command file, and Claude Code tells the model so:
                 // its instructions come with the hook.
                 let plugin = by.plugin?;
-                (typed == name)
-                    .then(|| bundled_nl(&name, cwd))
-                    .flatten()
-                    .map(|script| bundled_nl_answer(plugin.name, &name, &script.instructions(args)))
+                (typed == name && is_bundled_without_command(&script, &name, &locations))
+                    .then(|| bundled_nl_answer(plugin.name, &name, &script.instructions(args)))
             })
         }
         Hook::RerouteAgentCommands => {
@@ -190,7 +189,9 @@ pub(crate) fn run(
                 }
             };
             let skill = unprefixed(skill);
-            compiled(&skill).then(|| skill_answer(&skill, args, start))
+            resolve(&skill, &Locations::discover(cwd))
+                .filter(|script| script.compiled.is_some())
+                .map(|_| skill_answer(&skill, args, start))
         }
     })
 }
@@ -213,34 +214,27 @@ pub(crate) fn user_command(prompt: &str) -> Option<(&str, &str)> {
     (!name.is_empty()).then(|| (name, args.trim()))
 }
 
-/// Whether `name` resolves, from `cwd`'s project, to a compiled script. A name that is not a
+/// The script `name` resolves to from the project of `locations`. A name that is not a
 /// script name at all (`/usr/bin/env`, `/help`) is simply not one.
-fn is_compiled(name: &str, cwd: &Path) -> bool {
-    let resolver = Resolver::new(&Locations::discover(cwd));
-    match resolver.resolve(name) {
-        Ok(script) => script.compiled.is_some(),
+fn resolve(name: &str, locations: &Locations) -> Option<Script> {
+    match Resolver::new(locations).resolve(name) {
+        Ok(script) => Some(script),
         Err(e) => {
             tracing::debug!("`{name}` is not a mekara script: {e}");
-            false
+            None
         }
     }
 }
 
-/// The bundled NL script `name`, when that is what it resolves to from `cwd`'s project and
-/// the project has no command file of that name (whose expansion would say it already).
-fn bundled_nl(name: &str, cwd: &Path) -> Option<crate::script::Script> {
-    let locations = Locations::discover(cwd);
-    if let Some(root) = &locations.project_root
-        && root
-            .join(".claude/commands")
+/// Whether `script`, typed as `/name`, is a bundled NL script that the project has no
+/// command file for (whose expansion would say it already).
+fn is_bundled_without_command(script: &Script, name: &str, locations: &Locations) -> bool {
+    let has_command = locations.project_root.as_ref().is_some_and(|root| {
+        root.join(".claude/commands")
             .join(format!("{name}.md"))
             .exists()
-    {
-        return None;
-    }
-    let script = Resolver::new(&locations).resolve(name).ok()?;
-    (script.compiled.is_none() && script.nl.level == crate::script::Level::Bundled)
-        .then_some(script)
+    });
+    script.compiled.is_none() && script.nl.level == Level::Bundled && !has_command
 }
 
 /// The UserPromptSubmit answer for the bundled NL script `name` typed without the plugin's

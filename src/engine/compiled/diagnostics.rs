@@ -225,3 +225,13 @@ pub(super) fn locate_in_function(
     });
     last.locate(e)
 }
+
+/// Of `names`, the one `wrong` is most likely a misspelling of (for a "did you mean"): the
+/// closest by edit distance, when close enough for its length.
+pub(super) fn closest<'a>(wrong: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .map(|n| (strsim::damerau_levenshtein(wrong, n), n))
+        .filter(|(distance, n)| *distance <= (n.len() / 3).max(2))
+        .min()
+        .map(|(_, n)| n)
+}

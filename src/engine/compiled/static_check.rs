@@ -19,7 +19,7 @@ use starlark::syntax::ast::{
 use starlark::typing::{AstModuleTypecheck, Interface};
 
 use super::builtins::{dialect, globals};
-use super::diagnostics::{CodeError, render};
+use super::diagnostics::{CodeError, closest, render};
 use super::modules::{FindModule, ModuleGraph};
 
 /// A step builtin called in a script's source, as `mekara run --dry-run` lists it.
@@ -383,13 +383,8 @@ fn hint(message: &str, at: Span, calls: &Calls<'_>) -> Option<String> {
         .strip_suffix('`')?;
     let callee = calls.callee(at)?;
     let params = calls.parameters(callee);
-    let closest = params
-        .iter()
-        .map(|p| (strsim::damerau_levenshtein(wrong, p), p))
-        .filter(|(distance, p)| *distance <= (p.len() / 3).max(2))
-        .min();
-    Some(match closest {
-        Some((_, p)) => format!("did you mean `{p}`?"),
+    Some(match closest(wrong, params.iter().map(String::as_str)) {
+        Some(p) => format!("did you mean `{p}`?"),
         None if params.is_empty() => format!("`{callee}` takes no keyword `{wrong}`"),
         None => format!(
             "`{callee}` takes {}",

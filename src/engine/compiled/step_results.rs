@@ -17,7 +17,7 @@ use starlark::syntax::ast::{
     CallArgsP, ExprP, StmtP,
 };
 
-use super::diagnostics::{CodeError, render};
+use super::diagnostics::{CodeError, closest, render};
 
 /// What a step call returned, as far as the source says.
 #[derive(Debug, Clone)]
@@ -289,12 +289,7 @@ fn closest_or_all<'a>(
     names: impl Iterator<Item = &'a str> + Clone,
     what: &str,
 ) -> String {
-    let closest = names
-        .clone()
-        .map(|n| (strsim::damerau_levenshtein(wrong, n), n))
-        .filter(|(distance, n)| *distance <= (n.len() / 3).max(2))
-        .min();
-    if let Some((_, n)) = closest {
+    if let Some(n) = closest(wrong, names.clone()) {
         return format!("did you mean `{n}`?");
     }
     let all: Vec<&str> = names.collect();
