@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
+use super::compiled::child::Warm;
 use super::compiled::{CodeError, Evaluation, FrameRun, Loaded, Suspension, Task};
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
@@ -52,6 +53,9 @@ pub(crate) struct Frame {
     /// The last question its `ask` steps put to the person (when, and what it takes).
     pub asked: Option<AskEvent>,
     program: Option<Result<Arc<Loaded>, CodeError>>,
+    /// An evaluator child holding the frame's suspended evaluation, if one does: a cache
+    /// (see `compiled::child::Warm`).
+    warm: Option<Warm>,
     /// How many of the script's prints outside function steps were reported: evaluation
     /// starts from the top each time, and says each print once.
     printed: usize,
@@ -460,6 +464,7 @@ impl Executor {
                 failure: state.failure,
                 asked: state.asked,
                 program: None,
+                warm: None,
                 printed: 0,
             });
         }
@@ -1161,7 +1166,8 @@ impl Executor {
                 .group_note(&group_note)
                 .observer(observer)
                 .default_timeout(self.settings.default_timeout)
-                .source(program.authored()),
+                .source(program.authored())
+                .warm(&mut frame.warm),
         );
         if matches!(result, Err(EngineError::Cancelled { .. })) {
             self.cancel.reset();
@@ -1259,6 +1265,7 @@ impl Executor {
             failure: None,
             asked: None,
             program: None,
+            warm: None,
             printed: 0,
         });
         observer.frame_event(FrameEvent::Pushed {

@@ -203,7 +203,7 @@ impl RunHistory {
 }
 
 /// The state of a run, for `mekara runs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum RunState {
     /// Another process is driving it now.
     Active,
@@ -227,6 +227,20 @@ pub(crate) enum RunState {
     Cancelled,
 }
 
+impl RunState {
+    /// Whether a run in this state has ended for good: its root script's frame was popped,
+    /// or it was cancelled.
+    pub(crate) fn has_ended(self) -> bool {
+        matches!(
+            self,
+            RunState::Completed
+                | RunState::FinishedByAgent
+                | RunState::FellBack
+                | RunState::Cancelled
+        )
+    }
+}
+
 impl std::fmt::Display for RunState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -243,8 +257,8 @@ impl std::fmt::Display for RunState {
     }
 }
 
-/// One line of `mekara runs`.
-#[derive(Debug, Clone)]
+/// One line of `mekara runs` (kept as JSON in the file store's index of runs).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RunSummary {
     /// The id.
     pub id: String,

@@ -46,6 +46,14 @@ pub(crate) trait Store: Send + Sync + std::fmt::Debug {
     /// Every run (or only run `id`), oldest first.
     fn list(&self, id: Option<&str>) -> Result<Vec<RunSummary>, EngineError>;
 
+    /// The runs that have not ended (their root script's frame is still on the stack, or
+    /// it never started), oldest first: what `status` and `resume {}` look at.
+    fn list_open(&self) -> Result<Vec<RunSummary>, EngineError> {
+        let mut runs = self.list(None)?;
+        runs.retain(|r| !r.state.has_ended());
+        Ok(runs)
+    }
+
     /// Removes run `id` while holding it; a step a killed mekara left running on this host
     /// is killed first. Returns the bytes freed.
     fn remove(&self, id: &str) -> Result<u64, EngineError>;
@@ -168,6 +176,11 @@ impl RunStore {
     /// Every run, oldest first.
     pub(crate) fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
         self.store.list(None)
+    }
+
+    /// The runs that have not ended, oldest first (see [`Store::list_open`]).
+    pub(crate) fn list_open(&self) -> Result<Vec<RunSummary>, EngineError> {
+        self.store.list_open()
     }
 
     /// What run `id` adds up to, as `mekara runs` lists it.

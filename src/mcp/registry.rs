@@ -386,7 +386,7 @@ impl Registry {
     fn open_runs(&self) -> Vec<RunSummary> {
         self.plan
             .store
-            .list()
+            .list_open()
             .unwrap_or_else(|e| {
                 tracing::warn!("cannot list the runs: {e}");
                 Vec::new()
@@ -420,7 +420,7 @@ impl Registry {
     /// `resume()` without an id: the runs a restart interrupted, and the runs this server
     /// holds that wait for a call (which need no resume: their handle goes on with them).
     fn interrupted_runs(&self) -> Reply {
-        let runs: Vec<_> = match self.plan.store.list() {
+        let runs: Vec<_> = match self.plan.store.list_open() {
             Ok(runs) => runs
                 .into_iter()
                 .filter(|r| matches!(r.state, RunState::Interrupted | RunState::WaitingForAnswer))

@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use crate::engine::error::EngineError;
 use crate::engine::group_note::{self, GroupNote};
 use crate::engine::journal::{Contents, Event, FORMAT, JournalError, RunEvent, now_ms, parse};
-use crate::engine::runs::{RunSummary, summarize};
+use crate::engine::runs::{RunSummary, is_run_id, summarize};
 use crate::engine::store::{RunLog, Store};
+use crate::store::runs_index::{self, RunsIndex};
 
 /// Reads the journal at `path` without taking it.
 pub(crate) fn read(path: &Path) -> Result<Contents, JournalError> {
@@ -57,6 +58,8 @@ impl Journal {
             path: path.clone(),
             source,
         };
+        // Marked before it exists: a run is never going on without its mark.
+        RunsIndex::of(dir).going_on(id);
         let file = OpenOptions::new()
             .append(true)
             .create_new(true)
@@ -114,6 +117,7 @@ impl Journal {
         let _ = journal.group.kill_leftover();
         std::fs::remove_file(&journal.path).map_err(io)?;
         journal.group.remove();
+        RunsIndex::of(dir).forget(id);
         Ok(len + note_bytes)
     }
 
@@ -124,6 +128,7 @@ impl Journal {
             path: path.clone(),
             source,
         };
+        RunsIndex::of(dir).going_on(id);
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -182,6 +187,19 @@ impl Journal {
     pub(crate) fn close(mut self) -> Result<(), JournalError> {
         self.sync()?;
         self.group.remove();
+        // The run's summary goes to the index once it ended (read here once, so that a
+        // listing need not read the journal again).
+        if let Some(dir) = self.path.parent() {
+            let len = self.file.metadata().map_or(0, |m| m.len());
+            let summary = summarize(
+                self.id.clone(),
+                &self.path,
+                read(&self.path),
+                &|| false,
+                len,
+            );
+            RunsIndex::of(dir).ended(&summary, &self.path);
+        }
         Ok(())
     }
 
@@ -359,10 +377,62 @@ impl Store for FileStore {
             self.path(id)?;
             return Ok(vec![self.summary(id.to_string())]);
         }
-        Ok(journal_ids(&self.dir)
+        let index = RunsIndex::of(&self.dir);
+        let ids = journal_ids(&self.dir);
+        let Some(going_on) = index.going_on_ids() else {
+            let runs: Vec<RunSummary> = ids.into_iter().map(|id| self.summary(id)).collect();
+            index.build(&runs, &self.dir);
+            return Ok(runs);
+        };
+        let mut ended = index.ended_summaries();
+        Ok(ids
             .into_iter()
-            .map(|id| self.summary(id))
+            .map(|id| {
+                let journal = self.dir.join(format!("{id}.jsonl"));
+                match ended.remove(&id) {
+                    Some((stamped, summary))
+                        if !going_on.contains(&id)
+                            && runs_index::stamp(&journal) == Some(stamped) =>
+                    {
+                        summary
+                    }
+                    _ => {
+                        let summary = self.summary(id);
+                        index.ended(&summary, &journal);
+                        summary
+                    }
+                }
+            })
             .collect())
+    }
+
+    /// Reads only the runs the index marks as going on (all of them when it is not kept
+    /// yet), and clears the marks of those that ended.
+    fn list_open(&self) -> Result<Vec<RunSummary>, EngineError> {
+        let index = RunsIndex::of(&self.dir);
+        let Some(going_on) = index.going_on_ids() else {
+            let mut runs = self.list(None)?;
+            runs.retain(|r| !r.state.has_ended());
+            return Ok(runs);
+        };
+        let mut ids: Vec<String> = going_on.into_iter().filter(|id| is_run_id(id)).collect();
+        ids.sort();
+        let mut runs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !self.dir.join(format!("{id}.jsonl")).is_file() {
+                // Marked, then stopped before its journal was made, or removed.
+                index.forget(&id);
+                continue;
+            }
+            let journal = self.dir.join(format!("{id}.jsonl"));
+            let summary = self.summary(id);
+            if summary.state.has_ended() {
+                index.ended(&summary, &journal);
+            } else {
+                runs.push(summary);
+            }
+        }
+        Ok(runs)
     }
 
     fn remove(&self, id: &str) -> Result<u64, EngineError> {

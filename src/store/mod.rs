@@ -11,6 +11,7 @@
 pub(crate) mod config;
 pub(crate) mod file;
 pub(crate) mod postgres;
+pub(crate) mod runs_index;
 
 use std::path::PathBuf;
 use std::sync::Arc;

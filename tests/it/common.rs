@@ -213,6 +213,28 @@ impl Project {
     }
 }
 
+/// `mekara ARGS` in the project root under `strace -f -qq STRACE -o FILE`, with the
+/// hermetic environment of [`Project::command`] and nothing on stdin: how it ran, and what
+/// strace wrote.
+pub fn under_strace(project: &Project, strace: &[&str], args: &[&str]) -> (Run, String) {
+    let trace = project.dir.path().join("strace.out");
+    let mekara = project.command(args);
+    let mut command = Command::new("strace");
+    command
+        .args(["-f", "-qq"])
+        .args(strace)
+        .arg("-o")
+        .arg(&trace)
+        .arg(mekara.get_program())
+        .args(mekara.get_args())
+        .current_dir(project.root())
+        .env_clear()
+        .envs(mekara.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let run = run_with_stdin(command, "");
+    let traced = std::fs::read_to_string(&trace).unwrap_or_default();
+    (run, traced)
+}
+
 /// `PATH` with the folder of the `mekara` under test first: a shell, or an agent client
 /// running `mekara mcp` and the hooks by that name as `mekara install` registers them, finds
 /// this build.

@@ -45,6 +45,7 @@ mod queue;
 mod qwen;
 mod resolution;
 mod rewind;
+mod runs_index;
 mod serve;
 mod shell;
 mod stack;

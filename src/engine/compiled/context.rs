@@ -24,6 +24,16 @@ use crate::engine::step::{Kept, ParallelMember, StepInput, StepRecord, StepResul
 /// Appends a step to the run's journal.
 pub(crate) type JournalWriter<'a> = dyn FnMut(&StepRecord) -> Result<(), JournalError> + 'a;
 
+/// Keeps a suspended evaluation alive until the steps that answer it are journaled: how a
+/// warm evaluator child waits for the parent (see `child`), instead of unwinding.
+pub(crate) trait Holder {
+    /// Says that the frame suspended at `suspension` (with the cursor and the count of
+    /// prints reported there) and waits; returns the steps journaled in the frame since,
+    /// the first of them the suspended step's own. Does not return when nobody will answer
+    /// (the process ends).
+    fn hold(&self, suspension: &Suspension, cursor: usize, printed: usize) -> Vec<StepRecord>;
+}
+
 /// Why the interpreter was unwound by a builtin.
 pub(super) enum Interrupt {
     Suspend(Suspension),
@@ -73,8 +83,8 @@ mod context_type {
     #![allow(unsafe_code)]
 
     use super::{
-        CancelToken, Cell, Duration, GroupNote, Interrupt, JournalWriter, Kept, Limits, MemberRun,
-        Observer, Path, ProvidesStaticType, RefCell, StepRecord, StepRunner,
+        CancelToken, Cell, Duration, GroupNote, Holder, Interrupt, JournalWriter, Kept, Limits,
+        MemberRun, Observer, Path, ProvidesStaticType, RefCell, StepRecord, StepRunner,
     };
 
     #[derive(ProvidesStaticType)]
@@ -102,6 +112,9 @@ mod context_type {
         pub(in crate::engine::compiled) printed: Cell<usize>,
         /// The member of a `parallel` group being called, if one is.
         pub(in crate::engine::compiled) member: RefCell<Option<MemberRun>>,
+        /// Holds the evaluation where the frame suspends, when something does (a warm
+        /// evaluator child); otherwise it unwinds there.
+        pub(in crate::engine::compiled) holder: Option<&'a dyn Holder>,
     }
 }
 
@@ -418,13 +431,27 @@ impl StepContext<'_> {
     ) -> anyhow::Result<StepResult> {
         let input = suspension.input();
         let index = self.cursor.get();
-        let Some(result) = self.replay(&input)? else {
-            return Err(match suspension {
-                Suspension::Llm { prompt, expects } if self.in_member() => {
-                    self.member_llm(prompt, expects)
+        let result = loop {
+            if let Some(result) = self.replay(&input)? {
+                break result;
+            }
+            match self.holder {
+                // Held, the evaluation goes on from here as one from the top would over the
+                // journal with the new steps; a step of a `parallel` member is asked with
+                // the group's other tasks, which unwinds.
+                Some(holder) if !self.in_member() => {
+                    let new = holder.hold(&suspension, index, self.printed.get());
+                    self.steps.borrow_mut().extend(new);
                 }
-                suspension => self.interrupt(Interrupt::Suspend(suspension)),
-            });
+                _ => {
+                    return Err(match suspension {
+                        Suspension::Llm { prompt, expects } if self.in_member() => {
+                            self.member_llm(prompt, expects)
+                        }
+                        suspension => self.interrupt(Interrupt::Suspend(suspension)),
+                    });
+                }
+            }
         };
         self.check_failure(index, &input, &result, allow_failure)?;
         Ok(result)

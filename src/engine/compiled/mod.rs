@@ -360,6 +360,11 @@ pub(crate) struct FrameRun<'a> {
     /// The text of the script's string literals, where the prompt tags that may call
     /// tools are written.
     pub source: &'a str,
+    /// Where an evaluator child that holds the frame's suspended evaluation is kept between
+    /// evaluations, if anywhere (see [`child::Warm`]).
+    pub warm: Option<&'a mut Option<child::Warm>>,
+    /// Holds the evaluation where it suspends (a warm child's own side).
+    holder: Option<&'a dyn context::Holder>,
 }
 
 impl<'a> FrameRun<'a> {
@@ -393,6 +398,8 @@ impl<'a> FrameRun<'a> {
             default_timeout: Duration::ZERO,
             limits,
             source: "",
+            warm: None,
+            holder: None,
         }
     }
 
@@ -433,6 +440,25 @@ impl<'a> FrameRun<'a> {
         FrameRun { source, ..self }
     }
 
+    /// Keeping an evaluator child that holds the frame's suspended evaluation in `warm`,
+    /// where the next evaluation of the frame takes it up (see [`child::Warm`]).
+    #[must_use]
+    pub(crate) fn warm(self, warm: &'a mut Option<child::Warm>) -> FrameRun<'a> {
+        FrameRun {
+            warm: Some(warm),
+            ..self
+        }
+    }
+
+    /// With `holder` keeping the evaluation where it suspends.
+    #[must_use]
+    fn holder(self, holder: &'a dyn context::Holder) -> FrameRun<'a> {
+        FrameRun {
+            holder: Some(holder),
+            ..self
+        }
+    }
+
     /// The context the run's functions are called in, the frame's steps moved into it; with
     /// the run's request, and where the steps and the count of prints reported go back when
     /// the evaluation ends.
@@ -462,6 +488,7 @@ impl<'a> FrameRun<'a> {
             prints: Cell::new(0),
             printed: Cell::new(*self.printed),
             member: RefCell::new(None),
+            holder: self.holder,
         };
         (ctx, self.request, self.steps, self.printed)
     }

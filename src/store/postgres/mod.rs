@@ -609,6 +609,7 @@ impl Store for PgStore {
             db: Arc::clone(db),
             lines: 0,
             header: Some(header),
+            held: Vec::new(),
             group: self.note(id)?,
             inserts: Inserts::prepare(&mut client, db)?,
             client: Held(Some(client)),
@@ -627,6 +628,7 @@ impl Store for PgStore {
             db: Arc::clone(&self.db),
             lines: i32::try_from(lines.len()).unwrap_or(i32::MAX),
             header: None,
+            held: Vec::new(),
             group,
         };
         Ok((Box::new(run), contents))
@@ -711,23 +713,21 @@ impl Db {
 
 /// The appends of a held run, prepared once on its connection: one event, and the header
 /// with the first event.
+/// The one statement that writes a run's events: any number of lines at once, so that the
+/// pure steps held back go to the store with the next event in one round trip.
 struct Inserts {
-    one: postgres::Statement,
-    two: postgres::Statement,
+    lines: postgres::Statement,
 }
 
 impl Inserts {
     fn prepare(client: &mut Client, db: &Db) -> Result<Inserts, StoreError> {
-        let mut prepare = |sql| client.prepare(sql).map_err(|e| db.failed(&e));
-        Ok(Inserts {
-            one: prepare(
-                "INSERT INTO mekara_events (project, run_id, line, body) VALUES ($1, $2, $3, $4)",
-            )?,
-            two: prepare(
+        let lines = client
+            .prepare(
                 "INSERT INTO mekara_events (project, run_id, line, body) \
-                 VALUES ($1, $2, $3, $4), ($1, $2, $5, $6)",
-            )?,
-        })
+                 SELECT $1, $2, line, body FROM UNNEST($3::int4[], $4::text[]) AS u(line, body)",
+            )
+            .map_err(|e| db.failed(&e))?;
+        Ok(Inserts { lines })
     }
 }
 
@@ -768,6 +768,8 @@ struct PgRun {
     lines: i32,
     /// The header of a new run, inserted with its first event.
     header: Option<String>,
+    /// Lines appended and not written yet: pure steps held back for the next write.
+    held: Vec<String>,
     group: GroupNote,
 }
 
@@ -790,38 +792,33 @@ impl RunLog for PgRun {
         &self.label
     }
 
+    /// Writes the event, with the events held back before it, in one statement (one
+    /// commit); a function step's event is held back until the next event or `sync`
+    /// (docs/design.md, "Group commit"): it is pure, so one lost with a killed mekara is only
+    /// computed again on resume, and nothing outside the run saw it.
     fn append(&mut self, event: &Event) -> Result<(), JournalError> {
         let line = serde_json::to_string(event).map_err(|e| self.db.failed_json(&e))?;
-        let (project, id, next) = (&self.db.project, &self.id, self.lines + 1);
-        let written = match &self.header {
-            Some(header) => self.client.get().execute(
-                &self.inserts.two,
-                &[project, id, &next, header, &(next + 1), &line],
-            ),
-            None => self
-                .client
-                .get()
-                .execute(&self.inserts.one, &[project, id, &next, &line]),
-        };
-        written.map_err(|e| self.db.failed(&e))?;
-        let mut bytes = line.len() as u64 + 1;
+        let bytes = line.len() as u64 + 1;
         if let Some(header) = self.header.take() {
-            bytes += header.len() as u64 + 1;
-            self.lines += 1;
+            self.held.push(header);
         }
-        self.lines += 1;
+        self.held.push(line);
         self.group.journal_grew(bytes);
-        Ok(())
+        if is_pure(event) {
+            return Ok(());
+        }
+        self.write_held()
     }
 
     fn sync(&mut self) -> Result<(), JournalError> {
-        // Every append was committed before it returned.
-        Ok(())
+        // Every other append was committed before it returned.
+        self.write_held()
     }
 
     fn read(&self) -> Result<Contents, JournalError> {
         let mut client = self.db.connect()?;
-        let lines = self.db.lines(&mut client, &self.id)?.unwrap_or_default();
+        let mut lines = self.db.lines(&mut client, &self.id)?.unwrap_or_default();
+        lines.extend(self.held.iter().cloned());
         journal::parse(&self.label, &file_bytes(&lines))
     }
 
@@ -829,11 +826,39 @@ impl RunLog for PgRun {
         &self.group
     }
 
-    fn close(self: Box<Self>) -> Result<(), JournalError> {
+    fn close(mut self: Box<Self>) -> Result<(), JournalError> {
+        self.write_held()?;
         // Ending the connection releases the lock.
         self.group.remove();
         Ok(())
     }
+}
+
+impl PgRun {
+    /// Writes the lines held back, in one statement.
+    fn write_held(&mut self) -> Result<(), JournalError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let first = self.lines + 1;
+        let numbers: Vec<i32> = (first..).take(self.held.len()).collect();
+        self.client
+            .get()
+            .execute(
+                &self.inserts.lines,
+                &[&self.db.project, &self.id, &numbers, &self.held],
+            )
+            .map_err(|e| self.db.failed(&e))?;
+        self.lines += i32::try_from(self.held.len()).unwrap_or(i32::MAX);
+        self.held.clear();
+        Ok(())
+    }
+}
+
+/// Whether `event` is a pure step's (a function step), which may wait for the next event to
+/// be written.
+fn is_pure(event: &Event) -> bool {
+    matches!(event, Event::Step(step) if matches!(step.record.input, crate::engine::step::StepInput::Function { .. }))
 }
 
 #[cfg(test)]

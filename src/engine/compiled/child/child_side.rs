@@ -57,6 +57,7 @@ fn evaluate_frame(job: FrameJob, link: &Link) -> Ask {
         mut printed,
         default_timeout,
         limits,
+        warm,
     } = job;
     let find = |name: &str| -> Result<ScriptFile, HelperError> {
         sources
@@ -84,13 +85,13 @@ fn evaluate_frame(job: FrameJob, link: &Link) -> Ask {
                 &cancel,
                 &limits,
             );
-            let (result, cursor) = evaluate_counted(
-                &program,
-                run.request(&request)
-                    .observer(link)
-                    .default_timeout(default_timeout)
-                    .source(&sources.authored),
-            );
+            let run = run
+                .request(&request)
+                .observer(link)
+                .default_timeout(default_timeout)
+                .source(&sources.authored);
+            let run = if warm { run.holder(link) } else { run };
+            let (result, cursor) = evaluate_counted(&program, run);
             (Outcome::of(result, Outcome::Evaluated), cursor)
         }
     };

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use super::protocol::{Answer, Ask, Shell, write_line};
+use crate::engine::compiled::context::Holder;
+use crate::engine::compiled::{Evaluation, Suspension};
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
 use crate::engine::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
@@ -16,6 +18,10 @@ use crate::engine::step::{StepInput, StepRecord};
 fn parent_gone() -> ! {
     std::process::exit(2)
 }
+
+/// How long a child holding a suspended evaluation waits for the parent to take it up
+/// before it ends on its own: the parent then starts a new one, as it would after any end.
+pub(super) const IDLE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 /// The child's line to its parent, which is its runner and its observer.
 pub(super) struct Link(pub(super) Mutex<(BufReader<std::io::Stdin>, std::io::Stdout)>);
@@ -69,6 +75,52 @@ impl Link {
                 path: PathBuf::from("(the parent's journal)"),
                 source: std::io::Error::other("not written"),
             }),
+        }
+    }
+}
+
+impl Holder for Link {
+    fn hold(&self, suspension: &Suspension, cursor: usize, printed: usize) -> Vec<StepRecord> {
+        let mut link = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (from_parent, to_parent) = &mut *link;
+        let said = Ask::Suspended {
+            evaluation: Evaluation::Suspended(suspension.clone()),
+            cursor,
+            printed,
+        };
+        if write_line(to_parent, &said).is_err() {
+            parent_gone();
+        }
+        // Nothing is buffered past the parent's last answer (it says nothing unasked), so
+        // the pipe itself tells whether the parent spoke. Idle, or told nothing more (its
+        // stdin closed: it let the evaluation go), the child ends: holding it was a cache.
+        if from_parent.buffer().is_empty() && !readable_within(IDLE) {
+            std::process::exit(0);
+        }
+        match Self::read(from_parent) {
+            Answer::Resume(steps) => steps,
+            _ => parent_gone(),
+        }
+    }
+}
+
+/// Whether stdin has something to read (or its end) within `idle`.
+fn readable_within(idle: std::time::Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: i64::try_from(idle.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: 0,
+    };
+    loop {
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) => return n > 0,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return true,
         }
     }
 }

@@ -19,27 +19,62 @@ use crate::engine::step::StepRecord;
 /// Evaluates the script of `sources` over the frame's journal in a child process `exe
 /// __evaluate`, doing what it asks with `run`'s runner, journal and observer; ends as
 /// [`evaluate_counted`](crate::engine::compiled::evaluate_counted) does.
+///
+/// With a [`Warm`] slot in `run`, a child that suspends is kept there holding the
+/// evaluation, and the next evaluation of the frame takes it up: with no new step it
+/// answers what it answered; with new steps (the suspended step's answer first) the child
+/// goes on from where it stopped. Any other change of the journal, or a child that is gone,
+/// starts a new one from the top, which is what would have happened without it.
 pub(crate) fn evaluate(
     exe: &Path,
     sources: &Sources,
-    run: FrameRun<'_>,
+    mut run: FrameRun<'_>,
 ) -> (Result<Evaluation, EngineError>, usize) {
-    let start = Start::Frame(FrameJob {
-        sources: sources.clone(),
-        path: run.path.to_string(),
-        request: run.request.to_string(),
-        working_dir: run.working_dir.to_path_buf(),
-        steps: run.steps.clone(),
-        printed: *run.printed,
-        default_timeout: run.default_timeout,
-        limits: run.limits.clone(),
+    let mut slot = run.warm.take();
+    let held = slot.as_mut().and_then(|slot| slot.take());
+    // The conversation that went on, or the run back, for a new child.
+    let resumed = match held.map(|warm| warm.take_up(run.steps)) {
+        Some(TakeUp::Same(warm)) => {
+            *run.printed = warm.printed;
+            let same = (Ok(warm.evaluation.clone()), warm.cursor);
+            if let Some(slot) = slot {
+                *slot = Some(*warm);
+            }
+            return same;
+        }
+        Some(TakeUp::Resume(live, new)) => {
+            let ended = converse(live, &Answer::Resume(new), run, true);
+            match ended.end {
+                // Gone before it said anything: nothing happened, so a new child does it
+                // all.
+                End::Gone => Err(ended.run),
+                _ => Ok(ended),
+            }
+        }
+        Some(TakeUp::Stale) | None => Err(run),
+    };
+    let ended = resumed.unwrap_or_else(|run| {
+        let job = frame_job(sources, &run, slot.is_some());
+        start(exe, &Start::Frame(job), run)
     });
     let Ended {
         run,
         end,
         journal_error,
-    } = converse(exe, &start, run);
+    } = ended;
     match end {
+        End::Held {
+            evaluation,
+            cursor,
+            printed,
+            live,
+        } => {
+            *run.printed = printed;
+            if let Some(slot) = slot {
+                *slot = Warm::keep(live, run.steps, &evaluation, cursor, printed);
+            }
+            (Ok(evaluation), cursor)
+        }
         End::Finished {
             outcome,
             cursor,
@@ -58,6 +93,28 @@ pub(crate) fn evaluate(
             Err(journal_error.map_or(e, EngineError::Journal)),
             run.steps.len(),
         ),
+        End::Gone => (
+            Err(stopped(
+                run.path,
+                "its process ended before the evaluation did",
+            )),
+            run.steps.len(),
+        ),
+    }
+}
+
+/// The job of evaluating `run`'s frame from the top.
+fn frame_job(sources: &Sources, run: &FrameRun<'_>, warm: bool) -> FrameJob {
+    FrameJob {
+        sources: sources.clone(),
+        path: run.path.to_string(),
+        request: run.request.to_string(),
+        working_dir: run.working_dir.to_path_buf(),
+        steps: run.steps.clone(),
+        printed: *run.printed,
+        default_timeout: run.default_timeout,
+        limits: run.limits.clone(),
+        warm,
     }
 }
 
@@ -93,7 +150,7 @@ pub(crate) fn call(
         call.limits,
     )
     .default_timeout(call.default_timeout);
-    let ended = converse(exe, &start, run);
+    let ended = self::start(exe, &start, run);
     match ended.end {
         End::Finished {
             outcome: Outcome::Called(called),
@@ -104,6 +161,11 @@ pub(crate) fn call(
         }
         End::Refused(message) => Ok(Called::Failed(message)),
         End::Stopped(e) => Err(e),
+        // A call's job does not hold its evaluation, and is never resumed.
+        End::Held { .. } | End::Gone => Err(stopped(
+            call.function,
+            "the child answered another job than it was given",
+        )),
     }
 }
 
@@ -117,7 +179,7 @@ struct Ended<'a> {
     journal_error: Option<JournalError>,
 }
 
-/// How a child ended.
+/// How a child ended, or stopped to hold its evaluation.
 enum End {
     /// It said how the evaluation ended, where its cursor was and how many prints it
     /// reported.
@@ -126,65 +188,102 @@ enum End {
         cursor: usize,
         printed: usize,
     },
+    /// The evaluation suspended, and the child, alive, holds it.
+    Held {
+        evaluation: Evaluation,
+        cursor: usize,
+        printed: usize,
+        live: Live,
+    },
     /// It stopped at the memory cap: the script's failure, with the cap's message and the
     /// statement.
     Refused(String),
     /// It stopped any other way before it said: the run is kept as it was.
     Stopped(EngineError),
+    /// A child taken up to go on was gone before it said anything.
+    Gone,
 }
 
-/// Starts `exe __evaluate`, sends it `start` and does what it asks with `run` until it says
-/// how the evaluation ended or stops.
-fn converse<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
-    let mut child = match spawn(exe) {
-        Ok(child) => child,
+/// Starts `exe __evaluate` and sends it `start` (see [`converse`]).
+fn start<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
+    match Live::spawn(exe) {
+        Ok(live) => converse(live, start, run, false),
         Err(e) => {
             let detail = format!("cannot start `{} {SUBCOMMAND}`: {e}", exe.display());
-            return Ended {
+            Ended {
                 end: End::Stopped(stopped(run.path, &detail)),
                 run,
                 journal_error: None,
-            };
+            }
         }
-    };
-    let stderr = child.stderr.take().map(keep_stderr);
+    }
+}
+
+/// Sends `first` to the child (a job, or the steps a held evaluation goes on with) and does
+/// what it asks with `run` until it says how the evaluation ended or suspended, or stops.
+fn converse<'a>(
+    live: Live,
+    first: &impl Serialize,
+    run: FrameRun<'a>,
+    resuming: bool,
+) -> Ended<'a> {
     let mut parent = Parent {
         run,
-        to_child: child.stdin.take(),
-        from_child: child.stdout.take().map(BufReader::new),
+        live,
         journal_error: None,
+        heard: false,
     };
-    let finished = parent.serve(start);
-    // The child says nothing after `Finished`; closing its stdin lets it go.
-    drop(parent.to_child.take());
-    drop(parent.from_child.take());
-    let status = child.wait();
-    let said = stderr
-        .and_then(|reader| reader.join().ok())
-        .unwrap_or_default();
+    let said = parent.serve(first);
     let Parent {
-        run, journal_error, ..
+        run,
+        live,
+        journal_error,
+        heard,
     } = parent;
-    let end = if let Some((outcome, cursor, printed)) = finished {
-        End::Finished {
+    let end = match said {
+        Some(Said::Suspended {
+            evaluation,
+            cursor,
+            printed,
+        }) => End::Held {
+            evaluation,
+            cursor,
+            printed,
+            live,
+        },
+        Some(Said::Finished {
             outcome,
             cursor,
             printed,
+        }) => {
+            // The child says nothing after `Finished`; closing its stdin lets it go.
+            let _ = live.end();
+            End::Finished {
+                outcome,
+                cursor,
+                printed,
+            }
         }
-    } else if let Some(refused) = refusal(&said) {
-        End::Refused(refused)
-    } else {
-        let how = match status {
-            Ok(status) => status.to_string(),
-            Err(e) => format!("cannot wait for it: {e}"),
-        };
-        let said = said.trim();
-        let detail = if said.is_empty() {
-            format!("its process ended ({how}) before the evaluation did")
-        } else {
-            format!("its process ended ({how}) before the evaluation did, saying: {said}")
-        };
-        End::Stopped(stopped(run.path, &detail))
+        None => {
+            let (status, said) = live.end();
+            if let Some(refused) = refusal(&said) {
+                End::Refused(refused)
+            } else if resuming && !heard {
+                End::Gone
+            } else {
+                let how = match status {
+                    Ok(status) => status.to_string(),
+                    Err(e) => format!("cannot wait for it: {e}"),
+                };
+                let said = said.trim();
+                let detail = if said.is_empty() {
+                    format!("its process ended ({how}) before the evaluation did")
+                } else {
+                    format!("its process ended ({how}) before the evaluation did, saying: {said}")
+                };
+                End::Stopped(stopped(run.path, &detail))
+            }
+        }
     };
     Ended {
         run,
@@ -193,17 +292,147 @@ fn converse<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
     }
 }
 
-/// Starts `exe __evaluate`, in a process group of its own: a Ctrl-C at the terminal goes to
-/// the parent, which stops the step in flight and so the evaluation.
-fn spawn(exe: &Path) -> std::io::Result<Child> {
-    use std::os::unix::process::CommandExt as _;
-    Command::new(exe)
-        .arg(SUBCOMMAND)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
+/// An evaluator child, with its pipes; killed and reaped when dropped.
+pub(crate) struct Live {
+    process: Child,
+    to_child: Option<ChildStdin>,
+    from_child: Option<BufReader<ChildStdout>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Live {
+    /// Starts `exe __evaluate`, in a process group of its own: a Ctrl-C at the terminal goes
+    /// to the parent, which stops the step in flight and so the evaluation.
+    fn spawn(exe: &Path) -> std::io::Result<Live> {
+        use std::os::unix::process::CommandExt as _;
+        let mut process = Command::new(exe)
+            .arg(SUBCOMMAND)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()?;
+        Ok(Live {
+            to_child: process.stdin.take(),
+            from_child: process.stdout.take().map(BufReader::new),
+            stderr: process.stderr.take().map(keep_stderr),
+            process,
+        })
+    }
+
+    /// Closes its stdin and waits for it to end: how it ended, and what it said on stderr.
+    fn end(mut self) -> (std::io::Result<std::process::ExitStatus>, String) {
+        drop(self.to_child.take());
+        drop(self.from_child.take());
+        let status = self.process.wait();
+        let said = self
+            .stderr
+            .take()
+            .and_then(|reader| reader.join().ok())
+            .unwrap_or_default();
+        (status, said)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        // A child that ended is reaped already, and `kill` then sends nothing.
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// An evaluator child holding a frame's suspended evaluation between two evaluations of
+/// the frame (see [`evaluate`]): a cache, dropped at any time (the next evaluation then
+/// starts from the top, as it would without it). Dropping it ends the child.
+///
+/// At most [`MAX_WARM`] are kept in a process, each under [`WARM_RSS`] of memory when it
+/// suspends: the bound on what they hold together.
+pub(crate) struct Warm {
+    live: Live,
+    /// How many of the frame's steps it holds, and the last of them: the journal it
+    /// suspended over.
+    seen: usize,
+    last: Option<StepRecord>,
+    /// What it said when it suspended.
+    evaluation: Evaluation,
+    cursor: usize,
+    printed: usize,
+    /// Its place among the [`MAX_WARM`].
+    _counted: Counted,
+}
+
+/// A place among the [`MAX_WARM`], given back when dropped.
+struct Counted;
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        WARM.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many children may hold suspended evaluations at once in one process.
+pub(crate) const MAX_WARM: usize = 32;
+/// The memory (resident) a child may have when it suspends to be kept.
+pub(crate) const WARM_RSS: u64 = 64 * 1024 * 1024;
+/// How many are kept now.
+static WARM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// What a held evaluation can do for the frame's journal now.
+enum TakeUp {
+    /// Nothing was journaled since: it answers what it answered.
+    Same(Box<Warm>),
+    /// Steps were journaled since: it goes on with them.
+    Resume(Live, Vec<StepRecord>),
+    /// The journal is not the one it suspended over plus new steps (a rewind): it is let go.
+    Stale,
+}
+
+impl Warm {
+    /// A child that suspended over `steps`, kept if there is room for it.
+    fn keep(
+        live: Live,
+        steps: &[StepRecord],
+        evaluation: &Evaluation,
+        cursor: usize,
+        printed: usize,
+    ) -> Option<Warm> {
+        use std::sync::atomic::Ordering;
+        let small = resident(live.process.id()).is_none_or(|rss| rss <= WARM_RSS);
+        let room = WARM
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (small && n < MAX_WARM).then_some(n + 1)
+            })
+            .is_ok();
+        room.then(|| Warm {
+            live,
+            seen: steps.len(),
+            last: steps.last().cloned(),
+            evaluation: evaluation.clone(),
+            cursor,
+            printed,
+            _counted: Counted,
+        })
+    }
+
+    fn take_up(self, steps: &[StepRecord]) -> TakeUp {
+        let kept = steps.len() >= self.seen
+            && self.seen.checked_sub(1).map(|at| &steps[at]) == self.last.as_ref();
+        if !kept {
+            TakeUp::Stale
+        } else if steps.len() == self.seen {
+            TakeUp::Same(Box::new(self))
+        } else {
+            let new = steps[self.seen..].to_vec();
+            TakeUp::Resume(self.live, new)
+        }
+    }
+}
+/// The resident memory of process `pid`, when this system tells it.
+fn resident(pid: u32) -> Option<u64> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 /// The most of the child's stderr that is kept.
@@ -237,24 +466,56 @@ fn refusal(said: &str) -> Option<String> {
 /// The parent's side of the conversation.
 struct Parent<'a> {
     run: FrameRun<'a>,
-    to_child: Option<ChildStdin>,
-    from_child: Option<BufReader<ChildStdout>>,
+    live: Live,
     /// Why the journal could not be written, when it could not.
     journal_error: Option<JournalError>,
+    /// Whether the child said anything.
+    heard: bool,
+}
+
+/// How the child ended an evaluation, or suspended it.
+enum Said {
+    Finished {
+        outcome: Outcome,
+        cursor: usize,
+        printed: usize,
+    },
+    Suspended {
+        evaluation: Evaluation,
+        cursor: usize,
+        printed: usize,
+    },
 }
 
 impl Parent<'_> {
-    /// Sends `start`, then does what the child asks until it says how the evaluation ended
-    /// (`None`: it stopped first).
-    fn serve(&mut self, start: &Start) -> Option<(Outcome, usize, usize)> {
-        self.send(start)?;
+    /// Sends `first`, then does what the child asks until it says how the evaluation ended
+    /// or that it suspended (`None`: it stopped first).
+    fn serve(&mut self, first: &impl Serialize) -> Option<Said> {
+        self.send(first)?;
         loop {
             match self.next_ask()? {
                 Ask::Finished {
                     outcome,
                     cursor,
                     printed,
-                } => return Some((outcome, cursor, printed)),
+                } => {
+                    return Some(Said::Finished {
+                        outcome,
+                        cursor,
+                        printed,
+                    });
+                }
+                Ask::Suspended {
+                    evaluation,
+                    cursor,
+                    printed,
+                } => {
+                    return Some(Said::Suspended {
+                        evaluation,
+                        cursor,
+                        printed,
+                    });
+                }
                 ask => self.answer(ask)?,
             }
         }
@@ -264,9 +525,9 @@ impl Parent<'_> {
     /// protocol).
     fn next_ask(&mut self) -> Option<Ask> {
         let mut line = String::new();
-        match self.from_child.as_mut()?.read_line(&mut line) {
+        match self.live.from_child.as_mut()?.read_line(&mut line) {
             Ok(0) | Err(_) => return None,
-            Ok(_) => {}
+            Ok(_) => self.heard = true,
         }
         serde_json::from_str(&line)
             .inspect_err(|e| {
@@ -280,7 +541,7 @@ impl Parent<'_> {
         loop {
             match self.next_ask()? {
                 Ask::Next => return Some(()),
-                Ask::Finished { .. } => return None,
+                Ask::Finished { .. } | Ask::Suspended { .. } => return None,
                 ask => self.answer(ask)?,
             }
         }
@@ -356,12 +617,12 @@ impl Parent<'_> {
                 run.observer.step_finished(&frame, &record);
                 Some(())
             }
-            Ask::Next | Ask::Finished { .. } => Some(()),
+            Ask::Next | Ask::Finished { .. } | Ask::Suspended { .. } => Some(()),
         }
     }
 
     /// Sends `message` to the child (`None`: it is gone).
     fn send(&mut self, message: &impl Serialize) -> Option<()> {
-        write_line(self.to_child.as_mut()?, message).ok()
+        write_line(self.live.to_child.as_mut()?, message).ok()
     }
 }

@@ -37,6 +37,10 @@ pub(super) struct FrameJob {
     pub(super) printed: usize,
     pub(super) default_timeout: Duration,
     pub(super) limits: Limits,
+    /// Whether the child, when the frame suspends, stays alive holding the evaluation
+    /// ([`Ask::Suspended`]) for the steps that answer it ([`Answer::Resume`]), instead of
+    /// ending.
+    pub(super) warm: bool,
 }
 
 /// A function of a tool module to call.
@@ -118,6 +122,14 @@ pub(super) enum Ask {
         frame: String,
         record: StepRecord,
     },
+    /// The evaluation suspended (a job with `warm`): the child holds it, and goes on with the
+    /// steps of [`Answer::Resume`], or ends when its stdin closes or stays silent for
+    /// [`IDLE`](super::link::IDLE).
+    Suspended {
+        evaluation: Evaluation,
+        cursor: usize,
+        printed: usize,
+    },
     /// The evaluation ended; the child says nothing more.
     Finished {
         outcome: Outcome,
@@ -137,6 +149,10 @@ pub(super) enum Answer {
     AllDone,
     /// Whether the step was journaled (when not, the parent keeps why).
     Journaled(bool),
+    /// The steps journaled in the frame since the child suspended, the first of them the
+    /// answer to the step it suspended at: it goes on as a fresh evaluation over the whole
+    /// journal would.
+    Resume(Vec<StepRecord>),
 }
 
 /// How an evaluation ended, as the child tells it: the errors an evaluation can end with
