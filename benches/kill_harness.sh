@@ -14,23 +14,30 @@
 #   unfinished   a step that never finished in a run that mekara reports as completed (must
 #                be 0)
 #
-#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN] [LOAD]
+#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN] [LOAD] [STORE]
 #
 # MEKARA (default: target/release/mekara) is the binary tested; RUNS (default 20) runs of 8
-# steps each; up to KILLS_PER_RUN (default 8) kills per run; LOAD (default 0) busy loops kept
+# rounds each; up to KILLS_PER_RUN (default 8) kills per run; LOAD (default 0) busy loops kept
 # running meanwhile, so that mekara is descheduled at any point (the kill window it once had
-# showed only under load). Loopback only: nothing leaves the machine. Time: about RUNS x 3 s.
+# showed only under load); STORE (default `files`) is where runs are kept: `files`, or `pg`
+# for a PostgreSQL server started here (benches/common/pg.sh; MEKARA_STORE_URL names another).
+# A round is a pure function step (which the PostgreSQL store holds back for the next write),
+# the shell step counted here, and an llm step answered by an agent command (held by a warm
+# evaluator between steps), so the kills land in all three. Loopback only: nothing leaves the
+# machine. Time: about RUNS x 3 s.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mekara=${1:-$repo/target/release/mekara}
 runs=${2:-20}
 kills_per_run=${3:-8}
 load=${4:-0}
+store=${5:-files}
 [ -x "$mekara" ] || { echo "no mekara binary at $mekara: cargo build --release" >&2; exit 2; }
 mekara=$(cd "$(dirname "$mekara")" && pwd)/$(basename "$mekara")
 work=$(mktemp -d)
 burners=()
-trap 'pkill -KILL -f "$work/step.sh" 2>/dev/null || true; for b in "${burners[@]}"; do kill "$b" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+PGPID=
+trap 'pkill -KILL -f "$work/step.sh" 2>/dev/null || true; for b in "${burners[@]}"; do kill "$b" 2>/dev/null || true; done; [ -z "$PGPID" ] || kill "$PGPID" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 "$load"); do
   (while :; do :; done) &
   burners+=($!)
@@ -57,16 +64,51 @@ project=$work/project
 mkdir -p "$project/.mekara/scripts/nl" "$project/.mekara/scripts/compiled" "$work/home"
 echo "Run eight short steps." >"$project/.mekara/scripts/nl/steps.md"
 cat >"$project/.mekara/scripts/compiled/steps.star" <<EOF
-def execute(request):
-    for i in range(8):
-        auto("sh $work/step.sh " + request + " " + str(i))
-EOF
-export HOME=$work/home
+def double(x):
+    return x * 2
 
-# The id of the run whose journal is not among the journals listed in $1.
+def execute(request):
+    n = 0
+    for i in range(8):
+        n = auto(double, {"x": n + i}).value
+        auto("sh $work/step.sh " + request + " " + str(i))
+        llm("Say a word for round %d (%d)." % (i, n), expects = {"word": "a word"})
+EOF
+printf '{"outputs": {"word": "yes"}}\n' >"$work/answer.json"
+agent=(--agent-command "cat $work/answer.json")
+export HOME=$work/home
+case $store in
+  files) ;;
+  pg)
+    TMP=$work
+    . "$repo/benches/common/pg.sh"
+    export MEKARA_STORE_URL=$URL
+    (cd "$project" && "$mekara" store migrate >/dev/null)
+    ;;
+  *) echo "STORE is files or pg, not $store" >&2; exit 2 ;;
+esac
+
+# The ids of the runs, one a line.
+run_ids() {
+  if [ "$store" = pg ]; then
+    "$PG/psql" "$URL" -Atc "SELECT id FROM mekara_runs ORDER BY id" 2>/dev/null
+  else
+    ls "$project/.mekara/runs" 2>/dev/null | grep '\.jsonl$' | sed 's/\.jsonl$//'
+  fi
+}
+
+# The journal of run $1, its lines.
+journal_of() {
+  if [ "$store" = pg ]; then
+    "$PG/psql" "$URL" -Atc "SELECT body FROM mekara_events WHERE run_id = '$1' ORDER BY line" 2>/dev/null
+  else
+    cat "$project/.mekara/runs/$1.jsonl" 2>/dev/null
+  fi
+}
+
+# The id of the run that is not among the ids listed in $1.
 new_run() {
-  comm -13 <(echo "$1") <(ls "$project/.mekara/runs" 2>/dev/null | grep '\.jsonl$') |
-    head -1 | sed 's/\.jsonl$//'
+  comm -13 <(echo "$1") <(run_ids) | head -1
 }
 
 random_delay() { awk -v seed="$RANDOM" 'BEGIN { srand(seed); printf "%.3f", rand() * 0.6 }'; }
@@ -76,8 +118,8 @@ started=$(date +%s)
 for run in $(seq 1 "$runs"); do
   log=$work/log.$run
   : >"$log"
-  before=$(ls "$project/.mekara/runs" 2>/dev/null | grep '\.jsonl$' || true)
-  (cd "$project" && exec "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) &
+  before=$(run_ids || true)
+  (cd "$project" && exec "$mekara" run "${agent[@]}" steps "$log" </dev/null >/dev/null 2>&1) &
   pid=$!
   id=
   for _ in $(seq 1 "$kills_per_run"); do
@@ -90,33 +132,48 @@ for run in $(seq 1 "$runs"); do
     # created it leaves none, and the run is started again.
     [ -n "$id" ] || id=$(new_run "$before")
     if [ -z "$id" ]; then
-      (cd "$project" && exec "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) &
+      (cd "$project" && exec "$mekara" run "${agent[@]}" steps "$log" </dev/null >/dev/null 2>&1) &
       pid=$!
       continue
     fi
-    # What the journal held when mekara died, and how far the steps' log was then.
-    journaled=$(grep -c '"event":"step"' "$project/.mekara/runs/$id.jsonl" 2>/dev/null || true)
+    # What the journal held when mekara died (its shell steps), and how far the steps' log
+    # was then.
+    journaled=$(journal_of "$id" | grep '"event":"step"' | grep -c '"kind":"shell"' || true)
     echo "$(wc -l <"$log") ${journaled:-0}" >>"$log.marks"
     state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
-    case $state in *completed*) break ;; esac
-    (cd "$project" && exec "$mekara" run --resume "$id" </dev/null >/dev/null 2>&1) &
+    case $state in
+      *completed*) break ;;
+      *"stopped before its script started"*)
+        # Killed after it made the run and before the script began: nothing to resume, so
+        # the script is started again, as a person would.
+        before=$(run_ids || true) id=
+        (cd "$project" && exec "$mekara" run "${agent[@]}" steps "$log" </dev/null >/dev/null 2>&1) &
+        pid=$!
+        continue
+        ;;
+    esac
+    (cd "$project" && exec "$mekara" run "${agent[@]}" --resume "$id" </dev/null >/dev/null 2>&1) &
     pid=$!
   done
   wait "$pid" 2>/dev/null || true
   [ -n "$id" ] || id=$(new_run "$before")
   if [ -z "$id" ]; then
-    (cd "$project" && "$mekara" run steps "$log" </dev/null >/dev/null 2>&1) || true
+    (cd "$project" && "$mekara" run "${agent[@]}" steps "$log" </dev/null >/dev/null 2>&1) || true
     id=$(new_run "$before")
   fi
   # The last resume runs to the end, unkilled.
   state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
   case $state in
     *completed*) ;;
-    *) (cd "$project" && "$mekara" run --resume "$id" </dev/null >/dev/null 2>&1) || true ;;
+    *) (cd "$project" && "$mekara" run "${agent[@]}" --resume "$id" </dev/null >/dev/null 2>&1) || true ;;
   esac
   state=$(cd "$project" && "$mekara" runs 2>/dev/null | grep -F "$id" || true)
   done_run=0
-  case $state in *completed*) completed=$((completed + 1)) done_run=1 ;; esac
+  case $state in
+    *completed*) completed=$((completed + 1)) done_run=1 ;;
+    *) echo "run $run did not complete: ${state:-not listed}" >&2
+       [ -z "${KILL_HARNESS_KEEP:-}" ] || { journal_of "$id" | tail -5 >&2; (cd "$project" && "$mekara" run "${agent[@]}" --resume "$id" </dev/null 2>&1 | tail -20) >&2; } ;;
+  esac
   overlapping=$((overlapping + $(grep -c '^overlap' "$log" || true)))
   # A step the journal held at a kill must not start again after it.
   while read -r lines journaled; do
@@ -130,5 +187,5 @@ for run in $(seq 1 "$runs"); do
   done
 done
 elapsed=$(( $(date +%s) - started ))
-printf 'runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  load %d  (%d s)\n' \
-  "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$load" "$elapsed"
+printf 'store %s  runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  load %d  (%d s)\n' \
+ "$store" "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$load" "$elapsed"

@@ -375,6 +375,37 @@ fn sigkill_mid_run_then_resume_from_another_checkout_runs_no_finished_step_twice
     assert!(listed.stdout.contains("completed"), "{}", listed.stdout);
 }
 
+/// Regression: when the store held the new run's header back with its first steps, the
+/// step note undercounted the journal, so a resume on the same host took the killed run's
+/// step for a finished one and left it running beside the step's second run.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn sigkill_mid_step_then_resume_on_the_same_host_kills_the_leftover_step() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let (laptop, _ci, db, mut child) = driving_step_b(s);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let ids = db.ids();
+    // The killed run's `b` still waits for `go`; the resume must end it before it runs `b`
+    // again, or both copies write when `go` comes.
+    let resumed = laptop
+        .command(&["run", "--resume", &ids[0]])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::fs::remove_file(s.join("started")).expect("started");
+    wait_for(&s.join("started"));
+    std::fs::write(s.join("go"), "").expect("go");
+    let mut resumed = resumed;
+    assert!(resumed.wait().expect("wait").success());
+    // Time for a leftover `b` to see `go` and write, if one were still there.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!((count(s, "a"), count(s, "b"), count(s, "c")), (1, 1, 1));
+}
+
 #[test]
 #[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
 fn a_run_one_host_drives_is_refused_to_another_and_listed_active() {

@@ -798,8 +798,9 @@ impl RunLog for PgRun {
     /// computed again on resume, and nothing outside the run saw it.
     fn append(&mut self, event: &Event) -> Result<(), JournalError> {
         let line = serde_json::to_string(event).map_err(|e| self.db.failed_json(&e))?;
-        let bytes = line.len() as u64 + 1;
+        let mut bytes = line.len() as u64 + 1;
         if let Some(header) = self.header.take() {
+            bytes += header.len() as u64 + 1;
             self.held.push(header);
         }
         self.held.push(line);
