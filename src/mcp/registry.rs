@@ -29,6 +29,19 @@ use crate::script::{Listing, Resolver};
 /// How long a session no connection drives stays in memory after its last call.
 const IDLE: Duration = Duration::from_secs(15 * 60);
 
+/// How many runs' sessions a server holds at most before it drops the least recently used
+/// of those no connection drives (see [`Registry::sweep`]): `MEKARA_MAX_HELD_RUNS`, else 128.
+fn max_held() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("MEKARA_MAX_HELD_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(128)
+    })
+}
+
 /// Makes the effect runner of each new session.
 pub(crate) type RunnerFactory = Box<dyn Fn() -> Box<dyn StepRunner> + Send + Sync>;
 
@@ -373,13 +386,29 @@ impl Registry {
         }
     }
 
-    /// Drops the sessions idle for [`IDLE`] that no connection drives and no call holds.
+    /// Drops the sessions idle for [`IDLE`] that no connection drives and no call holds;
+    /// past [`max_held`] sessions, the least recently used of those too, however briefly
+    /// idle. Each holds its run's journal, step note and evaluator child open: runs started
+    /// and left (a stateless `2026-07-28` client can leave thousands) must not take every
+    /// descriptor of the process. A dropped run is taken up again from its journal by the
+    /// next call that names it.
     fn sweep(&self) {
-        lock(&self.runs).retain(|_, slot| {
-            Arc::strong_count(slot) > 1
-                || lock(&slot.used).elapsed() < IDLE
-                || slot.session.try_lock().is_err()
-        });
+        let mut runs = lock(&self.runs);
+        let free =
+            |slot: &Arc<Slot>| Arc::strong_count(slot) == 1 && slot.session.try_lock().is_ok();
+        runs.retain(|_, slot| !free(slot) || lock(&slot.used).elapsed() < IDLE);
+        let over = runs.len().saturating_sub(max_held());
+        if over > 0 {
+            let mut idle: Vec<(Instant, String)> = runs
+                .iter()
+                .filter(|(_, slot)| free(slot))
+                .map(|(id, slot)| (*lock(&slot.used), id.clone()))
+                .collect();
+            idle.sort();
+            for (_, id) in idle.into_iter().take(over) {
+                runs.remove(&id);
+            }
+        }
     }
 
     /// The project's runs that have not ended.

@@ -1811,6 +1811,103 @@ fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
     assert_eq!(out, "one\ntwo\n");
 }
 
+/// The descriptors process `pid` has open.
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+/// Issue 31: every `start` a stateless client left held the run's files (and now its
+/// evaluator child) for the whole idle time, so a few thousand exhausted the process's
+/// descriptors. Past `MEKARA_MAX_HELD_RUNS` sessions the least recently used go, and a run
+/// dropped so is taken up from its journal by the next call that names it.
+#[test]
+fn runs_left_by_stateless_clients_are_bounded_and_taken_up_again_by_their_handle() {
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    let server = HttpServer::start_with(&project, &["mcp"], &[("MEKARA_MAX_HELD_RUNS", "8")]);
+    let pid = server.child.id();
+    let mut handles = Vec::new();
+    for id in 0..40u32 {
+        let started = stateless_call(
+            &server,
+            id,
+            "start",
+            &serde_json::json!({"name": "two", "arguments": format!("r{id}")}),
+        );
+        handles.push(crate::mcp::client::handle(&result_text(&started)));
+    }
+    let held = open_descriptors(pid);
+    let evaluators = crate::mcp::warm::evaluators(pid).len();
+    assert!(
+        evaluators <= 9,
+        "{evaluators} evaluator children for 8 held runs"
+    );
+    // Forty runs left, eight held: each held run costs a few descriptors, not forty of them.
+    assert!(
+        held < 120,
+        "{held} descriptors open after 40 runs were left"
+    );
+    // The first run was dropped long ago; its handle takes it up from its journal.
+    for (n, word) in [(100u32, "one"), (101, "two")] {
+        let reply = stateless_call(
+            &server,
+            n,
+            "continue_compiled_script",
+            &serde_json::json!({"run_id": handles[0], "outputs": {"word": word}}),
+        );
+        assert_ne!(reply["isError"], true, "{reply}");
+    }
+    let out = std::fs::read_to_string(project.root().join("out-r0")).expect("output");
+    assert_eq!(out, "one\ntwo\n");
+}
+
+/// Issue 31: scripts evaluated at once by one server are bounded (`MEKARA_MAX_EVALUATIONS`),
+/// each able to take its memory cap: past the bound, an evaluation waits for one to end.
+#[test]
+fn a_server_evaluates_at_most_max_evaluations_scripts_at_once() {
+    let project = Project::new();
+    let log = project.root().join("spans");
+    project.script(
+        "slow",
+        "Work a while.\n",
+        Some(&format!(
+            "def execute(request):\n    auto(\"echo start $(date +%s%N) >> {0}; sleep 0.4; echo end $(date +%s%N) >> {0}\")\n",
+            log.display()
+        )),
+    );
+    let server = HttpServer::start_with(&project, &["mcp"], &[("MEKARA_MAX_EVALUATIONS", "2")]);
+    std::thread::scope(|scope| {
+        for id in 0..5u32 {
+            let server = &server;
+            scope.spawn(move || {
+                let done =
+                    stateless_call(server, id, "start", &serde_json::json!({"name": "slow"}));
+                assert!(result_text(&done).contains("## Done"), "{done}");
+            });
+        }
+    });
+    // The most steps running at once, from their starts and ends in time order.
+    let text = std::fs::read_to_string(&log).expect("spans");
+    let mut marks: Vec<(u128, i32)> = text
+        .lines()
+        .map(|line| {
+            let (kind, at) = line.split_once(' ').expect("a mark");
+            (
+                at.parse().expect("a time"),
+                if kind == "start" { 1 } else { -1 },
+            )
+        })
+        .collect();
+    marks.sort_unstable();
+    let (mut now, mut most) = (0, 0);
+    for (_, change) in &marks {
+        now += change;
+        most = most.max(now);
+    }
+    assert_eq!(marks.len(), 10, "{text}");
+    assert!(most <= 2, "{most} scripts evaluated at once:\n{text}");
+}
+
 /// Two runs interleaved on one HTTP server, one driven in a sessionful `2025-06-18` session
 /// (its calls after `start` name no run), the other by stateless `2026-07-28` requests, and
 /// a third by another `mekara mcp` process on the same project: each gets its own outputs.

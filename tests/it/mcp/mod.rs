@@ -9,4 +9,4 @@ mod replies;
 mod rewind;
 mod tool_names;
 mod vcr;
-mod warm;
+pub(crate) mod warm;

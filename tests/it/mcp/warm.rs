@@ -28,7 +28,7 @@ fn steps_script(project: &Project, n: usize) {
 }
 
 /// The `mekara __evaluate` children of process `parent` alive now.
-fn evaluators(parent: u32) -> Vec<u32> {
+pub(crate) fn evaluators(parent: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry

@@ -43,7 +43,9 @@ pub(crate) fn evaluate(
             return same;
         }
         Some(TakeUp::Resume(live, new)) => {
+            let evaluating = Evaluating::enter();
             let ended = converse(live, &Answer::Resume(new), run, true);
+            drop(evaluating);
             match ended.end {
                 // Gone before it said anything: nothing happened, so a new child does it
                 // all.
@@ -206,6 +208,7 @@ enum End {
 
 /// Starts `exe __evaluate` and sends it `start` (see [`converse`]).
 fn start<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
+    let _evaluating = Evaluating::enter();
     match Live::spawn(exe) {
         Ok(live) => converse(live, start, run, false),
         Err(e) => {
@@ -428,6 +431,63 @@ impl Warm {
         }
     }
 }
+/// A place among the evaluations that may go on at once in this process, held while one
+/// does: each may take up to its hard memory cap (four times the heap limit), so with
+/// [`max_evaluating`] of them, and at most [`MAX_WARM`] held children of at most
+/// [`WARM_RSS`] each, that bounds what a server's evaluations take together. Past it, an
+/// evaluation waits for a place (docs/design.md, "Memory across evaluations").
+struct Evaluating;
+
+/// How many evaluations go on now, and the condition their end signals.
+static EVALUATING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// How many evaluations may go on at once: `MEKARA_MAX_EVALUATIONS`, else 4.
+fn max_evaluating() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("MEKARA_MAX_EVALUATIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(4)
+    })
+}
+
+impl Evaluating {
+    /// Waits for a place, and holds it until dropped.
+    fn enter() -> Evaluating {
+        let (count, ended) = &EVALUATING;
+        let mut going = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *going >= max_evaluating() {
+            tracing::info!(
+                "{} evaluations go on (MEKARA_MAX_EVALUATIONS): this one waits for one to end",
+                *going
+            );
+        }
+        while *going >= max_evaluating() {
+            going = ended
+                .wait(going)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *going += 1;
+        Evaluating
+    }
+}
+
+impl Drop for Evaluating {
+    fn drop(&mut self) {
+        let (count, ended) = &EVALUATING;
+        let mut going = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *going = going.saturating_sub(1);
+        ended.notify_one();
+    }
+}
+
 /// The resident memory of process `pid`, when this system tells it.
 fn resident(pid: u32) -> Option<u64> {
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
