@@ -477,10 +477,8 @@ fn history(report: &mut Report, programs: &[Program], sizes: &Sizes) {
             let (full, new) = (&full, &programs[0].path);
             scope.spawn(move || {
                 for _ in (worker..sizes.history).step_by(2) {
-                    let out = Command::new(new)
+                    let out = command(new, full)
                         .args(["run", "one"])
-                        .current_dir(&full.root)
-                        .env("HOME", &full.home)
                         .output()
                         .expect("spawn mekara run");
                     assert!(out.status.success(), "mekara run one: {out:?}");
@@ -535,10 +533,8 @@ fn history(report: &mut Report, programs: &[Program], sizes: &Sizes) {
             for which in round_order(2, round) {
                 let bench = if which == 0 { &empty } else { &full };
                 let started = Instant::now();
-                let out = Command::new(&program.path)
+                let out = command(&program.path, bench)
                     .arg("runs")
-                    .current_dir(&bench.root)
-                    .env("HOME", &bench.home)
                     .output()
                     .expect("spawn mekara runs");
                 let elapsed = ms(started.elapsed());
@@ -731,12 +727,8 @@ fn hook(program: &Program) -> (f64, String) {
     })
     .to_string();
     let started = Instant::now();
-    let mut child = Command::new(&program.path)
+    let mut child = command(&program.path, &program.bench)
         .args(["hook", "reroute-user-commands"])
-        .current_dir(root)
-        .env_clear()
-        .env("PATH", &program.bench.path)
-        .env("HOME", &program.bench.home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -753,6 +745,18 @@ fn hook(program: &Program) -> (f64, String) {
         ms(started.elapsed()),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
+}
+
+/// `program` in `bench`'s project, with its `HOME` and nothing else of the caller's
+/// environment but `PATH` (a `MEKARA_STORE_URL` there would send the runs elsewhere).
+fn command(program: &Path, bench: &Bench) -> Command {
+    let mut command = Command::new(program);
+    command
+        .current_dir(&bench.root)
+        .env_clear()
+        .env("PATH", &bench.path)
+        .env("HOME", &bench.home);
+    command
 }
 
 /// Runs a bench script, shows its output as it goes on stderr, and returns its stdout.
