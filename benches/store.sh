@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
 # The run store side by side: files against PostgreSQL, in the same run of this script.
 #
-#   benches/store.sh BIN [N]
+#   benches/store.sh BIN [N] [OTHER...]
 #
 # BIN is the mekara to measure (build it with `cargo build --release`); N is how many runs
 # `mekara runs` lists (default 10000; `benches/store.sh BIN 100000` for the issue's figure:
-# past 10,000 the database is filled in SQL rather than by `store import`). It starts its
+# past 10,000 the database is filled in SQL rather than by `store import`; 0 leaves the
+# listing out). OTHER are more binaries (an earlier build) whose append latency is measured
+# in the same run, each in a database of its own. ROUNDS (environment, default 3) is how
+# many times each run is timed; the median is printed, with the fastest .. slowest. It starts its
 # own PostgreSQL 15 (the Debian package, benches/common/pg.sh) in a temporary folder, with
 # fsync on as a real server has it, unless MEKARA_STORE_URL names one (whose database it
 # fills; use an empty one).
 #
 # Prints:
-# - append latency per step: a script of 200 function steps (no process to start, so the
-#   step's cost is evaluation plus the journal append), run with each store; the time per
-#   step, and the difference, which is the store's own cost;
+# - append latency per step, per binary: a script of 200 function steps (no process to start,
+#   so the step's cost is evaluation plus the journal append), and one of 200 shell steps
+#   (`true`), run with each store; the time per step, the difference, which is the store's
+#   own cost, and the ratio;
 # - `mekara runs` listing N runs with each store (the runs are copies of one real run:
 #   files written here, then `mekara store import`ed, which is timed too).
 #
 # The two stores are measured one after the other on the same machine and binary, so the
 # figures compare; absolute numbers move with the machine's load.
 set -euo pipefail
-BIN=$(realpath "${1:?usage: benches/store.sh BIN [N]}")
+BIN=$(realpath "${1:?usage: benches/store.sh BIN [N] [OTHER...]}")
 N=${2:-10000}
+OTHERS=()
+for other in "${@:3}"; do OTHERS+=("$(realpath "$other")"); done
+ROUNDS=${ROUNDS:-3}
 TMP=$(mktemp -d)
 cleanup() {
   if [ -n "${PGPID:-}" ]; then kill -INT "$PGPID" 2>/dev/null || true; wait "$PGPID" 2>/dev/null || true; fi
@@ -42,6 +49,9 @@ def execute(request):
 def step(i):
     return i
 EOF
+  echo "Run 200 shell steps." > "$1/.mekara/scripts/nl/shells.md"
+  printf 'def execute(request):\n    for i in range(200):\n        auto("true", context = "shell")\n' \
+    > "$1/.mekara/scripts/compiled/shells.star"
   echo "Run 3 steps." > "$1/.mekara/scripts/nl/short.md"
   printf 'def execute(request):\n    auto("true", context = "a")\n    auto("echo b", context = "b")\n    auto("echo c", context = "c")\n' \
     > "$1/.mekara/scripts/compiled/short.star"
@@ -49,22 +59,46 @@ EOF
 now() { date +%s.%N; }
 per_step() { python3 -c "print(f'{($2 - $1) * 1000 / 200:.3f}')"; }
 
-project "$TMP/files"
-project "$TMP/pg"
-(cd "$TMP/pg" && MEKARA_STORE_URL=$URL "$BIN" store migrate >/dev/null)
+# The median and the fastest .. slowest of numbers on stdin, one a line.
+stats() { sort -g | awk '{a[NR] = $1} END {printf "%.3f ms  (%.3f .. %.3f)", a[int((NR + 1) / 2)], a[1], a[NR]}'; }
+median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
-# Warm both (the binary's pages, the server's first connection), then measure.
-(cd "$TMP/files" && "$BIN" run steps >/dev/null && rm -f .mekara/runs/*.jsonl)
-(cd "$TMP/pg" && MEKARA_STORE_URL=$URL "$BIN" run steps >/dev/null)
-t0=$(now); (cd "$TMP/files" && "$BIN" run steps >/dev/null); t1=$(now)
-(cd "$TMP/pg" && MEKARA_STORE_URL=$URL "$BIN" run steps >/dev/null); t2=$(now)
-files_ms=$(per_step "$t0" "$t1"); pg_ms=$(per_step "$t1" "$t2")
-echo "append latency per step (200 function steps, whole run / 200):"
-echo "  files       ${files_ms} ms"
-echo "  postgresql  ${pg_ms} ms  (+$(python3 -c "print(f'{$pg_ms - $files_ms:.3f}')") ms per step)"
+# append BIN LABEL DATABASE_URL: the append latency of BIN's runs of 200 steps, per store.
+append() {
+  local bin=$1 label=$2 url=$3 dir="$TMP/append-$2"
+  project "$dir/files"
+  project "$dir/pg"
+  (cd "$dir/pg" && MEKARA_STORE_URL=$url "$bin" store migrate >/dev/null)
+  # Warm both (the binary's pages, the server's first connection), then measure.
+  (cd "$dir/files" && "$bin" run steps >/dev/null)
+  (cd "$dir/pg" && MEKARA_STORE_URL=$url "$bin" run steps >/dev/null)
+  echo "append latency per step, $label ($bin): whole run / 200, median of $ROUNDS runs (fastest .. slowest)"
+  local script kind
+  for script in steps shells; do
+    kind=$([ "$script" = steps ] && echo function || echo shell)
+    local files=() pg=()
+    for _ in $(seq "$ROUNDS"); do
+      local t0 t1 t2
+      t0=$(now); (cd "$dir/files" && "$bin" run "$script" >/dev/null); t1=$(now)
+      (cd "$dir/pg" && MEKARA_STORE_URL=$url "$bin" run "$script" >/dev/null); t2=$(now)
+      files+=("$(per_step "$t0" "$t1")"); pg+=("$(per_step "$t1" "$t2")")
+    done
+    local f p
+    f=$(printf '%s\n' "${files[@]}" | median); p=$(printf '%s\n' "${pg[@]}" | median)
+    echo "  $kind steps, files       $(printf '%s\n' "${files[@]}" | stats)"
+    echo "  $kind steps, postgresql  $(printf '%s\n' "${pg[@]}" | stats)  (+$(python3 -c "print(f'{$p - $f:.3f} ms per step, {$p / $f:.2f}x')") the files)"
+  done
+}
+append "$BIN" new "$URL"
+for k in "${!OTHERS[@]}"; do
+  # A database of its own: another build may have another schema.
+  "$PG/psql" -q "$URL" -c "CREATE DATABASE mekara_bench_other_$k" >/dev/null
+  append "${OTHERS[$k]}" "other-$k" "${URL%/*}/mekara_bench_other_$k"
+done
+[ "$N" -gt 0 ] || exit 0
 
 # N copies of a short run (3 shell steps), under new ids.
-rm -f "$TMP/files/.mekara/runs/"*.jsonl
+project "$TMP/files"
 (cd "$TMP/files" && "$BIN" run short >/dev/null)
 one=$(ls "$TMP/files/.mekara/runs/"*.jsonl | head -1)
 id=$(basename "$one" .jsonl)
