@@ -813,6 +813,9 @@ impl Executor {
             self.record_timeout(&asked, observer)?;
             return Ok(Answer::TooLate(late));
         }
+        if let Some(detail) = super::step::oversize(&answer, "the answer") {
+            return Err(EngineError::Unfit { detail });
+        }
         let answer = choose(answer, asked.choices.as_deref())?;
         self.record_ask(
             &asked,
@@ -1482,6 +1485,9 @@ pub(crate) fn check_outputs(
     if let Some(detail) = outputs.iter().find_map(|(name, value)| {
         super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
     }) {
+        return Err(EngineError::Unfit { detail });
+    }
+    if let Some(detail) = super::step::oversize(outputs, "the object of outputs") {
         return Err(EngineError::Unfit { detail });
     }
     Ok(())

@@ -1065,3 +1065,40 @@ def bad():
         "the failure's message, line breaks and tabs kept: {text}"
     );
 }
+
+/// Regression (issue 31): an `--agent-command` that printed 1.5 GB was read whole into
+/// mekara, and a 12 MB answer was journaled. An answer past the cap every value has is
+/// stopped there (even one that never ends) and refused with the cap's message; nothing
+/// of it is journaled.
+#[test]
+fn an_agent_answer_past_the_cap_is_stopped_and_refused() {
+    for agent in [
+        "python3 -c 'import json, sys; sys.stdin.read(); print(json.dumps({\"outputs\": {\"colour\": \"r\" * 12000000}}))'",
+        "yes '{\"outputs\": {}}'",
+    ] {
+        let project = project();
+        let run = project.run(
+            &[
+                "run",
+                "--agent-command",
+                agent,
+                "--agent-timeout",
+                "600",
+                "colour",
+            ],
+            "",
+        );
+        run.expect_code(1);
+        assert!(
+            run.stderr.contains("the agent's answer is ")
+                && run
+                    .stderr
+                    .contains("bytes of JSON, more than the 8388608 bytes a step keeps"),
+            "{agent}: {}",
+            &run.stderr[run.stderr.len().saturating_sub(3000)..]
+        );
+        let id = project.run_ids().pop().expect("a run");
+        let journal = project.journal(&id);
+        assert!(journal.len() < 100_000, "{agent}: {} bytes", journal.len());
+    }
+}
