@@ -394,7 +394,7 @@ impl Executor {
                 );
             }
             // Said where it was found (a warning in the log); the run goes on.
-            Leftover::NotOurs(_) | Leftover::None => {}
+            Leftover::NotOurs(_) | Leftover::Lingers(_) | Leftover::None => {}
         }
         let mut events = contents.events;
         let plan = match how {
