@@ -1376,6 +1376,10 @@ impl Executor {
     ) -> Result<StepRecord, EngineError> {
         let depth = self.stack.len() - 1;
         let top = self.stack.last().expect("a step is recorded into a frame");
+        // An answer (llm outputs, an answer to `ask`, an agent's error) may hold a secret
+        // this process knows: it is journaled, and given to the script, as `${VAR}`.
+        let mut result = result;
+        result.redact(&crate::secrets::known());
         let record = StepRecord {
             index: top.steps.len(),
             input,

@@ -484,6 +484,31 @@ impl StepRecord {
 }
 
 impl StepResult {
+    /// Replaces every value of `secrets` in the result's texts and values by `${VAR}`,
+    /// before it is journaled and before the script sees it.
+    pub(crate) fn redact(&mut self, secrets: &crate::secrets::Secrets) {
+        if secrets.is_empty() {
+            return;
+        }
+        self.output = secrets.redact(&self.output);
+        for text in [&mut self.error, &mut self.answer].into_iter().flatten() {
+            *text = secrets.redact(text);
+        }
+        for value in [&mut self.value, &mut self.structured]
+            .into_iter()
+            .flatten()
+        {
+            secrets.redact_json(value);
+        }
+        if let Some(outputs) = &mut self.outputs {
+            let mut all = Json::Object(std::mem::take(outputs));
+            secrets.redact_json(&mut all);
+            if let Json::Object(all) = all {
+                *outputs = all;
+            }
+        }
+    }
+
     /// `answer (through the agent)`: the label of an `ask` step's answer, saying who gave it.
     pub(crate) fn answer_label(&self) -> String {
         match self.answered_by {

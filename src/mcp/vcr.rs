@@ -249,9 +249,15 @@ struct HeaderOnly {
     cassette: CassetteHeader,
 }
 
+/// A call's input as JSON text, redacted of the secrets the process knows: an agent's
+/// outputs may hold one, which the journal holds redacted, so the replay gives the same.
 fn input_text(input: Option<&Map<String, Json>>) -> String {
     match input {
-        Some(map) => serde_json::to_string(map).unwrap_or_default(),
+        Some(map) => {
+            let mut input = Json::Object(map.clone());
+            crate::secrets::known().redact_json(&mut input);
+            serde_json::to_string(&input).unwrap_or_default()
+        }
         None => "{}".to_string(),
     }
 }
