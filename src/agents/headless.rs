@@ -229,6 +229,9 @@ pub(super) fn run_agent(
     let mut stderr = Vec::new();
     // The agent is stopped once its answer passes what a step keeps: `stop` is set by the
     // run's own token or by the watch on the answer's size.
+    if cancel.is_cancelled() {
+        return Err(Stopped::Cancelled);
+    }
     let stop = CancelToken::default();
     let oversized = AtomicBool::new(false);
     let done = AtomicBool::new(false);
