@@ -508,6 +508,9 @@ impl Executor {
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
         let script = self.resolver.resolve(name)?;
+        // Arguments are journaled (and given to the script) as every value is: with the
+        // secrets this process knows as `${VAR}`.
+        let request = &crate::secrets::redact(request);
         if request.len() > MAX_KEPT {
             return Err(EngineError::ArgumentsTooLong {
                 bytes: request.len(),

@@ -635,8 +635,8 @@ fn a_retried_step_is_a_new_span_and_the_reopened_script_a_new_attempt() {
 }
 
 /// Regression (issue 31): a redacted `${VAR}` that a script passed to `auto()` was expanded
-/// by the shell and journaled, and an agent's answer holding a secret was journaled as
-/// given. A secret the project's `.mcp.json` takes from the environment (known from the
+/// by the shell and journaled, and an agent's answer (or a script's arguments) holding a
+/// secret was journaled as given. A secret the project's `.mcp.json` takes from the environment (known from the
 /// start, before any server is called) is in none of the journal, the trace, the log and,
 /// over MCP, the cassette: each holds `${VAR}` instead.
 #[test]
@@ -660,7 +660,13 @@ fn a_secret_a_step_prints_or_an_agent_answers_is_kept_nowhere() {
     let log = project.dir.path().join("mekara.log");
     let out = run(
         &project,
-        &["run", "--agent-command", agent, "leak"],
+        &[
+            "run",
+            "--agent-command",
+            agent,
+            "leak",
+            &format!("use {secret}"),
+        ],
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint()),
             ("MEKARA_TRACES_INCLUDE_TEXT", "1"),
@@ -673,7 +679,9 @@ fn a_secret_a_step_prints_or_an_agent_answers_is_kept_nowhere() {
     let id = project.run_ids().pop().expect("a run");
     let journal = project.journal(&id);
     assert!(
-        journal.contains("key=${MY_API_KEY}") && journal.contains("the key is ${MY_API_KEY}"),
+        journal.contains("key=${MY_API_KEY}")
+            && journal.contains("the key is ${MY_API_KEY}")
+            && journal.contains("use ${MY_API_KEY}"),
         "{journal}"
     );
     let spans = receiver.spans_with("run leak");
