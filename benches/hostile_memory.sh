@@ -10,6 +10,9 @@
 # fallback); 124 is the time limit; 2 is an internal error; 134 or 139 a crash. Peak memory
 # includes the child process the script is evaluated in.
 #
+# Then hostile agent answers: the journal's size and peak memory of an unattended run whose
+# agent answers past the cap.
+#
 # Then what evaluating in a child process costs: the mean wall time of a run of a one-step
 # script, evaluated in a child (the default) and in mekara's own process
 # (`MEKARA_EVALUATE_IN_PROCESS=1`), RUNS times each (default 20).
@@ -70,6 +73,35 @@ for entry in "${scripts[@]}"; do
   read -r seconds kib < <(tail -n 1 "$out") || true
   rm -f "$out"
   printf '%-22s %6s %9s %9s MiB\n' "$name" "$code" "$seconds" "$((${kib:-0} / 1024))"
+done
+
+# Hostile answers (issue 31): a script of three llm steps run unattended by an agent that
+# answers each with 12 MB of JSON, or with 1.5 GB of text; the journal's size and mekara's
+# peak memory. Every answer past the cap (8 MiB) is stopped and refused, so the journal
+# holds none of them.
+echo "Three questions." >"$project/.mekara/scripts/nl/three.md"
+printf 'def execute(request):\n    for i in range(3):\n        llm("Say something.", expects = ["text"])\n' \
+  >"$project/.mekara/scripts/compiled/three.star"
+answers=(
+  'json-12MB|python3 -c "import json, sys; sys.stdin.read(); print(json.dumps({\"outputs\": {\"text\": \"r\" * 12000000}}))"'
+  'text-1.5GB|head -c 1500000000 /dev/zero | tr "\\0" x'
+)
+printf '\n%-22s %6s %9s %12s %14s\n' answer exit seconds "peak RSS" "journal bytes"
+for entry in "${answers[@]}"; do
+  name=${entry%%|*}
+  agent=${entry#*|}
+  rm -rf "$project/.mekara/runs"
+  out=$(mktemp)
+  set +e
+  (cd "$project" && ulimit -v $((8 * 1024 * 1024)) && HOME="$project/home" \
+    /usr/bin/time -o "$out" -f '%e %M' timeout "$limit" "$mekara" run --agent-command "$agent" three \
+    </dev/null >/dev/null 2>&1)
+  code=$?
+  set -e
+  read -r seconds kib < <(tail -n 1 "$out") || true
+  rm -f "$out"
+  journal=$(cat "$project"/.mekara/runs/*.jsonl 2>/dev/null | wc -c)
+  printf '%-22s %6s %9s %9s MiB %14s\n' "$name" "$code" "$seconds" "$((${kib:-0} / 1024))" "$journal"
 done
 
 echo "One step." >"$project/.mekara/scripts/nl/one.md"

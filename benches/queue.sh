@@ -57,7 +57,7 @@ for W in 1 2 4; do
   t1=$(now)
   WORKERS=""
   for k in $(seq "$W"); do
-    (cd "$TMP/w$k" && MEKARA_STORE_URL=$URL MEKARA_HOST="w$k" exec "$BIN" worker --until-empty 2>"$TMP/w$k.err") &
+    (cd "$TMP/w$k" && MEKARA_STORE_URL=$URL MEKARA_HOST="w$k" exec "$BIN" worker --until-empty --allow-agent-command false 2>"$TMP/w$k.err") &
     WORKERS="$WORKERS $!"
   done
   for p in $WORKERS; do wait "$p"; done

@@ -46,6 +46,7 @@ mod mcp;
 mod memory;
 mod paths;
 mod script;
+mod secrets;
 mod serve;
 mod store;
 mod traces;

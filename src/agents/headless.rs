@@ -9,7 +9,8 @@
 //! the outputs, asking again, journaling and the run's limits belong to the driver in
 //! `crate::cli`. Nothing here knows the engine's frames.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
@@ -17,7 +18,7 @@ use serde_json::{Map, Value as Json, json};
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
-use crate::engine::step::AgentReport;
+use crate::engine::step::{AgentReport, MAX_KEPT, too_large};
 use crate::engine::{CancelToken, ShellRunner, StepRunner};
 
 /// What the agent is asked to do.
@@ -226,20 +227,43 @@ pub(super) fn run_agent(
         group_note: request.group_note.clone(),
     };
     let mut stderr = Vec::new();
-    let ran = ShellRunner::new().run_shell(
-        &step,
-        &mut |chunk| {
-            use std::io::Write as _;
-            let _ = std::io::stderr().write_all(chunk);
-            keep_tail(&mut stderr, chunk);
-        },
-        cancel,
-    );
+    // The agent is stopped once its answer passes what a step keeps: `stop` is set by the
+    // run's own token or by the watch on the answer's size.
+    if cancel.is_cancelled() {
+        return Err(Stopped::Cancelled);
+    }
+    let stop = CancelToken::default();
+    let oversized = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let ran = std::thread::scope(|scope| {
+        scope.spawn(|| watch_answer(&answer, cancel, &stop, &oversized, &done));
+        let ran = ShellRunner::new().run_shell(
+            &step,
+            &mut |chunk| {
+                use std::io::Write as _;
+                let _ = std::io::stderr().write_all(chunk);
+                keep_tail(&mut stderr, chunk);
+            },
+            &stop,
+        );
+        done.store(true, Ordering::SeqCst);
+        ran
+    });
+    let stdout = read_answer_file(&answer);
+    if oversized.load(Ordering::SeqCst) || stdout.len() > MAX_KEPT {
+        let size = std::fs::metadata(&answer).map_or(stdout.len(), |m| {
+            usize::try_from(m.len()).unwrap_or(usize::MAX)
+        });
+        return Err(Stopped::Failed(format!(
+            "{}; it was stopped",
+            too_large("the agent's answer", size)
+        )));
+    }
     let result = match ran {
         Ran::Cancelled => return Err(Stopped::Cancelled),
         Ran::Done(result) => result,
     };
-    let stdout = std::fs::read_to_string(&answer).unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&stdout).into_owned();
     if let Some(error) = result.error {
         let error = error.replace("the command and everything", "it and everything");
         let error = if error.starts_with("killed") {
@@ -260,6 +284,38 @@ pub(super) fn run_agent(
         return Err(Stopped::Failed(error));
     }
     Ok(stdout)
+}
+
+/// Every 10 ms until `done`: passes a stop of the run (`cancel`) on to the agent's step
+/// (`stop`), and stops the agent when its answer (`answer`) passes [`MAX_KEPT`], noting it in
+/// `oversized`. The agent's stdout goes to a file, so its size is what was written.
+fn watch_answer(
+    answer: &Path,
+    cancel: &CancelToken,
+    stop: &CancelToken,
+    oversized: &AtomicBool,
+    done: &AtomicBool,
+) {
+    while !done.load(Ordering::SeqCst) {
+        if cancel.is_cancelled() {
+            stop.cancel();
+        }
+        if std::fs::metadata(answer).is_ok_and(|m| m.len() > MAX_KEPT as u64) {
+            oversized.store(true, Ordering::SeqCst);
+            stop.cancel();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The agent's answer as written, at most one byte past [`MAX_KEPT`]: never more is read.
+fn read_answer_file(answer: &Path) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    if let Ok(file) = std::fs::File::open(answer) {
+        let _ = file.take(MAX_KEPT as u64 + 1).read_to_end(&mut bytes);
+    }
+    bytes
 }
 
 /// How much of the end of a failed agent's stderr its step's error keeps: agent CLIs print

@@ -378,7 +378,7 @@ impl Write for Redacted {
         if self.record.is_empty() {
             return Ok(());
         }
-        let text = crate::client::config::redact_log(&String::from_utf8_lossy(&self.record));
+        let text = crate::secrets::redact(&String::from_utf8_lossy(&self.record));
         self.record.clear();
         let mut target = self
             .target

@@ -55,7 +55,7 @@ pub(super) struct SubmitArgs {
     arguments: Vec<String>,
     /// The agent that does the llm steps and NL scripts on the worker: `claude`, `codex` or
     /// `gemini` (on the worker's PATH).
-    #[arg(long, value_name = "AGENT", value_parser = ["claude", "codex", "gemini"])]
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(QUEUED_AGENTS))]
     agent: Option<String>,
     /// The command that does the llm steps and NL scripts on the worker (docs/agent-command.md).
     #[arg(long, value_name = "CMD")]
@@ -96,6 +96,71 @@ pub(super) struct WorkerArgs {
     /// Stop when the queues are empty and nothing runs (for scripts and CI).
     #[arg(long)]
     until_empty: bool,
+    /// An agent command this worker runs for queued runs (repeat it for several). A run
+    /// submitted with another `--agent-command` fails without running: whoever can write
+    /// to the queue must not choose the commands a worker's host runs.
+    #[arg(long = "allow-agent-command", value_name = "CMD")]
+    allowed_agent_commands: Vec<String>,
+}
+
+/// The agents `--agent` of `mekara submit` names, which a worker runs as `mekara run
+/// --agent NAME`.
+const QUEUED_AGENTS: [&str; 3] = ["claude", "codex", "gemini"];
+
+/// The limits a queued run may carry to its worker's `mekara run`, each with a value.
+const QUEUED_LIMITS: [&str; 5] = [
+    "--max-cost",
+    "--max-agent-steps",
+    "--max-duration",
+    "--agent-timeout",
+    "--fallback",
+];
+
+/// The words a worker adds to its `mekara run` for queued `job`'s agent and limits, or why
+/// it does not run the job. The queue's rows are data anyone who can write to the table
+/// controls, so nothing of them becomes a word of the command line unchecked: the agent is
+/// one of [`QUEUED_AGENTS`] or an agent command in `allowed`, word for word, and each limit is
+/// one of [`QUEUED_LIMITS`]; each is passed as `--flag=value`, so a value is never read as
+/// a flag of its own.
+fn queued_words(job: &Job, allowed: &[String]) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    match job.agent.as_slice() {
+        [flag, name] if flag == "--agent" && QUEUED_AGENTS.contains(&name.as_str()) => {
+            words.push(format!("--agent={name}"));
+        }
+        [flag, command] if flag == "--agent-command" => {
+            if !allowed.contains(command) {
+                return Err(format!(
+                    "this worker does not run the agent command `{}`: a worker runs only the agent commands its host allows with `--allow-agent-command`; start the worker with `--allow-agent-command '{}'` if this host should run it, or submit the run with a command the workers allow",
+                    crate::display::clipped(command, 200),
+                    crate::display::clipped(command, 200)
+                ));
+            }
+            words.push(format!("--agent-command={command}"));
+        }
+        other => {
+            return Err(format!(
+                "its agent ({}) is neither `--agent` with one of {} nor `--agent-command`; the queue's row was not written by `mekara submit`",
+                crate::display::clipped(&other.join(" "), 200),
+                QUEUED_AGENTS.join(", ")
+            ));
+        }
+    }
+    for pair in job.limits.chunks(2) {
+        match pair {
+            [flag, value] if QUEUED_LIMITS.contains(&flag.as_str()) => {
+                words.push(format!("{flag}={value}"));
+            }
+            _ => {
+                return Err(format!(
+                    "its limits ({}) are not pairs of {} and a value; the queue's row was not written by `mekara submit`",
+                    crate::display::clipped(&job.limits.join(" "), 200),
+                    QUEUED_LIMITS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(words)
 }
 
 /// A queue's name: what `[queue.NAME]` can hold unquoted, and a worker's log lines can show
@@ -265,7 +330,11 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
         .unwrap_or_else(|| "unknown".to_string());
     let name = format!("{host}:{}", std::process::id());
     let mut worker = store.worker(&name)?;
-    let exe = std::env::current_exe()?;
+    let here = Here {
+        exe: std::env::current_exe()?,
+        runs_dir,
+        allowed: args.allowed_agent_commands.clone(),
+    };
 
     // The first Ctrl-C or SIGTERM sets `stop`; a second one ends the worker at once (exit
     // 130). Either way its runs are resumed: the children stop when their stdin closes.
@@ -347,15 +416,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
             };
             idle = false;
             let limits = limits.get(&job.queue).cloned().unwrap_or_default();
-            if let Some(r) = start(
-                &store,
-                &mut worker,
-                &exe,
-                &runs_dir,
-                job,
-                &limits,
-                &mut skip,
-            )? {
+            if let Some(r) = start(&store, &mut worker, &here, job, &limits, &mut skip)? {
                 running.insert(r.job.run_id.clone(), r);
             }
         }
@@ -377,12 +438,21 @@ fn interrupt(child: &Child) {
     }
 }
 
+/// What a worker's host gives each run it starts.
+struct Here {
+    /// This `mekara`, run as each run's child.
+    exe: PathBuf,
+    /// Where the children's logs go.
+    runs_dir: PathBuf,
+    /// The agent commands this host runs (`--allow-agent-command`).
+    allowed: Vec<String>,
+}
+
 /// Starts the child that runs claimed `job` (or ends the claim when the job must not run).
 fn start(
     store: &PgStore,
     worker: &mut Worker,
-    exe: &std::path::Path,
-    runs_dir: &std::path::Path,
+    here: &Here,
     job: Job,
     limits: &QueueLimits,
     skip: &mut HashMap<String, Instant>,
@@ -422,7 +492,15 @@ fn start(
         eprintln!("failed run {id}: {note}; resume it by hand with `mekara run --resume {id}`");
         return Ok(None);
     }
-    let mut command = Command::new(exe);
+    let words = match queued_words(&job, &here.allowed) {
+        Ok(words) => words,
+        Err(why) => {
+            worker.end(&id, JobState::Failed, Some(&why))?;
+            eprintln!("refused run {id}: {why}");
+            return Ok(None);
+        }
+    };
+    let mut command = Command::new(&here.exe);
     command.arg("run");
     if job.started {
         command.args(["--resume", &id]);
@@ -430,8 +508,7 @@ fn start(
         command.args(["--run-id", &id]);
     }
     command
-        .args(&job.agent)
-        .args(&job.limits)
+        .args(&words)
         .args(limits.flags(&job.limits))
         .args(["--json", "--stop-when-stdin-closes"]);
     if !job.started {
@@ -441,7 +518,7 @@ fn start(
         }
     }
     // Its progress goes to a log, its JSON summary to a file of its own (read at its end).
-    let log = runs_dir.join(format!("{id}.worker.log"));
+    let log = here.runs_dir.join(format!("{id}.worker.log"));
     let open = |path: &std::path::Path, append: bool| {
         std::fs::OpenOptions::new()
             .create(true)
@@ -462,7 +539,10 @@ fn start(
         Ok(child) => child,
         Err(e) => {
             worker.end(&id, JobState::Queued, None)?;
-            return Err(anyhow::anyhow!("cannot start `{}`: {e}", exe.display()));
+            return Err(anyhow::anyhow!(
+                "cannot start `{}`: {e}",
+                here.exe.display()
+            ));
         }
     };
     let how = if job.started { "resuming" } else { "claimed" };
@@ -490,7 +570,13 @@ fn start(
 /// may still have been finished by that worker's child. (A run stopped before its script
 /// started is left to its resume, which says what is wrong.)
 fn ended_meanwhile(store: &PgStore, id: &str) -> anyhow::Result<Option<RunState>> {
-    let summary = crate::engine::store::Store::list(store, Some(id))?;
+    let summary = match crate::engine::store::Store::list(store, Some(id)) {
+        Ok(summary) => summary,
+        // Its process stopped before the run existed (a word of its command line was
+        // refused): nothing of it ended.
+        Err(crate::engine::EngineError::RunNotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
     Ok(summary.into_iter().map(|r| r.state).find(|state| {
         matches!(
             state,

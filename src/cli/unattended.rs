@@ -668,12 +668,7 @@ fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
 /// A JUnit XML report: one test case per step, failed steps as failures, and a run that did
 /// not complete as a failed case of its own.
 fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration) -> String {
-    let escape = |text: &str| {
-        text.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
+    let escape = xml_attribute;
     let mut cases = String::new();
     let mut failures = 0;
     for (path, record) in steps {
@@ -722,6 +717,31 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
         escape(id),
         elapsed.as_secs_f64()
     )
+}
+
+/// `text` as the value of an XML attribute between double quotes: markup characters as
+/// entities, line breaks and tabs as character references (a parser would turn them into
+/// spaces), and characters XML 1.0 cannot hold at all (other control characters, U+FFFE,
+/// U+FFFF) as `\u{..}`, so the report is valid XML whatever a step printed or said.
+fn xml_attribute(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `--dry-run`: what a run of script `name` would do, as far as its source tells, without

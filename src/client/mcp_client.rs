@@ -15,6 +15,7 @@ use super::pool::Inner;
 use crate::engine::compiled::unfit;
 use crate::engine::runner::Ran;
 use crate::engine::step::StepResult;
+use crate::engine::step::{Kept, oversize};
 use crate::engine::{CancelToken, ToolCall};
 
 /// The MCP client of one run or session: servers and policy are read on first use, each
@@ -161,14 +162,11 @@ impl McpClient {
                 duration_ms,
                 ..StepResult::default()
             },
-            Ok(output) if let Some(found) = output.structured.as_ref().and_then(unfit) => {
+            Ok(output) if let Some(refused) = refusal(call, output.structured.as_ref()) => {
                 StepResult {
                     success: false,
-                    error: Some(found.describe(&format!(
-                        "the structured content of `{}/{}`",
-                        call.server, call.tool
-                    ))),
-                    output: output.text,
+                    error: Some(refused),
+                    output: Kept::text(&output.text),
                     duration_ms,
                     ..StepResult::default()
                 }
@@ -183,7 +181,7 @@ impl McpClient {
                         format!("the tool reported an error: {first}")
                     }
                 }),
-                output: output.text,
+                output: Kept::text(&output.text),
                 structured: output.structured,
                 is_error: output.is_error,
                 duration_ms,
@@ -280,4 +278,14 @@ fn redact_error(secrets: &Secrets, e: &ClientError) -> ClientError {
         },
         other => other.clone(),
     }
+}
+
+/// Why a tool's structured content cannot be given to a script, if it cannot: a number
+/// no script can hold, nesting too deep, or more than a step keeps. It is not kept then.
+fn refusal(call: &ToolCall, structured: Option<&Json>) -> Option<String> {
+    let structured = structured?;
+    let what = format!("the structured content of `{}/{}`", call.server, call.tool);
+    unfit(structured)
+        .map(|found| found.describe(&what))
+        .or_else(|| oversize(structured, &what))
 }

@@ -13,7 +13,11 @@ pub(crate) struct ClientRunner {
 
 impl ClientRunner {
     /// Runs shell steps with `shell` and tool calls with `client`.
+    /// The client reads the declared servers now, expanding their `${VAR}`s, so that the
+    /// process knows those secrets before the first step (a shell step can print one, an
+    /// agent can answer with one) and redacts them from what it journals.
     pub(crate) fn new(shell: ShellRunner, client: McpClient) -> ClientRunner {
+        let _ = client.secrets();
         ClientRunner { shell, client }
     }
 }

@@ -398,7 +398,7 @@ impl Executor {
                 );
             }
             // Said where it was found (a warning in the log); the run goes on.
-            Leftover::NotOurs(_) | Leftover::None => {}
+            Leftover::NotOurs(_) | Leftover::Lingers(_) | Leftover::None => {}
         }
         let mut events = contents.events;
         let plan = match how {
@@ -513,6 +513,9 @@ impl Executor {
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
         let script = self.resolver.resolve(name)?;
+        // Arguments are journaled (and given to the script) as every value is: with the
+        // secrets this process knows as `${VAR}`.
+        let request = &crate::secrets::redact(request);
         if request.len() > MAX_KEPT {
             return Err(EngineError::ArgumentsTooLong {
                 bytes: request.len(),
@@ -817,6 +820,9 @@ impl Executor {
         if let Some(late) = self.timed_out(&asked) {
             self.record_timeout(&asked, observer)?;
             return Ok(Answer::TooLate(late));
+        }
+        if let Some(detail) = super::step::oversize(&answer, "the answer") {
+            return Err(EngineError::Unfit { detail });
         }
         let answer = choose(answer, asked.choices.as_deref())?;
         self.record_ask(
@@ -1380,6 +1386,10 @@ impl Executor {
     ) -> Result<StepRecord, EngineError> {
         let depth = self.stack.len() - 1;
         let top = self.stack.last().expect("a step is recorded into a frame");
+        // An answer (llm outputs, an answer to `ask`, an agent's error) may hold a secret
+        // this process knows: it is journaled, and given to the script, as `${VAR}`.
+        let mut result = result;
+        result.redact(&crate::secrets::known());
         let record = StepRecord {
             index: top.steps.len(),
             input,
@@ -1489,6 +1499,9 @@ pub(crate) fn check_outputs(
     if let Some(detail) = outputs.iter().find_map(|(name, value)| {
         super::compiled::unfit(value).map(|found| found.describe(&format!("output `{name}`")))
     }) {
+        return Err(EngineError::Unfit { detail });
+    }
+    if let Some(detail) = super::step::oversize(outputs, "the object of outputs") {
         return Err(EngineError::Unfit { detail });
     }
     Ok(())

@@ -38,6 +38,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
 
@@ -200,11 +201,43 @@ impl GroupNote {
             Ok(false) => Leftover::Reused(note.pgid),
             Ok(true) => match Pid::from_raw(note.pgid) {
                 Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
-                    Leftover::Killed(note.pgid)
+                    if gone(note.pgid, GONE_WITHIN) {
+                        Leftover::Killed(note.pgid)
+                    } else {
+                        tracing::warn!(
+                            "process group {} (a step left running when mekara stopped) was killed but still has processes after {} s (one in uninterruptible sleep, on a hung disk or network file system?); what it holds (files, locks) may still be held while the run goes on",
+                            note.pgid,
+                            GONE_WITHIN.as_secs()
+                        );
+                        Leftover::Lingers(note.pgid)
+                    }
                 }
                 _ => Leftover::None,
             },
         }
+    }
+}
+
+/// How long a killed group may take to be gone. A process ends some time after SIGKILL
+/// (it frees its memory first, and lets go of its files and locks as it goes); one that
+/// does not end within this is stuck in the kernel.
+const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// Waits until no live process is left in group `pgid` (zombies are gone: they hold
+/// nothing), at most `within`; says whether it went. A resume that ran the step again
+/// while the killed one was still ending found its file lock held (for 2 to 4 ms).
+fn gone(pgid: i32, within: Duration) -> bool {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if process::group_members(pgid).is_empty() {
+            return true;
+        }
+        if started.elapsed() >= within {
+            return false;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
@@ -218,6 +251,9 @@ pub(crate) enum Leftover {
     /// A process now holds the noted pid but started at another time: the number was
     /// reused, so nothing was killed.
     Reused(i32),
+    /// The group was killed, but some of its processes had not ended after a while (a
+    /// warning in the log says so).
+    Lingers(i32),
     /// The note cannot be of a group mekara started (it was edited or crafted): nothing
     /// was killed.
     NotOurs(i32),
@@ -368,6 +404,40 @@ mod tests {
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(9)
         );
+    }
+
+    /// Regression (issue 31): a resume killed a leftover step's group and ran the step
+    /// again at once, while the killed process was still ending (its file lock was seen
+    /// held 2 to 4 ms after). When `kill_leftover` returns, no process of the group is
+    /// left running, even one that takes a while to end (it frees 200 MB first).
+    #[test]
+    fn a_killed_group_is_gone_when_the_kill_returns() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let note = GroupNote::open(dir.path(), "r1").expect("open");
+        let ready = dir.path().join("ready");
+        let after = clock_ns();
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys, time\nx = b'x' * 200_000_000\nopen(sys.argv[1], 'w').close()\ntime.sleep(60)",
+            ])
+            .arg(&ready)
+            .process_group(0)
+            .spawn()
+            .expect("spawn python3");
+        let pgid = i32::try_from(child.id()).expect("pid fits");
+        note.set_journal_len(100);
+        note.note(pgid, after, clock_ns());
+        while !ready.exists() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(note.kill_leftover(), Leftover::Killed(pgid));
+        assert!(
+            process::group_members(pgid).is_empty(),
+            "a process of the killed group still runs"
+        );
+        child.wait().expect("wait");
     }
 
     #[test]

@@ -158,7 +158,38 @@ fn link_folder(exe: &Path) -> std::io::Result<PathBuf> {
 }
 
 impl StepRunner for ShellRunner {
+    /// Runs the step; its output is redacted of the secrets this process knows, as it
+    /// streams and in the result: a script can hand the shell a redacted `${VAR}`, which the
+    /// shell expands.
     fn run_shell(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        let secrets = crate::secrets::known();
+        if secrets.is_empty() {
+            return self.spawn_and_wait(step, on_output, cancel);
+        }
+        let mut redacted = |chunk: &[u8]| match std::str::from_utf8(chunk) {
+            Ok(text) => on_output(secrets.redact(text).as_bytes()),
+            // A chunk may end inside a character; such a chunk is shown as it is (the
+            // result, redacted whole, is what is kept).
+            Err(_) => on_output(chunk),
+        };
+        match self.spawn_and_wait(step, &mut redacted, cancel) {
+            Ran::Done(mut result) => {
+                result.redact(&secrets);
+                Ran::Done(result)
+            }
+            Ran::Cancelled => Ran::Cancelled,
+        }
+    }
+}
+
+impl ShellRunner {
+    /// Spawns the step's shell in its own process group and waits for it.
+    fn spawn_and_wait(
         &self,
         step: &ShellStep,
         on_output: &mut dyn FnMut(&[u8]),

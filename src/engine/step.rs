@@ -387,6 +387,42 @@ impl fmt::Display for StepRecord {
 /// a step takes or gives may hold as JSON.
 pub(crate) const MAX_KEPT: usize = 8 * 1024 * 1024;
 
+/// The one refusal of a value past [`MAX_KEPT`]: `what` (e.g. "the value a function step
+/// returns") is `size` bytes of JSON. Every door a value comes in or goes out by (a
+/// function step's arguments and value, llm outputs, answers to `ask`, an agent's answer,
+/// a tool's structured content) says it the same way.
+pub(crate) fn too_large(what: &str, size: usize) -> String {
+    format!(
+        "{what} is {size} bytes of JSON, more than the {MAX_KEPT} bytes a step keeps; pass a smaller value (a file's path instead of its text, for example)"
+    )
+}
+
+/// [`too_large`] when `value` is more than [`MAX_KEPT`] bytes of JSON, measured without
+/// writing it out.
+pub(crate) fn oversize(value: &impl serde::Serialize, what: &str) -> Option<String> {
+    let size = json_len(value);
+    (size > MAX_KEPT).then(|| too_large(what, size))
+}
+
+/// The length of `value` as JSON text, without writing it out.
+pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and the values measured (JSON values and maps of
+    // them, strings) always serialize.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// Text collected up to [`MAX_KEPT`]: all of it, else its head and tail with a note of how
 /// much was dropped between them.
 #[derive(Debug, Default)]
@@ -448,6 +484,31 @@ impl StepRecord {
 }
 
 impl StepResult {
+    /// Replaces every value of `secrets` in the result's texts and values by `${VAR}`,
+    /// before it is journaled and before the script sees it.
+    pub(crate) fn redact(&mut self, secrets: &crate::secrets::Secrets) {
+        if secrets.is_empty() {
+            return;
+        }
+        self.output = secrets.redact(&self.output);
+        for text in [&mut self.error, &mut self.answer].into_iter().flatten() {
+            *text = secrets.redact(text);
+        }
+        for value in [&mut self.value, &mut self.structured]
+            .into_iter()
+            .flatten()
+        {
+            secrets.redact_json(value);
+        }
+        if let Some(outputs) = &mut self.outputs {
+            let mut all = Json::Object(std::mem::take(outputs));
+            secrets.redact_json(&mut all);
+            if let Json::Object(all) = all {
+                *outputs = all;
+            }
+        }
+    }
+
     /// `answer (through the agent)`: the label of an `ask` step's answer, saying who gave it.
     pub(crate) fn answer_label(&self) -> String {
         match self.answered_by {

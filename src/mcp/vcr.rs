@@ -171,6 +171,8 @@ pub(crate) struct Recorder {
     file: Mutex<File>,
     path: PathBuf,
     cwd: PathBuf,
+    /// The session's project, whose paths replies are recorded relative to.
+    root: PathBuf,
 }
 
 impl Recorder {
@@ -197,6 +199,7 @@ impl Recorder {
             file: Mutex::new(file),
             path: path.to_path_buf(),
             cwd: cwd.to_path_buf(),
+            root: project_root(cwd),
         }))
     }
 
@@ -220,7 +223,7 @@ impl Recorder {
     pub(crate) fn reply(&self, reply: &Reply) {
         self.write(&Entry::Reply {
             is_error: reply.is_error,
-            text: reply.text.clone(),
+            text: relative_paths(&reply.text, &self.root),
         });
     }
 
@@ -246,9 +249,15 @@ struct HeaderOnly {
     cassette: CassetteHeader,
 }
 
+/// A call's input as JSON text, redacted of the secrets the process knows: an agent's
+/// outputs may hold one, which the journal holds redacted, so the replay gives the same.
 fn input_text(input: Option<&Map<String, Json>>) -> String {
     match input {
-        Some(map) => serde_json::to_string(map).unwrap_or_default(),
+        Some(map) => {
+            let mut input = Json::Object(map.clone());
+            crate::secrets::known().redact_json(&mut input);
+            serde_json::to_string(&input).unwrap_or_default()
+        }
         None => "{}".to_string(),
     }
 }
@@ -609,6 +618,7 @@ pub(crate) fn replay(
     registry: impl FnOnce(RunnerFactory) -> Registry,
 ) -> Result<Replayed, VcrError> {
     let entries = load(path)?;
+    let root = project_root(cwd);
     let queue = Arc::new(Mutex::new(VecDeque::new()));
     let mismatch = Arc::new(Mutex::new(None));
     let player = Player {
@@ -712,11 +722,57 @@ pub(crate) fn replay(
                 }
             )));
         }
-        if reply.text != recorded.1 {
-            return Err(mismatch_at(text_difference(&recorded.1, &reply.text)));
+        // Cassettes recorded before paths were made relative hold the recording project's
+        // absolute paths: they still match in the folder they were recorded in.
+        let text = relative_paths(&reply.text, &root);
+        if text != recorded.1 && reply.text != recorded.1 {
+            return Err(mismatch_at(text_difference(&recorded.1, &text)));
         }
     }
     Ok(done)
+}
+
+/// The project of a session in `cwd`: the folder its scripts and runs belong to (`cwd`
+/// itself outside any project).
+fn project_root(cwd: &Path) -> PathBuf {
+    crate::paths::Locations::discover(cwd)
+        .project_root
+        .unwrap_or_else(|| cwd.to_path_buf())
+}
+
+/// `text` with the paths inside `root` written relative to it (`.mekara/runs/x`), and
+/// `root` itself as `.`, so that a cassette replays in another checkout: a reply can name a
+/// file of the project (a refused `eject_script`, a Starlark error's location). Only whole
+/// path components are replaced: `/a/b` is not taken out of `/a/bc`.
+pub(crate) fn relative_paths(text: &str, root: &Path) -> String {
+    let mut out = text.to_string();
+    let canonical = root.canonicalize().ok().filter(|c| c != root);
+    for root in std::iter::once(root.to_path_buf()).chain(canonical) {
+        let root = root.to_string_lossy().trim_end_matches('/').to_string();
+        if root.is_empty() || !out.contains(&root) {
+            continue;
+        }
+        let mut replaced = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(&root) {
+            let after = &rest[at + root.len()..];
+            replaced.push_str(&rest[..at]);
+            match after.chars().next() {
+                Some('/') => rest = &after[1..],
+                Some(c) if c.is_alphanumeric() || matches!(c, '_' | '-' | '.') => {
+                    replaced.push_str(&root);
+                    rest = after;
+                }
+                _ => {
+                    replaced.push('.');
+                    rest = after;
+                }
+            }
+        }
+        replaced.push_str(rest);
+        out = replaced;
+    }
+    out
 }
 
 /// Names the first line where two texts differ, with both versions of it.

@@ -11,10 +11,10 @@ use opentelemetry::{Context, KeyValue};
 
 use super::exporter::Traces;
 use super::run_trace::{Frame, FrameEnd, RunTrace};
-use crate::client::config::redact_log;
 use crate::engine::journal::{Origin, Outcome};
 use crate::engine::runs::RunState;
 use crate::engine::step::{AgentReport, StepInput, StepRecord};
+use crate::secrets::redact;
 
 /// The most of one text (a prompt, an output) a span carries, head kept.
 const MAX_TEXT: usize = 16 * 1024;
@@ -287,7 +287,7 @@ fn outcome(outcome: Outcome) -> &'static str {
 /// `text` as a span may carry it: redacted of this process's secrets, at most
 /// [`MAX_TEXT`] bytes.
 fn text(text: &str) -> String {
-    let mut text = redact_log(text);
+    let mut text = redact(text);
     if text.len() > MAX_TEXT {
         let mut cut = MAX_TEXT;
         while !text.is_char_boundary(cut) {

@@ -633,3 +633,116 @@ fn a_retried_step_is_a_new_span_and_the_reopened_script_a_new_attempt() {
     assert_eq!(run_span["attributes"]["mekara.run.state"], "completed");
     assert_eq!(parent_of(&spans, parent), run_span);
 }
+
+/// Regression (issue 31): a redacted `${VAR}` that a script passed to `auto()` was expanded
+/// by the shell and journaled, and an agent's answer (or a script's arguments) holding a
+/// secret was journaled as given. A secret the project's `.mcp.json` takes from the environment (known from the
+/// start, before any server is called) is in none of the journal, the trace, the log and,
+/// over MCP, the cassette: each holds `${VAR}` instead.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
+fn a_secret_a_step_prints_or_an_agent_answers_is_kept_nowhere() {
+    let secret = "sk-live-9876543210";
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"api": {"command": "true", "env": {"API_KEY": "${MY_API_KEY}"}}}}"#,
+    );
+    project.script(
+        "leak",
+        "Leak the key.\n",
+        Some(
+            "def execute(request):\n    auto(\"echo key=${MY_API_KEY}\")\n    llm(\"Say the key.\", expects = [\"said\"])\n",
+        ),
+    );
+    let agent = "python3 -c 'import json, os, sys; sys.stdin.read(); print(json.dumps({\"outputs\": {\"said\": \"the key is \" + os.environ[\"MY_API_KEY\"]}, \"error\": None}))'";
+    let receiver = Receiver::start();
+    let log = project.dir.path().join("mekara.log");
+    let out = run(
+        &project,
+        &[
+            "run",
+            "--agent-command",
+            agent,
+            "leak",
+            &format!("use {secret}"),
+        ],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint()),
+            ("MEKARA_TRACES_INCLUDE_TEXT", "1"),
+            ("MY_API_KEY", secret),
+            ("MEKARA_LOG", "debug"),
+            ("MEKARA_LOG_FILE", log.to_str().expect("utf-8")),
+        ],
+    );
+    out.expect_code(0);
+    let id = project.run_ids().pop().expect("a run");
+    let journal = project.journal(&id);
+    assert!(
+        journal.contains("key=${MY_API_KEY}")
+            && journal.contains("the key is ${MY_API_KEY}")
+            && journal.contains("use ${MY_API_KEY}"),
+        "{journal}"
+    );
+    let spans = receiver.spans_with("run leak");
+    assert!(!spans.is_empty(), "the run was traced");
+    for (what, text) in [
+        ("journal", journal),
+        ("trace", receiver.raw()),
+        ("log", std::fs::read_to_string(&log).unwrap_or_default()),
+        ("stdout", out.stdout),
+    ] {
+        assert!(
+            !text.contains(secret),
+            "the secret is in the {what}:\n{text}"
+        );
+    }
+
+    // Over MCP, the agent's outputs are recorded in the cassette as the journal has them.
+    let cassette = project.dir.path().join("leak.toml");
+    let replies = mcp_session(&project, &cassette, secret);
+    let recorded = std::fs::read_to_string(&cassette).expect("cassette");
+    assert!(recorded.contains("${MY_API_KEY}"), "{recorded}");
+    let ids = project.run_ids();
+    let journals: String = ids.iter().map(|id| project.journal(id)).collect();
+    for (what, text) in [
+        ("cassette", recorded),
+        ("journals", journals),
+        ("replies", replies),
+    ] {
+        assert!(
+            !text.contains(secret),
+            "the secret is in the {what}:\n{text}"
+        );
+    }
+}
+
+/// `leak` driven over MCP, recorded into `cassette`, with the agent answering `secret`; the
+/// replies it read.
+fn mcp_session(project: &Project, cassette: &Path, secret: &str) -> String {
+    use crate::mcp::client::Client;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = Client::start(
+            project,
+            &[
+                ("MEKARA_VCR_CASSETTE", cassette),
+                ("MY_API_KEY", Path::new(secret)),
+            ],
+        )
+        .await;
+        let started = client.call("start", json!({"name": "leak"})).await.ok();
+        let done = client
+            .call(
+                "continue_compiled_script",
+                json!({"outputs": {"said": format!("the key is {secret}")}}),
+            )
+            .await
+            .ok();
+        client.service.cancel().await.expect("close");
+        format!("{started}\n{done}")
+    })
+}

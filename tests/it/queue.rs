@@ -88,9 +88,10 @@ fn submit(host: &Host, script: &str, request: &str, extra: &[&str]) -> String {
     id
 }
 
-/// Starts `mekara worker ARGS` on `host`, its stderr to `HOST.err` in `shared`.
+/// Starts `mekara worker ARGS` on `host`, allowing the tests' agent command ([`AGENT`]),
+/// its stderr to `HOST.err` in `shared`.
 fn worker(host: &Host, shared: &Path, args: &[&str]) -> Child {
-    let mut all = vec!["worker"];
+    let mut all = vec!["worker", "--allow-agent-command", AGENT];
     all.extend(args);
     let err = std::fs::File::create(shared.join(format!("{}.err", host.name))).expect("err");
     host.command(&all)
@@ -683,4 +684,80 @@ fn a_queue_name_that_is_not_a_plain_word_is_refused() {
             );
         }
     }
+}
+
+/// Regression (issue 31): a queue row's agent and limits became words of the worker's
+/// command line, `--agent-command` included, so anyone who could write to the queue table
+/// ran commands on every worker's host. A worker runs only the agent commands its host
+/// allows (`--allow-agent-command`); a run with another, or a row whose words are not
+/// what `mekara submit` writes (a value that is a flag of its own), fails without running
+/// anything, with the reason recorded on the run, and the worker goes on with the next.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn a_worker_runs_only_the_agent_commands_its_host_allows() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let laptop = checkout(s, "");
+    let db = Db::migrated(&laptop);
+    let laptop = db.host("laptop", laptop);
+    let ci = db.host("ci", checkout(s, ""));
+    let pwned = s.join("pwned");
+    let evil = format!("touch {}", pwned.display());
+    let out = laptop.run(&["submit", "--agent-command", &evil, "paid"]);
+    out.expect_code(0);
+    let refused = out.stdout.trim().to_string();
+    // Rows written into the table by hand: a limit whose value is a flag, and an agent
+    // command smuggled in as a limit.
+    let crafted = submit(&laptop, "paid", "", &[]);
+    let smuggled = submit(&laptop, "paid", "", &[]);
+    let client = &mut db.client();
+    client
+        .execute(
+            "UPDATE mekara_queue SET limits = $2 WHERE run_id = $1",
+            &[
+                &crafted,
+                &vec!["--max-cost".to_string(), format!("--agent-command={evil}")],
+            ],
+        )
+        .expect("update");
+    client
+        .execute(
+            "UPDATE mekara_queue SET limits = $2 WHERE run_id = $1",
+            &[
+                &smuggled,
+                &vec!["--agent-command".to_string(), evil.clone()],
+            ],
+        )
+        .expect("update");
+    let allowed = submit(&laptop, "paid", "", &[]);
+
+    let mut w = worker(&ci, s, &["--until-empty"]);
+    assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "ci"));
+    let said = stderr_of(s, "ci");
+    assert!(
+        !pwned.exists(),
+        "the worker ran a command it was not allowed: {said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "refused run {refused}: this worker does not run the agent command `{evil}`"
+        )),
+        "{said}"
+    );
+    for id in [&refused, &crafted, &smuggled] {
+        assert_eq!(state(&db, id), "failed", "{id}: {said}");
+    }
+    let shown = laptop.run(&["runs", "show", &refused]);
+    assert!(
+        shown
+            .stdout
+            .contains("start the worker with `--allow-agent-command")
+            || shown
+                .stderr
+                .contains("start the worker with `--allow-agent-command"),
+        "the reason is recorded on the run: {}{}",
+        shown.stdout,
+        shown.stderr
+    );
+    assert_eq!(state(&db, &allowed), "done", "{said}");
 }

@@ -1002,3 +1002,103 @@ fn retry_runs_again_the_allowed_failure_a_script_stopped_on() {
         retried.stderr
     );
 }
+
+/// Regression: the `--junit` writer let control characters through, which made the report
+/// invalid XML. A step's command and a failure's message holding control characters,
+/// characters XML cannot hold (U+FFFE, U+FFFF), `]]>`, quotes, markup and line breaks give
+/// a report Python's XML parser reads, with every other character as it was.
+#[test]
+fn the_junit_report_is_valid_xml_whatever_the_steps_say() {
+    let project = Project::new();
+    project.script(
+        "odd",
+        "---\ndescription: Odd text\n---\n1. Fail oddly.\n",
+        Some(
+            r#"
+def execute(request):
+    auto("printf 'x' # bell" + chr(7) + " esc" + chr(27) + " ]]> " + chr(0xfffe), context = "odd command")
+    auto(bad, {})
+
+def bad():
+    fail("odd " + chr(1) + chr(0) + " ]]> & <x> \"q\" 'a' " + chr(0xffff) + "\r\n\ttab é")
+"#,
+        ),
+    );
+    let junit = project.root().join("report.xml");
+    let run = project.run(
+        &[
+            "run",
+            "--agent-command",
+            "false",
+            "--junit",
+            junit.to_str().expect("a UTF-8 path"),
+            "odd",
+        ],
+        "",
+    );
+    run.expect_code(1);
+    let parsed = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, xml.etree.ElementTree as ET\n\
+             root = ET.parse(sys.argv[1]).getroot()\n\
+             print(json.dumps([[c.get('name'), [f.get('message') for f in c]] for c in root.iter('testcase')]))",
+        ])
+        .arg(&junit)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        parsed.status.success(),
+        "the report is not valid XML: {}\n{}",
+        String::from_utf8_lossy(&parsed.stderr),
+        std::fs::read_to_string(&junit).unwrap_or_default()
+    );
+    let cases: Json = serde_json::from_slice(&parsed.stdout).expect("the cases as JSON");
+    let text = cases.to_string();
+    assert!(
+        text.contains(r"bell\\u{7} esc\\u{1b} ]]> \\u{fffe}"),
+        "the command, its odd characters shown: {text}"
+    );
+    assert!(
+        text.contains(r#"odd \\u{1}\\u{0} ]]> & <x> \"q\" 'a' \\u{ffff}"#)
+            && text.contains(r"\n\ttab é"),
+        "the failure's message, line breaks and tabs kept: {text}"
+    );
+}
+
+/// Regression (issue 31): an `--agent-command` that printed 1.5 GB was read whole into
+/// mekara, and a 12 MB answer was journaled. An answer past the cap every value has is
+/// stopped there (even one that never ends) and refused with the cap's message; nothing
+/// of it is journaled.
+#[test]
+fn an_agent_answer_past_the_cap_is_stopped_and_refused() {
+    for agent in [
+        "python3 -c 'import json, sys; sys.stdin.read(); print(json.dumps({\"outputs\": {\"colour\": \"r\" * 12000000}}))'",
+        "yes '{\"outputs\": {}}'",
+    ] {
+        let project = project();
+        let run = project.run(
+            &[
+                "run",
+                "--agent-command",
+                agent,
+                "--agent-timeout",
+                "600",
+                "colour",
+            ],
+            "",
+        );
+        run.expect_code(1);
+        assert!(
+            run.stderr.contains("the agent's answer is ")
+                && run
+                    .stderr
+                    .contains("bytes of JSON, more than the 8388608 bytes a step keeps"),
+            "{agent}: {}",
+            &run.stderr[run.stderr.len().saturating_sub(3000)..]
+        );
+        let id = project.run_ids().pop().expect("a run");
+        let journal = project.journal(&id);
+        assert!(journal.len() < 100_000, "{agent}: {} bytes", journal.len());
+    }
+}

@@ -285,6 +285,85 @@ fn structured_content_no_script_can_hold_is_refused_before_the_journal() {
     );
 }
 
+/// Regression (issue 31): an MCP tool's structured content was kept however big. Past the
+/// cap every value has (8 MiB of JSON) the step fails with the cap's message, and nothing
+/// of the value is journaled.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python virtualenv")]
+fn structured_content_past_the_cap_is_refused_before_the_journal() {
+    let project = Project::new();
+    let file = project.root().join("big.json");
+    std::fs::write(&file, json!({"big": "y".repeat(9 << 20)}).to_string()).expect("written");
+    let project = raw_server_project(&format!("@{}", file.display()));
+    let run = project.run(&["run", "h"], "");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("success: False structured: None")
+            && run.stdout.contains(
+                "the structured content of `raw/emit` is 9437194 bytes of JSON, more than the 8388608 bytes a step keeps; pass a smaller value"
+            ),
+        "{}",
+        &run.stdout[..run.stdout.len().min(3000)]
+    );
+    let [id] = project.run_ids().try_into().expect("one run");
+    let journal = project.journal(&id);
+    assert!(journal.len() < 100_000, "{} bytes", journal.len());
+}
+
+/// Regression (issue 31): llm outputs and answers to `ask` given over MCP were journaled
+/// however big (12 MB). Past the cap they are refused with the cap's message, nothing is
+/// journaled, and the step waits for a good submission, which goes through.
+#[tokio::test]
+async fn a_huge_llm_output_or_answer_is_refused_and_the_step_stays_pending() {
+    let project = hostile("r = llm(\"Give n\", expects = [\"n\"])\n    ask(\"Say something\")");
+    let client = Client::start(&project, &[]).await;
+    client.call("start", json!({"name": "h"})).await.ok();
+    let huge = "z".repeat(9 << 20);
+    let text = client
+        .call("continue_compiled_script", json!({"outputs": {"n": huge}}))
+        .await
+        .err();
+    assert!(
+        text.contains("the object of outputs is 9437192 bytes of JSON, more than the 8388608 bytes a step keeps; pass a smaller value (a file's path instead of its text, for example); the step is still pending"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    let asked = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"n": "small"}}),
+        )
+        .await
+        .ok();
+    assert!(asked.contains("Say something"), "{asked}");
+    let text = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"answer": huge}}),
+        )
+        .await
+        .err();
+    assert!(
+        text.contains(
+            "the answer is 9437186 bytes of JSON, more than the 8388608 bytes a step keeps"
+        ),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    let done = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {"answer": "hi"}}),
+        )
+        .await
+        .ok();
+    assert!(done.contains("completed"), "{done}");
+    let [id] = project.run_ids().try_into().expect("one run");
+    let journal = project.journal(&id);
+    assert!(journal.len() < 100_000, "{} bytes", journal.len());
+    assert!(journal.contains("\"small\"") && journal.contains("\"hi\""));
+}
+
 /// Regression: a timeout beyond what the clock can add (`1e300` seconds) panicked (exit
 /// 101) in a script, on the command line and in `.mekara/config.toml`.
 #[test]

@@ -1,12 +1,13 @@
 """A stdio MCP server with one read-only tool, `emit`, whose structured content is the JSON
-text given as the first argument, sent as written (no SDK can send `1e400`: it would parse
-the number first). Standard library only; the tests run it to feed mekara hostile values.
+text given as the first argument (or held by the file named after `@`, for text too long
+for a command line), sent as written (no SDK can send `1e400`: it would parse the number
+first). Standard library only; the tests run it to feed mekara hostile values.
 """
 
 import json
 import sys
 
-RAW = sys.argv[1]
+RAW = open(sys.argv[1][1:]).read() if sys.argv[1].startswith("@") else sys.argv[1]
 
 
 def send(text):

@@ -14,7 +14,7 @@ use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, Value};
 
 use crate::engine::runner::{TIMEOUT_RULE, timeout_from_secs};
-use crate::engine::step::{MAX_KEPT, StepResult};
+use crate::engine::step::{StepResult, oversize};
 
 /// A function's keyword arguments, from JSON to values on `heap`.
 pub(super) fn keyword_values<'v, 'k>(
@@ -28,38 +28,17 @@ pub(super) fn keyword_values<'v, 'k>(
 }
 
 /// Starlark to JSON; `what` names the value in the error.
-/// Values are refused beyond [`MAX_KEPT`] bytes of JSON, as a step's text is cut there: a
+/// Values are refused beyond [`MAX_KEPT`](crate::engine::step::MAX_KEPT) bytes of JSON, as a step's text is cut there: a
 /// step's value is journaled and shown whole, so it cannot be cut.
 pub(super) fn json_of(value: Value<'_>, what: &str) -> anyhow::Result<Json> {
     check_depth(value, what)?;
     let json = value.to_json_value().map_err(|e| {
         anyhow::anyhow!("{what} must be JSON data (None, bool, int, float, str, list, dict): {e}")
     })?;
-    let size = json_size(&json);
-    if size > MAX_KEPT {
-        anyhow::bail!(
-            "{what} is {size} bytes of JSON, more than the {MAX_KEPT} bytes a step keeps; pass a smaller value (a file's path instead of its text, for example)"
-        );
+    if let Some(refused) = oversize(&json, what) {
+        anyhow::bail!("{refused}");
     }
     Ok(json)
-}
-
-/// The length of `json` as JSON text, without writing it out.
-fn json_size(json: &Json) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail, and a value already converted serializes.
-    let _ = serde_json::to_writer(&mut count, json);
-    count.0
 }
 
 /// How deep values that cross between a script and the outside (step results, llm outputs,

@@ -213,3 +213,69 @@ fn a_cassette_run_id_that_is_not_a_plain_name_is_refused() {
         assert!(!outside.exists(), "nothing is written outside");
     }
 }
+
+/// Regression (issue 31): a replay of a session that ejected a script failed in another
+/// checkout, because replies (a refused `eject_script`, a Starlark error's location) hold
+/// the recording project's absolute paths. Cassettes hold them relative to the project, so a
+/// session recorded in one folder replays in a copy of it elsewhere; a cassette of the old
+/// kind still replays where it was recorded.
+#[tokio::test]
+async fn a_session_that_ejected_a_script_replays_in_another_checkout() {
+    const BROKEN: &str =
+        "def execute(request):\n    auto(\"true\")\n    fail(\"broken on purpose\")\n";
+    let recording = Project::new();
+    let checkout = Project::new();
+    for project in [&recording, &checkout] {
+        project.script("broken", "1. Break.\n", Some(BROKEN));
+    }
+    let cassette = recording.dir.path().join("ejected.toml");
+    let client = Client::start(&recording, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
+    let copied = client
+        .call("eject_script", json!({"name": "test/random"}))
+        .await
+        .ok();
+    assert!(copied.contains("Copied"), "{copied}");
+    let refused = client
+        .call("eject_script", json!({"name": "test/random"}))
+        .await
+        .err();
+    let root = recording.root().display().to_string();
+    assert!(
+        refused.contains(&root),
+        "the agent reads the path: {refused}"
+    );
+    let fell_back = client.call("start", json!({"name": "broken"})).await.ok();
+    assert!(
+        fell_back.contains(&root) && fell_back.contains("broken on purpose"),
+        "{fell_back}"
+    );
+    client.service.cancel().await.expect("close");
+    let recorded = std::fs::read_to_string(&cassette).expect("cassette");
+    assert!(
+        !recorded.contains(&root),
+        "no absolute path of the recording project: {recorded}"
+    );
+    assert!(recorded.contains("`.mekara/scripts/nl/test/random.md` already exists"));
+
+    let replay = |project: &Project, cassette: &Path| {
+        project.run(&["vcr", "replay", cassette.to_str().expect("utf-8")], "")
+    };
+    let run = replay(&checkout, &cassette);
+    run.expect_code(0);
+    assert!(run.stdout.contains("every reply matched"), "{}", run.stdout);
+
+    // A cassette of the old kind, with absolute paths, replays where it was recorded (in a
+    // fresh copy of that folder: the replay ejects again).
+    let old = recording.dir.path().join("old.toml");
+    std::fs::write(
+        &old,
+        recorded.replace(
+            ".mekara/scripts/compiled/broken.star",
+            &format!("{root}/.mekara/scripts/compiled/broken.star"),
+        ),
+    )
+    .expect("write");
+    std::fs::remove_dir_all(recording.root().join(".mekara/scripts/nl/test")).expect("rm");
+    std::fs::remove_dir_all(recording.root().join(".mekara/scripts/compiled/test")).expect("rm");
+    replay(&recording, &old).expect_code(0);
+}
