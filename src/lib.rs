@@ -50,6 +50,7 @@ mod serve;
 mod store;
 mod traces;
 mod transport;
+mod ui;
 
 pub use cli::run;
 pub use client::McpClient;
