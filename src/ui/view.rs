@@ -14,7 +14,6 @@ use crate::engine::runs::{RunHistory, RunState, RunSummary, live};
 use crate::engine::step::{AgentReport, StepInput, StepRecord, StepResult};
 use crate::engine::store::RunStore;
 use crate::paths::Locations;
-use crate::store::postgres::QueueRow;
 
 /// One run as the runs page lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -319,13 +318,16 @@ pub(crate) fn detail(
         Err(EngineError::RunNotFound { .. }) if queued.is_some() => None,
         contents => Some(contents?),
     };
-    let mut summary = vec![match &contents {
-        Some(_) => store.summary(id)?,
-        None => not_started(queued.as_ref()),
-    }];
+    // A queued run without a journal yet is all in its queue row.
+    let mut summary = match &contents {
+        Some(_) => vec![store.summary(id)?],
+        None => Vec::new(),
+    };
     let submitted_at = queued.as_ref().map(|q| q.submitted_at);
     crate::store::with_queue(&mut summary, queued.into_iter().collect());
-    let summary = summary.remove(0);
+    let summary = summary
+        .pop()
+        .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })?;
     let Some(contents) = contents else {
         let now = now_ms();
         return Ok(RunDetail {
@@ -372,27 +374,6 @@ pub(crate) fn detail(
         commands,
         torn,
     })
-}
-
-/// A queued run that has no journal yet: its queue row says it all.
-fn not_started(row: Option<&QueueRow>) -> RunSummary {
-    let (id, script, at) = row.map_or((String::new(), String::new(), 0), |r| {
-        (r.run_id.clone(), r.script.clone(), r.submitted_at)
-    });
-    RunSummary {
-        id,
-        script,
-        state: RunState::NotStarted,
-        started_at: at,
-        steps: 0,
-        last_at: at,
-        bytes: 0,
-        problem: None,
-        host: None,
-        user: None,
-        queue: None,
-        worker: None,
-    }
 }
 
 /// The question the run waits on, as the events say it.

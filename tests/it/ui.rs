@@ -62,11 +62,14 @@ struct Viewer {
 }
 
 impl Viewer {
-    fn start(project: &Project, extra: &[&str]) -> Viewer {
-        let mut args = vec!["ui", "--poll", "100ms"];
-        args.extend_from_slice(extra);
-        let mut child = project
-            .command(&args)
+    /// `mekara ui` in `project`.
+    fn start(project: &Project) -> Viewer {
+        Viewer::spawn(project.command(&["ui", "--poll", "100ms"]))
+    }
+
+    /// `command`, a `mekara ui`, started.
+    fn spawn(mut command: Command) -> Viewer {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -270,7 +273,7 @@ fn tour(project: &Project, viewer: &Viewer) -> String {
 #[test]
 fn the_viewer_shows_a_whole_run_and_takes_an_answer_only_with_its_token_from_its_own_page() {
     let project = project();
-    let viewer = Viewer::start(&project, &[]);
+    let viewer = Viewer::start(&project);
     assert!(
         viewer.url.starts_with("http://127.0.0.1:"),
         "{}",
@@ -365,7 +368,7 @@ fn the_viewer_shows_a_whole_run_and_takes_an_answer_only_with_its_token_from_its
 #[test]
 fn the_event_stream_says_when_a_run_moved() {
     let project = project();
-    let viewer = Viewer::start(&project, &[]);
+    let viewer = Viewer::start(&project);
     project.script(
         "slow",
         "Wait for a file.",
@@ -456,7 +459,7 @@ fn shots() -> PathBuf {
 #[cfg_attr(not(feature = "clients"), ignore = "needs Chromium")]
 fn chromium_draws_the_runs_and_a_run_and_keeps_a_screenshot() {
     let project = project();
-    let viewer = Viewer::start(&project, &[]);
+    let viewer = Viewer::start(&project);
     let id = tour(&project, &viewer);
     let work = tempfile::tempdir().expect("tempdir");
     let (list, page) = (work.path().join("list.html"), work.path().join("run.html"));
@@ -520,7 +523,7 @@ fn chromium_pages_follow_a_run_as_it_moves_without_a_reload() {
             "def execute(request):\n    auto(\"while [ ! -f go ]; do sleep 0.05; done; echo one\")\n    auto(\"while [ ! -f go2 ]; do sleep 0.05; done; echo two\")\n",
         ),
     );
-    let viewer = Viewer::start(&project, &[]);
+    let viewer = Viewer::start(&project);
     let mut running = project
         .command(&["run", "slow"])
         .stdout(Stdio::null())
@@ -552,4 +555,85 @@ fn chromium_pages_follow_a_run_as_it_moves_without_a_reload() {
         {"wait": "window.kept === 2 && document.getElementById('state').textContent === 'completed' && document.querySelectorAll('details.step').length === 2"},
     ]));
     assert!(running.wait().expect("wait").success());
+}
+
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL")]
+fn the_viewer_shows_the_shared_store_and_answers_and_cancels_its_runs() {
+    let project = project();
+    project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    let db = crate::postgres::Db::migrated(&project);
+    let laptop = db.host("laptop", project);
+    let viewer = Viewer::spawn(laptop.command(&["ui", "--poll", "100ms"]));
+
+    let stopped = laptop.run(&["run", "--agent-command", "sh agent.sh", "tour"]);
+    stopped.expect_code(1);
+    let id = db.ids().pop().expect("a run");
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["id"], id.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["host"], "laptop", "{runs}");
+    assert_eq!(runs["runs"][0]["state_key"], "waiting", "{runs}");
+    assert_eq!(runs["runs"][0]["cost_usd"], 0.25, "{runs}");
+
+    // `/api`: the token in a header, the answer in the body.
+    let answer_url = format!("{}/api/runs/{id}/answer", viewer.base);
+    let (status, body) = curl(&["--data", "value=no", &answer_url]);
+    assert_eq!(status, 403, "{body}");
+    let token = format!("X-Mekara-Token: {}", viewer.token);
+    let (status, body) = curl(&["-H", &token, "--data", "value=no", &answer_url]);
+    assert_eq!(status, 200, "{body}");
+    let answered: Json = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(answered["ok"], true, "{answered}");
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    let asked = api_steps(&detail)
+        .into_iter()
+        .find(|(_, s)| s["input"]["kind"] == "ask")
+        .expect("the ask step");
+    assert_eq!(asked.1["result"]["answer"], "no");
+    let (status, page) = curl(&[&viewer.with_token(&format!("/runs/{id}"))]);
+    assert_eq!(status, 200);
+    assert!(page.contains("<b>tour:child</b>"), "{page}");
+    assert!(page.contains("$0.2500"), "{page}");
+
+    // A queued run: the page offers to cancel it; without the token, or from another
+    // site, nothing happens.
+    let submitted = laptop.run(&[
+        "submit",
+        "--agent-command",
+        "sh agent.sh",
+        "tour/child",
+        "x",
+    ]);
+    submitted.expect_code(0);
+    let queued = submitted.stdout.trim().to_string();
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["id"], queued.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["state_key"], "queued", "{runs}");
+    let (_, page) = curl(&[&viewer.with_token(&format!("/runs/{queued}"))]);
+    assert!(
+        page.contains(&format!("action=\"/runs/{queued}/cancel\"")),
+        "{page}"
+    );
+    let cancel_url = format!("{}/runs/{queued}/cancel", viewer.base);
+    let origin = format!("Origin: {}", viewer.base);
+    let (status, _) = curl(&["-H", &origin, "--data", "", &cancel_url]);
+    assert_eq!(status, 403);
+    let form = format!("token={}", viewer.token);
+    let (status, _) = curl(&[
+        "-H",
+        "Origin: http://evil.example",
+        "--data",
+        &form,
+        &cancel_url,
+    ]);
+    assert_eq!(status, 403);
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["state_key"], "queued", "{runs}");
+    let (status, body) = curl(&["-H", &origin, "--data", &form, &cancel_url]);
+    assert_eq!(status, 303, "{body}");
+    assert!(body.contains("no worker runs it, and none will"), "{body}");
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["state_key"], "cancelled", "{runs}");
+    let (_, page) = curl(&[&viewer.with_token(&format!("/runs/{queued}"))]);
+    assert!(!page.contains("/cancel\""), "{page}");
 }
