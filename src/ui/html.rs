@@ -673,3 +673,28 @@ pub(crate) fn error_page(page: &Page<'_>, title: &str, message: &str) -> String 
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{duration, escape};
+
+    #[test]
+    fn run_text_is_never_markup_and_controls_show_as_symbols() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+        assert_eq!(
+            escape("\u{1b}[31mred\u{1b}[0m\n\tok\u{7f}"),
+            "␛[31mred␛[0m\n\tok␡"
+        );
+    }
+
+    #[test]
+    fn durations_read_at_every_scale() {
+        assert_eq!(duration(850), "850 ms");
+        assert_eq!(duration(12_340), "12.3 s");
+        assert_eq!(duration(245_000), "4 min 05 s");
+        assert_eq!(duration(7_380_000), "2 h 03 min");
+    }
+}
