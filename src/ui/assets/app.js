@@ -19,7 +19,21 @@
       return d.open;
     });
   }
+  // A person typing in a form (a filter, an answer) keeps what they typed: the page is
+  // fetched again when they leave the form.
+  var pending = false;
+  function typing() {
+    var active = document.activeElement;
+    return active && active.closest && active.closest("#content form") !== null;
+  }
+  document.addEventListener("focusout", function () {
+    setTimeout(function () {
+      if (pending && !typing()) refresh();
+    }, 0);
+  });
   function refresh() {
+    if (typing()) { pending = true; return; }
+    pending = false;
     fetch(location.href, { headers: { Accept: "text/html" } })
       .then(function (response) { return response.text(); })
       .then(function (text) {
