@@ -542,12 +542,18 @@ fn chromium_pages_follow_a_run_as_it_moves_without_a_reload() {
     };
     let connected = "document.body.dataset.connected === 'yes'";
     let root = project.root();
+    let steps = format!("document.querySelector('tr[data-run=\"{id}\"] td.num').textContent");
     browse(&serde_json::json!([
         {"open": viewer.url},
         {"wait": connected},
         {"eval": "window.kept = 1"},
+        // Someone types in the filter: the page waits for them to leave it.
+        {"eval": "const f = document.querySelector('input[name=script]'); f.focus(); f.value = 'sl'"},
         {"touch": root.join("go")},
-        {"wait": format!("window.kept === 1 && document.querySelector('tr[data-run=\"{id}\"] td.num').textContent === '1'")},
+        {"eval": "new Promise(done => setTimeout(done, 1000))"},
+        {"wait": format!("document.querySelector('input[name=script]').value === 'sl' && {steps} === '0'"), "timeout_ms": 1},
+        {"eval": "document.activeElement.blur()"},
+        {"wait": format!("window.kept === 1 && {steps} === '1'")},
         {"open": viewer.with_token(&format!("/runs/{id}"))},
         {"wait": connected},
         {"eval": "window.kept = 2"},
