@@ -51,6 +51,7 @@ mod serve;
 mod store;
 mod traces;
 mod transport;
+mod ui;
 
 pub use cli::run;
 pub use client::McpClient;

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::output::outln;
 use crate::engine::step::AnsweredBy;
-use crate::engine::{Answer, EngineError, Executor, Quiet, Settings, ShellRunner};
+use crate::engine::{Answer, Executor};
 use crate::exit::Exit;
 
 #[derive(Debug, Args)]
@@ -22,24 +22,9 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     let id = args.id.as_str();
-    let runner = Box::new(ShellRunner::new());
-    let resumed = Executor::resume(
-        resolver,
-        store,
-        runner,
-        Settings::default().evaluating_in_children(),
-        id,
-        None,
-    );
-    let mut executor = match resumed {
-        Ok((executor, _, _)) => executor,
-        Err(EngineError::RunFinished { .. }) => {
-            return Err(EngineError::NotWaitingForAnswer { id: id.to_string() }.into());
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let path = executor.path();
-    match executor.record_answer(&args.value, AnsweredBy::Command, &Quiet)? {
+    let (path, answered) =
+        Executor::answer_run(resolver, store, id, &args.value, AnsweredBy::Command)?;
+    match answered {
         Answer::Given(answer) => {
             outln!(
                 "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (to go on unattended, add the run's `--agent NAME` or `--agent-command CMD`)"

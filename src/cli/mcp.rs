@@ -123,7 +123,7 @@ pub(super) struct HttpArgs {
 
 /// `--http`'s address: `IP:PORT`, or `localhost:PORT` for the loopback address (the one
 /// name read without asking DNS, which could answer anything).
-fn http_addr(value: &str) -> Result<SocketAddr, String> {
+pub(super) fn http_addr(value: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = value.parse() {
         return Ok(addr);
     }

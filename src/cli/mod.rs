@@ -15,6 +15,7 @@ mod scripts;
 mod serve;
 mod store;
 mod tools;
+mod ui;
 mod unattended;
 mod vcr;
 
@@ -57,6 +58,8 @@ enum Command {
     Runs(runs::RunsArgs),
     /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
     Store(store::StoreArgs),
+    /// Serve a live viewer of the runs in the browser (local, with a printed token).
+    Ui(ui::UiArgs),
     /// Queue an unattended run in the shared run store, for a `mekara worker` to run.
     Submit(queue::SubmitArgs),
     /// Run the queued runs of the shared run store, on this host, as they come.
@@ -172,6 +175,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Ui(args) => ui::run(args),
         Command::Store(args) => store::run(args),
         Command::Submit(args) => queue::submit(args),
         Command::Worker(args) => queue::worker(args),

@@ -12,6 +12,7 @@ use crate::engine::store::RunStore;
 use crate::exit::Exit;
 use crate::script::name::shown;
 use crate::store::postgres::{JobState, QueueRow};
+use crate::store::with_queue;
 
 #[derive(Debug, Args)]
 pub(super) struct RunsArgs {
@@ -512,45 +513,6 @@ fn mark_superseded(text: &str) -> String {
 
 fn indent_lines(text: &str, indent: &str) -> String {
     text.replace('\n', &format!("\n{indent}"))
-}
-
-/// `runs` with what the shared store's queue knows: queued runs that have not started yet,
-/// which worker runs a run, and which were cancelled. Oldest first, as runs are.
-fn with_queue(runs: &mut Vec<RunSummary>, queue: Vec<QueueRow>) {
-    for row in queue {
-        let live_worker = (row.state == JobState::Claimed && row.live)
-            .then(|| row.worker_host.clone())
-            .flatten();
-        if let Some(run) = runs.iter_mut().find(|r| r.id == row.run_id) {
-            run.queue = Some(row.queue);
-            run.worker = live_worker;
-            if row.state == JobState::Cancelled && run.state == RunState::Interrupted {
-                run.state = RunState::Cancelled;
-            }
-            continue;
-        }
-        let state = match row.state {
-            JobState::Claimed if row.live => RunState::Active,
-            JobState::Queued | JobState::Claimed => RunState::Queued,
-            JobState::Cancelled => RunState::Cancelled,
-            JobState::Done | JobState::Failed => RunState::NotStarted,
-        };
-        runs.push(RunSummary {
-            id: row.run_id,
-            script: row.script,
-            state,
-            started_at: row.submitted_at,
-            steps: 0,
-            last_at: row.submitted_at,
-            bytes: 0,
-            problem: None,
-            host: Some(row.submitted_host),
-            user: Some(row.submitted_user),
-            queue: Some(row.queue),
-            worker: live_worker,
-        });
-    }
-    runs.sort_by(|a, b| a.id.cmp(&b.id));
 }
 
 /// The STATE cell of `mekara runs`: a queued run names its queue, a run a worker drives

@@ -802,6 +802,31 @@ impl Executor {
         self.advance(observer)
     }
 
+    /// Answers the question run `id` waits on and lets the run go again, running nothing:
+    /// takes the run as a resume does (refused while another process drives it), journals
+    /// `answer` as given `by`. Returns the run's path (`deploy[1]`) and what came of the
+    /// answer. How `mekara answer` and `mekara ui` answer a run.
+    pub(crate) fn answer_run(
+        resolver: Resolver,
+        store: RunStore,
+        id: &str,
+        answer: &str,
+        by: AnsweredBy,
+    ) -> Result<(String, Answer), EngineError> {
+        let runner = Box::new(super::shell::ShellRunner::new());
+        let settings = Settings::default().evaluating_in_children();
+        let mut executor = match Executor::resume(resolver, store, runner, settings, id, None) {
+            Ok((executor, _, _)) => executor,
+            Err(EngineError::RunFinished { .. }) => {
+                return Err(EngineError::NotWaitingForAnswer { id: id.to_string() });
+            }
+            Err(e) => return Err(e),
+        };
+        let path = executor.path();
+        let answered = executor.record_answer(answer, by, &super::observer::Quiet)?;
+        Ok((path, answered))
+    }
+
     /// Journals `answer` to the question the run waits on, as its journal says it (nothing
     /// is evaluated, nothing runs): how `mekara answer` answers a run that stopped at an
     /// `ask`. An answer that comes after the question's timeout fails the step instead, and

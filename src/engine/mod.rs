@@ -26,7 +26,7 @@ pub(crate) mod tool;
 pub(crate) use compiled::Task;
 pub(crate) use error::{EngineError, Waiting};
 pub(crate) use executor::{Answer, Claim, Executor, Pending};
-pub(crate) use observer::{FrameEvent, Observer, Quiet};
+pub(crate) use observer::{FrameEvent, Observer};
 pub(crate) use rewind::{Rewind, RewindPlan};
 pub(crate) use runner::{CancelToken, StepRunner, ToolCall};
 pub(crate) use settings::Settings;

@@ -286,6 +286,8 @@ pub enum AnsweredBy {
     Agent,
     /// `mekara answer RUN_ID VALUE`.
     Command,
+    /// The run viewer, `mekara ui`.
+    Viewer,
 }
 
 impl fmt::Display for AnsweredBy {
@@ -294,6 +296,7 @@ impl fmt::Display for AnsweredBy {
             AnsweredBy::Terminal => "at the terminal",
             AnsweredBy::Agent => "through the agent",
             AnsweredBy::Command => "with `mekara answer`",
+            AnsweredBy::Viewer => "in `mekara ui`",
         })
     }
 }

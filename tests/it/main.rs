@@ -53,6 +53,7 @@ mod standin;
 mod terminal;
 mod transcripts;
 mod tutorial;
+mod ui;
 mod unattended;
 mod values;
 mod workflows;

@@ -1,0 +1,645 @@
+//! `mekara ui`, the run viewer: a real run of a real script (a nested call, a `parallel`
+//! group, an llm step an agent process answered with its cost, an `ask` answered through
+//! the viewer, a failure retried, an allowed failure with its traceback, hostile output),
+//! seen through the viewer's pages and `/api` with curl, its actions refused without the
+//! token and from a foreign origin, its pages updating live, and the pages loaded by
+//! headless Chromium (`--features clients`), whose DOM the test reads and whose screenshot
+//! it keeps under `target/ui/`.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use crate::common::Project;
+
+/// The script the run is made of: every kind of row the viewer draws.
+const TOUR: &str = r#"
+def boom():
+    fail("the gauge is off")
+
+def execute(request):
+    auto("echo hello", context = "Say hello")
+    call_script("tour/child", request = "from tour")
+    parallel([
+        lambda: auto("echo lane zero"),
+        lambda: auto("echo lane one"),
+    ])
+    auto(boom, {}, context = "Read the gauge", allow_failure = True)
+    llm("Name a colour.", expects = {"colour": "a colour"})
+    r = ask("Ship it?", choices = ["yes", "no"])
+    auto("printf '<script>window.pwned=1</script><b>bold</b> \\033[31mred\\033[0m\\n'", context = "Hostile output")
+    auto("test -f fixed || (echo not fixed yet; exit 3)", context = "Fails until fixed")
+    auto("echo shipped: " + r.answer)
+"#;
+
+const CHILD: &str = r#"
+def execute(request):
+    auto("echo child got " + request)
+"#;
+
+/// The agent process: answers every llm step with a colour, a session and a cost.
+const AGENT: &str = r#"cat > /dev/null; echo '{"outputs": {"colour": "teal"}, "session": "sess-1", "cost_usd": 0.25, "input_tokens": 1200, "output_tokens": 30}'"#;
+
+fn project() -> Project {
+    let project = Project::new();
+    project.script("tour", "Tour every kind of step.", Some(TOUR));
+    project.script("tour/child", "The child.", Some(CHILD));
+    project.write("agent.sh", AGENT);
+    project
+}
+
+/// A `mekara ui` serving the project, stopped when dropped.
+struct Viewer {
+    child: Child,
+    /// The address it printed, with its token.
+    url: String,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    token: String,
+}
+
+impl Viewer {
+    /// `mekara ui` in `project`.
+    fn start(project: &Project) -> Viewer {
+        Viewer::spawn(project.command(&["ui", "--poll", "100ms"]))
+    }
+
+    /// `command`, a `mekara ui`, started.
+    fn spawn(mut command: Command) -> Viewer {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mekara ui");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the address");
+        let url = line.trim().to_string();
+        if url.is_empty() {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut stderr)
+                .ok();
+            panic!("mekara ui printed no address: {stderr}");
+        }
+        let (base, token) = url.split_once("/?token=").expect("an address with a token");
+        Viewer {
+            base: base.to_string(),
+            token: token.to_string(),
+            url: url.clone(),
+            child,
+        }
+    }
+
+    /// `path` with the token.
+    fn with_token(&self, path: &str) -> String {
+        let join = if path.contains('?') { '&' } else { '?' };
+        format!("{}{path}{join}token={}", self.base, self.token)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What curl got: the status and the body.
+fn curl(args: &[&str]) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "--max-time", "20", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').expect("a status line");
+    (status.trim().parse().expect("a status"), body.to_string())
+}
+
+fn get_json(url: &str) -> Json {
+    let (status, body) = curl(&[url]);
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).expect("JSON")
+}
+
+fn run(project: &Project, args: &[&str]) -> crate::common::Run {
+    project.run(args, "")
+}
+
+/// The run's steps in `/api/runs/ID`, depth first: (script, step).
+fn api_steps(detail: &Json) -> Vec<(String, Json)> {
+    fn walk(frame: &Json, out: &mut Vec<(String, Json)>) {
+        let script = frame["script"].as_str().unwrap_or("").to_string();
+        for item in frame["items"].as_array().into_iter().flatten() {
+            match item["item"].as_str() {
+                Some("step") => out.push((script.clone(), item.clone())),
+                Some("frame") => walk(item, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for frame in detail["frames"].as_array().into_iter().flatten() {
+        walk(frame, &mut out);
+    }
+    out
+}
+
+/// Makes the tour's run: waits at the question, is answered through the viewer, fails,
+/// and is retried to the end. Returns its id.
+fn tour(project: &Project, viewer: &Viewer) -> String {
+    let agent = ["--agent-command", "sh agent.sh"];
+    let stopped = run(project, &["run", agent[0], agent[1], "tour"]);
+    stopped.expect_code(1);
+    let id = project.run_ids().pop().expect("a run");
+
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["id"], id.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["state_key"], "waiting", "{runs}");
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    assert_eq!(detail["question"]["question"], "Ship it?", "{detail}");
+    assert_eq!(detail["question"]["choices"][1], "no", "{detail}");
+
+    // The page's form: the token in its body, posted from the viewer's own origin.
+    let page = curl(&[&viewer.with_token(&format!("/runs/{id}"))]).1;
+    assert!(
+        page.contains(&format!(
+            "<form method=\"post\" action=\"/runs/{id}/answer\""
+        )),
+        "{page}"
+    );
+    let answer_url = format!("{}/runs/{id}/answer", viewer.base);
+    let before = project.journal(&id);
+    let origin = format!("Origin: {}", viewer.base);
+    // Without the token, with a wrong one, and from another site's page: refused, nothing
+    // journaled.
+    let (status, body) = curl(&["-H", &origin, "--data", "value=yes", &answer_url]);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("needs the viewer's token"), "{body}");
+    let (status, _) = curl(&[
+        "-H",
+        &origin,
+        "--data",
+        &format!("value=yes&token={}0", &viewer.token[1..]),
+        &answer_url,
+    ]);
+    assert_eq!(status, 403);
+    let form = format!("value=yes&token={}", viewer.token);
+    let (status, body) = curl(&[
+        "-H",
+        "Origin: http://evil.example",
+        "--data",
+        &form,
+        &answer_url,
+    ]);
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("`http://evil.example` may not use the viewer"),
+        "{body}"
+    );
+    let (status, _) = curl(&[
+        "-H",
+        "Sec-Fetch-Site: cross-site",
+        "--data",
+        &form,
+        &answer_url,
+    ]);
+    assert_eq!(status, 403);
+    // A rebinding name in `Host`: refused even with the token.
+    let (status, body) = curl(&["-H", "Host: evil.example", &viewer.with_token("/api/runs")]);
+    assert_eq!(status, 421, "{body}");
+    assert_eq!(
+        project.journal(&id),
+        before,
+        "a refused action journals nothing"
+    );
+    // Not a choice: refused with the choices named.
+    let (status, body) = curl(&[
+        "-H",
+        &origin,
+        "--data",
+        &format!("value=maybe&token={}", viewer.token),
+        &answer_url,
+    ]);
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(project.journal(&id), before);
+
+    // With the token, from its own page: answered, and back to the run's page.
+    let (status, body) = curl(&["-H", &origin, "-D", "-", "--data", &form, &answer_url]);
+    assert_eq!(status, 303, "{body}");
+    assert!(
+        body.to_lowercase()
+            .contains(&format!("location: /runs/{id}?token={}", viewer.token)),
+        "{body}"
+    );
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    assert!(detail["question"].is_null(), "{detail}");
+    let asked = api_steps(&detail)
+        .into_iter()
+        .find(|(_, s)| s["input"]["kind"] == "ask")
+        .expect("the ask step");
+    assert_eq!(asked.1["result"]["answer"], "yes");
+    assert_eq!(asked.1["result"]["answered_by"], "viewer");
+
+    // Goes on, fails at the step that is not fixed yet, and is retried after the fix.
+    let failed = run(project, &["run", "--resume", &id, agent[0], agent[1]]);
+    failed.expect_code(1);
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    assert!(
+        detail["commands"]
+            .as_array()
+            .expect("commands")
+            .contains(&Json::from(format!("mekara run --resume {id} --retry"))),
+        "{detail}"
+    );
+    project.write("fixed", "");
+    let retried = run(
+        project,
+        &["run", "--resume", &id, "--retry", agent[0], agent[1]],
+    );
+    retried.expect_code(0);
+    id
+}
+
+#[test]
+fn the_viewer_shows_a_whole_run_and_takes_an_answer_only_with_its_token_from_its_own_page() {
+    let project = project();
+    let viewer = Viewer::start(&project);
+    assert!(
+        viewer.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        viewer.url
+    );
+    let id = tour(&project, &viewer);
+
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    assert_eq!(detail["state_key"], "completed", "{detail}");
+    assert_eq!(detail["spent"]["cost_usd"], 0.25, "{detail}");
+    assert_eq!(detail["spent"]["input_tokens"], 1200, "{detail}");
+    let steps = api_steps(&detail);
+    let find = |what: &str| {
+        steps
+            .iter()
+            .filter(|(_, s)| s["summary"].as_str().unwrap_or("").contains(what))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        find("echo child got")[0].0,
+        "tour:child",
+        "the nested frame"
+    );
+    let lanes: Vec<&Json> = find("echo lane")
+        .iter()
+        .map(|(_, s)| &s["member"])
+        .collect();
+    assert_eq!(lanes.len(), 2);
+    assert!(lanes.contains(&&Json::from(0)) && lanes.contains(&&Json::from(1)));
+    let boom = &find("boom")[0].1;
+    assert_eq!(boom["mark"], "allowed");
+    assert!(
+        boom["result"]["error"]
+            .as_str()
+            .expect("an error")
+            .contains("the gauge is off"),
+        "{boom}"
+    );
+    let llm = &find("llm: Name a colour")[0].1;
+    assert_eq!(llm["result"]["outputs"]["colour"], "teal");
+    assert_eq!(llm["result"]["agent"]["cost_usd"], 0.25);
+    assert!(llm["waited_ms"].is_u64(), "{llm}");
+    let fixed = find("test -f fixed");
+    assert_eq!(fixed.len(), 2, "the failed attempt and the retry");
+    assert_eq!(fixed[0].1["mark"], "failed");
+    assert_eq!(fixed[0].1["superseded"], true);
+    assert_eq!(fixed[1].1["mark"], "ok");
+    assert_eq!(fixed[1].1["superseded"], false);
+
+    // The page: every row, and the hostile output as text.
+    let (status, page) = curl(&[&viewer.with_token(&format!("/runs/{id}"))]);
+    assert_eq!(status, 200);
+    for expected in [
+        "<b>tour:child</b>",
+        "∥ group",
+        "the agent's outputs",
+        "&quot;colour&quot;: &quot;teal&quot;",
+        "answer (in `mekara ui`)",
+        "<span class=\"tag\">superseded</span>",
+        "error (allowed by <code>allow_failure</code>",
+        "the gauge is off",
+        "$0.2500, 1200 tokens in, 30 out",
+        "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; ␛[31mred␛[0m",
+    ] {
+        assert!(
+            page.contains(expected),
+            "`{expected}` is not on the page:\n{page}"
+        );
+    }
+    assert!(!page.contains("<script>window"), "{page}");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the viewer's own script"
+    );
+
+    // The runs page, and reading without the token: refused.
+    let (status, list) = curl(&[&viewer.url]);
+    assert_eq!(status, 200);
+    assert!(
+        list.contains(&format!("data-run=\"{id}\" data-state=\"completed\"")),
+        "{list}"
+    );
+    assert!(list.contains("$0.2500"), "{list}");
+    let (status, _) = curl(&[&format!("{}/api/runs", viewer.base)]);
+    assert_eq!(status, 403);
+    let (status, list) = curl(&[&viewer.with_token("/?state=failed")]);
+    assert_eq!(status, 200);
+    assert!(list.contains("no run matches"), "{list}");
+}
+
+#[test]
+fn the_event_stream_says_when_a_run_moved() {
+    let project = project();
+    let viewer = Viewer::start(&project);
+    project.script(
+        "slow",
+        "Wait for a file.",
+        Some("def execute(request):\n    auto(\"while [ ! -f go ]; do sleep 0.05; done; echo went\")\n    auto(\"echo after\")\n"),
+    );
+    let mut events = Command::new("curl")
+        .args([
+            "-s",
+            "-N",
+            "--max-time",
+            "30",
+            &viewer.with_token("/events"),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl");
+    let mut lines = BufReader::new(events.stdout.take().expect("stdout")).lines();
+    assert_eq!(
+        lines.next().expect("a line").expect("text"),
+        "event: change",
+        "the first event says how things are"
+    );
+    let mut running = project
+        .command(&["run", "slow"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut changes = 0;
+    while changes < 1 && Instant::now() < deadline {
+        let line = lines.next().expect("a line").expect("text");
+        if line == "event: change" {
+            changes += 1;
+        }
+    }
+    assert_eq!(changes, 1, "a new run is an event");
+    project.write("go", "");
+    assert!(running.wait().expect("wait").success());
+    let id = project.run_ids().pop().expect("a run");
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["id"], id.as_str());
+    let _ = events.kill();
+    let _ = events.wait();
+}
+
+/// Runs `steps` in headless Chromium (Debian's, as `.ci/run` installs it) through the
+/// DevTools protocol (`tests/ui/browser.js`, on Node's own WebSocket); panics with what
+/// failed. Returns what the driver printed.
+fn browse(steps: &Json) -> String {
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "the browser tests need Debian's `chromium` (`apt-get install chromium`; `.ci/run` installs it)"
+    );
+    let work = tempfile::tempdir().expect("tempdir");
+    let plan = work.path().join("plan.json");
+    let plan_json = serde_json::json!({
+        "chromium": chromium,
+        "profile": work.path().join("profile"),
+        "steps": steps,
+    });
+    std::fs::write(&plan, plan_json.to_string()).expect("write the plan");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/browser.js");
+    let out = Command::new("node")
+        .arg("--experimental-websocket")
+        .arg(&driver)
+        .arg(&plan)
+        .output()
+        .expect("node (20.10 or later) runs the browser driver");
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the browser driver failed:\n{printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    printed
+}
+
+/// Where the screenshots are kept.
+fn shots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    dir
+}
+
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Chromium")]
+fn chromium_draws_the_runs_and_a_run_and_keeps_a_screenshot() {
+    let project = project();
+    let viewer = Viewer::start(&project);
+    let id = tour(&project, &viewer);
+    let work = tempfile::tempdir().expect("tempdir");
+    let (list, page) = (work.path().join("list.html"), work.path().join("run.html"));
+    let (wide, narrow) = (
+        shots().join("run-page.png"),
+        shots().join("run-page-narrow.png"),
+    );
+    for shot in [&wide, &narrow] {
+        let _ = std::fs::remove_file(shot);
+    }
+    let connected = "document.body.dataset.connected === 'yes'";
+    browse(&serde_json::json!([
+        {"open": viewer.url},
+        {"wait": connected},
+        {"dom": list},
+        {"open": viewer.with_token(&format!("/runs/{id}"))},
+        {"wait": connected},
+        // A step opened, as a person would, to show its output in the screenshot.
+        {"eval": "document.querySelectorAll('details.step.llm').forEach(d => d.open = true)"},
+        {"dom": page},
+        {"shot": wide, "width": 1280, "height": 1000},
+        {"shot": narrow, "width": 420, "height": 900},
+        // The hostile output's script never ran.
+        {"wait": "window.pwned === undefined"},
+    ]));
+    let list = std::fs::read_to_string(list).expect("the runs page's DOM");
+    assert!(
+        list.contains(&format!("data-run=\"{id}\" data-state=\"completed\"")),
+        "{list}"
+    );
+    let dom = std::fs::read_to_string(page).expect("the run page's DOM");
+    for expected in [
+        "<b>tour:child</b>",
+        "∥ group",
+        "<span class=\"tag\">superseded</span>",
+        "the gauge is off",
+        "$0.2500, 1200 tokens in, 30 out",
+        "\"colour\": \"teal\"",
+        "answer (in `mekara ui`)",
+        "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; ␛[31mred",
+    ] {
+        assert!(
+            dom.contains(expected),
+            "`{expected}` is not in the DOM:\n{dom}"
+        );
+    }
+    for shot in [&wide, &narrow] {
+        let png = std::fs::read(shot).expect("a screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "{} is a PNG", shot.display());
+    }
+}
+
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Chromium")]
+fn chromium_pages_follow_a_run_as_it_moves_without_a_reload() {
+    let project = project();
+    project.script(
+        "slow",
+        "Wait twice.",
+        Some(
+            "def execute(request):\n    auto(\"while [ ! -f go ]; do sleep 0.05; done; echo one\")\n    auto(\"while [ ! -f go2 ]; do sleep 0.05; done; echo two\")\n",
+        ),
+    );
+    let viewer = Viewer::start(&project);
+    let mut running = project
+        .command(&["run", "slow"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        if let Some(id) = project.run_ids().pop()
+            && project.journal(&id).contains("\"push\"")
+        {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let connected = "document.body.dataset.connected === 'yes'";
+    let root = project.root();
+    let steps = format!("document.querySelector('tr[data-run=\"{id}\"] td.num').textContent");
+    browse(&serde_json::json!([
+        {"open": viewer.url},
+        {"wait": connected},
+        {"eval": "window.kept = 1"},
+        // Someone types in the filter: the page waits for them to leave it.
+        {"eval": "const f = document.querySelector('input[name=script]'); f.focus(); f.value = 'sl'"},
+        {"touch": root.join("go")},
+        {"eval": "new Promise(done => setTimeout(done, 1000))"},
+        {"wait": format!("document.querySelector('input[name=script]').value === 'sl' && {steps} === '0'"), "timeout_ms": 1},
+        {"eval": "document.activeElement.blur()"},
+        {"wait": format!("window.kept === 1 && {steps} === '1'")},
+        {"open": viewer.with_token(&format!("/runs/{id}"))},
+        {"wait": connected},
+        {"eval": "window.kept = 2"},
+        {"touch": root.join("go2")},
+        {"wait": "window.kept === 2 && document.getElementById('state').textContent === 'completed' && document.querySelectorAll('details.step').length === 2"},
+    ]));
+    assert!(running.wait().expect("wait").success());
+}
+
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL")]
+fn the_viewer_shows_the_shared_store_and_answers_and_cancels_its_runs() {
+    let project = project();
+    project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    let db = crate::postgres::Db::migrated(&project);
+    let laptop = db.host("laptop", project);
+    let viewer = Viewer::spawn(laptop.command(&["ui", "--poll", "100ms"]));
+
+    let stopped = laptop.run(&["run", "--agent-command", "sh agent.sh", "tour"]);
+    stopped.expect_code(1);
+    let id = db.ids().pop().expect("a run");
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["id"], id.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["host"], "laptop", "{runs}");
+    assert_eq!(runs["runs"][0]["state_key"], "waiting", "{runs}");
+    assert_eq!(runs["runs"][0]["cost_usd"], 0.25, "{runs}");
+
+    // `/api`: the token in a header, the answer in the body.
+    let answer_url = format!("{}/api/runs/{id}/answer", viewer.base);
+    let (status, body) = curl(&["--data", "value=no", &answer_url]);
+    assert_eq!(status, 403, "{body}");
+    let token = format!("X-Mekara-Token: {}", viewer.token);
+    let (status, body) = curl(&["-H", &token, "--data", "value=no", &answer_url]);
+    assert_eq!(status, 200, "{body}");
+    let answered: Json = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(answered["ok"], true, "{answered}");
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    let asked = api_steps(&detail)
+        .into_iter()
+        .find(|(_, s)| s["input"]["kind"] == "ask")
+        .expect("the ask step");
+    assert_eq!(asked.1["result"]["answer"], "no");
+    let (status, page) = curl(&[&viewer.with_token(&format!("/runs/{id}"))]);
+    assert_eq!(status, 200);
+    assert!(page.contains("<b>tour:child</b>"), "{page}");
+    assert!(page.contains("$0.2500"), "{page}");
+
+    // A queued run: the page offers to cancel it; without the token, or from another
+    // site, nothing happens.
+    let submitted = laptop.run(&[
+        "submit",
+        "--agent-command",
+        "sh agent.sh",
+        "tour/child",
+        "x",
+    ]);
+    submitted.expect_code(0);
+    let queued = submitted.stdout.trim().to_string();
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["id"], queued.as_str(), "{runs}");
+    assert_eq!(runs["runs"][0]["state_key"], "queued", "{runs}");
+    let (_, page) = curl(&[&viewer.with_token(&format!("/runs/{queued}"))]);
+    assert!(
+        page.contains(&format!("action=\"/runs/{queued}/cancel\"")),
+        "{page}"
+    );
+    let cancel_url = format!("{}/runs/{queued}/cancel", viewer.base);
+    let origin = format!("Origin: {}", viewer.base);
+    let (status, _) = curl(&["-H", &origin, "--data", "", &cancel_url]);
+    assert_eq!(status, 403);
+    let form = format!("token={}", viewer.token);
+    let (status, _) = curl(&[
+        "-H",
+        "Origin: http://evil.example",
+        "--data",
+        &form,
+        &cancel_url,
+    ]);
+    assert_eq!(status, 403);
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["state_key"], "queued", "{runs}");
+    let (status, body) = curl(&["-H", &origin, "--data", &form, &cancel_url]);
+    assert_eq!(status, 303, "{body}");
+    assert!(body.contains("no worker runs it, and none will"), "{body}");
+    let runs = get_json(&viewer.with_token("/api/runs"));
+    assert_eq!(runs["runs"][0]["state_key"], "cancelled", "{runs}");
+    let (_, page) = curl(&[&viewer.with_token(&format!("/runs/{queued}"))]);
+    assert!(!page.contains("/cancel\""), "{page}");
+}
