@@ -1706,6 +1706,27 @@ fn http_requests_before_initialize_are_told_to_initialize_first() {
 }
 
 #[test]
+fn http_an_oversize_body_is_answered_413_saying_the_limit() {
+    // Regression: a client that wrote a body over the limit before reading met a closed
+    // connection (reset under its write) instead of the answer.
+    let project = Project::new();
+    project.write("tools.star", "def hello():\n    return \"hi\"\n");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"a":"{}"}}}}"#,
+        "x".repeat(40 << 20)
+    );
+    let mut seen = String::new();
+    for args in [&["mcp"][..], &["serve", "tools.star"]] {
+        let server = HttpServer::start_with(&project, args, &[]);
+        let response = server.post("/mcp", None, &[], &body);
+        assert_eq!(response.status, 413, "{}: {}", args[0], response.body);
+        seen.push_str(&response.body);
+        server.assert_serving();
+    }
+    insta::assert_snapshot!(seen);
+}
+
+#[test]
 fn serve_http_has_the_same_session_cap() {
     let project = Project::new();
     project.write("tools.star", "def hello():\n    return \"hi\"\n");
