@@ -241,7 +241,7 @@ pub(super) fn run_agent(
     };
     let stdout = std::fs::read_to_string(&answer).unwrap_or_default();
     if let Some(error) = result.error {
-        let error = error.replace("the command and everything", "it and everything");
+        let error = error.replace("the command's process group", "its process group");
         let error = if error.starts_with("killed") {
             format!("the agent was {error}")
         } else {
