@@ -20,7 +20,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::Semaphore;
 
@@ -242,7 +242,7 @@ impl Gate {
                 }
                 Some(guard)
             }
-            Some(_) if message.as_ref().is_some_and(is_sessionless_request) => {
+            Some(_) if message.as_ref().is_some_and(super::needs_initialize) => {
                 return initialize_first(message.as_ref());
             }
             _ => None,
@@ -269,46 +269,13 @@ fn repeated_header(headers: &HeaderMap) -> Option<&'static str> {
         .map(|(_, shown)| shown)
 }
 
-/// Whether `message`, posted without a session, is a request of a protocol version that has
-/// sessions (so it needed an `initialize` first): requests of `2026-07-28` and later carry
-/// their version in `_meta` and need none.
-fn is_sessionless_request(message: &Json) -> bool {
-    let Some(method) = message.get("method").and_then(Json::as_str) else {
-        return false;
-    };
-    if message.get("id").is_none() || method == "initialize" || method == "server/discover" {
-        return false;
-    }
-    let versioned = message
-        .get("params")
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
-        .is_some();
-    !versioned
-}
-
 /// The answer to a request sent before `initialize`: a JSON-RPC error naming what to do.
 fn initialize_first(message: Option<&Json>) -> Response<Body> {
-    let id = message
-        .and_then(|m| m.get("id"))
-        .cloned()
-        .unwrap_or(Json::Null);
-    let method = message
-        .and_then(|m| m.get("method"))
-        .and_then(Json::as_str)
-        .unwrap_or("?");
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32600,
-            "message": format!(
-                "initialize first: `{method}` came without an `Mcp-Session-Id` header; send \
-                 `initialize`, then send the session id it answers with in the \
-                 `Mcp-Session-Id` header of every later request"
-            ),
-        },
-    });
+    let body = super::initialize_first(
+        message,
+        "came without an `Mcp-Session-Id` header; send `initialize`, then send the session id \
+         it answers with in the `Mcp-Session-Id` header of every later request",
+    );
     let mut response = Response::new(
         Full::new(Bytes::from(body.to_string()))
             .map_err(|never| match never {})

@@ -354,6 +354,37 @@ fn a_line_that_is_not_json_does_not_stop_the_server() {
 }
 
 #[test]
+fn a_request_before_initialize_on_stdio_is_told_to_initialize_first() {
+    // Regression: rmcp took it for a session-less request and answered about a missing
+    // `_meta`, then ended the session.
+    let project = Project::new();
+    let input = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    ]
+    .join("\n");
+    let run = project.run(&["mcp"], &format!("{input}\n"));
+    run.expect_code(0);
+    let replies: Vec<Json> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON-RPC line"))
+        .collect();
+    let by_id = |id: u64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id} in {replies:?}"))
+    };
+    assert_eq!(by_id(2)["result"]["serverInfo"]["name"], "mekara");
+    assert_eq!(by_id(3)["result"], serde_json::json!({}));
+    assert_eq!(by_id(1)["error"]["code"], -32600);
+    insta::assert_snapshot!(by_id(1)["error"]["message"].as_str().unwrap_or_default());
+}
+
+#[test]
 fn a_line_that_is_not_json_gets_a_parse_error() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
