@@ -84,6 +84,44 @@ pub(crate) fn outcome_mark(success: bool, allow_failure: bool) -> &'static str {
 /// arguments themselves may be megabytes, and whoever reads the reply has them already.
 pub(crate) const SHOWN_ARGUMENTS: usize = 4096;
 
+/// The most of an input (a name, an id, a value someone typed or sent) an error message
+/// repeats back: enough to recognise it, and a 120 KB mistake does not make a 120 KB error.
+pub(crate) const ECHOED: usize = 200;
+
+/// `input` as an error message repeats it: clipped to [`ECHOED`] bytes.
+pub(crate) fn echoed(input: &str) -> std::borrow::Cow<'_, str> {
+    clipped(input, ECHOED)
+}
+
+/// `message` with every span in backticks longer than [`ECHOED`] bytes clipped: errors
+/// put what they echo (a name, an id, a value) in backticks, so this bounds every echo at
+/// the one place a message leaves mekara, whichever error made it.
+pub(crate) fn clip_echoes(message: &str) -> std::borrow::Cow<'_, str> {
+    let spans: Vec<&str> = message.split('`').collect();
+    // Odd spans are inside backticks, but an odd last one has no closing backtick.
+    let inside = |i: usize| i % 2 == 1 && i + 1 < spans.len();
+    if !spans
+        .iter()
+        .enumerate()
+        .any(|(i, span)| inside(i) && span.len() > ECHOED)
+    {
+        return message.into();
+    }
+    spans
+        .iter()
+        .enumerate()
+        .map(|(i, span)| {
+            if inside(i) {
+                echoed(span)
+            } else {
+                (*span).into()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
+        .into()
+}
+
 /// `text` whole when it is at most `max` bytes; else its first `max` bytes (to a character
 /// boundary) and a note of how many bytes were cut.
 pub(crate) fn clipped(text: &str, max: usize) -> std::borrow::Cow<'_, str> {

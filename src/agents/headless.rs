@@ -265,7 +265,7 @@ pub(super) fn run_agent(
     };
     let stdout = String::from_utf8_lossy(&stdout).into_owned();
     if let Some(error) = result.error {
-        let error = error.replace("the command and everything", "it and everything");
+        let error = error.replace("the command's process group", "its process group");
         let error = if error.starts_with("killed") {
             format!("the agent was {error}")
         } else {

@@ -1023,9 +1023,11 @@ pub(crate) fn interrupted_runs(runs: &[RunSummary], live: &[LiveRun]) -> String 
     }
     let _ = write!(
         text,
-        "## Interrupted runs\n\nNewest first. Call {} to take one up again; auto steps that \
-         finished do not run again.\n\n",
-        resume_call("<id>")
+        "## Interrupted runs\n\nNewest first. Call {} to take one up again, with the whole \
+         handle the run's `start` reply gave (a run started over MCP is refused by its id \
+         alone; one started in a terminal with `mekara run` is taken up by its id); auto \
+         steps that finished do not run again.\n\n",
+        resume_call("<run id>.<token>")
     );
     for run in runs.iter().rev() {
         let _ = writeln!(

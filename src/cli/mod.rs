@@ -96,7 +96,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     {
         return evaluate_for_parent();
     }
-    let cli = match Cli::try_parse_from(args) {
+    // What follows the first `--` is the script's, whatever it looks like; clap drops the
+    // `--` itself, so `run` is told how many arguments came after it.
+    let escaped = args
+        .iter()
+        .position(|a| a == "--")
+        .map(|at| args.len() - at - 1);
+    let mut cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let exit = if e.use_stderr() {
@@ -108,6 +114,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return exit.into();
         }
     };
+    if let Command::Run(run) = &mut cli.command {
+        run.escaped = escaped.unwrap_or(0);
+    }
     init_logging(cli.log_file.as_deref());
     crate::memory::quiet_size_overflows();
     // A panic is a bug; it must still end like any other internal error (exit 2, a message
@@ -134,7 +143,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(e) if output::closed(&e) => Exit::OutputClosed.into(),
         Err(e) => {
             let hint = hint(&e).map(|h| format!("; {h}")).unwrap_or_default();
-            eprintln!("error: {e:#}{hint}");
+            let message = format!("{e:#}{hint}");
+            eprintln!("error: {}", crate::display::clip_echoes(&message));
             exit_for(&e).into()
         }
     }
@@ -214,7 +224,8 @@ fn timeout_arg(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
 }
 
 /// The exit code of a command that failed with `e`: the first error in its chain that
-/// knows its own ([`EngineError::exit_code`] and its kin); anything else failed (exit 1).
+/// knows its own ([`EngineError::exit_code`] and its kin); anything else failed (exit 1),
+/// as `docs/cli.md` says: 2 is for the command line and for mekara's own bugs.
 fn exit_for(e: &anyhow::Error) -> Exit {
     e.chain()
         .find_map(|cause| {
@@ -223,6 +234,8 @@ fn exit_for(e: &anyhow::Error) -> Exit {
             } else if let Some(e) = cause.downcast_ref::<EngineError>() {
                 Some(e.exit_code())
             } else if let Some(e) = cause.downcast_ref::<ScriptError>() {
+                Some(e.exit_code())
+            } else if let Some(e) = cause.downcast_ref::<crate::serve::ServeError>() {
                 Some(e.exit_code())
             } else {
                 cause

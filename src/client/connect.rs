@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
 use super::auth::auth_error;
 use super::config::{ServerConfig, Transport};
@@ -44,10 +44,9 @@ impl Inner {
                 if let Some(root) = &self.root {
                     cmd.current_dir(root);
                 }
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
+                let spawned = super::stdio::spawn(cmd, name)
                     .map_err(|e| start_failed(format!("cannot run `{command}`: {e}")))?;
+                let (transport, stderr) = ((spawned.read, spawned.write), spawned.stderr);
                 let tail = Arc::new(Mutex::new(Vec::<String>::new()));
                 let reader = stderr.map(|stderr| {
                     let tail = tail.clone();

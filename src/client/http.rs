@@ -5,8 +5,7 @@
 //! into the build for what is, here, a handful of POST and GET requests; mekara already
 //! serves HTTP with `hyper`. One HTTP/1.1 connection per request (as rmcp's Unix socket
 //! client does): servers are local or behind a proxy, and a call is one request. HTTPS goes
-//! through rustls (the `ring` provider), trusting the system's roots (or the bundle named by
-//! `SSL_CERT_FILE`, as OpenSSL does) plus the server's own `ca_file` setting.
+//! through rustls (the `ring` provider), set up by [`tls`](super::tls).
 //!
 //! A 401 or 403 is noted in [`AuthFailure`] so the caller can name the server, the headers
 //! sent and the variables their values came from, without the values, and say when the
@@ -15,8 +14,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::StreamExt as _;
@@ -53,7 +52,12 @@ pub(crate) enum HttpError {
     },
     /// The TLS handshake failed.
     #[error(
-        "the TLS handshake with `{target}` failed: {source}; if its certificate is signed by a private CA, trust that CA with `ca_file` in the server's section of `.mekara/config.toml` (or a bundle in `SSL_CERT_FILE`)"
+        "{}",
+        crate::client::tls::handshake_failure(
+            target,
+            source,
+            "`ca_file = \"cert.pem\"` in the server's section of `.mekara/config.toml` (or a PEM bundle in `SSL_CERT_FILE`)"
+        )
     )]
     Tls {
         /// `host:port`.
@@ -114,7 +118,7 @@ impl HyperClient {
         ca_file: Option<&Path>,
     ) -> Result<HyperClient, String> {
         let tls = if https {
-            Some(tls_config(ca_file)?)
+            Some(crate::client::tls::tls_config(ca_file)?)
         } else {
             None
         };
@@ -235,69 +239,6 @@ where
         }
     });
     Ok(sender.send_request(request).await?)
-}
-
-/// The roots every HTTPS connection trusts: the system's, or the bundle `SSL_CERT_FILE`
-/// names (read once).
-fn system_roots() -> Result<Arc<rustls::RootCertStore>, String> {
-    static ROOTS: OnceLock<Result<Arc<rustls::RootCertStore>, String>> = OnceLock::new();
-    ROOTS
-        .get_or_init(|| {
-            let found = rustls_native_certs::load_native_certs();
-            for error in &found.errors {
-                tracing::info!("reading the system's certificates: {error}");
-            }
-            let mut roots = rustls::RootCertStore::empty();
-            let (_, ignored) = roots.add_parsable_certificates(found.certs);
-            if ignored > 0 {
-                tracing::info!("{ignored} system certificates could not be used");
-            }
-            if roots.is_empty() {
-                let from = std::env::var_os("SSL_CERT_FILE").map_or_else(
-                    || "the system's certificate store".to_string(),
-                    |f| format!("`SSL_CERT_FILE` (`{}`)", PathBuf::from(f).display()),
-                );
-                return Err(format!(
-                    "no trusted certificate could be read from {from}; point `SSL_CERT_FILE` at a PEM bundle of CA certificates"
-                ));
-            }
-            Ok(Arc::new(roots))
-        })
-        .clone()
-}
-
-/// The TLS set-up of a client: the system's roots, plus the CA certificates in `ca_file`.
-fn tls_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject as _;
-    let mut roots = match (system_roots(), ca_file) {
-        (Ok(roots), _) => (*roots).clone(),
-        // A server's own CA is enough for that server.
-        (Err(_), Some(_)) => rustls::RootCertStore::empty(),
-        (Err(e), None) => return Err(e),
-    };
-    if let Some(file) = ca_file {
-        let shown = file.display();
-        let certs = CertificateDer::pem_file_iter(file)
-            .map_err(|e| format!("cannot read `ca_file` `{shown}`: {e}"))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("`ca_file` `{shown}` is not a PEM file of certificates: {e}"))?;
-        if certs.is_empty() {
-            return Err(format!("`ca_file` `{shown}` holds no PEM certificate"));
-        }
-        for cert in certs {
-            roots
-                .add(cert)
-                .map_err(|e| format!("a certificate in `ca_file` `{shown}` cannot be used: {e}"))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set TLS up: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
 }
 
 /// What failed, in words, from an error of rmcp around this client's: the wrappers that

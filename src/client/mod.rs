@@ -5,7 +5,8 @@
 //! - [`config`]: which servers exist, `${VAR}` expansion, what came from the environment;
 //! - [`policy`]: allow, deny, read-only, timeouts, retries;
 //! - [`schema`]: arguments checked against a tool's input schema before the call;
-//! - [`http`]: the Streamable HTTP transport;
+//! - [`stdio`]: a server as a child process, its answers screened for depth; [`http`]: the
+//!   Streamable HTTP transport; [`tls`]: the certificates it trusts;
 //! - [`mcp_client`]: [`McpClient`], what the rest of mekara calls, and [`answers`], what it
 //!   gives back;
 //! - [`pool`]: the servers and policy read once, and a connection per server, opened by
@@ -38,6 +39,8 @@ pub(crate) mod policy;
 mod pool;
 mod runner;
 pub(crate) mod schema;
+mod stdio;
+pub(crate) mod tls;
 
 pub(crate) use config::Secrets;
 pub(crate) use error::ClientError;

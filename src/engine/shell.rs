@@ -5,7 +5,9 @@
 //! keeps the order in which it was written. The runner reads the pipe and watches the child
 //! (through a pidfd on Linux, see `process`) in one `poll` loop, which gives live output,
 //! timeouts and cancellation without a thread per step. When the command ends, is timed out or is cancelled, the whole
-//! group is killed: a step leaves nothing running behind it.
+//! group is killed: a step leaves nothing running behind it in its group. A process that
+//! leaves the group (`setsid`, a daemon) is out of reach; a timeout's message says so, and
+//! says it survived when it still holds the output pipe after the group died.
 
 use std::ffi::OsString;
 use std::io::{Read, Write as _};
@@ -378,8 +380,14 @@ impl ShellRunner {
             .ok()
             .and_then(std::process::ExitStatus::code);
         let error = match (&stopped, &status) {
+            // Only the process group is killed: a process that left it (`setsid`, a
+            // daemon) lives on, and is known to only when it still holds the output pipe.
+            (Some(Stop::TimedOut), _) if pipe_open => Some(format!(
+                "timed out after {}; the command's process group was killed, but a process it started outside that group (with `setsid`, or as a daemon) still holds its output open and was not killed",
+                humantime::format_duration(step.timeout)
+            )),
             (Some(Stop::TimedOut), _) => Some(format!(
-                "timed out after {}; the command and everything it started were killed",
+                "timed out after {}; the command's process group was killed (a process it moved out of the group, with `setsid` or as a daemon, is not)",
                 humantime::format_duration(step.timeout)
             )),
             (_, Err(e)) => Some(format!("cannot wait for the command: {e}")),

@@ -87,10 +87,7 @@ fn parse_tag(text: &str) -> (Piece<'_>, usize) {
         let what = if name.is_empty() {
             "the tag names no `server/tool`".to_string()
         } else {
-            format!(
-                "`{}` is not `server/tool`",
-                crate::display::clipped(name, 200)
-            )
+            format!("`{}` is not `server/tool`", crate::display::echoed(name))
         };
         return malformed(format!("{what}; write `[use-mcp:server/tool:{{...}}]`"));
     }
@@ -168,7 +165,7 @@ pub(crate) fn shown(server: &str, tool: &str, result: &StepResult) -> String {
 pub(crate) fn shown_malformed(text: &str, reason: &str) -> String {
     format!(
         "[use-mcp error: {reason} (in `{}`)]",
-        crate::display::clipped(text, 200)
+        crate::display::echoed(text)
     )
 }
 

@@ -122,6 +122,19 @@ pub(crate) enum ServeError {
 }
 
 impl ServeError {
+    /// The exit code of `mekara serve` failing with this: a path on the command line that
+    /// names nothing to serve is a usage error; a module that cannot be served failed.
+    pub(crate) fn exit_code(&self) -> crate::exit::Exit {
+        match self {
+            ServeError::NotFound { .. }
+            | ServeError::NoModules { .. }
+            | ServeError::BadGlob { .. } => crate::exit::Exit::Usage,
+            _ => crate::exit::Exit::Failure,
+        }
+    }
+}
+
+impl ServeError {
     /// A Starlark error, rendered with its location and snippet. The command line adds its
     /// own `error: `, so starlark's is dropped.
     pub(crate) fn code(rendered: &str) -> ServeError {

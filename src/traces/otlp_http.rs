@@ -72,8 +72,10 @@ fn collector_error(e: crate::client::http::HttpError) -> Box<dyn std::error::Err
             "cannot connect to `{target}`: {source}; check that the collector is running and that `OTEL_EXPORTER_OTLP_ENDPOINT` is right"
         )
         .into(),
-        HttpError::Tls { target, source } => format!(
-            "the TLS handshake with `{target}` failed: {source}; a private CA can be trusted with `SSL_CERT_FILE`"
+        HttpError::Tls { target, source } => crate::client::tls::handshake_failure(
+            &target,
+            &source,
+            "a PEM bundle in `SSL_CERT_FILE`",
         )
         .into(),
         other => other.into(),

@@ -16,11 +16,11 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::Semaphore;
 
@@ -72,6 +72,10 @@ impl Default for HttpLimits {
 
 /// The largest request body read (as the stdio transport's longest line).
 const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// How much more of a body over [`MAX_BODY`] is read and dropped so that the 413 reaches
+/// a client still writing; past it the connection is closed.
+const MAX_DRAINED: usize = 64 * 1024 * 1024;
 
 type Body = BoxBody<Bytes, std::convert::Infallible>;
 
@@ -238,7 +242,7 @@ impl Gate {
                 }
                 Some(guard)
             }
-            Some(_) if message.as_ref().is_some_and(is_sessionless_request) => {
+            Some(_) if message.as_ref().is_some_and(super::needs_initialize) => {
                 return initialize_first(message.as_ref());
             }
             _ => None,
@@ -265,46 +269,13 @@ fn repeated_header(headers: &HeaderMap) -> Option<&'static str> {
         .map(|(_, shown)| shown)
 }
 
-/// Whether `message`, posted without a session, is a request of a protocol version that has
-/// sessions (so it needed an `initialize` first): requests of `2026-07-28` and later carry
-/// their version in `_meta` and need none.
-fn is_sessionless_request(message: &Json) -> bool {
-    let Some(method) = message.get("method").and_then(Json::as_str) else {
-        return false;
-    };
-    if message.get("id").is_none() || method == "initialize" || method == "server/discover" {
-        return false;
-    }
-    let versioned = message
-        .get("params")
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
-        .is_some();
-    !versioned
-}
-
 /// The answer to a request sent before `initialize`: a JSON-RPC error naming what to do.
 fn initialize_first(message: Option<&Json>) -> Response<Body> {
-    let id = message
-        .and_then(|m| m.get("id"))
-        .cloned()
-        .unwrap_or(Json::Null);
-    let method = message
-        .and_then(|m| m.get("method"))
-        .and_then(Json::as_str)
-        .unwrap_or("?");
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": -32600,
-            "message": format!(
-                "initialize first: `{method}` came without an `Mcp-Session-Id` header; send \
-                 `initialize`, then send the session id it answers with in the \
-                 `Mcp-Session-Id` header of every later request"
-            ),
-        },
-    });
+    let body = super::initialize_first(
+        message,
+        "came without an `Mcp-Session-Id` header; send `initialize`, then send the session id \
+         it answers with in the `Mcp-Session-Id` header of every later request",
+    );
     let mut response = Response::new(
         Full::new(Bytes::from(body.to_string()))
             .map_err(|never| match never {})
@@ -319,11 +290,33 @@ fn initialize_first(message: Option<&Json>) -> Response<Body> {
 }
 
 /// The whole body, or the answer when it is too slow or too long.
+///
+/// A body over [`MAX_BODY`] is read to its end (up to [`MAX_DRAINED`] more, and within the
+/// timeout) and dropped before the 413 goes out: a client that writes its whole request
+/// before reading would otherwise meet a connection closed under its feet (the kernel
+/// resets a socket closed with unread data), and never see the answer.
 async fn read_body(
     body: hyper::body::Incoming,
     timeout: Duration,
 ) -> Result<Bytes, Response<Body>> {
-    match tokio::time::timeout(timeout, Limited::new(body, MAX_BODY).collect()).await {
+    let read = async {
+        let mut body = std::pin::pin!(body);
+        let mut kept = Vec::new();
+        let mut length = 0usize;
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame?.into_data() else {
+                continue;
+            };
+            length = length.saturating_add(data.len());
+            if length <= MAX_BODY {
+                kept.extend_from_slice(&data);
+            } else if length > MAX_BODY + MAX_DRAINED {
+                break;
+            }
+        }
+        Ok::<_, hyper::Error>((kept, length))
+    };
+    match tokio::time::timeout(timeout, read).await {
         Err(_) => Err(text(
             StatusCode::REQUEST_TIMEOUT,
             &format!(
@@ -331,15 +324,18 @@ async fn read_body(
                 humantime::format_duration(timeout)
             ),
         )),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(text(
+        Ok(Ok((_, length))) if length > MAX_BODY => Err(text(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("the request body is longer than {MAX_BODY} bytes"),
+            &format!(
+                "the request body is longer than mekara's limit of {MAX_BODY} bytes (16 MiB); \
+                 send a smaller request (pass large data as a file path instead)"
+            ),
         )),
         Ok(Err(e)) => Err(text(
             StatusCode::BAD_REQUEST,
             &format!("cannot read the request body: {e}"),
         )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Ok((kept, _))) => Ok(Bytes::from(kept)),
     }
 }
 

@@ -4,8 +4,9 @@
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin and stdout, answering malformed lines;
 //! - [`http`]: Streamable HTTP at `/mcp`, with the loopback `Host` and `Origin` checks and
 //!   bounds on what clients can make it hold;
-//! - this file: the protocol errors both handlers give for requests they cannot take, and
-//!   the debug line each logs for a request (its method and protocol version).
+//! - this file: the protocol errors both handlers give for requests they cannot take (and
+//!   for a request before `initialize`), and the debug line each logs for a request (its
+//!   method and protocol version).
 //!
 //! It knows nothing of scripts, runs or served functions: a handler is any
 //! [`rmcp::ServerHandler`].
@@ -105,4 +106,43 @@ pub(crate) fn refuse_custom_request(request: &CustomRequest) -> McpError {
 /// The error for a tool call whose blocking thread panicked.
 pub(crate) fn call_panicked(error: &tokio::task::JoinError) -> McpError {
     McpError::internal_error(format!("the call panicked: {error}"), None)
+}
+
+/// Whether `message`, sent before `initialize`, is a request of a protocol version that has
+/// sessions (so it needed an `initialize` first): requests of `2026-07-28` and later carry
+/// their version in `_meta` and need none.
+pub(crate) fn needs_initialize(message: &serde_json::Value) -> bool {
+    let Some(method) = message.get("method").and_then(serde_json::Value::as_str) else {
+        return false;
+    };
+    if message.get("id").is_none() || method == "initialize" || method == "server/discover" {
+        return false;
+    }
+    let versioned = message
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .is_some();
+    !versioned
+}
+
+/// The JSON-RPC error for a request sent before `initialize` (see [`needs_initialize`]):
+/// `how` says, after the method, what the transport needs first.
+pub(crate) fn initialize_first(
+    message: Option<&serde_json::Value>,
+    how: &str,
+) -> serde_json::Value {
+    let id = message
+        .and_then(|m| m.get("id"))
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let method = message
+        .and_then(|m| m.get("method"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("?");
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32600, "message": format!("initialize first: `{method}` {how}")},
+    })
 }

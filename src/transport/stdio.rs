@@ -44,6 +44,9 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 pub(crate) struct Stdio {
     input: LineReader<Stdin>,
     output: Arc<Mutex<Stdout>>,
+    /// Whether `initialize` has come: before it, rmcp takes a request as one of the
+    /// session-less protocol and answers with an error about its missing `_meta`.
+    initialized: bool,
 }
 
 impl Stdio {
@@ -52,6 +55,7 @@ impl Stdio {
         Stdio {
             input: LineReader::new(tokio::io::stdin(), MAX_LINE),
             output: Arc::new(Mutex::new(tokio::io::stdout())),
+            initialized: false,
         }
     }
 
@@ -98,7 +102,20 @@ impl Transport<RoleServer> for Stdio {
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             match self.input.next().await? {
-                Ok(message) => return Some(message),
+                Ok(message) if self.initialized => return Some(message),
+                Ok(message) => {
+                    let value = serde_json::to_value(&message).unwrap_or_default();
+                    if super::needs_initialize(&value) {
+                        self.answer(super::initialize_first(
+                            Some(&value),
+                            "came before `initialize`; send `initialize` first, then \
+                             `notifications/initialized`, then other requests",
+                        ));
+                        continue;
+                    }
+                    self.initialized = value.get("method") == Some(&json!("initialize"));
+                    return Some(message);
+                }
                 Err(answer) => self.answer(answer),
             }
         }

@@ -61,3 +61,65 @@ fn an_unknown_run_is_a_usage_error_everywhere() {
         project.session(&[&["run", "--resume", "nope"], &["runs", "show", "nope"]])
     );
 }
+
+/// Regression: options written after the script name were taken silently: `--retry` and
+/// `--from` without `--resume` were dropped (the script ran afresh), and an option after an
+/// argument became part of the script's request. Both are usage errors saying where the
+/// option goes; after `--` it is the script's.
+#[test]
+fn options_after_the_script_name_are_refused_saying_where_they_go() {
+    let project = Project::new();
+    project.script("x", NL, None);
+    insta::assert_snapshot!(project.session(&[
+        &["run", "x", "--retry"],
+        &["run", "x", "--from", "x[0]"],
+        &["run", "x", "an", "argument", "--timeout", "5"],
+        &["run", "x", "an", "argument", "-C", "elsewhere"],
+        &["run", "x", "an", "argument", "--timeout=5"],
+    ]));
+    // After `--`, it is the script's argument.
+    let passed = project.run(&["run", "x", "an", "--", "--timeout", "5"], "\n");
+    passed.expect_code(0);
+    assert!(!passed.stderr.contains("comes after"), "{}", passed.stderr);
+}
+
+/// Regression: a path that names nothing to serve is a mistake on the command line, like an
+/// unknown script name, but exited 1.
+#[test]
+fn a_serve_path_that_names_nothing_is_a_usage_error() {
+    let project = Project::new();
+    let run = project.run(&["serve", "nothere.star"], "");
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("`nothere.star` does not exist"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Regression: errors repeated a 120 KB input in full. Every span an error echoes in
+/// backticks is clipped, whichever command and error made it.
+#[test]
+fn errors_clip_what_they_echo() {
+    let project = Project::new();
+    let big = "a".repeat(120_000);
+    let mut shown = String::new();
+    for args in [
+        &["run", big.as_str()][..],
+        &["runs", "show", &big],
+        &["answer", &big, "x"],
+        &["run", "--resume", &big],
+        &["tools", "call", &big, "t"],
+    ] {
+        let run = project.run(args, "");
+        run.expect_code(2);
+        assert!(
+            run.stderr.len() < 1_000,
+            "{} bytes: {}",
+            run.stderr.len(),
+            &run.stderr[..300]
+        );
+        shown.push_str(&run.stderr.replace(&"a".repeat(200), "a×200"));
+    }
+    insta::assert_snapshot!(shown);
+}

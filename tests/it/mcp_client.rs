@@ -806,22 +806,25 @@ fn the_python_sdk_http_server_is_reached_by_tools_and_mcp_steps() {
 
 // ── HTTPS ────────────────────────────────────────────────────────────────────────────────
 
+/// Runs the `openssl` command with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl (install it: apt-get install openssl)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A CA and a certificate it signed for `localhost` and `127.0.0.1`, made with the
 /// `openssl` command in `dir`: returns the CA's PEM file, the server's certificate and its
 /// key.
 fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("run openssl (install it: apt-get install openssl)");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let openssl = |args: &[&str]| openssl(dir, args);
     let ec = [
         "-newkey",
         "ec",
@@ -911,6 +914,68 @@ fn https_servers_are_reached_with_a_ca_from_ssl_cert_file_or_ca_file() {
     assert!(!untrusted.stdout.contains("key-secret-value"));
     let shown = untrusted.stdout.replace(port_of(&url), "[PORT]");
     insta::assert_snapshot!(shown);
+}
+
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python MCP SDK")]
+#[test]
+fn a_trusted_self_signed_certificate_is_accepted_as_the_servers_own() {
+    // Regression: the one-line self-signed certificate (marked as a CA, its host only in
+    // its CN) was refused even when trusted (`CaUsedAsEndEntity`); curl, Python and Node
+    // accept it.
+    let state = tempfile::tempdir().expect("tempdir");
+    openssl(
+        state.path(),
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "self.key",
+            "-out",
+            "self.pem",
+        ],
+    );
+    let (cert, key) = (state.path().join("self.pem"), state.path().join("self.key"));
+    let (_server, url) = python_http_server(state.path(), Some((&cert, &key)));
+    let by_name = url.replace("127.0.0.1", "localhost");
+    let project = python_project(&format!(r#"{{"type": "http", "url": "{by_name}"}}"#));
+    let add = ["tools", "call", "py", "add", "--arg", "a=2", "--arg", "b=3"];
+    // Trusted through `SSL_CERT_FILE`.
+    let ssl_cert_file = cert.display().to_string();
+    let call = run_with_env(&project, &add, "", &[("SSL_CERT_FILE", &ssl_cert_file)]);
+    call.expect_code(0);
+    assert_eq!(call.stdout, "5\n");
+    // Trusted through the server's `ca_file`.
+    std::fs::copy(&cert, project.root().join("self.pem")).expect("copy the certificate");
+    project.write(
+        ".mekara/config.toml",
+        "[servers.py]\nca_file = \"self.pem\"\n",
+    );
+    let script = project.run(&["run", "sum"], "\n");
+    script.expect_code(0);
+    assert!(script.stdout.contains("the sum is 42"), "{}", script.stdout);
+    // Trusted, but reached by a name it does not carry: refused, saying why.
+    let mut shown = String::new();
+    let by_address = python_project(&format!(r#"{{"type": "http", "url": "{url}"}}"#));
+    by_address.write(
+        ".mekara/config.toml",
+        &format!("[servers.py]\nca_file = \"{}\"\n", cert.display()),
+    );
+    let wrong_name = by_address.run(&add, "");
+    wrong_name.expect_code(1);
+    shown.push_str(&wrong_name.stderr);
+    // Not trusted: refused, saying how to trust it.
+    std::fs::remove_file(project.root().join(".mekara/config.toml")).expect("rm");
+    let untrusted = project.run(&add, "");
+    untrusted.expect_code(1);
+    shown.push_str(&untrusted.stderr);
+    insta::assert_snapshot!(shown.replace(port_of(&url), "[PORT]"));
 }
 
 // ── errors of HTTP servers, in words ──────────────────────────────────────────────────────

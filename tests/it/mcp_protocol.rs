@@ -354,6 +354,37 @@ fn a_line_that_is_not_json_does_not_stop_the_server() {
 }
 
 #[test]
+fn a_request_before_initialize_on_stdio_is_told_to_initialize_first() {
+    // Regression: rmcp took it for a session-less request and answered about a missing
+    // `_meta`, then ended the session.
+    let project = Project::new();
+    let input = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    ]
+    .join("\n");
+    let run = project.run(&["mcp"], &format!("{input}\n"));
+    run.expect_code(0);
+    let replies: Vec<Json> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON-RPC line"))
+        .collect();
+    let by_id = |id: u64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id} in {replies:?}"))
+    };
+    assert_eq!(by_id(2)["result"]["serverInfo"]["name"], "mekara");
+    assert_eq!(by_id(3)["result"], serde_json::json!({}));
+    assert_eq!(by_id(1)["error"]["code"], -32600);
+    insta::assert_snapshot!(by_id(1)["error"]["message"].as_str().unwrap_or_default());
+}
+
+#[test]
 fn a_line_that_is_not_json_gets_a_parse_error() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
@@ -1703,6 +1734,27 @@ fn http_requests_before_initialize_are_told_to_initialize_first() {
     }
     insta::assert_snapshot!(seen);
     server.assert_serving();
+}
+
+#[test]
+fn http_an_oversize_body_is_answered_413_saying_the_limit() {
+    // Regression: a client that wrote a body over the limit before reading met a closed
+    // connection (reset under its write) instead of the answer.
+    let project = Project::new();
+    project.write("tools.star", "def hello():\n    return \"hi\"\n");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"a":"{}"}}}}"#,
+        "x".repeat(40 << 20)
+    );
+    let mut seen = String::new();
+    for args in [&["mcp"][..], &["serve", "tools.star"]] {
+        let server = HttpServer::start_with(&project, args, &[]);
+        let response = server.post("/mcp", None, &[], &body);
+        assert_eq!(response.status, 413, "{}: {}", args[0], response.body);
+        seen.push_str(&response.body);
+        server.assert_serving();
+    }
+    insta::assert_snapshot!(seen);
 }
 
 #[test]

@@ -459,7 +459,7 @@ def execute(request):
     run.expect_code(0);
     assert!(
         run.stdout.contains(
-            "own timeout: [(False, \"timed out after 1s; the command and everything it started were killed\"), (True, None)]"
+            "own timeout: [(False, \"timed out after 1s; the command's process group was killed (a process it moved out of the group, with `setsid` or as a daemon, is not)\"), (True, None)]"
         ),
         "{}",
         run.stdout

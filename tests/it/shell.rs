@@ -211,7 +211,7 @@ fn step_timeout_kills_the_command_and_what_it_started() {
     );
     let run = wait_bounded(project.spawn(&["run", "slow"]), "\n");
     run.expect_code(0);
-    let error = "timed out after 1s; the command and everything it started were killed";
+    let error = "timed out after 1s; the command's process group was killed (a process it moved out of the group, with `setsid` or as a daemon, is not)";
     assert!(
         run.stdout
             .contains(&format!("\nsuccess=False error={error}\n")),
@@ -220,6 +220,39 @@ fn step_timeout_kills_the_command_and_what_it_started() {
     );
     assert_eq!(error_of(&step_results(&project)[0]), error);
     assert_gone(&project, "bg.pid");
+}
+
+#[test]
+fn a_timeout_says_when_a_process_outside_the_group_survived() {
+    // Regression: the message said everything the command started was killed while a
+    // `setsid` child lived on.
+    let project = Project::new();
+    project.script(
+        "slow",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    r = auto(\"setsid sleep 30 & echo $! > away.pid; sleep 30\", timeout = 1, allow_failure = True)\n",
+            "    llm(\"error=%s\" % r.error)\n",
+        )),
+    );
+    let run = wait_bounded(project.spawn(&["run", "slow"]), "\n");
+    let away: u32 = std::fs::read_to_string(project.root().join("away.pid"))
+        .expect("the step wrote the pid file")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let survived = is_running(away);
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &away.to_string()])
+        .status();
+    run.expect_code(0);
+    assert!(
+        survived,
+        "the `setsid` process was expected to outlive the group"
+    );
+    let error = error_of(&step_results(&project)[0]).to_string();
+    insta::assert_snapshot!(error);
 }
 
 #[test]
@@ -246,7 +279,7 @@ fn run_timeout_flag_applies_to_steps_without_their_own() {
     );
     assert_eq!(
         error_of(&results[1]),
-        "timed out after 200ms; the command and everything it started were killed"
+        "timed out after 200ms; the command's process group was killed (a process it moved out of the group, with `setsid` or as a daemon, is not)"
     );
 }
 

@@ -359,7 +359,7 @@ fn a_hanging_agent_is_killed_with_its_process_group_at_the_timeout() {
     assert_eq!(summary["failed_step"]["step"], "colour[1]");
     let error = summary["failed_step"]["error"].as_str().expect("a string");
     assert!(
-        error.starts_with("the agent timed out after 2s; it and everything it started were killed"),
+        error.starts_with("the agent timed out after 2s; its process group was killed"),
         "{error}"
     );
     assert_eq!(

@@ -364,6 +364,31 @@ async fn a_huge_llm_output_or_answer_is_refused_and_the_step_stays_pending() {
     assert!(journal.contains("\"small\"") && journal.contains("\"hi\""));
 }
 
+/// Regression: a tool's answer nested deeper than serde_json's 128 levels was dropped by
+/// the MCP client, and the call failed only at its timeout as "did not answer". It fails at
+/// once, naming the server and tool and saying why, and the server stays usable.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the Python virtualenv")]
+fn a_tool_answer_nested_too_deep_fails_at_once_saying_why() {
+    let deep = format!(r#"{{"n": {}{}}}"#, "[".repeat(200), "]".repeat(200));
+    let project = raw_server_project(&deep);
+    project.write(".mekara/config.toml", "[servers.raw]\ntimeout = 60\n");
+    let started = std::time::Instant::now();
+    let run = project.run(&["run", "h"], "");
+    run.expect_code(0);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the call waited for its timeout"
+    );
+    assert!(run.stdout.contains("success: False"), "{}", run.stdout);
+    let error = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap_or_default();
+    insta::assert_snapshot!(error);
+}
+
 /// Regression: a timeout beyond what the clock can add (`1e300` seconds) panicked (exit
 /// 101) in a script, on the command line and in `.mekara/config.toml`.
 #[test]

@@ -65,9 +65,66 @@ pub(super) struct RunArgs {
     timeout: f64,
     #[command(flatten)]
     pub(super) unattended: super::unattended::UnattendedArgs,
+    /// How many of `arguments` came after a `--` on the command line (they are the
+    /// script's even when they look like options).
+    #[arg(skip)]
+    pub(super) escaped: usize,
+}
+
+impl RunArgs {
+    /// Refuses an option of `mekara run` written after the script's arguments without `--`: clap
+    /// hands it to the script as an argument, so `mekara run x --retry` would run `x`
+    /// afresh with the request `--retry`.
+    ///
+    /// Also refuses `--retry` and `--from` without `--resume`: clap's `requires` does not
+    /// hold for them, and they were dropped without a word.
+    fn check_options(&self) -> anyhow::Result<()> {
+        use clap::Args as _;
+        if self.resume.is_none() {
+            let rewind = match (&self.from, self.retry) {
+                (Some(_), _) => Some("--from"),
+                (None, true) => Some("--retry"),
+                (None, false) => None,
+            };
+            if let Some(flag) = rewind {
+                return super::usage(format!(
+                    "`{flag}` goes with `--resume ID` (`mekara run --resume ID {flag} …`): it says how to go on with a run; to start a script afresh, leave it out"
+                ));
+            }
+        }
+        let unescaped = &self.arguments[..self.arguments.len().saturating_sub(self.escaped)];
+        let command = RunArgs::augment_args(clap::Command::new("run"));
+        let is_option = |word: &str| {
+            command.get_arguments().any(|a| {
+                let long = a.get_long().is_some_and(|long| {
+                    word.strip_prefix("--").is_some_and(|w| {
+                        w == long || w.strip_prefix(long).is_some_and(|r| r.starts_with('='))
+                    })
+                });
+                let short = a.get_short().is_some_and(|short| {
+                    word.strip_prefix('-') == Some(short.encode_utf8(&mut [0; 4]))
+                });
+                long || short
+            })
+        };
+        let Some(option) = unescaped.iter().find(|w| is_option(w)) else {
+            return Ok(());
+        };
+        let name = self.name.as_deref().unwrap_or_default();
+        let bare = option.split('=').next().unwrap_or(option);
+        super::usage(format!(
+            "`{}` comes after the script name `{}`, so it would be one of the script's arguments, not an option of `mekara run`; put mekara's options before the script name (`mekara run {bare} … {}`), or after `--` to pass it to the script (`mekara run {} -- {}`)",
+            crate::display::echoed(option),
+            crate::display::echoed(name),
+            crate::display::echoed(name),
+            crate::display::echoed(name),
+            crate::display::echoed(option),
+        ))
+    }
 }
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
+    args.check_options()?;
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
