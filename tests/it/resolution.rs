@@ -741,6 +741,16 @@ fn scripts_lists_every_level_once_at_the_winning_level() {
     let rows = listing_rows(&run.stdout);
     let want = [
         ("compile", "bundled", "compiled"),
+        ("flow:bisect", "bundled", "compiled"),
+        ("flow:commit", "bundled", "compiled"),
+        ("flow:docs-sync", "bundled", "compiled"),
+        ("flow:fix-ci", "bundled", "compiled"),
+        ("flow:pr", "bundled", "compiled"),
+        ("flow:release", "bundled", "compiled"),
+        ("flow:review", "bundled", "compiled"),
+        ("flow:test-gaps", "bundled", "compiled"),
+        ("flow:triage", "bundled", "compiled"),
+        ("flow:upgrade-deps", "bundled", "compiled"),
         ("notes", "user", "nl"),
         ("shared", "project", "nl"),
         ("solo", "project", "nl"),
