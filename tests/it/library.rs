@@ -36,7 +36,7 @@ const AGENT_COMMAND: &str = "python3 agent/agent.py";
 const GITIGNORE: &str = ".mekara/\nagent/\ntarget/\n__pycache__/\nnode_modules/\n";
 
 /// A project that is a git repository holding `files`, committed as `Initial commit`.
-fn repository(files: &[(&str, &str)]) -> Project {
+pub(crate) fn repository(files: &[(&str, &str)]) -> Project {
     let project = Project::new();
     std::fs::write(
         project.home().join(".gitconfig"),
@@ -54,7 +54,7 @@ fn repository(files: &[(&str, &str)]) -> Project {
 }
 
 /// `git ARGS` in the project, as the person (the test's home); its stdout, trimmed.
-fn git(project: &Project, args: &[&str]) -> String {
+pub(crate) fn git(project: &Project, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(project.root())
@@ -70,7 +70,7 @@ fn git(project: &Project, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn commit_all(project: &Project, message: &str) -> String {
+pub(crate) fn commit_all(project: &Project, message: &str) -> String {
     git(project, &["add", "-A"]);
     git(project, &["commit", "-q", "-m", message]);
     git(project, &["rev-parse", "HEAD"])
@@ -118,24 +118,24 @@ fn answer_and_resume(project: &Project, answer: &str) -> Run {
     )
 }
 
-fn last_run(project: &Project) -> String {
+pub(crate) fn last_run(project: &Project) -> String {
     project.run_ids().pop().expect("a run")
 }
 
 /// The run's summary state (`completed`, `waiting`, ...).
-fn state(run: &Run) -> String {
+pub(crate) fn state(run: &Run) -> String {
     let summary: Json = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr));
     summary["state"].as_str().unwrap_or_default().to_string()
 }
 
 /// Panics with the run's streams unless it completed.
-fn completed(run: &Run) {
+pub(crate) fn completed(run: &Run) {
     assert_eq!(state(run), "completed", "{}\n{}", run.stdout, run.stderr);
 }
 
 /// The steps of the project's one run, as JSON.
-fn steps(project: &Project) -> Vec<Json> {
+pub(crate) fn steps(project: &Project) -> Vec<Json> {
     crate::common::journal_events(project)
         .into_iter()
         .filter(|e| e["event"] == "step")
@@ -160,7 +160,7 @@ fn calls(project: &Project) -> Vec<Json> {
         .collect()
 }
 
-fn read(project: &Project, path: &str) -> String {
+pub(crate) fn read(project: &Project, path: &str) -> String {
     std::fs::read_to_string(project.root().join(path))
         .unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
 }
@@ -174,13 +174,13 @@ const RUST_LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[c
 
 const PY_PROJECT: &str = "[project]\nname = \"stats\"\nversion = \"0.1.0\"\n";
 
-const PY_STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
+pub(crate) const PY_STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
 
 const PY_TEST: &str = "import unittest\n\nfrom stats import mean, spread\n\n\nclass StatsTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n    def test_spread(self):\n        self.assertEqual(spread([1, 5, 3]), 4)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
 
 const JS_PACKAGE: &str = "{\n  \"name\": \"greet\",\n  \"version\": \"1.2.3\",\n  \"private\": true,\n  \"scripts\": {\n    \"test\": \"node test.js\"\n  }\n}\n";
 
-const JS_CLI: &str = "const loud = process.argv.includes(\"--loud\");\nfunction greet(name, loud) {\n  const text = \"Hello, \" + name + \"!\";\n  return loud ? text.toUpperCase() : text;\n}\nmodule.exports = { greet };\nif (require.main === module) console.log(greet(process.argv[2] || \"world\", loud));\n";
+pub(crate) const JS_CLI: &str = "const loud = process.argv.includes(\"--loud\");\nfunction greet(name, loud) {\n  const text = \"Hello, \" + name + \"!\";\n  return loud ? text.toUpperCase() : text;\n}\nmodule.exports = { greet };\nif (require.main === module) console.log(greet(process.argv[2] || \"world\", loud));\n";
 
 const JS_TEST: &str = "const assert = require(\"assert\");\nconst { greet } = require(\"./cli.js\");\nassert.strictEqual(greet(\"Ada\", false), \"Hello, Ada!\");\nassert.strictEqual(greet(\"Ada\", true), \"HELLO, ADA!\");\nconsole.log(\"ok\");\n";
 
@@ -203,7 +203,7 @@ fn lock(project: &Project) {
     commit_all(project, "Lock the dependencies");
 }
 
-fn python_project() -> Project {
+pub(crate) fn python_project() -> Project {
     repository(&[
         ("pyproject.toml", PY_PROJECT),
         ("stats.py", PY_STATS),
@@ -211,7 +211,7 @@ fn python_project() -> Project {
     ])
 }
 
-fn js_project() -> Project {
+pub(crate) fn js_project() -> Project {
     repository(&[
         ("package.json", JS_PACKAGE),
         ("cli.js", JS_CLI),
@@ -245,7 +245,7 @@ fn detected(project: &Project) -> Json {
 }
 
 /// The checks the detection gives a Python project on this machine.
-fn python_check() -> &'static str {
+pub(crate) fn python_check() -> &'static str {
     let pytest = Command::new("python3")
         .args(["-c", "import pytest"])
         .output()
