@@ -112,3 +112,24 @@ fn release_through_claude_code_waits_for_the_person_and_tags_the_drafted_entry()
     assert!(read(&project, "package.json").contains("\"version\": \"1.2.4\""));
     assert!(read(&project, "CHANGELOG.md").starts_with(&format!("# Changelog\n\n{entry}\n")));
 }
+
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
+#[test]
+fn a_library_workflow_is_a_typeable_command_in_its_folder() {
+    let claude = super::claude();
+    let (project, _) = super::installed_project();
+    let shown = super::first_shown(&claude, &project, "/flow:release the parser fix");
+    assert!(
+        !shown.contains("no command with that name"),
+        "Claude Code did not find `/flow:release`:\n{shown}"
+    );
+    assert!(
+        shown.contains("<command-name>/flow:release</command-name>")
+            && shown.contains("`/flow:release` is mekara's bundled compiled script `flow/release`"),
+        "the command file was not expanded:\n{shown}"
+    );
+    assert!(
+        shown.contains(r#"{"name":"flow:release","arguments":"the parser fix"}"#),
+        "the hook's instruction is missing:\n{shown}"
+    );
+}
