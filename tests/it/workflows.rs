@@ -650,3 +650,25 @@ fn ejecting_a_workflow_brings_the_helper_module_it_loads_and_keeps_an_edited_one
         check.stdout
     );
 }
+
+#[test]
+fn every_workflow_of_the_library_has_its_page_and_a_row_in_the_index() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/workflows");
+    let index = std::fs::read_to_string(docs.join("README.md")).expect("docs/workflows/README.md");
+    for name in LIBRARY {
+        let short = name.trim_start_matches("flow:");
+        let page = std::fs::read_to_string(docs.join(format!("{short}.md")))
+            .unwrap_or_else(|e| panic!("no page for {name}: {e}"));
+        assert!(
+            page.starts_with(&format!("# `/{name}`")),
+            "{short}.md: {page}"
+        );
+        for part in ["**Does.**", "**Asks you.**", "**Changes.**", "**Adapt.**"] {
+            assert!(page.contains(part), "{short}.md has no {part}");
+        }
+        assert!(
+            index.contains(&format!("[`/{name}`]({short}.md)")),
+            "the index has no row for {name}"
+        );
+    }
+}
