@@ -752,3 +752,31 @@ fn pr_makes_a_branch_pushes_it_after_yes_and_prints_the_description_without_gh()
         "{out}"
     );
 }
+
+#[test]
+fn release_of_a_rust_crate_writes_the_packages_version_in_cargo_toml_and_cargo_lock() {
+    let project = rust_project();
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "## v0.4.2\n\n### Fixed\n\n- Nothing yet."}}]);
+    let first = flow(&project, &plan, "flow/release", &[]);
+    assert_eq!(state(&first), "waiting", "{}", first.stderr);
+    answer_and_resume(&project, "patch");
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.4.2");
+    assert!(
+        read(&project, "Cargo.toml").contains("[package]\nname = \"adder\"\nversion = \"0.4.2\"")
+    );
+    assert!(
+        read(&project, "Cargo.lock").contains("name = \"adder\"\nversion = \"0.4.2\""),
+        "{}",
+        read(&project, "Cargo.lock")
+    );
+    assert_eq!(
+        git(&project, &["status", "--porcelain"]),
+        "",
+        "the lock file is in the commit"
+    );
+    assert_eq!(
+        git(&project, &["show", "--name-only", "--format=", "HEAD"]),
+        "CHANGELOG.md\nCargo.lock\nCargo.toml"
+    );
+}
