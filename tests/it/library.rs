@@ -780,3 +780,19 @@ fn release_of_a_rust_crate_writes_the_packages_version_in_cargo_toml_and_cargo_l
         "CHANGELOG.md\nCargo.lock\nCargo.toml"
     );
 }
+
+#[test]
+fn upgrade_deps_refuses_a_pnpm_project_rather_than_writing_an_npm_lock_file_beside_its_own() {
+    let project = repository(&[
+        ("package.json", JS_PACKAGE),
+        ("pnpm-lock.yaml", "lockfileVersion: '9.0'\n"),
+    ]);
+    let run = flow(&project, &json!([]), "flow/upgrade-deps", &[]);
+    assert_ne!(state(&run), "completed");
+    let journal = project.journal(&last_run(&project));
+    assert!(
+        journal.contains("no cargo or npm project here (found: pnpm)"),
+        "{journal}"
+    );
+    assert!(!project.root().join("package-lock.json").exists());
+}
