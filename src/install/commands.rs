@@ -58,9 +58,10 @@ pub(crate) fn is_ours(path: &std::path::Path) -> bool {
 /// does); a compiled script's says to run it through mekara, which the hook says too.
 fn text(name: &str, nl: &str, compiled: bool, served: Served) -> String {
     let parsed = NlText::parse(nl);
+    // Claude Code types a command in a folder (`flow/commit.md`) as `/flow:commit`.
     let typed = match served {
-        Served::Configured => name.to_string(),
-        Served::ClaudePlugin => format!("{}:{name}", claude::PLUGIN),
+        Served::Configured => name.replace('/', ":"),
+        Served::ClaudePlugin => format!("{}:{}", claude::PLUGIN, name.replace('/', ":")),
     };
     let body = if compiled {
         crate::hooks::bundled_command_body(
@@ -101,7 +102,12 @@ mod tests {
     fn every_generated_file_is_marked_and_no_demo_gets_one() {
         let files = super::bundled();
         let names: Vec<_> = files.iter().map(|f| f.rel.display().to_string()).collect();
-        assert_eq!(names, ["compile.md", "systematize.md"]);
+        assert_eq!(names[..2], ["compile.md", "systematize.md"]);
+        assert_eq!(names.len(), 12, "{names:?}");
+        assert!(
+            names[2..].iter().all(|n| n.starts_with("flow/")),
+            "{names:?}"
+        );
         assert!(files.iter().all(|f| super::is_generated(&f.text)));
     }
 }

@@ -490,7 +490,11 @@ fn plan_bundled_commands(
             plan.kept.push(format!(
                 "`{}` is your own script: left as is, and `/{}` runs it instead of the bundled one",
                 display(&base, &path),
-                file.rel.with_extension("").display()
+                file.rel
+                    .with_extension("")
+                    .display()
+                    .to_string()
+                    .replace('/', ":")
             ));
             continue;
         }
@@ -505,7 +509,11 @@ fn plan_bundled_commands(
             },
             details: vec![format!(
                 "the command `/{}` for the bundled script",
-                file.rel.with_extension("").display()
+                file.rel
+                    .with_extension("")
+                    .display()
+                    .to_string()
+                    .replace('/', ":")
             )],
         });
     }

@@ -97,10 +97,16 @@ pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected
         format!("compiled/{}.star", found.as_path()),
     ]
     .iter()
-    .filter_map(|path| {
-        let file = bundled::file(path)?;
-        Some((mekara_dir.join("scripts").join(path), file.text))
-    })
+    .filter_map(|path| bundled::file(path))
+    .chain(
+        bundled::file(&format!("compiled/{}.star", found.as_path()))
+            .map(|compiled| helpers_loaded(compiled.text))
+            .unwrap_or_default()
+            .into_iter()
+            // A helper another ejected script brought is the project's now: kept as it is.
+            .filter(|helper| !mekara_dir.join("scripts").join(helper.path).exists()),
+    )
+    .map(|file| (mekara_dir.join("scripts").join(file.path), file.text))
     .collect();
     // Check every file before writing any, so a refusal leaves nothing half-copied.
     for (path, _) in &copies {
@@ -133,6 +139,34 @@ pub(crate) fn eject(raw: &str, mekara_dir: &Path, force: bool) -> Result<Ejected
         name: found,
         files: copies.into_iter().map(|(p, _)| p).collect(),
     })
+}
+
+/// The bundled helper modules (`lib/...`) a bundled compiled script loads, and the ones those
+/// load: an ejected script loads helpers from the project's level only, so they go with it.
+fn helpers_loaded(text: &'static str) -> Vec<&'static bundled::BundledFile> {
+    let mut found: Vec<&'static bundled::BundledFile> = Vec::new();
+    let mut pending = vec![text];
+    while let Some(text) = pending.pop() {
+        let Ok(ast) = starlark::syntax::AstModule::parse(
+            "bundled",
+            text.to_string(),
+            &crate::engine::compiled::dialect(),
+        ) else {
+            continue;
+        };
+        for load in ast.loads() {
+            let helper = load
+                .module_id
+                .strip_prefix("//")
+                .and_then(bundled::file)
+                .filter(|f| !found.iter().any(|seen| seen.path == f.path));
+            if let Some(helper) = helper {
+                found.push(helper);
+                pending.push(helper.text);
+            }
+        }
+    }
+    found
 }
 
 /// The first symbolic link among `dir` and the paths from it down to `file` (which is

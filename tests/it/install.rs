@@ -536,16 +536,23 @@ fn opencode_commands_follow_the_compiled_scripts() {
     let run = mekara(&project, &["install", "--client", "opencode"]);
     run.expect_code(0);
     let commands = project.root().join(".opencode/commands");
+    // The commands outside the workflow library's folder (`flow/`, counted once here).
     let listed = |dir: &Path| {
         let mut names: Vec<String> = tree(dir)
             .iter()
             .map(|entry| entry.split(':').next().unwrap_or(entry).to_string())
+            .filter(|entry| !entry.starts_with("flow/"))
             .collect();
         names.sort();
         names
     };
-    // The bundled compiled script (`compile`) and the project's; not the NL-only one.
+    // The bundled compiled scripts (`compile`, the library's ten) and the project's; not
+    // the NL-only one.
     assert_eq!(listed(&commands), ["compile.md", "greet.md"]);
+    assert_eq!(
+        std::fs::read_dir(commands.join("flow")).map_or(0, Iterator::count),
+        10
+    );
     insta::assert_snapshot!(
         "install_opencode_command",
         read(&project, ".opencode/commands/greet.md")
@@ -834,8 +841,14 @@ fn every_bundled_script_but_the_demos_gets_a_command_that_does_not_shadow_it() {
         .collect::<std::collections::BTreeSet<_>>();
     assert_eq!(
         commands.into_iter().collect::<Vec<_>>(),
-        ["compile.md", "systematize.md"],
+        ["compile.md", "flow", "systematize.md"],
         "the demos get no command"
+    );
+    // A workflow of the library is a command in a folder: `/flow:commit`.
+    let commit = command_file(&project, "flow/commit");
+    assert!(
+        commit.contains("`/flow:commit` is mekara's bundled compiled script `flow/commit`"),
+        "{commit}"
     );
 
     // The files stand for the bundled scripts: still bundled, and `compile` still compiled.

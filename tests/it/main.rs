@@ -28,6 +28,7 @@ mod helpers;
 mod hooks;
 mod inspector;
 mod install;
+mod library;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;

@@ -741,6 +741,16 @@ fn scripts_lists_every_level_once_at_the_winning_level() {
     let rows = listing_rows(&run.stdout);
     let want = [
         ("compile", "bundled", "compiled"),
+        ("flow:bisect", "bundled", "compiled"),
+        ("flow:commit", "bundled", "compiled"),
+        ("flow:docs-sync", "bundled", "compiled"),
+        ("flow:fix-ci", "bundled", "compiled"),
+        ("flow:pr", "bundled", "compiled"),
+        ("flow:release", "bundled", "compiled"),
+        ("flow:review", "bundled", "compiled"),
+        ("flow:test-gaps", "bundled", "compiled"),
+        ("flow:triage", "bundled", "compiled"),
+        ("flow:upgrade-deps", "bundled", "compiled"),
         ("notes", "user", "nl"),
         ("shared", "project", "nl"),
         ("solo", "project", "nl"),
@@ -990,12 +1000,12 @@ fn check_lists_orphans_among_the_scripts_by_name_and_counts_in_words() {
     assert!(at("alpha: ok") < at("beta: [PROJECT]"), "{out}");
     assert!(at("beta: [PROJECT]") < at("compile: ok"), "{out}");
     assert!(at("compile: ok") < at("gamma: ok"), "{out}");
-    assert!(out.ends_with("\n1 of 4 scripts has errors\n"), "{out}");
+    assert!(out.ends_with("\n1 of 14 scripts has errors\n"), "{out}");
 
     project.script("delta", "D.\n", Some("def execute(:\n"));
     let run = project.run(&["check"], "");
     assert!(
-        run.stdout.ends_with("\n2 of 5 scripts have errors\n"),
+        run.stdout.ends_with("\n2 of 15 scripts have errors\n"),
         "{}",
         run.stdout
     );

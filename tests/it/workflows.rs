@@ -567,3 +567,108 @@ fn check_names_a_called_script_and_a_server_that_are_not_there() {
     );
     assert_eq!(out.matches("error:").count(), 2, "{out}");
 }
+
+/// The ten workflows of the library (`flow/*`), as `mekara scripts` names them.
+const LIBRARY: [&str; 10] = [
+    "flow:bisect",
+    "flow:commit",
+    "flow:docs-sync",
+    "flow:fix-ci",
+    "flow:pr",
+    "flow:release",
+    "flow:review",
+    "flow:test-gaps",
+    "flow:triage",
+    "flow:upgrade-deps",
+];
+
+#[test]
+fn every_workflow_of_the_library_passes_check_and_is_listed_with_a_description() {
+    let project = Project::new();
+    let check = project.run(&["check"], "");
+    check.expect_code(0);
+    for name in LIBRARY {
+        assert!(
+            check.stdout.contains(&format!(
+                "{name}: ok (bundled:compiled/{}.star)",
+                name.replace(':', "/")
+            )),
+            "{name} is not checked ok:\n{}",
+            check.stdout
+        );
+    }
+    let listed = project.run(&["scripts"], "");
+    listed.expect_code(0);
+    for name in LIBRARY {
+        let row = listed
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} is not listed:\n{}", listed.stdout));
+        let description = row.split("compiled").nth(1).unwrap_or_default().trim();
+        assert!(description.len() > 20, "{name} has no description: {row}");
+    }
+}
+
+#[test]
+fn ejecting_a_workflow_brings_the_helper_module_it_loads_and_keeps_an_edited_one() {
+    let project = Project::new();
+    project
+        .run(&["scripts", "eject", "flow:commit"], "")
+        .expect_code(0);
+    let helper = project.root().join(".mekara/scripts/lib/project.star");
+    assert_eq!(
+        std::fs::read_to_string(&helper).expect("the helper was ejected"),
+        include_str!("../../scripts/lib/project.star")
+    );
+    let shown = project.run(&["scripts", "show", "flow:commit"], "");
+    assert!(
+        shown
+            .stdout
+            .contains(".mekara/scripts/compiled/flow/commit.star"),
+        "{}",
+        shown.stdout
+    );
+    // The person changes the helper; ejecting another workflow keeps their change.
+    let edited = format!(
+        "{}\n# ours\n",
+        include_str!("../../scripts/lib/project.star")
+    );
+    std::fs::write(&helper, &edited).expect("write");
+    project
+        .run(&["scripts", "eject", "flow:release"], "")
+        .expect_code(0);
+    assert_eq!(std::fs::read_to_string(&helper).expect("helper"), edited);
+    let check = project.run(&["check"], "");
+    check.expect_code(0);
+    assert!(
+        check.stdout.contains("flow:release: ok (")
+            && check
+                .stdout
+                .contains(".mekara/scripts/compiled/flow/release.star"),
+        "{}",
+        check.stdout
+    );
+}
+
+#[test]
+fn every_workflow_of_the_library_has_its_page_and_a_row_in_the_index() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/workflows");
+    let index = std::fs::read_to_string(docs.join("README.md")).expect("docs/workflows/README.md");
+    for name in LIBRARY {
+        let short = name.trim_start_matches("flow:");
+        let page = std::fs::read_to_string(docs.join(format!("{short}.md")))
+            .unwrap_or_else(|e| panic!("no page for {name}: {e}"));
+        assert!(
+            page.starts_with(&format!("# `/{name}`")),
+            "{short}.md: {page}"
+        );
+        for part in ["**Does.**", "**Asks you.**", "**Changes.**", "**Adapt.**"] {
+            assert!(page.contains(part), "{short}.md has no {part}");
+        }
+        assert!(
+            index.contains(&format!("[`/{name}`]({short}.md)")),
+            "the index has no row for {name}"
+        );
+    }
+}

@@ -279,3 +279,51 @@ async fn a_session_that_ejected_a_script_replays_in_another_checkout() {
     std::fs::remove_dir_all(recording.root().join(".mekara/scripts/compiled/test")).expect("rm");
     replay(&recording, &old).expect_code(0);
 }
+
+/// A workflow of the library (`flow/release`) played over MCP in a real JavaScript repository
+/// and recorded: the person's answers come through the agent's `continue_compiled_script`, as
+/// in Claude Code. The cassette then replays with nothing on `PATH` (no git, no npm): every
+/// shell step's result comes from the cassette, and each reply must match the recorded one.
+#[tokio::test]
+async fn a_recorded_release_of_the_library_replays_without_git_or_npm() {
+    use crate::library::{JS_CLI, commit_all, git, js_project, read};
+    let project = js_project();
+    git(&project, &["tag", "v1.2.3"]);
+    project.write("cli.js", &format!("{JS_CLI}// explained\n"));
+    commit_all(&project, "Explain the greeting");
+    let cassette = project.dir.path().join("release.toml");
+    let client = Client::start(&project, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
+    let bump = client
+        .call("start", json!({"name": "flow/release"}))
+        .await
+        .ok();
+    assert!(bump.contains("Which part to bump?"), "{bump}");
+    let draft = client.continue_with(json!({"answer": "minor"})).await.ok();
+    assert!(
+        draft.contains("draft the changelog entry for v1.3.0"),
+        "{draft}"
+    );
+    let entry = "## v1.3.0\n\n- The greeting is explained.";
+    let confirm = client.continue_with(json!({"entry": entry})).await.ok();
+    assert!(
+        confirm.contains("Release v1.3.0 with this changelog entry?"),
+        "{confirm}"
+    );
+    client.continue_with(json!({"answer": "yes"})).await.ok();
+    client.service.cancel().await.expect("close");
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
+    assert!(read(&project, "CHANGELOG.md").contains(entry));
+
+    let empty = project.dir.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let mut replay = project.command(&["vcr", "replay", cassette.to_str().expect("utf-8")]);
+    replay.env("PATH", &empty);
+    let run = crate::common::run_with_stdin(replay, "");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("replayed 4 calls and 10 shell steps")
+            && run.stdout.contains("every reply matched"),
+        "{}",
+        run.stdout
+    );
+}

@@ -1,0 +1,798 @@
+//! The workflow library (`flow/*`) end to end: each test makes a real project (Rust, Python
+//! or JavaScript, a git repository with history), runs one workflow to its end with `mekara
+//! run --agent-command`, where a scripted agent plays the agent (it follows a plan of rules,
+//! each matching the text of an llm step, running a shell command and giving outputs), answers
+//! the workflow's questions with `mekara answer`, and checks what the workflow changed.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value as Json, json};
+
+use crate::common::{Project, Run};
+
+/// The scripted agent: logs each request to `calls.jsonl`, then takes the first rule of
+/// `plan.json` whose `when` is in the item's instructions, runs its `run` (a shell command, in
+/// the project) and answers its `outputs`; with no rule, it says it cannot.
+const AGENT: &str = r###"
+import json, os, subprocess, sys
+req = json.load(sys.stdin)
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "calls.jsonl"), "a") as log:
+    log.write(json.dumps({"step": req["step"], "kind": req["kind"], "prompt": req["prompt"]}) + "\n")
+turn = req["prompt"].split("## Your turn")[-1]
+for rule in json.load(open(os.path.join(here, "plan.json"))):
+    if req["kind"] == "llm" and rule["when"] in turn:
+        if rule.get("run"):
+            subprocess.run(rule["run"], shell=True, check=True, stdout=sys.stderr)
+        print(json.dumps({"outputs": rule.get("outputs", {})}))
+        sys.exit(0)
+print(json.dumps({"error": "the scripted agent has no rule for this %s item: %s" % (req["kind"], turn[:400])}))
+"###;
+
+const AGENT_COMMAND: &str = "python3 agent/agent.py";
+
+/// What every fixture repository leaves out of git: mekara's runs, the scripted agent, builds.
+const GITIGNORE: &str = ".mekara/\nagent/\ntarget/\n__pycache__/\nnode_modules/\n";
+
+/// A project that is a git repository holding `files`, committed as `Initial commit`.
+pub(crate) fn repository(files: &[(&str, &str)]) -> Project {
+    let project = Project::new();
+    std::fs::write(
+        project.home().join(".gitconfig"),
+        "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n",
+    )
+    .expect("gitconfig");
+    project.write(".gitignore", GITIGNORE);
+    project.write("agent/agent.py", AGENT);
+    for (path, text) in files {
+        project.write(path, text);
+    }
+    git(&project, &["init", "-q"]);
+    commit_all(&project, "Initial commit");
+    project
+}
+
+/// `git ARGS` in the project, as the person (the test's home); its stdout, trimmed.
+pub(crate) fn git(project: &Project, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(project.root())
+        .env("HOME", project.home())
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+pub(crate) fn commit_all(project: &Project, message: &str) -> String {
+    git(project, &["add", "-A"]);
+    git(project, &["commit", "-q", "-m", message]);
+    git(project, &["rev-parse", "HEAD"])
+}
+
+/// The person's cargo (its registry cache, offline) for the Rust projects' checks.
+fn with_tools(mut cmd: Command) -> Command {
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
+    let cargo_home = std::env::var_os("CARGO_HOME").map_or(home.join(".cargo"), PathBuf::from);
+    let rustup_home = std::env::var_os("RUSTUP_HOME").map_or(home.join(".rustup"), PathBuf::from);
+    cmd.env("CARGO_HOME", cargo_home)
+        .env("RUSTUP_HOME", rustup_home)
+        .env("CARGO_NET_OFFLINE", "true")
+        .env("CARGO_TERM_COLOR", "never");
+    cmd
+}
+
+/// `mekara ARGS` with the tools the checks need.
+fn mekara(project: &Project, args: &[&str]) -> Run {
+    crate::common::run_with_stdin(with_tools(project.command(args)), "")
+}
+
+/// Runs workflow `name` unattended with the scripted agent following `plan`.
+fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
+    project.write("agent/plan.json", &plan.to_string());
+    let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", name];
+    args.extend_from_slice(arguments);
+    mekara(project, &args)
+}
+
+/// Resumes the project's last run after answering its question with `answer`.
+fn answer_and_resume(project: &Project, answer: &str) -> Run {
+    let id = last_run(project);
+    project.run(&["answer", &id, answer], "").expect_code(0);
+    mekara(
+        project,
+        &[
+            "run",
+            "--resume",
+            &id,
+            "--agent-command",
+            AGENT_COMMAND,
+            "--json",
+        ],
+    )
+}
+
+pub(crate) fn last_run(project: &Project) -> String {
+    project.run_ids().pop().expect("a run")
+}
+
+/// The run's summary state (`completed`, `waiting`, ...).
+pub(crate) fn state(run: &Run) -> String {
+    let summary: Json = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr));
+    summary["state"].as_str().unwrap_or_default().to_string()
+}
+
+/// Panics with the run's streams unless it completed.
+pub(crate) fn completed(run: &Run) {
+    assert_eq!(state(run), "completed", "{}\n{}", run.stdout, run.stderr);
+}
+
+/// The steps of the project's one run, as JSON.
+pub(crate) fn steps(project: &Project) -> Vec<Json> {
+    crate::common::journal_events(project)
+        .into_iter()
+        .filter(|e| e["event"] == "step")
+        .collect()
+}
+
+/// The output of every shell or function step of the last run, joined.
+fn outputs(project: &Project) -> String {
+    steps(project)
+        .iter()
+        .filter_map(|s| s["result"]["output"].as_str().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The requests the scripted agent got.
+fn calls(project: &Project) -> Vec<Json> {
+    std::fs::read_to_string(project.root().join("agent/calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a logged request"))
+        .collect()
+}
+
+pub(crate) fn read(project: &Project, path: &str) -> String {
+    std::fs::read_to_string(project.root().join(path))
+        .unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+// ---- the fixture projects ----
+
+const RUST_TOML: &str =
+    "[package]\nname = \"adder\"\nversion = \"0.4.1\"\nedition = \"2021\"\n\n[dependencies]\n";
+
+const RUST_LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n}\n";
+
+const PY_PROJECT: &str = "[project]\nname = \"stats\"\nversion = \"0.1.0\"\n";
+
+pub(crate) const PY_STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
+
+const PY_TEST: &str = "import unittest\n\nfrom stats import mean, spread\n\n\nclass StatsTest(unittest.TestCase):\n    def test_mean(self):\n        self.assertEqual(mean([1, 2, 3]), 2)\n\n    def test_spread(self):\n        self.assertEqual(spread([1, 5, 3]), 4)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+
+const JS_PACKAGE: &str = "{\n  \"name\": \"greet\",\n  \"version\": \"1.2.3\",\n  \"private\": true,\n  \"scripts\": {\n    \"test\": \"node test.js\"\n  }\n}\n";
+
+pub(crate) const JS_CLI: &str = "const loud = process.argv.includes(\"--loud\");\nfunction greet(name, loud) {\n  const text = \"Hello, \" + name + \"!\";\n  return loud ? text.toUpperCase() : text;\n}\nmodule.exports = { greet };\nif (require.main === module) console.log(greet(process.argv[2] || \"world\", loud));\n";
+
+const JS_TEST: &str = "const assert = require(\"assert\");\nconst { greet } = require(\"./cli.js\");\nassert.strictEqual(greet(\"Ada\", false), \"Hello, Ada!\");\nassert.strictEqual(greet(\"Ada\", true), \"HELLO, ADA!\");\nconsole.log(\"ok\");\n";
+
+fn rust_project() -> Project {
+    let project = repository(&[("Cargo.toml", RUST_TOML), ("src/lib.rs", RUST_LIB)]);
+    lock(&project);
+    project
+}
+
+/// Writes and commits the Rust project's `Cargo.lock`, from the registry cache.
+fn lock(project: &Project) {
+    let lock = with_tools(project.shell("cargo generate-lockfile --offline"))
+        .output()
+        .expect("cargo");
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    commit_all(project, "Lock the dependencies");
+}
+
+pub(crate) fn python_project() -> Project {
+    repository(&[
+        ("pyproject.toml", PY_PROJECT),
+        ("stats.py", PY_STATS),
+        ("test_stats.py", PY_TEST),
+    ])
+}
+
+pub(crate) fn js_project() -> Project {
+    repository(&[
+        ("package.json", JS_PACKAGE),
+        ("cli.js", JS_CLI),
+        ("test.js", JS_TEST),
+        (
+            "README.md",
+            "# greet\n\nGreets someone.\n\n    node cli.js NAME\n\n`--loud` shouts the greeting.\n",
+        ),
+    ])
+}
+
+// ---- project detection ----
+
+/// A project script that runs the library's detection (the helper, ejected with a workflow)
+/// and writes what it found to `facts.json`.
+const DETECT: &str = r#"
+load("//lib/project.star", "detect", "quote")
+
+def execute(request):
+    facts = detect()
+    auto("printf '%s' " + quote(json.encode(facts)) + " > facts.json")
+"#;
+
+fn detected(project: &Project) -> Json {
+    project
+        .run(&["scripts", "eject", "flow:fix-ci"], "")
+        .expect_code(0);
+    project.script("detect", "Detect the project's checks.\n", Some(DETECT));
+    mekara(project, &["run", "detect"]).expect_code(0);
+    serde_json::from_str(&read(project, "facts.json")).expect("facts")
+}
+
+/// The checks the detection gives a Python project on this machine.
+pub(crate) fn python_check() -> &'static str {
+    let pytest = Command::new("python3")
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if pytest {
+        "python3 -m pytest"
+    } else {
+        "python3 -m unittest discover"
+    }
+}
+
+#[test]
+fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
+    let rust = detected(&rust_project());
+    assert_eq!(rust["ecosystems"], json!(["cargo"]));
+    assert_eq!(rust["checks"], json!(["cargo test"]));
+    assert_eq!(rust["build"], json!(["cargo build"]));
+
+    let python = detected(&python_project());
+    assert_eq!(python["ecosystems"], json!(["python"]));
+    assert_eq!(python["checks"], json!([python_check()]));
+
+    // pnpm by its lock file; the package's own lint and test scripts, and its build.
+    let js = repository(&[
+        (
+            "package.json",
+            r#"{"name": "x", "scripts": {"lint": "eslint .", "test": "vitest", "build": "tsc"}}"#,
+        ),
+        ("pnpm-lock.yaml", "lockfileVersion: '9.0'\n"),
+    ]);
+    let js = detected(&js);
+    assert_eq!(js["runner"], "pnpm");
+    assert_eq!(js["checks"], json!(["pnpm run lint", "pnpm test"]));
+    assert_eq!(js["build"], json!(["pnpm run build"]));
+
+    // A Makefile's own check targets win over the ecosystem's defaults.
+    let made = repository(&[
+        ("Cargo.toml", RUST_TOML),
+        ("src/lib.rs", RUST_LIB),
+        (
+            "Makefile",
+            "build:\n\tcargo build\ncheck: lint\n\ttrue\nlint:\n\tcargo clippy\ntest:\n\tcargo test\n",
+        ),
+    ]);
+    let made = detected(&made);
+    assert_eq!(made["ecosystems"], json!(["cargo", "make"]));
+    assert_eq!(
+        made["checks"],
+        json!(["make check", "make lint", "make test"])
+    );
+    assert_eq!(made["build"], json!(["make build"]));
+
+    // Nothing but a CI file: its `run:` lines that check, not the ones that set up.
+    let ci = repository(&[(
+        ".github/workflows/ci.yml",
+        "jobs:\n  test:\n    steps:\n      - uses: actions/checkout@v4\n      - run: sudo apt-get install -y shellcheck\n      - run: ./scripts/test.sh --all\n      - name: lint\n        run: shellcheck scripts/*.sh\n      - run: |\n          echo multi-line\n",
+    )]);
+    let ci = detected(&ci);
+    assert_eq!(ci["ecosystems"], json!([]));
+    assert_eq!(
+        ci["checks"],
+        json!(["./scripts/test.sh --all", "shellcheck scripts/*.sh"])
+    );
+}
+
+// ---- the workflows, one end-to-end run each ----
+
+#[test]
+fn commit_runs_the_checks_and_commits_the_chosen_files_in_the_projects_convention() {
+    let project = rust_project();
+    project.write(
+        "src/lib.rs",
+        &RUST_LIB.replace("a + b", "a.wrapping_add(b)"),
+    );
+    commit_all(&project, "fix: add without overflow panics");
+    project.write(
+        "src/lib.rs",
+        &format!("{RUST_LIB}\npub fn sub(a: i32, b: i32) -> i32 {{\n    a - b\n}}\n"),
+    );
+    project.write("scratch.txt", "not part of the change\n");
+    let message = "feat: add sub\n\nSubtraction, for the calculator's minus key.";
+    let plan = json!([{
+        "when": "Steps 4 and 5",
+        "outputs": {"files": "src/lib.rs\n", "message": message},
+    }]);
+    completed(&flow(&project, &plan, "flow/commit", &[]));
+    assert_eq!(
+        git(&project, &["log", "-1", "--format=%B"]),
+        message,
+        "the message is the agent's"
+    );
+    assert_eq!(
+        git(&project, &["show", "--name-only", "--format=", "HEAD"]),
+        "src/lib.rs"
+    );
+    assert_eq!(read(&project, ".git/MEKARA_COMMIT_MSG").trim(), message);
+    assert_eq!(git(&project, &["status", "--porcelain"]), "?? scratch.txt");
+    // The checks ran before, and the agent saw the convention in the log.
+    assert!(
+        outputs(&project).contains("test tests::adds ... ok"),
+        "{}",
+        outputs(&project)
+    );
+    let prompt = calls(&project)[0]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        prompt.contains("fix: add without overflow panics"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn release_asks_the_bump_and_the_confirmation_then_writes_the_version_changelog_commit_and_tag() {
+    let project = js_project();
+    project.write(
+        "CHANGELOG.md",
+        "# Changelog\n\n## v1.2.3\n\n- First release.\n",
+    );
+    commit_all(&project, "Add a changelog");
+    git(&project, &["tag", "v1.2.3"]);
+    project.write("cli.js", &format!("{JS_CLI}// a comment\n"));
+    commit_all(&project, "Explain the greeting");
+    let entry = "## v1.3.0\n\n### Changed\n\n- The greeting is explained.";
+    let plan = json!([{"when": "Step 5: draft the changelog entry for v1.3.0", "outputs": {"entry": entry}}]);
+    let first = flow(&project, &plan, "flow/release", &[]);
+    assert_eq!(
+        state(&first),
+        "waiting",
+        "{}\n{}",
+        first.stdout,
+        first.stderr
+    );
+    assert!(
+        calls(&project).is_empty(),
+        "the bump is the person's, not the agent's"
+    );
+    let confirm = answer_and_resume(&project, "minor");
+    assert_eq!(state(&confirm), "waiting", "{}", confirm.stderr);
+    assert_eq!(
+        git(&project, &["tag", "--list"]),
+        "v1.2.3",
+        "nothing is tagged before yes"
+    );
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
+    assert_eq!(
+        git(&project, &["log", "-1", "--format=%s"]),
+        "Release v1.3.0"
+    );
+    assert!(read(&project, "package.json").contains("\"version\": \"1.3.0\""));
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        format!("# Changelog\n\n{entry}\n\n## v1.2.3\n\n- First release.\n")
+    );
+    // The log since the last tag went to the agent, and only that.
+    let prompt = calls(&project)[0]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        prompt.contains("Explain the greeting") && !prompt.contains("Add a changelog"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn release_declined_changes_nothing() {
+    let project = js_project();
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "## v2.0.0\n\n- Everything."}}]);
+    flow(&project, &plan, "flow/release", &[]);
+    answer_and_resume(&project, "major");
+    let head = git(&project, &["rev-parse", "HEAD"]);
+    completed(&answer_and_resume(&project, "no"));
+    assert_eq!(git(&project, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&project, &["tag", "--list"]), "");
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn fix_ci_hands_the_failing_test_to_the_agent_and_runs_it_again_until_it_passes() {
+    let project = python_project();
+    project.write(
+        "stats.py",
+        &PY_STATS.replace("max(xs) - min(xs)", "max(xs) + min(xs)"),
+    );
+    commit_all(&project, "Break spread");
+    let plan = json!([{
+        "when": "Step 3:",
+        "run": "sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)/' stats.py",
+        "outputs": {"fix": "spread added the minimum instead of subtracting it"},
+    }]);
+    completed(&flow(&project, &plan, "flow/fix-ci", &[]));
+    assert!(read(&project, "stats.py").contains("max(xs) - min(xs)"));
+    assert_eq!(calls(&project).len(), 1);
+    let checks: Vec<bool> = steps(&project)
+        .iter()
+        .filter(|s| {
+            s["result"]["exit_code"].is_i64()
+                && s["context"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(python_check()))
+        })
+        .map(|s| s["result"]["exit_code"] == 0)
+        .collect();
+    assert_eq!(
+        checks,
+        [false, true, true],
+        "failed, passed again, passed with the rest"
+    );
+}
+
+#[test]
+fn fix_ci_stops_after_its_attempts_and_says_what_still_fails() {
+    let project = python_project();
+    project.write("stats.py", &PY_STATS.replace("max(xs) - min(xs)", "0"));
+    commit_all(&project, "Break spread");
+    let plan = json!([{"when": "Step 3:", "outputs": {"fix": "I could not find it"}}]);
+    let run = flow(&project, &plan, "flow/fix-ci", &[]);
+    assert_ne!(state(&run), "completed");
+    assert_eq!(
+        calls(&project)
+            .iter()
+            .filter(|c| c["kind"] == "llm")
+            .count(),
+        3,
+        "one try per attempt"
+    );
+    let journal = project.journal(&last_run(&project));
+    assert!(
+        journal.contains(&format!(
+            "still failing after 3 attempts: `{}`",
+            python_check()
+        )),
+        "{journal}"
+    );
+}
+
+#[test]
+fn bisect_finds_the_commit_that_broke_the_check() {
+    let project = python_project();
+    let good = git(&project, &["rev-parse", "HEAD"]);
+    project.write("notes.md", "one\n");
+    commit_all(&project, "Notes");
+    project.write(
+        "stats.py",
+        &PY_STATS.replace("sum(xs) / len(xs)", "sum(xs) // len(xs) + 1"),
+    );
+    let bad = commit_all(&project, "Faster mean");
+    project.write("notes.md", "one\ntwo\n");
+    commit_all(&project, "More notes");
+    project.write("README.md", "# stats\n");
+    commit_all(&project, "Readme");
+    let plan = json!([{
+        "when": "Step 5:",
+        "outputs": {"explanation": "stats.py:2: mean rounds down and adds one"},
+    }]);
+    completed(&flow(&project, &plan, "flow/bisect", &[&good]));
+    assert!(
+        outputs(&project).contains(&format!("first bad {bad}")),
+        "{}",
+        outputs(&project)
+    );
+    // Bisect ends where it started.
+    assert_eq!(git(&project, &["branch", "--show-current"]), "main");
+    assert_eq!(git(&project, &["log", "-1", "--format=%s"]), "Readme");
+}
+
+/// A Rust project that pins two dependencies from the registry cache below their newest
+/// version: the newer `strsim` keeps the API, the newer `bitflags` (2.x) drops
+/// `from_bits_unchecked`, so the crate no longer builds.
+fn outdated_rust_project() -> Project {
+    let lib = "bitflags::bitflags! {\n    pub struct Mode: u32 {\n        const READ = 1;\n    }\n}\n\npub fn mode() -> u32 {\n    unsafe { Mode::from_bits_unchecked(1) }.bits()\n}\n\npub fn distance(a: &str, b: &str) -> usize {\n    strsim::levenshtein(a, b)\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn works() {\n        assert_eq!(super::distance(\"kitten\", \"sitting\"), 3);\n        assert_eq!(super::mode(), 1);\n    }\n}\n";
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            &format!("{RUST_TOML}bitflags = \"1\"\nstrsim = \"0.10\"\n"),
+        ),
+        ("src/lib.rs", lib),
+    ]);
+    lock(&project);
+    project
+}
+
+#[test]
+fn upgrade_deps_keeps_the_upgrade_that_passes_and_reverts_the_one_that_breaks() {
+    let project = outdated_rust_project();
+    let before = git(&project, &["rev-parse", "HEAD"]);
+    completed(&flow(&project, &json!([]), "flow/upgrade-deps", &[]));
+    let toml = read(&project, "Cargo.toml");
+    assert!(toml.contains("bitflags = \"1\""), "reverted: {toml}");
+    assert!(toml.contains("strsim = \"0.11.1\""), "upgraded: {toml}");
+    assert_eq!(
+        git(
+            &project,
+            &["log", "--format=%s", &format!("{before}..HEAD")]
+        ),
+        "Upgrade strsim from 0.10.0 to 0.11.1"
+    );
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+    let out = outputs(&project);
+    assert!(
+        out.contains("Upgraded: strsim 0.10.0 → 0.11.1")
+            && out.contains("Reverted: bitflags 1.3.2 → 2.13.2 (cargo test failed)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn docs_sync_finds_the_option_the_readme_names_that_the_code_no_longer_has_and_fixes_it() {
+    let project = js_project();
+    project.write("cli.js", &JS_CLI.replace("--loud", "--shout"));
+    commit_all(&project, "Rename --loud to --shout");
+    let drift = "README.md:7: says `--loud`; cli.js takes `--shout`";
+    let plan = json!([
+        {"when": "Step 3: compare", "outputs": {"drifts": drift}},
+        {
+            "when": "Step 4: fix these drifts",
+            "run": "sed -i 's/--loud/--shout/' README.md",
+            "outputs": {"fixed": "README.md names --shout"},
+        },
+    ]);
+    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
+    assert!(read(&project, "README.md").contains("`--shout` shouts"));
+    let calls = calls(&project);
+    // The agent compared with what the docs say in front of it, and got the drift to fix.
+    let compare = calls[0]["prompt"].as_str().unwrap_or_default();
+    assert!(
+        compare.contains("README.md:7:`--loud` shouts the greeting."),
+        "{compare}"
+    );
+    assert!(
+        calls[1]["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(drift)
+    );
+}
+
+#[test]
+fn triage_reproduces_the_bug_with_a_failing_test_and_applies_the_fix_the_person_accepts() {
+    let project = python_project();
+    let test = "import unittest\nfrom stats import mean\n\n\nclass Empty(unittest.TestCase):\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n";
+    let plan = json!([
+        {
+            "when": "Step 3: write a test",
+            "run": format!("printf '%s' '{test}' > test_empty.py"),
+            "outputs": {"test_file": "test_empty.py", "test_command": "python3 -m unittest test_empty"},
+        },
+        {
+            "when": "Steps 4 and 5",
+            "outputs": {"cause": "stats.py:2: divides by len(xs), zero for an empty list", "fix": "return 0 for an empty list"},
+        },
+        {
+            "when": "Step 6: apply",
+            "run": "sed -i 's|    return sum(xs) / len(xs)|    return sum(xs) / len(xs) if xs else 0|' stats.py",
+            "outputs": {"changed": "stats.py"},
+        },
+    ]);
+    let asked = flow(
+        &project,
+        &plan,
+        "flow/triage",
+        &["mean of an empty list crashes"],
+    );
+    assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
+    assert!(
+        read(&project, "stats.py").contains("return sum(xs) / len(xs)\n"),
+        "not applied before the answer"
+    );
+    completed(&answer_and_resume(&project, "apply"));
+    assert!(read(&project, "stats.py").contains("if xs else 0"));
+    let results: Vec<i64> = steps(&project)
+        .iter()
+        .filter(|s| {
+            s["context"]
+                .as_str()
+                .is_some_and(|c| c.contains("the new test"))
+        })
+        .filter_map(|s| s["result"]["exit_code"].as_i64())
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0] != 0 && results[1] == 0,
+        "failed before the fix, passed after: {results:?}"
+    );
+}
+
+#[test]
+fn test_gaps_hands_the_agent_the_changed_lines_and_runs_the_tests_it_writes() {
+    let project = python_project();
+    project.write(
+        "stats.py",
+        &format!("{PY_STATS}\n\ndef middle(xs):\n    ordered = sorted(xs)\n    return ordered[len(ordered) // 2]\n"),
+    );
+    let test = "import unittest\nfrom stats import middle\n\n\nclass Middle(unittest.TestCase):\n    def test_middle(self):\n        self.assertEqual(middle([3, 1, 2]), 2)\n";
+    let plan = json!([{
+        "when": "Step 3: write tests",
+        "run": format!("printf '%s' '{test}' > test_middle.py"),
+        "outputs": {"tests": "test_middle.py checks middle"},
+    }]);
+    completed(&flow(&project, &plan, "flow/test-gaps", &[]));
+    let prompt = calls(&project)[0]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        prompt.contains("stats.py: lines 7, 8, 9, 10, 11"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("test_stats.py"), "{prompt}");
+    let ran = outputs(&project);
+    assert!(
+        ran.contains("Ran 3 tests") || ran.contains("3 passed"),
+        "{ran}"
+    );
+}
+
+#[test]
+fn review_asks_again_for_findings_without_a_place_and_reports_them() {
+    let project = js_project();
+    project.write("cli.js", &JS_CLI.replace("\"Hello, \"", "\"Hi, \""));
+    let plan = json!([
+        {"when": "do not start with `path:line:`", "outputs": {"findings": "cli.js:3: the greeting changed but test.js still expects `Hello`"}},
+        {"when": "Step 4: review", "outputs": {"findings": "the greeting changed"}},
+    ]);
+    completed(&flow(&project, &plan, "flow/review", &[]));
+    assert_eq!(calls(&project).len(), 2);
+    let out = outputs(&project);
+    assert!(
+        out.contains("cli.js:3: the greeting changed but test.js still expects `Hello`"),
+        "{out}"
+    );
+    // The failing check went into the review, and the review changed nothing.
+    assert!(
+        calls(&project)[0]["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("these checks fail: npm test")
+    );
+    assert_eq!(git(&project, &["status", "--porcelain"]), "M cli.js");
+}
+
+#[test]
+fn pr_makes_a_branch_pushes_it_after_yes_and_prints_the_description_without_gh() {
+    let project = rust_project();
+    let remote = project.dir.path().join("remote.git");
+    let init = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .output()
+        .expect("git");
+    assert!(init.status.success());
+    git(
+        &project,
+        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
+    );
+    git(&project, &["push", "-q", "origin", "main"]);
+    project.write(
+        "src/lib.rs",
+        &RUST_LIB.replace("a + b", "a.saturating_add(b)"),
+    );
+    commit_all(&project, "Saturate instead of overflowing");
+    let plan = json!([
+        {"when": "Choose a short branch name", "outputs": {"branch": "saturating-add"}},
+        {"when": "Step 4: write the pull request", "outputs": {"title": "Saturating add", "body": "Adds without overflow.\n\nTested with cargo test."}},
+    ]);
+    let asked = flow(&project, &plan, "flow/pr", &[]);
+    assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
+    assert_eq!(
+        git(&project, &["branch", "--show-current"]),
+        "saturating-add"
+    );
+    let remote_branches = || {
+        let out = Command::new("git")
+            .args(["branch", "--list"])
+            .current_dir(&remote)
+            .output()
+            .expect("git");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(
+        !remote_branches().contains("saturating-add"),
+        "nothing pushed before yes"
+    );
+    // Without gh on PATH, the description is printed for the person to paste.
+    let id = last_run(&project);
+    project.run(&["answer", &id, "yes"], "").expect_code(0);
+    let mut resume = with_tools(project.command(&[
+        "run",
+        "--resume",
+        &id,
+        "--agent-command",
+        AGENT_COMMAND,
+        "--json",
+    ]));
+    resume.env("PATH", "/usr/bin:/bin");
+    completed(&crate::common::run_with_stdin(resume, ""));
+    assert!(remote_branches().contains("saturating-add"));
+    let out = outputs(&project);
+    assert!(
+        out.contains("gh is not installed") && out.contains("Tested with cargo test."),
+        "{out}"
+    );
+}
+
+#[test]
+fn release_of_a_rust_crate_writes_the_packages_version_in_cargo_toml_and_cargo_lock() {
+    let project = rust_project();
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "## v0.4.2\n\n### Fixed\n\n- Nothing yet."}}]);
+    let first = flow(&project, &plan, "flow/release", &[]);
+    assert_eq!(state(&first), "waiting", "{}", first.stderr);
+    answer_and_resume(&project, "patch");
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.4.2");
+    assert!(
+        read(&project, "Cargo.toml").contains("[package]\nname = \"adder\"\nversion = \"0.4.2\"")
+    );
+    assert!(
+        read(&project, "Cargo.lock").contains("name = \"adder\"\nversion = \"0.4.2\""),
+        "{}",
+        read(&project, "Cargo.lock")
+    );
+    assert_eq!(
+        git(&project, &["status", "--porcelain"]),
+        "",
+        "the lock file is in the commit"
+    );
+    assert_eq!(
+        git(&project, &["show", "--name-only", "--format=", "HEAD"]),
+        "CHANGELOG.md\nCargo.lock\nCargo.toml"
+    );
+}
+
+#[test]
+fn upgrade_deps_refuses_a_pnpm_project_rather_than_writing_an_npm_lock_file_beside_its_own() {
+    let project = repository(&[
+        ("package.json", JS_PACKAGE),
+        ("pnpm-lock.yaml", "lockfileVersion: '9.0'\n"),
+    ]);
+    let run = flow(&project, &json!([]), "flow/upgrade-deps", &[]);
+    assert_ne!(state(&run), "completed");
+    let journal = project.journal(&last_run(&project));
+    assert!(
+        journal.contains("no cargo or npm project here (found: pnpm)"),
+        "{journal}"
+    );
+    assert!(!project.root().join("package-lock.json").exists());
+}
