@@ -199,9 +199,15 @@ fn pruning_an_interrupted_run_kills_the_step_it_left_running() {
         .expect("runs folder")
         .flatten()
         .map(|e| e.file_name())
-        .filter(|n| n != ".gitignore")
+        // The runs index (`index/`) stays; it is emptied with the runs.
+        .filter(|n| n != ".gitignore" && n != "index")
         .collect();
     assert!(left.is_empty(), "{left:?}");
+    assert!(
+        std::fs::read_dir(root.join(".mekara/runs/index/open"))
+            .map_or(true, |mut d| d.next().is_none()),
+        "a removed run keeps no mark"
+    );
 }
 
 #[test]

@@ -436,12 +436,14 @@ fn fix_ci_hands_the_failing_test_to_the_agent_and_runs_it_again_until_it_passes(
     commit_all(&project, "Break spread");
     let plan = json!([{
         "when": "Step 3:",
-        "run": "sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)/' stats.py",
+        // A fix of another length: Python trusts a cached `.pyc` of a source that has the
+        // same size and was changed within the same second.
+        "run": "sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)  /' stats.py",
         "outputs": {"fix": "spread added the minimum instead of subtracting it"},
     }]);
     completed(&flow(&project, &plan, "flow/fix-ci", &[]));
     assert!(read(&project, "stats.py").contains("max(xs) - min(xs)"));
-    assert_eq!(calls(&project).len(), 1);
+    assert_eq!(calls(&project).len(), 1, "{:#?}", calls(&project));
     let checks: Vec<bool> = steps(&project)
         .iter()
         .filter(|s| {

@@ -498,10 +498,10 @@ fn startup_errors_name_what_is_wrong() {
     p.write("bad/varargs.star", "def f(*names) -> int:\n    return 1\n");
     refused(p, "varargs", &["bad/varargs.star"], 1);
 
-    refused(p, "missing_path", &["nowhere"], 1);
+    refused(p, "missing_path", &["nowhere"], 2);
     std::fs::create_dir_all(p.root().join("empty")).expect("mkdir");
-    refused(p, "empty_folder", &["empty"], 1);
-    refused(p, "default_path_missing", &[], 1);
+    refused(p, "empty_folder", &["empty"], 2);
+    refused(p, "default_path_missing", &[], 2);
 
     refused(
         p,

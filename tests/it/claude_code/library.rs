@@ -42,7 +42,7 @@ fn fix_ci_through_claude_code_fixes_the_failing_test_and_the_checks_pass_again()
         vec![tool_use(
             "toolu_fix",
             "Bash",
-            json!({"command": "sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)/' stats.py", "description": "Fix spread"}),
+            json!({"command": "sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)  /' stats.py", "description": "Fix spread"}),
         )],
         vec![tool_use(
             "toolu_out",

@@ -39,7 +39,8 @@ pub(super) struct FrameJob {
     pub(super) limits: Limits,
     /// Whether the child, when the frame suspends, stays alive holding the evaluation
     /// ([`Ask::Suspended`]) for the steps that answer it ([`Answer::Resume`]), instead of
-    /// ending.
+    /// ending. A job without it (a parent from before it) is not held.
+    #[serde(default)]
     pub(super) warm: bool,
 }
 
