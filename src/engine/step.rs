@@ -71,6 +71,19 @@ pub enum StepInput {
 }
 
 impl StepInput {
+    /// The step's kind as the journal writes it (its `kind` field): `shell`, `function`,
+    /// `llm`, `call`, `ask`, `mcp`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            StepInput::Shell { .. } => "shell",
+            StepInput::Function { .. } => "function",
+            StepInput::Llm { .. } => "llm",
+            StepInput::Call { .. } => "call",
+            StepInput::Ask { .. } => "ask",
+            StepInput::Mcp { .. } => "mcp",
+        }
+    }
+
     /// A short description for people: the command, the call, the prompt.
     pub fn summary(&self) -> String {
         match self {

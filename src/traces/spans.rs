@@ -49,7 +49,7 @@ impl RunTrace {
                 at.saturating_sub(result.duration_ms.unwrap_or(0)),
             ),
         };
-        let kind = kind(&record.input);
+        let kind = record.input.kind();
         let mut attributes = vec![
             KeyValue::new("mekara.run.id", self.id.clone()),
             KeyValue::new("mekara.script", frame.script.clone()),
@@ -258,21 +258,10 @@ fn label(record: &StepRecord, include_text: bool) -> String {
     }
     match &record.input {
         StepInput::Llm { .. } | StepInput::Ask { .. } if !include_text => {
-            kind(&record.input).to_string()
+            record.input.kind().to_string()
         }
         StepInput::Shell { command, .. } => command.clone(),
         input => input.summary(),
-    }
-}
-
-fn kind(input: &StepInput) -> &'static str {
-    match input {
-        StepInput::Shell { .. } => "shell",
-        StepInput::Function { .. } => "function",
-        StepInput::Llm { .. } => "llm",
-        StepInput::Call { .. } => "call",
-        StepInput::Ask { .. } => "ask",
-        StepInput::Mcp { .. } => "mcp",
     }
 }
 

@@ -456,14 +456,7 @@ fn frame_html(axis: &Axis, frame: &FrameView, body: &mut String) {
 }
 
 fn step_html(axis: &Axis, step: &StepView, body: &mut String) {
-    let kind = match step.input {
-        StepInput::Shell { .. } => "shell",
-        StepInput::Function { .. } => "function",
-        StepInput::Llm { .. } => "llm",
-        StepInput::Call { .. } => "call",
-        StepInput::Ask { .. } => "ask",
-        StepInput::Mcp { .. } => "mcp",
-    };
+    let kind = step.input.kind();
     let mark = match step.mark {
         "ok" => "✓",
         "allowed" => "⚠",
