@@ -234,9 +234,10 @@ pub(super) fn run_agent(
     }
     let stop = CancelToken::default();
     let oversized = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
+    // Dropping `done` wakes the watch at once, so the step does not wait out its pause.
+    let (done, finished) = std::sync::mpsc::channel::<()>();
     let ran = std::thread::scope(|scope| {
-        scope.spawn(|| watch_answer(&answer, cancel, &stop, &oversized, &done));
+        scope.spawn(|| watch_answer(&answer, cancel, &stop, &oversized, finished));
         let ran = ShellRunner::new().run_shell(
             &step,
             &mut |chunk| {
@@ -246,7 +247,7 @@ pub(super) fn run_agent(
             },
             &stop,
         );
-        done.store(true, Ordering::SeqCst);
+        drop(done);
         ran
     });
     let stdout = read_answer_file(&answer);
@@ -286,17 +287,18 @@ pub(super) fn run_agent(
     Ok(stdout)
 }
 
-/// Every 10 ms until `done`: passes a stop of the run (`cancel`) on to the agent's step
-/// (`stop`), and stops the agent when its answer (`answer`) passes [`MAX_KEPT`], noting it in
-/// `oversized`. The agent's stdout goes to a file, so its size is what was written.
+/// Every 10 ms until `finished` is dropped: passes a stop of the run (`cancel`) on to the
+/// agent's step (`stop`), and stops the agent when its answer (`answer`) passes [`MAX_KEPT`],
+/// noting it in `oversized`. The agent's stdout goes to a file, so its size is what was
+/// written.
 fn watch_answer(
     answer: &Path,
     cancel: &CancelToken,
     stop: &CancelToken,
     oversized: &AtomicBool,
-    done: &AtomicBool,
+    finished: std::sync::mpsc::Receiver<()>,
 ) {
-    while !done.load(Ordering::SeqCst) {
+    loop {
         if cancel.is_cancelled() {
             stop.cancel();
         }
@@ -304,7 +306,10 @@ fn watch_answer(
             oversized.store(true, Ordering::SeqCst);
             stop.cancel();
         }
-        std::thread::sleep(Duration::from_millis(10));
+        match finished.recv_timeout(Duration::from_millis(10)) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        }
     }
 }
 

@@ -27,7 +27,17 @@ pub(super) struct RunsArgs {
     /// Only runs in this state (repeat it for several).
     #[arg(long, value_enum, value_name = "STATE")]
     state: Vec<PruneState>,
+    /// Show the N newest runs (of those chosen); the older ones are counted, not read.
+    #[arg(long, value_name = "N", default_value_t = NEWEST, conflicts_with = "all")]
+    limit: usize,
+    /// Show every run, however many.
+    #[arg(long)]
+    all: bool,
 }
+
+/// How many runs `mekara runs` shows when not told: a screenful, so that what it reads
+/// follows what it shows, not the project's whole history.
+const NEWEST: usize = 20;
 
 #[derive(Debug, Subcommand)]
 enum RunsCommand {
@@ -118,12 +128,8 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 ));
             }
             let states: Vec<RunState> = args.state.into_iter().map(RunState::from).collect();
-            let mut runs = store.list()?;
-            if let Some(shared) = crate::store::config::shared(&locations)? {
-                with_queue(&mut runs, shared.queue_rows(None)?);
-            }
-            let all = runs.len();
-            runs.retain(|r| {
+            let shown_at_most = if args.all { usize::MAX } else { args.limit };
+            let chosen = |r: &RunSummary| {
                 args.host
                     .as_ref()
                     .is_none_or(|h| r.host.as_ref() == Some(h))
@@ -132,7 +138,24 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                         .as_ref()
                         .is_none_or(|u| r.user.as_ref() == Some(u))
                     && (states.is_empty() || states.contains(&r.state))
-            });
+            };
+            let filtered = args.host.is_some() || args.user.is_some() || !states.is_empty();
+            // Without a filter only the newest runs are read; a filter reads them all.
+            let (mut runs, mut all) = if filtered {
+                let runs = store.list()?;
+                let all = runs.len();
+                (runs, all)
+            } else {
+                store.list_newest(shown_at_most)?
+            };
+            if let Some(shared) = crate::store::config::shared(&locations)? {
+                let before = runs.len();
+                with_queue(&mut runs, shared.queue_rows(None)?);
+                all += runs.len() - before;
+            }
+            runs.retain(chosen);
+            let matching = if filtered { runs.len() } else { all };
+            runs.drain(..runs.len().saturating_sub(shown_at_most));
             if all == 0 {
                 outln!("no runs yet in {}", store.place())?;
                 return Ok(Exit::Success);
@@ -179,14 +202,26 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 }
             }
             let total: u64 = runs.iter().map(|r| r.bytes).sum();
-            let shown = if runs.len() == all {
-                count(all, "run")
+            // Bytes are added up only over every run chosen: a page would understate them.
+            let what = if runs.len() == all {
+                format!("{}, {}", count(all, "run"), bytes(total))
+            } else if runs.len() == matching {
+                format!("{} of {all}, {}", runs.len(), bytes(total))
+            } else if filtered {
+                format!(
+                    "the {} newest of the {matching} that match (of {all})",
+                    runs.len()
+                )
             } else {
-                format!("{} of {all}", runs.len())
+                format!("the {} newest of {}", runs.len(), count(all, "run"))
+            };
+            let paged = if runs.len() < matching {
+                "; `--all` shows every one, `--limit N` the N newest"
+            } else {
+                ""
             };
             outln!(
-                "\n{shown}, {} in {}; `mekara runs prune` removes old ones",
-                bytes(total),
+                "\n{what} in {}{paged}; `mekara runs prune` removes old ones",
                 store.place()
             )?;
         }

@@ -46,6 +46,12 @@ pub(crate) trait Store: Send + Sync + std::fmt::Debug {
     /// Every run (or only run `id`), oldest first.
     fn list(&self, id: Option<&str>) -> Result<Vec<RunSummary>, EngineError>;
 
+    /// The `newest` newest runs, oldest first, and how many runs there are in all: what
+    /// `mekara runs` shows by default. Stores that can read fewer runs override it.
+    fn list_newest(&self, newest: usize) -> Result<(Vec<RunSummary>, usize), EngineError> {
+        Ok(newest_of(self.list(None)?, newest))
+    }
+
     /// The runs that have not ended (their root script's frame is still on the stack, or
     /// it never started), oldest first: what `status` and `resume {}` look at.
     fn list_open(&self) -> Result<Vec<RunSummary>, EngineError> {
@@ -57,6 +63,13 @@ pub(crate) trait Store: Send + Sync + std::fmt::Debug {
     /// Removes run `id` while holding it; a step a killed mekara left running on this host
     /// is killed first. Returns the bytes freed.
     fn remove(&self, id: &str) -> Result<u64, EngineError>;
+}
+
+/// The `newest` last of `runs` (oldest first), and how many `runs` there were.
+pub(crate) fn newest_of(mut runs: Vec<RunSummary>, newest: usize) -> (Vec<RunSummary>, usize) {
+    let all = runs.len();
+    runs.drain(..all.saturating_sub(newest));
+    (runs, all)
 }
 
 /// Watches the runs a process holds: wraps each one taken for writing, with the events it
@@ -176,6 +189,15 @@ impl RunStore {
     /// Every run, oldest first.
     pub(crate) fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
         self.store.list(None)
+    }
+
+    /// The `newest` newest runs, oldest first, and how many there are in all (see
+    /// [`Store::list_newest`]).
+    pub(crate) fn list_newest(
+        &self,
+        newest: usize,
+    ) -> Result<(Vec<RunSummary>, usize), EngineError> {
+        self.store.list_newest(newest)
     }
 
     /// The runs that have not ended, oldest first (see [`Store::list_open`]).

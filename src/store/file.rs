@@ -7,6 +7,7 @@
 //! cut off before the run is resumed, never trusted. The owning process holds an exclusive
 //! lock on the file (`flock`), so two processes cannot drive one run.
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use crate::engine::error::EngineError;
 use crate::engine::group_note::{self, GroupNote};
 use crate::engine::journal::{Contents, Event, FORMAT, JournalError, RunEvent, now_ms, parse};
 use crate::engine::runs::{RunSummary, is_run_id, summarize};
-use crate::engine::store::{RunLog, Store};
+use crate::engine::store::{RunLog, Store, newest_of};
 use crate::store::runs_index::{self, RunsIndex};
 
 /// Reads the journal at `path` without taking it.
@@ -308,6 +309,40 @@ impl FileStore {
             .sum();
         summarize(id, &path, read(&path), &|| is_busy(&path), bytes)
     }
+
+    /// The summaries of runs `ids`, from the index where it has them: an ended run's line
+    /// when its journal has not changed since, the journal otherwise. `all` says `ids` are
+    /// every run of the folder, so that a folder without an index gets one built from them.
+    fn summaries(&self, ids: Vec<String>, all: bool) -> Vec<RunSummary> {
+        let index = RunsIndex::of(&self.dir);
+        let Some(going_on) = index.going_on_ids() else {
+            let runs: Vec<RunSummary> = ids.into_iter().map(|id| self.summary(id)).collect();
+            if all {
+                index.build(&runs, &self.dir);
+            }
+            return runs;
+        };
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let mut ended = index.ended_summaries(if all { None } else { Some(&wanted) });
+        ids.iter()
+            .map(|id| {
+                let journal = self.dir.join(format!("{id}.jsonl"));
+                match ended.remove(id) {
+                    Some((stamped, summary))
+                        if !going_on.contains(id)
+                            && runs_index::stamp(&journal) == Some(stamped) =>
+                    {
+                        summary
+                    }
+                    _ => {
+                        let summary = self.summary(id.clone());
+                        index.ended(&summary, &journal);
+                        summary
+                    }
+                }
+            })
+            .collect()
+    }
 }
 
 /// The ids of the journal files in `dir`, sorted (none when it cannot be read).
@@ -377,33 +412,21 @@ impl Store for FileStore {
             self.path(id)?;
             return Ok(vec![self.summary(id.to_string())]);
         }
-        let index = RunsIndex::of(&self.dir);
-        let ids = journal_ids(&self.dir);
-        let Some(going_on) = index.going_on_ids() else {
-            let runs: Vec<RunSummary> = ids.into_iter().map(|id| self.summary(id)).collect();
-            index.build(&runs, &self.dir);
-            return Ok(runs);
-        };
-        let mut ended = index.ended_summaries();
-        Ok(ids
-            .into_iter()
-            .map(|id| {
-                let journal = self.dir.join(format!("{id}.jsonl"));
-                match ended.remove(&id) {
-                    Some((stamped, summary))
-                        if !going_on.contains(&id)
-                            && runs_index::stamp(&journal) == Some(stamped) =>
-                    {
-                        summary
-                    }
-                    _ => {
-                        let summary = self.summary(id);
-                        index.ended(&summary, &journal);
-                        summary
-                    }
-                }
-            })
-            .collect())
+        Ok(self.summaries(journal_ids(&self.dir), true))
+    }
+
+    /// Takes the newest journals from the folder's listing (ids begin with the time they
+    /// were made), and summarizes only those.
+    fn list_newest(&self, newest: usize) -> Result<(Vec<RunSummary>, usize), EngineError> {
+        if RunsIndex::of(&self.dir).going_on_ids().is_none() {
+            // No index yet: the first listing reads every journal once to build it.
+            return Ok(newest_of(self.list(None)?, newest));
+        }
+        let mut ids = journal_ids(&self.dir);
+        let all = ids.len();
+        ids.drain(..all.saturating_sub(newest));
+        let every = ids.len() == all;
+        Ok((self.summaries(ids, every), all))
     }
 
     /// Reads only the runs the index marks as going on (all of them when it is not kept

@@ -119,13 +119,20 @@ impl RunsIndex {
     }
 
     /// The summaries of the runs noted as ended, by id, each with the [`stamp`] its
-    /// journal had then.
-    pub(crate) fn ended_summaries(&self) -> HashMap<String, ((u64, u128), RunSummary)> {
+    /// journal had then: of every run, or only of the runs `wanted` (whose lines alone are
+    /// parsed, so that listing the newest runs does not parse the whole history).
+    pub(crate) fn ended_summaries(
+        &self,
+        wanted: Option<&HashSet<&str>>,
+    ) -> HashMap<String, ((u64, u128), RunSummary)> {
         let Ok(text) = std::fs::read_to_string(self.ended_file()) else {
             return HashMap::new();
         };
         // A torn last line (a killed writer) does not parse, and is left out.
         text.lines()
+            .filter(|line| {
+                wanted.is_none_or(|wanted| line_id(line).is_none_or(|id| wanted.contains(id)))
+            })
             .filter_map(|line| serde_json::from_str::<Ended>(line).ok())
             .map(|e| (e.summary.id.clone(), ((e.len, e.changed), e.summary)))
             .collect()
@@ -175,6 +182,15 @@ impl RunsIndex {
     }
 }
 
+/// The run id of a line of `ended.jsonl`, read without parsing the line: serde writes
+/// [`Ended`]'s fields in order, so the summary's `id` is the first `"id":"` of the line. `None`
+/// for a line not of that shape, which is then parsed whole.
+fn line_id(line: &str) -> Option<&str> {
+    let start = line.find(r#""summary":{"id":""#)? + r#""summary":{"id":""#.len();
+    let len = line[start..].find('"')?;
+    Some(&line[start..start + len])
+}
+
 /// Appends `ended` as one line, with one write.
 fn append_line(path: &Path, ended: &Ended) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(ended).map_err(std::io::Error::other)?;
@@ -184,4 +200,28 @@ fn append_line(path: &Path, ended: &Ended) -> std::io::Result<()> {
         .append(true)
         .open(path)?
         .write_all(&line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The id read from a line without parsing it is the id serde wrote, so a line the
+    /// newest runs want is never skipped.
+    #[test]
+    fn line_id_reads_the_id_serde_writes() {
+        let summary: RunSummary = serde_json::from_value(serde_json::json!({
+            "id": "20261126-223512-0a1f", "script": "one", "state": "completed",
+            "started_at": 1, "steps": 2, "last_at": 3, "bytes": 4,
+        }))
+        .expect("a summary");
+        let line = serde_json::to_string(&Ended {
+            len: 10,
+            changed: 11,
+            summary,
+        })
+        .expect("json");
+        assert_eq!(line_id(&line), Some("20261126-223512-0a1f"));
+        assert_eq!(line_id(r#"{"len":1}"#), None);
+    }
 }

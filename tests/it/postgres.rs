@@ -305,6 +305,20 @@ fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
             );
         }
     }
+
+    // `--limit` reads the newest runs only and counts the others.
+    laptop.run(&["run", "steps"]).expect_code(0);
+    // Newest by id (two runs of the same second are in the order of their ids' ends).
+    let both = db.ids();
+    let limited = ci.run(&["runs", "--limit", "1"]);
+    limited.expect_code(0);
+    assert!(
+        limited.stdout.contains(&both[1])
+            && !limited.stdout.contains(&both[0])
+            && limited.stdout.contains("the 1 newest of 2 runs in"),
+        "{}",
+        limited.stdout
+    );
 }
 
 #[test]

@@ -117,3 +117,73 @@ fn a_journal_changed_since_it_was_indexed_is_read_again() {
     assert_eq!(listed.matches("completed").count(), 1, "{listed}");
     assert_eq!(listed.matches("interrupted").count(), 1, "{listed}");
 }
+
+/// `mekara runs` shows the newest runs and counts the rest: with more runs than a screenful it
+/// looks at the journals it shows and no other, and `--all` and `--limit` show the others.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs strace")]
+fn runs_shows_the_newest_and_reads_only_their_journals() {
+    let project = project();
+    for _ in 0..25 {
+        project.run(&["run", "done"], "").expect_code(0);
+    }
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 25);
+    // The first listing builds the index.
+    let all = listing(&project);
+    assert!(all.contains("the 20 newest of 25 runs in"), "{all}");
+    let (run, trace) = under_strace(&project, &["-e", "trace=%file"], &["runs"]);
+    run.expect_code(0);
+    let mut touched: Vec<&str> = ids
+        .iter()
+        .filter(|id| trace.contains(&format!("{id}.jsonl")))
+        .map(String::as_str)
+        .collect();
+    touched.dedup();
+    assert_eq!(
+        touched,
+        ids[5..].iter().map(String::as_str).collect::<Vec<_>>(),
+        "{trace}"
+    );
+    let rows = |stdout: &str| {
+        stdout
+            .lines()
+            .filter(|l| ids.iter().any(|id| l.starts_with(id.as_str())))
+            .count()
+    };
+    assert_eq!(rows(&run.stdout), 20, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("`--all` shows every one"),
+        "{}",
+        run.stdout
+    );
+
+    let every = project.run(&["runs", "--all"], "");
+    every.expect_code(0);
+    assert_eq!(rows(&every.stdout), 25, "{}", every.stdout);
+    assert!(every.stdout.contains("\n25 runs, "), "{}", every.stdout);
+    let three = project.run(&["runs", "--limit", "3"], "");
+    three.expect_code(0);
+    let shown: Vec<&str> = three
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| ids.iter().any(|id| id == w))
+        .collect();
+    assert_eq!(
+        shown,
+        ids[22..].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let chosen = project.run(&["runs", "--state", "completed", "--limit", "2"], "");
+    chosen.expect_code(0);
+    assert!(
+        chosen
+            .stdout
+            .contains("the 2 newest of the 25 that match (of 25)"),
+        "{}",
+        chosen.stdout
+    );
+    project
+        .run(&["runs", "--all", "--limit", "3"], "")
+        .expect_code(2);
+}

@@ -644,16 +644,58 @@ impl Store for PgStore {
     }
 
     fn list(&self, id: Option<&str>) -> Result<Vec<RunSummary>, EngineError> {
+        self.summaries(&mut self.db.connect()?, id, None)
+    }
+
+    /// Reads the events of the `newest` runs only, and counts the others.
+    fn list_newest(&self, newest: usize) -> Result<(Vec<RunSummary>, usize), EngineError> {
         let db = &self.db;
         let mut client = db.connect()?;
-        let held = db.held(&mut client)?;
+        let all: i64 = client
+            .query_one(
+                "SELECT count(*) FROM mekara_runs WHERE project = $1",
+                &[&db.project],
+            )
+            .map_err(|e| db.failed(&e))?
+            .get(0);
+        let newest = i64::try_from(newest).unwrap_or(i64::MAX);
+        let runs = self.summaries(&mut client, None, Some(newest))?;
+        Ok((runs, usize::try_from(all).unwrap_or(usize::MAX)))
+    }
+
+    fn remove(&self, id: &str) -> Result<u64, EngineError> {
+        let (mut client, group, lines) = self.take(id)?;
+        let _ = group.kill_leftover();
+        client
+            .execute(
+                "DELETE FROM mekara_runs WHERE project = $1 AND id = $2",
+                &[&self.db.project, &id],
+            )
+            .map_err(|e| self.db.failed(&e))?;
+        group.remove();
+        Ok(file_bytes(&lines).len() as u64)
+    }
+}
+
+impl PgStore {
+    /// The summaries of every run, of run `id`, or of the `newest` newest runs, oldest first.
+    fn summaries(
+        &self,
+        client: &mut Client,
+        id: Option<&str>,
+        newest: Option<i64>,
+    ) -> Result<Vec<RunSummary>, EngineError> {
+        let db = &self.db;
+        let held = db.held(client)?;
         let rows = client
             .query(
                 "SELECT r.id, r.host, r.os_user, e.body FROM mekara_runs r \
                  LEFT JOIN mekara_events e ON e.project = r.project AND e.run_id = r.id \
                  WHERE r.project = $1 AND ($2::text IS NULL OR r.id = $2) \
+                 AND ($3::bigint IS NULL OR r.id IN (SELECT n.id FROM mekara_runs n \
+                      WHERE n.project = $1 ORDER BY n.id DESC LIMIT $3)) \
                  ORDER BY r.id, e.line",
-                &[&db.project, &id],
+                &[&db.project, &id, &newest],
             )
             .map_err(|e| db.failed(&e))?;
         let mut runs: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
@@ -686,19 +728,6 @@ impl Store for PgStore {
                 summary
             })
             .collect())
-    }
-
-    fn remove(&self, id: &str) -> Result<u64, EngineError> {
-        let (mut client, group, lines) = self.take(id)?;
-        let _ = group.kill_leftover();
-        client
-            .execute(
-                "DELETE FROM mekara_runs WHERE project = $1 AND id = $2",
-                &[&self.db.project, &id],
-            )
-            .map_err(|e| self.db.failed(&e))?;
-        group.remove();
-        Ok(file_bytes(&lines).len() as u64)
     }
 }
 
