@@ -4,7 +4,7 @@ use super::output::outln;
 use clap::Args;
 
 use crate::engine::compiled::{
-    CodeError, Limits, Program, person_warnings, target_problems, typecheck,
+    CodeError, FindModule, Limits, Program, child, person_warnings, target_problems, typecheck,
 };
 use crate::exit::Exit;
 use crate::script::{Level, Listing, Orphan, Resolver, Script, ScriptName};
@@ -155,6 +155,22 @@ impl Target<'_> {
     }
 }
 
+/// Loads the compiled script `text` as a run would, to find what stops it before it starts:
+/// its top level runs in an evaluator process, under the memory cap, so that a statement
+/// past the cap is the script's error with its line, not the end of `mekara check`.
+fn load(origin: &str, text: &str, find: &FindModule<'_>) -> Result<(), CodeError> {
+    let limits = Limits::default();
+    match child::evaluator() {
+        Some(exe) => child::load(
+            &exe,
+            &child::Sources::collect(origin, text, find)?,
+            &limits,
+            true,
+        ),
+        None => Program::load(origin, text, find, &limits).map(drop),
+    }
+}
+
 /// What is wrong with the compiled script `text`, whose helper modules are those of
 /// `level`. Loading finds what stops a script before it starts; only a script that loads is
 /// worth typechecking (its errors would repeat the same problem), and checking the scripts
@@ -167,7 +183,7 @@ fn problems(
     text: &str,
 ) -> Vec<CodeError> {
     let find = |path: &str| resolver.helper(level, path);
-    match Program::load(origin, text, &find, &Limits::default()) {
+    match load(origin, text, &find) {
         Ok(_) => {
             let mut found = typecheck(origin, text, &find);
             let script_error = |name: &str| resolver.resolve(name).err().map(|e| e.to_string());

@@ -235,6 +235,17 @@ pub(crate) fn load(
         .map_err(|e| ServeError::code(&e.to_string()))?;
     let mut defined = Vec::new();
     check_top_level(&ast, ast.statement(), &mut defined)?;
+    // The top level runs in an evaluator process first, under the memory cap: a constant
+    // past it is the module's error with its line, not the end of the server's start-up.
+    if let Some(exe) = compiled::child::evaluator() {
+        compiled::child::load(
+            &exe,
+            &compiled::child::Sources::alone(&origin, &source),
+            limits,
+            false,
+        )
+        .map_err(|e| ServeError::code(&e.message))?;
+    }
     let module = compiled::freeze_module(&origin, ast, limits, &HashMap::new())
         .map_err(|e| ServeError::code(&e.message))?;
     let exported = exports(&module, &defined, &origin)?;

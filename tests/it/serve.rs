@@ -657,3 +657,41 @@ fn the_help_is_pinned() {
     run.expect_code(0);
     insta::assert_snapshot!("help", run.stdout);
 }
+
+/// A constant that starlark computes as it compiles a module, past the memory cap, is the
+/// module's error with its line, for `mekara serve` at start-up and for `mekara check`: not
+/// an abort (exit 134) of the process. `mekara run` already refused it in its evaluator.
+#[test]
+fn a_constant_past_the_memory_cap_is_an_error_naming_its_line_not_an_abort() {
+    let project = Project::new();
+    project.write(
+        "tools/big.star",
+        "\"\"\"Tools.\"\"\"\n\nBIG = \"x\" * 2000000000\n\ndef add(a: int, b: int) -> int:\n    \"\"\"Adds.\"\"\"\n    return a + b\n",
+    );
+    let served = serve_fails(&project, &["tools/big.star"]);
+    served.expect_code(1);
+    for word in [
+        "past the memory cap",
+        "tools/big.star:3:7",
+        "BIG = \"x\" * 2000000000",
+    ] {
+        assert!(served.stderr.contains(word), "{word}: {}", served.stderr);
+    }
+    project.script(
+        "big",
+        "Do it.",
+        Some("def never():\n    return \"x\" * 2000000000\n\ndef execute(request):\n    auto(\"echo hi\")\n"),
+    );
+    let checked = project.run(&["check", "big"], "");
+    checked.expect_code(1);
+    for word in [
+        "past the memory cap",
+        "big.star:2:12",
+        "return \"x\" * 2000000000",
+    ] {
+        assert!(
+            checked.stdout.contains(word) || checked.stderr.contains(word),
+            "{word}: {checked:?}"
+        );
+    }
+}

@@ -14,7 +14,7 @@ use starlark::codemap::Span;
 use starlark::docs::{DocItem, DocMember};
 use starlark::syntax::AstModule;
 use starlark::syntax::ast::{
-    ArgumentP, AstExpr, AstLiteral, AstNoPayload, AstStmt, DefP, ExprP, ParameterP, StmtP,
+    ArgumentP, AstExpr, AstLiteral, AstNoPayload, AstStmt, BinOp, DefP, ExprP, ParameterP, StmtP,
 };
 use starlark::typing::{AstModuleTypecheck, Interface};
 
@@ -395,4 +395,57 @@ fn hint(message: &str, at: Span, calls: &Calls<'_>) -> Option<String> {
                 .join(", ")
         ),
     })
+}
+
+/// Where the constant expression of `source` that would take the most memory once computed
+/// is, as `--> file:line:col` and its line, when it takes at least `bytes`: starlark computes
+/// such expressions (`"x" * 2000000000`) as it compiles the module, before any statement
+/// runs, so a refusal of the memory cap there names no statement, and this names the line.
+pub(crate) fn largest_constant(origin: &str, source: &str, bytes: u128) -> Option<String> {
+    fn count(e: &AstExpr) -> Option<u128> {
+        match &e.node {
+            ExprP::Literal(AstLiteral::Int(i)) => i.node.to_string().parse().ok(),
+            _ => None,
+        }
+    }
+    /// The bytes `e` takes once computed, as far as its literals show.
+    fn size(e: &AstExpr) -> Option<u128> {
+        match &e.node {
+            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.len() as u128),
+            ExprP::Literal(AstLiteral::Bytes(b)) => Some(b.node.len() as u128),
+            ExprP::List(items) | ExprP::Tuple(items) => items
+                .iter()
+                .map(|item| size(item).or(Some(0)).map(|s| s + 16))
+                .sum(),
+            ExprP::Op(l, BinOp::Multiply, r) => match (size(l), count(r), count(l), size(r)) {
+                (Some(s), Some(n), ..) | (_, _, Some(n), Some(s)) => s.checked_mul(n),
+                _ => None,
+            },
+            ExprP::Op(l, BinOp::Add, r) => size(l).zip(size(r)).map(|(a, b)| a.saturating_add(b)),
+            _ => None,
+        }
+    }
+    fn walk(e: &AstExpr, largest: &mut Option<(u128, Span)>) {
+        if let Some(s) = size(e)
+            && largest.is_none_or(|(most, _)| s > most)
+        {
+            *largest = Some((s, e.span));
+        }
+        e.node.visit_expr(|e| walk(e, largest));
+    }
+    fn walk_stmt(s: &AstStmt, largest: &mut Option<(u128, Span)>) {
+        s.node.visit_expr(|e| walk(e, largest));
+        s.node.visit_stmt(|s| walk_stmt(s, largest));
+    }
+    let ast = AstModule::parse(origin, source.to_string(), &dialect()).ok()?;
+    let mut largest = None;
+    walk_stmt(ast.statement(), &mut largest);
+    let (size, span) = largest.filter(|(size, _)| *size >= bytes)?;
+    let at = ast.file_span(span).resolve_span().begin;
+    let line = source.lines().nth(at.line).unwrap_or_default().trim();
+    Some(format!(
+        "a constant expression computed as the script compiles, about {size} bytes:\n --> {origin}:{}:{}\n  | {line}",
+        at.line + 1,
+        at.column + 1
+    ))
 }

@@ -10,7 +10,8 @@ use starlark::syntax::AstModule;
 
 use super::evaluator::SUBCOMMAND;
 use super::link::Link;
-use super::protocol::{Ask, CallJob, FrameJob, Outcome, Start};
+use super::protocol::{Ask, CallJob, FrameJob, LoadJob, Outcome, Start};
+use super::sources::Sources;
 use crate::engine::compiled::{
     Called, DirectCall, Evaluation, FrameRun, Program, evaluate_counted,
 };
@@ -41,9 +42,52 @@ pub(crate) fn serve_parent() -> anyhow::Result<()> {
     let finished = match start {
         Start::Frame(job) => evaluate_frame(job, &link),
         Start::Call(job) => call_function(job, &link),
+        Start::Load(job) => load_module(job),
     };
     link.tell(&finished);
     Ok(())
+}
+
+/// The helper module `name` of those the parent sent.
+fn helper(sources: &Sources, name: &str) -> Result<ScriptFile, HelperError> {
+    sources
+        .helpers
+        .get(name)
+        .cloned()
+        .ok_or_else(|| HelperError::BadPath {
+            path: name.to_string(),
+            reason: "the parent sent no such module".to_string(),
+        })
+}
+
+/// Runs the top level of `job`'s module and says whether it loaded. A statement past the
+/// memory cap stops this process with the cap's message, as an evaluation does.
+fn load_module(job: LoadJob) -> Ask {
+    let LoadJob {
+        sources,
+        limits,
+        script,
+    } = job;
+    let loaded = if script {
+        let find = |name: &str| helper(&sources, name);
+        Program::load(&sources.origin, &sources.text, &find, &limits).map(drop)
+    } else {
+        AstModule::parse(
+            &sources.origin,
+            sources.text.clone(),
+            &crate::engine::compiled::dialect(),
+        )
+        .map_err(|e| crate::engine::compiled::CodeError::new(e.to_string()))
+        .and_then(|ast| {
+            crate::engine::compiled::freeze_module(&sources.origin, ast, &limits, &HashMap::new())
+                .map(drop)
+        })
+    };
+    Ask::Finished {
+        outcome: Outcome::Loaded(loaded.err().map(|e| e.message)),
+        cursor: 0,
+        printed: 0,
+    }
 }
 
 /// Evaluates the frame of `job`, asking `link` for its steps.
@@ -59,16 +103,7 @@ fn evaluate_frame(job: FrameJob, link: &Link) -> Ask {
         limits,
         warm,
     } = job;
-    let find = |name: &str| -> Result<ScriptFile, HelperError> {
-        sources
-            .helpers
-            .get(name)
-            .cloned()
-            .ok_or_else(|| HelperError::BadPath {
-                path: name.to_string(),
-                reason: "the parent sent no such module".to_string(),
-            })
-    };
+    let find = |name: &str| helper(&sources, name);
     let (outcome, cursor) = match Program::load(&sources.origin, &sources.text, &find, &limits) {
         Err(code) => (Outcome::Evaluated(Evaluation::Failed(code.message)), 0),
         Ok(program) => {

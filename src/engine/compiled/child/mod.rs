@@ -30,5 +30,5 @@ mod sources;
 
 pub(crate) use child_side::serve_parent;
 pub(crate) use evaluator::{SUBCOMMAND, evaluator};
-pub(crate) use parent_side::{Warm, call, evaluate};
+pub(crate) use parent_side::{Warm, call, evaluate, load};
 pub(crate) use sources::Sources;

@@ -8,9 +8,12 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use serde::Serialize;
 
 use super::evaluator::SUBCOMMAND;
-use super::protocol::{Answer, Ask, CallJob, FrameJob, Outcome, Start, stopped, write_line};
+use super::protocol::{
+    Answer, Ask, CallJob, FrameJob, LoadJob, Outcome, Start, stopped, write_line,
+};
 use super::sources::Sources;
-use crate::engine::compiled::{Called, DirectCall, Evaluation, FrameRun};
+use crate::engine::compiled::static_check::largest_constant;
+use crate::engine::compiled::{Called, CodeError, DirectCall, Evaluation, FrameRun};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
 use crate::engine::runner::ShellStep;
@@ -168,6 +171,69 @@ pub(crate) fn call(
             call.function,
             "the child answered another job than it was given",
         )),
+    }
+}
+
+/// Runs the top level of `sources` (a compiled script with its helpers when `script`, else a
+/// tool module) in a child process `exe __evaluate`, where the memory cap stops the child,
+/// not this process: what `mekara check` and `mekara serve`'s start-up do before anything
+/// of the module runs here. The error is the module's problem, as loading it here would
+/// give it, or the cap's message with the statement's line.
+pub(crate) fn load(
+    exe: &Path,
+    sources: &Sources,
+    limits: &crate::engine::compiled::Limits,
+    script: bool,
+) -> Result<(), CodeError> {
+    let start = Start::Load(LoadJob {
+        sources: sources.clone(),
+        limits: limits.clone(),
+        script,
+    });
+    let (mut steps, mut printed) = (Vec::new(), 0);
+    let mut forget = |_: &StepRecord| Ok(());
+    let runner = crate::engine::shell::ShellRunner::new();
+    let cancel = crate::engine::runner::CancelToken::default();
+    let here = std::env::current_dir().unwrap_or_default();
+    let run = FrameRun::new(
+        &sources.origin,
+        &here,
+        &mut steps,
+        &mut printed,
+        &mut forget,
+        &runner,
+        &cancel,
+        limits,
+    );
+    match self::start(exe, &start, run).end {
+        End::Finished {
+            outcome: Outcome::Loaded(None),
+            ..
+        } => Ok(()),
+        End::Finished {
+            outcome: Outcome::Loaded(Some(message)),
+            ..
+        } => Err(CodeError::new(message)),
+        // starlark computes constant expressions as it compiles each statement, before it
+        // runs: a refusal then names the statement before, or none. A constant that large
+        // is where it was refused.
+        End::Refused(message) => {
+            let cap = u128::try_from(limits.max_heap_bytes).unwrap_or(0) * 4;
+            Err(CodeError::new(
+                match largest_constant(&sources.origin, &sources.text, cap / 2) {
+                    Some(at) => {
+                        let why = message.split("\n --> ").next().unwrap_or(&message);
+                        format!("{why}\nin {at}")
+                    }
+                    None => message,
+                },
+            ))
+        }
+        End::Finished { .. } | End::Held { .. } | End::Gone => Err(CodeError::new(format!(
+            "error: the evaluator answered another job than loading {}",
+            sources.origin
+        ))),
+        End::Stopped(e) => Err(CodeError::new(format!("error: {e}"))),
     }
 }
 

@@ -24,6 +24,17 @@ pub(super) enum Start {
     Frame(FrameJob),
     /// Call a function of a tool module (`mekara serve`).
     Call(CallJob),
+    /// Run a module's top level only, under the memory cap, and say whether it loads
+    /// (`mekara check`, and `mekara serve` before it loads its modules itself).
+    Load(LoadJob),
+}
+
+/// A module to load: a compiled script with its helpers (`script`), or a tool module.
+#[derive(Serialize, Deserialize)]
+pub(super) struct LoadJob {
+    pub(super) sources: Sources,
+    pub(super) limits: Limits,
+    pub(super) script: bool,
 }
 
 /// A frame to evaluate: its script, and its journal.
@@ -162,6 +173,8 @@ pub(super) enum Answer {
 pub(super) enum Outcome {
     Evaluated(Evaluation),
     Called(Called),
+    /// A module loaded (`None`), or why it did not.
+    Loaded(Option<String>),
     Diverged {
         script: String,
         index: usize,
@@ -214,7 +227,7 @@ impl Outcome {
                 EngineError::Journal,
             ),
             Outcome::Other(message) => stopped(path, &message),
-            Outcome::Evaluated(_) | Outcome::Called(_) => {
+            Outcome::Evaluated(_) | Outcome::Called(_) | Outcome::Loaded(_) => {
                 stopped(path, "the child answered another job than it was given")
             }
         }

@@ -49,6 +49,16 @@ impl Sources {
         })
     }
 
+    /// A module that loads no other (a tool module of `mekara serve`), not parsed here.
+    pub(crate) fn alone(origin: &str, source: &str) -> Sources {
+        Sources {
+            origin: origin.to_string(),
+            text: source.to_string(),
+            helpers: BTreeMap::new(),
+            authored: String::new(),
+        }
+    }
+
     /// The text of the string literals of the script and its helpers.
     pub(crate) fn authored(&self) -> &str {
         &self.authored
