@@ -184,7 +184,7 @@ fn problems(
 ) -> Vec<CodeError> {
     let find = |path: &str| resolver.helper(level, path);
     match load(origin, text, &find) {
-        Ok(_) => {
+        Ok(()) => {
             let mut found = typecheck(origin, text, &find);
             let script_error = |name: &str| resolver.resolve(name).err().map(|e| e.to_string());
             let server_error = |name: &str| match servers {

@@ -409,19 +409,25 @@ pub(crate) fn largest_constant(origin: &str, source: &str, bytes: u128) -> Optio
         }
     }
     /// The bytes `e` takes once computed, as far as its literals show.
-    fn size(e: &AstExpr) -> Option<u128> {
-        match &e.node {
-            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.len() as u128),
-            ExprP::Literal(AstLiteral::Bytes(b)) => Some(b.node.len() as u128),
+    fn size(expr: &AstExpr) -> Option<u128> {
+        match &expr.node {
+            ExprP::Literal(AstLiteral::String(text)) => Some(text.node.len() as u128),
+            ExprP::Literal(AstLiteral::Bytes(bytes)) => Some(bytes.node.len() as u128),
             ExprP::List(items) | ExprP::Tuple(items) => items
                 .iter()
-                .map(|item| size(item).or(Some(0)).map(|s| s + 16))
+                .map(|item| size(item).or(Some(0)).map(|bytes| bytes + 16))
                 .sum(),
-            ExprP::Op(l, BinOp::Multiply, r) => match (size(l), count(r), count(l), size(r)) {
-                (Some(s), Some(n), ..) | (_, _, Some(n), Some(s)) => s.checked_mul(n),
-                _ => None,
-            },
-            ExprP::Op(l, BinOp::Add, r) => size(l).zip(size(r)).map(|(a, b)| a.saturating_add(b)),
+            ExprP::Op(left, BinOp::Multiply, right) => {
+                match (size(left), count(right), count(left), size(right)) {
+                    (Some(bytes), Some(times), ..) | (_, _, Some(times), Some(bytes)) => {
+                        bytes.checked_mul(times)
+                    }
+                    _ => None,
+                }
+            }
+            ExprP::Op(left, BinOp::Add, right) => size(left)
+                .zip(size(right))
+                .map(|(one, other)| one.saturating_add(other)),
             _ => None,
         }
     }
