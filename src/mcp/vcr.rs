@@ -9,8 +9,9 @@
 //! - `run_token` / `run_id` / `shell`: what the session did through its [`StepRunner`], then
 //! - `reply`: what the agent read (`text`, `is_error`).
 //!
-//! Folders inside the session's folder are written relative to it (`.`, `sub/dir`), so a
-//! cassette replays in any checkout.
+//! Folders inside the session's folder are written relative to it (`.`, `sub/dir`), and the
+//! project's own path inside the effects' inputs and outputs as [`PROJECT`], so a cassette
+//! replays in any checkout.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
@@ -28,10 +29,20 @@ use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::StepResult;
 use crate::engine::{CancelToken, StepRunner, ToolCall};
 
-/// The cassette format's version, in its header. Version 2 records the tokens of run
-/// handles (`run_token`); version 1 cassettes, recorded before handles, replay as runs
-/// without tokens, whose replies show no handle, so they match what was recorded.
-const VERSION: u32 = 2;
+/// The cassette format's version, in its header. Version 3 writes the project's path inside
+/// effects as [`PROJECT`]; version 2 records the tokens of run handles (`run_token`); version
+/// 1 cassettes, recorded before handles, replay as runs without tokens, whose replies show no
+/// handle, so they match what was recorded. Cassettes of versions 1 and 2 hold the recording
+/// project's path as it was, and so replay only in the folder they were recorded in when an
+/// effect names it.
+const VERSION: u32 = 3;
+
+/// What stands for the session's project folder in the inputs and outputs of the recorded
+/// effects (`cargo test` prints `Compiling adder v0.4.1 (/home/ann/adder)`, a Python
+/// traceback names `/home/ann/stats/test_stats.py`). A replay puts its own project folder in
+/// its place, so the script sees what the same step would print in that checkout, and its
+/// replies (recorded with the project's paths relative, see [`relative_paths`]) match.
+pub(crate) const PROJECT: &str = "{{mekara:project}}";
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -273,15 +284,16 @@ impl Recording {
             Ran::Done(result) => (result.clone(), false),
             Ran::Cancelled => (StepResult::default(), true),
         };
+        let root = &self.recorder.root;
         self.recorder.write(&Entry::Shell {
-            command: step.command.clone(),
+            command: to_placeholder(&step.command, root),
             working_dir: shown_dir(&step.working_dir, &self.recorder.cwd),
-            env: step.env.clone(),
+            env: env_to_placeholder(&step.env, root),
             success: result.success,
             exit_code: result.exit_code,
-            error: result.error,
+            error: result.error.map(|e| to_placeholder(&e, root)),
             cancelled,
-            output: result.output,
+            output: to_placeholder(&result.output, root),
         });
     }
 }
@@ -319,16 +331,19 @@ impl StepRunner for Recording {
             Ran::Done(result) => (result.clone(), false),
             Ran::Cancelled => (StepResult::default(), true),
         };
+        let root = &self.recorder.root;
         self.recorder.write(&Entry::Tool {
             server: call.server.clone(),
             tool: call.tool.clone(),
-            arguments: input_text(Some(&call.arguments)),
+            arguments: to_placeholder(&input_text(Some(&call.arguments)), root),
             success: result.success,
             is_error: result.is_error,
-            error: result.error,
-            structured: result.structured.map(|s| s.to_string()),
+            error: result.error.map(|e| to_placeholder(&e, root)),
+            structured: result
+                .structured
+                .map(|s| to_placeholder(&s.to_string(), root)),
             cancelled,
-            output: result.output,
+            output: to_placeholder(&result.output, root),
         });
         ran
     }
@@ -350,8 +365,8 @@ impl StepRunner for Recording {
     }
 }
 
-/// Reads a cassette.
-pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
+/// Reads a cassette: its version and its events.
+pub(crate) fn load(path: &Path) -> Result<(u32, Vec<Entry>), VcrError> {
     let text = std::fs::read_to_string(path).map_err(|source| VcrError::Io {
         path: path.to_path_buf(),
         source,
@@ -387,7 +402,7 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Entry>, VcrError> {
             ),
         });
     }
-    Ok(cassette.event)
+    Ok((cassette.cassette.version, cassette.event))
 }
 
 /// Answers a session's effects from the recording, and notes the first difference. Clones
@@ -397,6 +412,11 @@ struct Player {
     queue: Arc<Mutex<VecDeque<Entry>>>,
     mismatch: Arc<Mutex<Option<String>>>,
     cwd: PathBuf,
+    /// The replay's project folder, which takes the place of [`PROJECT`].
+    root: PathBuf,
+    /// Whether the cassette writes the project's folder as [`PROJECT`] (version 3 on);
+    /// older ones hold it as recorded, and are compared as they are.
+    placeholders: bool,
 }
 
 impl Player {
@@ -406,6 +426,21 @@ impl Player {
         {
             *slot = Some(detail);
         }
+    }
+
+    /// A step's input as the cassette writes it.
+    fn recorded_form(&self, text: &str) -> String {
+        if self.placeholders {
+            to_placeholder(text, &self.root)
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn recorded_env(&self, env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        env.iter()
+            .map(|(k, v)| (k.clone(), self.recorded_form(v)))
+            .collect()
     }
 
     fn next(&self) -> Option<Entry> {
@@ -432,6 +467,10 @@ impl StepRunner for Player {
         _cancel: &CancelToken,
     ) -> Ran {
         let asked = shown_dir(&step.working_dir, &self.cwd);
+        let (asked_command, asked_env) = (
+            self.recorded_form(&step.command),
+            self.recorded_env(&step.env),
+        );
         match self.next() {
             Some(Entry::Shell {
                 command,
@@ -443,7 +482,7 @@ impl StepRunner for Player {
                 cancelled,
                 output,
             }) => {
-                if command != step.command || working_dir != asked || env != step.env {
+                if command != asked_command || working_dir != asked || env != asked_env {
                     return self.refuse(format!(
                         "the replay ran shell step `{}` in `{asked}` (env {:?}), but the \
                              recording has `{command}` in `{working_dir}` (env {env:?})",
@@ -453,6 +492,7 @@ impl StepRunner for Player {
                 if cancelled {
                     return Ran::Cancelled;
                 }
+                let output = from_placeholder(&output, &self.root);
                 if !output.is_empty() {
                     on_output(output.as_bytes());
                 }
@@ -460,7 +500,7 @@ impl StepRunner for Player {
                     success,
                     exit_code,
                     output,
-                    error,
+                    error: error.map(|e| from_placeholder(&e, &self.root)),
                     ..StepResult::default()
                 })
             }
@@ -501,9 +541,9 @@ impl StepRunner for Player {
                         ..
                     }) => left.iter().position(|&at| {
                         let step = &steps[at];
-                        step.command == *command
+                        self.recorded_form(&step.command) == *command
                             && shown_dir(&step.working_dir, &self.cwd) == *working_dir
-                            && step.env == *env
+                            && self.recorded_env(&step.env) == *env
                     }),
                     _ => None,
                 });
@@ -514,7 +554,7 @@ impl StepRunner for Player {
     }
 
     fn call_tool(&self, call: &ToolCall, _cancel: &CancelToken) -> Ran {
-        let asked = input_text(Some(&call.arguments));
+        let asked = self.recorded_form(&input_text(Some(&call.arguments)));
         let name = format!("{}/{}", call.server, call.tool);
         match self.next() {
             Some(Entry::Tool {
@@ -538,12 +578,13 @@ impl StepRunner for Player {
                 if cancelled {
                     return Ran::Cancelled;
                 }
+                let back = |text: &str| from_placeholder(text, &self.root);
                 Ran::Done(StepResult {
                     success,
                     is_error,
-                    error,
-                    structured: structured.and_then(|s| serde_json::from_str(&s).ok()),
-                    output,
+                    error: error.map(|e| back(&e)),
+                    structured: structured.and_then(|s| serde_json::from_str(&back(&s)).ok()),
+                    output: back(&output),
                     ..StepResult::default()
                 })
             }
@@ -617,7 +658,7 @@ pub(crate) fn replay(
     cwd: &Path,
     registry: impl FnOnce(RunnerFactory) -> Registry,
 ) -> Result<Replayed, VcrError> {
-    let entries = load(path)?;
+    let (version, entries) = load(path)?;
     let root = project_root(cwd);
     let queue = Arc::new(Mutex::new(VecDeque::new()));
     let mismatch = Arc::new(Mutex::new(None));
@@ -625,6 +666,8 @@ pub(crate) fn replay(
         queue: queue.clone(),
         mismatch: mismatch.clone(),
         cwd: cwd.to_path_buf(),
+        root: root.clone(),
+        placeholders: version >= 3,
     };
     let registry = registry(Box::new(move || Box::new(player.clone())));
     let driving = Mutex::new(Driving::default());
@@ -745,6 +788,30 @@ fn project_root(cwd: &Path) -> PathBuf {
 /// file of the project (a refused `eject_script`, a Starlark error's location). Only whole
 /// path components are replaced: `/a/b` is not taken out of `/a/bc`.
 pub(crate) fn relative_paths(text: &str, root: &Path) -> String {
+    replace_root(text, root, "", ".")
+}
+
+/// `text` with `root` (as a whole path component) written as [`PROJECT`], for a cassette.
+fn to_placeholder(text: &str, root: &Path) -> String {
+    let inside = format!("{PROJECT}/");
+    replace_root(text, root, &inside, PROJECT)
+}
+
+/// [`to_placeholder`] of each value of a step's environment.
+fn env_to_placeholder(env: &BTreeMap<String, String>, root: &Path) -> BTreeMap<String, String> {
+    env.iter()
+        .map(|(k, v)| (k.clone(), to_placeholder(v, root)))
+        .collect()
+}
+
+/// `text` from a cassette with [`PROJECT`] written as `root`, the replay's project.
+fn from_placeholder(text: &str, root: &Path) -> String {
+    text.replace(PROJECT, &root.to_string_lossy())
+}
+
+/// `text` with each whole-component occurrence of `root` (as given, and canonical) replaced:
+/// `root/...` by `inside` followed by the rest, `root` alone by `alone`.
+fn replace_root(text: &str, root: &Path, inside: &str, alone: &str) -> String {
     let mut out = text.to_string();
     let canonical = root.canonicalize().ok().filter(|c| c != root);
     for root in std::iter::once(root.to_path_buf()).chain(canonical) {
@@ -758,13 +825,16 @@ pub(crate) fn relative_paths(text: &str, root: &Path) -> String {
             let after = &rest[at + root.len()..];
             replaced.push_str(&rest[..at]);
             match after.chars().next() {
-                Some('/') => rest = &after[1..],
+                Some('/') => {
+                    replaced.push_str(inside);
+                    rest = &after[1..];
+                }
                 Some(c) if c.is_alphanumeric() || matches!(c, '_' | '-' | '.') => {
                     replaced.push_str(&root);
                     rest = after;
                 }
                 _ => {
-                    replaced.push('.');
+                    replaced.push_str(alone);
                     rest = after;
                 }
             }

@@ -3,6 +3,9 @@
 //! run --agent-command`, where a scripted agent plays the agent (it follows a plan of rules,
 //! each matching the text of an llm step, running a shell command and giving outputs), answers
 //! the workflow's questions with `mekara answer`, and checks what the workflow changed.
+//!
+//! Each workflow's fixture, plan, answers and checks are one [`Case`], which
+//! `tests/it/mcp/vcr.rs` also plays over MCP, records and replays from the cassette.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -77,7 +80,7 @@ pub(crate) fn commit_all(project: &Project, message: &str) -> String {
 }
 
 /// The person's cargo (its registry cache, offline) for the Rust projects' checks.
-fn with_tools(mut cmd: Command) -> Command {
+pub(crate) fn with_tools(mut cmd: Command) -> Command {
     let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
     let cargo_home = std::env::var_os("CARGO_HOME").map_or(home.join(".cargo"), PathBuf::from);
     let rustup_home = std::env::var_os("RUSTUP_HOME").map_or(home.join(".rustup"), PathBuf::from);
@@ -105,17 +108,114 @@ fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
 fn answer_and_resume(project: &Project, answer: &str) -> Run {
     let id = last_run(project);
     project.run(&["answer", &id, answer], "").expect_code(0);
-    mekara(
-        project,
-        &[
-            "run",
-            "--resume",
-            &id,
-            "--agent-command",
-            AGENT_COMMAND,
-            "--json",
-        ],
-    )
+    mekara(project, &resume(&id))
+}
+
+/// The arguments that resume run `id` with the scripted agent.
+fn resume(id: &str) -> [&str; 6] {
+    [
+        "run",
+        "--resume",
+        id,
+        "--agent-command",
+        AGENT_COMMAND,
+        "--json",
+    ]
+}
+
+/// A check of what a workflow did, given the project.
+type Check = Box<dyn Fn(&Project)>;
+
+/// A check of what must not have happened yet, given the project and the index of the
+/// question about to be answered.
+type BeforeAnswer = Box<dyn Fn(&Project, usize)>;
+
+/// One workflow of the library on its fixture, as both drivers play it: unattended here
+/// ([`Case::unattended`]), and over MCP as an agent in a client does, recorded and replayed
+/// from the cassette (`tests/it/mcp/vcr.rs`).
+pub(crate) struct Case {
+    pub(crate) project: Project,
+    /// The workflow (`flow/commit`).
+    pub(crate) name: &'static str,
+    pub(crate) arguments: Vec<String>,
+    /// The agent's part: rules of `when` (a text of the llm step's instructions), `run` (a
+    /// shell command the agent runs in the project) and `outputs`, the first that matches.
+    pub(crate) plan: Json,
+    /// The person's answers to the workflow's questions, in order.
+    pub(crate) answers: Vec<&'static str>,
+    /// The `PATH` mekara runs with, when it must not be the test's (to leave out `gh`).
+    pub(crate) path: Option<&'static str>,
+    /// Called with the index of each question before it is answered: what must not have
+    /// happened yet.
+    asked: BeforeAnswer,
+    /// What the workflow must have done once it ended.
+    effects: Check,
+}
+
+impl Case {
+    fn new(project: Project, name: &'static str, plan: Json, effects: Check) -> Case {
+        Case {
+            project,
+            name,
+            arguments: Vec::new(),
+            plan,
+            answers: Vec::new(),
+            path: None,
+            asked: Box::new(|_, _| {}),
+            effects,
+        }
+    }
+
+    /// The person gives `answers`, in order; `asked` checks the project before each.
+    fn answering(
+        mut self,
+        answers: &[&'static str],
+        asked: impl Fn(&Project, usize) + 'static,
+    ) -> Case {
+        self.answers = answers.to_vec();
+        self.asked = Box::new(asked);
+        self
+    }
+
+    /// Checks the project before the question with index `index` is answered.
+    pub(crate) fn before_answer(&self, index: usize) {
+        (self.asked)(&self.project, index);
+    }
+
+    /// Checks what the workflow changed, once it has ended.
+    pub(crate) fn check_effects(&self) {
+        (self.effects)(&self.project);
+    }
+
+    /// `mekara ARGS` with the tools the checks need and the case's `PATH`.
+    fn mekara(&self, args: &[&str]) -> Run {
+        let mut cmd = with_tools(self.project.command(args));
+        if let Some(path) = self.path {
+            cmd.env("PATH", path);
+        }
+        crate::common::run_with_stdin(cmd, "")
+    }
+
+    /// Runs the workflow with `mekara run --agent-command` (the scripted agent following the
+    /// plan), answers each question with `mekara answer` and resumes, then checks the effects.
+    fn unattended(&self) {
+        self.project
+            .write("agent/plan.json", &self.plan.to_string());
+        let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", self.name];
+        args.extend(self.arguments.iter().map(String::as_str));
+        let mut run = self.mekara(&args);
+        for (index, answer) in self.answers.iter().enumerate() {
+            assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+            self.before_answer(index);
+            let id = last_run(&self.project);
+            self.project
+                .run(&["answer", &id, answer], "")
+                .expect_code(0);
+            run = self.mekara(&resume(&id));
+        }
+        completed(&run);
+        self.check_effects();
+    }
 }
 
 pub(crate) fn last_run(project: &Project) -> String {
@@ -152,7 +252,7 @@ fn outputs(project: &Project) -> String {
 }
 
 /// The requests the scripted agent got.
-fn calls(project: &Project) -> Vec<Json> {
+pub(crate) fn calls(project: &Project) -> Vec<Json> {
     std::fs::read_to_string(project.root().join("agent/calls.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -313,8 +413,16 @@ fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
 
 // ---- the workflows, one end-to-end run each ----
 
-#[test]
-fn commit_runs_the_checks_and_commits_the_chosen_files_in_the_projects_convention() {
+/// The text of the first llm step the agent got.
+fn first_prompt(project: &Project) -> String {
+    calls(project)[0]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `flow/commit` in a Rust project with a `fix:`-style history, a change and a stray file.
+pub(crate) fn commit() -> Case {
     let project = rust_project();
     project.write(
         "src/lib.rs",
@@ -331,36 +439,45 @@ fn commit_runs_the_checks_and_commits_the_chosen_files_in_the_projects_conventio
         "when": "Steps 4 and 5",
         "outputs": {"files": "src/lib.rs\n", "message": message},
     }]);
-    completed(&flow(&project, &plan, "flow/commit", &[]));
-    assert_eq!(
-        git(&project, &["log", "-1", "--format=%B"]),
-        message,
-        "the message is the agent's"
-    );
-    assert_eq!(
-        git(&project, &["show", "--name-only", "--format=", "HEAD"]),
-        "src/lib.rs"
-    );
-    assert_eq!(read(&project, ".git/MEKARA_COMMIT_MSG").trim(), message);
-    assert_eq!(git(&project, &["status", "--porcelain"]), "?? scratch.txt");
-    // The checks ran before, and the agent saw the convention in the log.
-    assert!(
-        outputs(&project).contains("test tests::adds ... ok"),
-        "{}",
-        outputs(&project)
-    );
-    let prompt = calls(&project)[0]["prompt"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        prompt.contains("fix: add without overflow panics"),
-        "{prompt}"
-    );
+    Case::new(
+        project,
+        "flow/commit",
+        plan,
+        Box::new(move |project| {
+            assert_eq!(
+                git(project, &["log", "-1", "--format=%B"]),
+                message,
+                "the message is the agent's"
+            );
+            assert_eq!(
+                git(project, &["show", "--name-only", "--format=", "HEAD"]),
+                "src/lib.rs"
+            );
+            assert_eq!(read(project, ".git/MEKARA_COMMIT_MSG").trim(), message);
+            assert_eq!(git(project, &["status", "--porcelain"]), "?? scratch.txt");
+            // The checks ran before, and the agent saw the convention in the log.
+            assert!(
+                outputs(project).contains("test tests::adds ... ok"),
+                "{}",
+                outputs(project)
+            );
+            let prompt = first_prompt(project);
+            assert!(
+                prompt.contains("fix: add without overflow panics"),
+                "{prompt}"
+            );
+        }),
+    )
 }
 
 #[test]
-fn release_asks_the_bump_and_the_confirmation_then_writes_the_version_changelog_commit_and_tag() {
+fn commit_runs_the_checks_and_commits_the_chosen_files_in_the_projects_convention() {
+    commit().unattended();
+}
+
+/// `flow/release` of a JavaScript project tagged `v1.2.3` with a changelog: the person bumps
+/// the minor version and says yes.
+pub(crate) fn release() -> Case {
     let project = js_project();
     project.write(
         "CHANGELOG.md",
@@ -372,45 +489,47 @@ fn release_asks_the_bump_and_the_confirmation_then_writes_the_version_changelog_
     commit_all(&project, "Explain the greeting");
     let entry = "## v1.3.0\n\n### Changed\n\n- The greeting is explained.";
     let plan = json!([{"when": "Step 5: draft the changelog entry for v1.3.0", "outputs": {"entry": entry}}]);
-    let first = flow(&project, &plan, "flow/release", &[]);
-    assert_eq!(
-        state(&first),
-        "waiting",
-        "{}\n{}",
-        first.stdout,
-        first.stderr
-    );
-    assert!(
-        calls(&project).is_empty(),
-        "the bump is the person's, not the agent's"
-    );
-    let confirm = answer_and_resume(&project, "minor");
-    assert_eq!(state(&confirm), "waiting", "{}", confirm.stderr);
-    assert_eq!(
-        git(&project, &["tag", "--list"]),
-        "v1.2.3",
-        "nothing is tagged before yes"
-    );
-    completed(&answer_and_resume(&project, "yes"));
-    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
-    assert_eq!(
-        git(&project, &["log", "-1", "--format=%s"]),
-        "Release v1.3.0"
-    );
-    assert!(read(&project, "package.json").contains("\"version\": \"1.3.0\""));
-    assert_eq!(
-        read(&project, "CHANGELOG.md"),
-        format!("# Changelog\n\n{entry}\n\n## v1.2.3\n\n- First release.\n")
-    );
-    // The log since the last tag went to the agent, and only that.
-    let prompt = calls(&project)[0]["prompt"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        prompt.contains("Explain the greeting") && !prompt.contains("Add a changelog"),
-        "{prompt}"
-    );
+    Case::new(
+        project,
+        "flow/release",
+        plan,
+        Box::new(move |project| {
+            assert_eq!(git(project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
+            assert_eq!(
+                git(project, &["log", "-1", "--format=%s"]),
+                "Release v1.3.0"
+            );
+            assert!(read(project, "package.json").contains("\"version\": \"1.3.0\""));
+            assert_eq!(
+                read(project, "CHANGELOG.md"),
+                format!("# Changelog\n\n{entry}\n\n## v1.2.3\n\n- First release.\n")
+            );
+            // The log since the last tag went to the agent, and only that.
+            let prompt = first_prompt(project);
+            assert!(
+                prompt.contains("Explain the greeting") && !prompt.contains("Add a changelog"),
+                "{prompt}"
+            );
+        }),
+    )
+    .answering(&["minor", "yes"], |project, index| {
+        if index == 0 {
+            assert!(
+                calls(project).is_empty(),
+                "the bump is the person's, not the agent's"
+            );
+        }
+        assert_eq!(
+            git(project, &["tag", "--list"]),
+            "v1.2.3",
+            "nothing is tagged before yes"
+        );
+    })
+}
+
+#[test]
+fn release_asks_the_bump_and_the_confirmation_then_writes_the_version_changelog_commit_and_tag() {
+    release().unattended();
 }
 
 #[test]
@@ -426,8 +545,8 @@ fn release_declined_changes_nothing() {
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
 }
 
-#[test]
-fn fix_ci_hands_the_failing_test_to_the_agent_and_runs_it_again_until_it_passes() {
+/// `flow/fix-ci` in a Python project whose `spread` adds where it should subtract.
+pub(crate) fn fix_ci() -> Case {
     let project = python_project();
     project.write(
         "stats.py",
@@ -441,24 +560,35 @@ fn fix_ci_hands_the_failing_test_to_the_agent_and_runs_it_again_until_it_passes(
         "run": "sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)  /' stats.py",
         "outputs": {"fix": "spread added the minimum instead of subtracting it"},
     }]);
-    completed(&flow(&project, &plan, "flow/fix-ci", &[]));
-    assert!(read(&project, "stats.py").contains("max(xs) - min(xs)"));
-    assert_eq!(calls(&project).len(), 1, "{:#?}", calls(&project));
-    let checks: Vec<bool> = steps(&project)
-        .iter()
-        .filter(|s| {
-            s["result"]["exit_code"].is_i64()
-                && s["context"]
-                    .as_str()
-                    .is_some_and(|c| c.contains(python_check()))
-        })
-        .map(|s| s["result"]["exit_code"] == 0)
-        .collect();
-    assert_eq!(
-        checks,
-        [false, true, true],
-        "failed, passed again, passed with the rest"
-    );
+    Case::new(
+        project,
+        "flow/fix-ci",
+        plan,
+        Box::new(|project| {
+            assert!(read(project, "stats.py").contains("max(xs) - min(xs)"));
+            assert_eq!(calls(project).len(), 1, "{:#?}", calls(project));
+            let checks: Vec<bool> = steps(project)
+                .iter()
+                .filter(|s| {
+                    s["result"]["exit_code"].is_i64()
+                        && s["context"]
+                            .as_str()
+                            .is_some_and(|c| c.contains(python_check()))
+                })
+                .map(|s| s["result"]["exit_code"] == 0)
+                .collect();
+            assert_eq!(
+                checks,
+                [false, true, true],
+                "failed, passed again, passed with the rest"
+            );
+        }),
+    )
+}
+
+#[test]
+fn fix_ci_hands_the_failing_test_to_the_agent_and_runs_it_again_until_it_passes() {
+    fix_ci().unattended();
 }
 
 #[test]
@@ -487,8 +617,9 @@ fn fix_ci_stops_after_its_attempts_and_says_what_still_fails() {
     );
 }
 
-#[test]
-fn bisect_finds_the_commit_that_broke_the_check() {
+/// `flow/bisect` from the first commit of a Python project, four commits later, one of which
+/// broke `mean`.
+pub(crate) fn bisect() -> Case {
     let project = python_project();
     let good = git(&project, &["rev-parse", "HEAD"]);
     project.write("notes.md", "one\n");
@@ -506,15 +637,28 @@ fn bisect_finds_the_commit_that_broke_the_check() {
         "when": "Step 5:",
         "outputs": {"explanation": "stats.py:2: mean rounds down and adds one"},
     }]);
-    completed(&flow(&project, &plan, "flow/bisect", &[&good]));
-    assert!(
-        outputs(&project).contains(&format!("first bad {bad}")),
-        "{}",
-        outputs(&project)
+    let mut case = Case::new(
+        project,
+        "flow/bisect",
+        plan,
+        Box::new(move |project| {
+            assert!(
+                outputs(project).contains(&format!("first bad {bad}")),
+                "{}",
+                outputs(project)
+            );
+            // Bisect ends where it started.
+            assert_eq!(git(project, &["branch", "--show-current"]), "main");
+            assert_eq!(git(project, &["log", "-1", "--format=%s"]), "Readme");
+        }),
     );
-    // Bisect ends where it started.
-    assert_eq!(git(&project, &["branch", "--show-current"]), "main");
-    assert_eq!(git(&project, &["log", "-1", "--format=%s"]), "Readme");
+    case.arguments = vec![good];
+    case
+}
+
+#[test]
+fn bisect_finds_the_commit_that_broke_the_check() {
+    bisect().unattended();
 }
 
 /// A Rust project that pins two dependencies from the registry cache below their newest
@@ -533,32 +677,41 @@ fn outdated_rust_project() -> Project {
     project
 }
 
-#[test]
-fn upgrade_deps_keeps_the_upgrade_that_passes_and_reverts_the_one_that_breaks() {
+/// `flow/upgrade-deps` in [`outdated_rust_project`].
+pub(crate) fn upgrade_deps() -> Case {
     let project = outdated_rust_project();
     let before = git(&project, &["rev-parse", "HEAD"]);
-    completed(&flow(&project, &json!([]), "flow/upgrade-deps", &[]));
-    let toml = read(&project, "Cargo.toml");
-    assert!(toml.contains("bitflags = \"1\""), "reverted: {toml}");
-    assert!(toml.contains("strsim = \"0.11.1\""), "upgraded: {toml}");
-    assert_eq!(
-        git(
-            &project,
-            &["log", "--format=%s", &format!("{before}..HEAD")]
-        ),
-        "Upgrade strsim from 0.10.0 to 0.11.1"
-    );
-    assert_eq!(git(&project, &["status", "--porcelain"]), "");
-    let out = outputs(&project);
-    assert!(
-        out.contains("Upgraded: strsim 0.10.0 → 0.11.1")
-            && out.contains("Reverted: bitflags 1.3.2 → 2.13.2 (cargo test failed)"),
-        "{out}"
-    );
+    Case::new(
+        project,
+        "flow/upgrade-deps",
+        json!([]),
+        Box::new(move |project| {
+            let toml = read(project, "Cargo.toml");
+            assert!(toml.contains("bitflags = \"1\""), "reverted: {toml}");
+            assert!(toml.contains("strsim = \"0.11.1\""), "upgraded: {toml}");
+            assert_eq!(
+                git(project, &["log", "--format=%s", &format!("{before}..HEAD")]),
+                "Upgrade strsim from 0.10.0 to 0.11.1"
+            );
+            assert_eq!(git(project, &["status", "--porcelain"]), "");
+            let out = outputs(project);
+            assert!(
+                out.contains("Upgraded: strsim 0.10.0 → 0.11.1")
+                    && out.contains("Reverted: bitflags 1.3.2 → 2.13.2 (cargo test failed)"),
+                "{out}"
+            );
+        }),
+    )
 }
 
 #[test]
-fn docs_sync_finds_the_option_the_readme_names_that_the_code_no_longer_has_and_fixes_it() {
+fn upgrade_deps_keeps_the_upgrade_that_passes_and_reverts_the_one_that_breaks() {
+    upgrade_deps().unattended();
+}
+
+/// `flow/docs-sync` in a JavaScript project whose README still names `--loud`, renamed
+/// `--shout` in the code.
+pub(crate) fn docs_sync() -> Case {
     let project = js_project();
     project.write("cli.js", &JS_CLI.replace("--loud", "--shout"));
     commit_all(&project, "Rename --loud to --shout");
@@ -571,25 +724,38 @@ fn docs_sync_finds_the_option_the_readme_names_that_the_code_no_longer_has_and_f
             "outputs": {"fixed": "README.md names --shout"},
         },
     ]);
-    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
-    assert!(read(&project, "README.md").contains("`--shout` shouts"));
-    let calls = calls(&project);
-    // The agent compared with what the docs say in front of it, and got the drift to fix.
-    let compare = calls[0]["prompt"].as_str().unwrap_or_default();
-    assert!(
-        compare.contains("README.md:7:`--loud` shouts the greeting."),
-        "{compare}"
-    );
-    assert!(
-        calls[1]["prompt"]
-            .as_str()
-            .unwrap_or_default()
-            .contains(drift)
-    );
+    Case::new(
+        project,
+        "flow/docs-sync",
+        plan,
+        Box::new(move |project| {
+            assert!(read(project, "README.md").contains("`--shout` shouts"));
+            let calls = calls(project);
+            // The agent compared with what the docs say in front of it, and got the drift to
+            // fix.
+            let compare = calls[0]["prompt"].as_str().unwrap_or_default();
+            assert!(
+                compare.contains("README.md:7:`--loud` shouts the greeting."),
+                "{compare}"
+            );
+            assert!(
+                calls[1]["prompt"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(drift)
+            );
+        }),
+    )
 }
 
 #[test]
-fn triage_reproduces_the_bug_with_a_failing_test_and_applies_the_fix_the_person_accepts() {
+fn docs_sync_finds_the_option_the_readme_names_that_the_code_no_longer_has_and_fixes_it() {
+    docs_sync().unattended();
+}
+
+/// `flow/triage` of "the mean of an empty list crashes" in a Python project: the person
+/// accepts the fix.
+pub(crate) fn triage() -> Case {
     let project = python_project();
     let test = "import unittest\nfrom stats import mean\n\n\nclass Empty(unittest.TestCase):\n    def test_empty(self):\n        self.assertEqual(mean([]), 0)\n";
     let plan = json!([
@@ -608,37 +774,45 @@ fn triage_reproduces_the_bug_with_a_failing_test_and_applies_the_fix_the_person_
             "outputs": {"changed": "stats.py"},
         },
     ]);
-    let asked = flow(
-        &project,
-        &plan,
+    let mut case = Case::new(
+        project,
         "flow/triage",
-        &["mean of an empty list crashes"],
-    );
-    assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
-    assert!(
-        read(&project, "stats.py").contains("return sum(xs) / len(xs)\n"),
-        "not applied before the answer"
-    );
-    completed(&answer_and_resume(&project, "apply"));
-    assert!(read(&project, "stats.py").contains("if xs else 0"));
-    let results: Vec<i64> = steps(&project)
-        .iter()
-        .filter(|s| {
-            s["context"]
-                .as_str()
-                .is_some_and(|c| c.contains("the new test"))
-        })
-        .filter_map(|s| s["result"]["exit_code"].as_i64())
-        .collect();
-    assert_eq!(results.len(), 2);
-    assert!(
-        results[0] != 0 && results[1] == 0,
-        "failed before the fix, passed after: {results:?}"
-    );
+        plan,
+        Box::new(|project| {
+            assert!(read(project, "stats.py").contains("if xs else 0"));
+            let results: Vec<i64> = steps(project)
+                .iter()
+                .filter(|s| {
+                    s["context"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("the new test"))
+                })
+                .filter_map(|s| s["result"]["exit_code"].as_i64())
+                .collect();
+            assert_eq!(results.len(), 2);
+            assert!(
+                results[0] != 0 && results[1] == 0,
+                "failed before the fix, passed after: {results:?}"
+            );
+        }),
+    )
+    .answering(&["apply"], |project, _| {
+        assert!(
+            read(project, "stats.py").contains("return sum(xs) / len(xs)\n"),
+            "not applied before the answer"
+        );
+    });
+    case.arguments = vec!["mean of an empty list crashes".to_string()];
+    case
 }
 
 #[test]
-fn test_gaps_hands_the_agent_the_changed_lines_and_runs_the_tests_it_writes() {
+fn triage_reproduces_the_bug_with_a_failing_test_and_applies_the_fix_the_person_accepts() {
+    triage().unattended();
+}
+
+/// `flow/test-gaps` in a Python project with an uncommitted new function.
+pub(crate) fn test_gaps() -> Case {
     let project = python_project();
     project.write(
         "stats.py",
@@ -650,50 +824,66 @@ fn test_gaps_hands_the_agent_the_changed_lines_and_runs_the_tests_it_writes() {
         "run": format!("printf '%s' '{test}' > test_middle.py"),
         "outputs": {"tests": "test_middle.py checks middle"},
     }]);
-    completed(&flow(&project, &plan, "flow/test-gaps", &[]));
-    let prompt = calls(&project)[0]["prompt"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        prompt.contains("stats.py: lines 7, 8, 9, 10, 11"),
-        "{prompt}"
-    );
-    assert!(!prompt.contains("test_stats.py"), "{prompt}");
-    let ran = outputs(&project);
-    assert!(
-        ran.contains("Ran 3 tests") || ran.contains("3 passed"),
-        "{ran}"
-    );
+    Case::new(
+        project,
+        "flow/test-gaps",
+        plan,
+        Box::new(|project| {
+            let prompt = first_prompt(project);
+            assert!(
+                prompt.contains("stats.py: lines 7, 8, 9, 10, 11"),
+                "{prompt}"
+            );
+            assert!(!prompt.contains("test_stats.py"), "{prompt}");
+            let ran = outputs(project);
+            assert!(
+                ran.contains("Ran 3 tests") || ran.contains("3 passed"),
+                "{ran}"
+            );
+        }),
+    )
 }
 
 #[test]
-fn review_asks_again_for_findings_without_a_place_and_reports_them() {
+fn test_gaps_hands_the_agent_the_changed_lines_and_runs_the_tests_it_writes() {
+    test_gaps().unattended();
+}
+
+/// `flow/review` of an uncommitted change that breaks the JavaScript project's test; the
+/// agent's first findings name no place.
+pub(crate) fn review() -> Case {
     let project = js_project();
     project.write("cli.js", &JS_CLI.replace("\"Hello, \"", "\"Hi, \""));
     let plan = json!([
         {"when": "do not start with `path:line:`", "outputs": {"findings": "cli.js:3: the greeting changed but test.js still expects `Hello`"}},
         {"when": "Step 4: review", "outputs": {"findings": "the greeting changed"}},
     ]);
-    completed(&flow(&project, &plan, "flow/review", &[]));
-    assert_eq!(calls(&project).len(), 2);
-    let out = outputs(&project);
-    assert!(
-        out.contains("cli.js:3: the greeting changed but test.js still expects `Hello`"),
-        "{out}"
-    );
-    // The failing check went into the review, and the review changed nothing.
-    assert!(
-        calls(&project)[0]["prompt"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("these checks fail: npm test")
-    );
-    assert_eq!(git(&project, &["status", "--porcelain"]), "M cli.js");
+    Case::new(
+        project,
+        "flow/review",
+        plan,
+        Box::new(|project| {
+            assert_eq!(calls(project).len(), 2);
+            let out = outputs(project);
+            assert!(
+                out.contains("cli.js:3: the greeting changed but test.js still expects `Hello`"),
+                "{out}"
+            );
+            // The failing check went into the review, and the review changed nothing.
+            assert!(first_prompt(project).contains("these checks fail: npm test"));
+            assert_eq!(git(project, &["status", "--porcelain"]), "M cli.js");
+        }),
+    )
 }
 
 #[test]
-fn pr_makes_a_branch_pushes_it_after_yes_and_prints_the_description_without_gh() {
+fn review_asks_again_for_findings_without_a_place_and_reports_them() {
+    review().unattended();
+}
+
+/// `flow/pr` of a commit on `main` of a Rust project with a remote (a bare repository beside
+/// it) and no `gh`: the person says yes.
+pub(crate) fn pr() -> Case {
     let project = rust_project();
     let remote = project.dir.path().join("remote.git");
     let init = Command::new("git")
@@ -716,13 +906,7 @@ fn pr_makes_a_branch_pushes_it_after_yes_and_prints_the_description_without_gh()
         {"when": "Choose a short branch name", "outputs": {"branch": "saturating-add"}},
         {"when": "Step 4: write the pull request", "outputs": {"title": "Saturating add", "body": "Adds without overflow.\n\nTested with cargo test."}},
     ]);
-    let asked = flow(&project, &plan, "flow/pr", &[]);
-    assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
-    assert_eq!(
-        git(&project, &["branch", "--show-current"]),
-        "saturating-add"
-    );
-    let remote_branches = || {
+    let remote_branches = move || {
         let out = Command::new("git")
             .args(["branch", "--list"])
             .current_dir(&remote)
@@ -730,29 +914,38 @@ fn pr_makes_a_branch_pushes_it_after_yes_and_prints_the_description_without_gh()
             .expect("git");
         String::from_utf8_lossy(&out.stdout).to_string()
     };
-    assert!(
-        !remote_branches().contains("saturating-add"),
-        "nothing pushed before yes"
-    );
-    // Without gh on PATH, the description is printed for the person to paste.
-    let id = last_run(&project);
-    project.run(&["answer", &id, "yes"], "").expect_code(0);
-    let mut resume = with_tools(project.command(&[
-        "run",
-        "--resume",
-        &id,
-        "--agent-command",
-        AGENT_COMMAND,
-        "--json",
-    ]));
-    resume.env("PATH", "/usr/bin:/bin");
-    completed(&crate::common::run_with_stdin(resume, ""));
-    assert!(remote_branches().contains("saturating-add"));
-    let out = outputs(&project);
-    assert!(
-        out.contains("gh is not installed") && out.contains("Tested with cargo test."),
-        "{out}"
-    );
+    let pushed = remote_branches.clone();
+    let mut case = Case::new(
+        project,
+        "flow/pr",
+        plan,
+        Box::new(move |project| {
+            assert!(pushed().contains("saturating-add"));
+            // Without gh on PATH, the description is printed for the person to paste.
+            let out = outputs(project);
+            assert!(
+                out.contains("gh is not installed") && out.contains("Tested with cargo test."),
+                "{out}"
+            );
+        }),
+    )
+    .answering(&["yes"], move |project, _| {
+        assert_eq!(
+            git(project, &["branch", "--show-current"]),
+            "saturating-add"
+        );
+        assert!(
+            !remote_branches().contains("saturating-add"),
+            "nothing pushed before yes"
+        );
+    });
+    case.path = Some("/usr/bin:/bin");
+    case
+}
+
+#[test]
+fn pr_makes_a_branch_pushes_it_after_yes_and_prints_the_description_without_gh() {
+    pr().unattended();
 }
 
 #[test]

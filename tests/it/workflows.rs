@@ -582,6 +582,15 @@ const LIBRARY: [&str; 10] = [
     "flow:upgrade-deps",
 ];
 
+/// The row of `mekara scripts` that lists `name`.
+fn listed_row<'a>(listed: &'a Run, name: &str) -> &'a str {
+    listed
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} is not listed:\n{}", listed.stdout))
+}
+
 #[test]
 fn every_workflow_of_the_library_passes_check_and_is_listed_with_a_description() {
     let project = Project::new();
@@ -600,13 +609,42 @@ fn every_workflow_of_the_library_passes_check_and_is_listed_with_a_description()
     let listed = project.run(&["scripts"], "");
     listed.expect_code(0);
     for name in LIBRARY {
-        let row = listed
-            .stdout
-            .lines()
-            .find(|l| l.starts_with(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("{name} is not listed:\n{}", listed.stdout));
+        let row = listed_row(&listed, name);
         let description = row.split("compiled").nth(1).unwrap_or_default().trim();
         assert!(description.len() > 20, "{name} has no description: {row}");
+    }
+}
+
+#[test]
+fn every_workflow_of_the_library_ejects_and_the_copy_is_the_one_listed_and_checked() {
+    let project = Project::new();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    for name in LIBRARY {
+        let path = name.replace(':', "/");
+        project.run(&["scripts", "eject", name], "").expect_code(0);
+        for file in [format!("nl/{path}.md"), format!("compiled/{path}.star")] {
+            let copied =
+                std::fs::read_to_string(project.root().join(".mekara/scripts").join(&file))
+                    .unwrap_or_else(|e| panic!("{name}: `{file}` was not copied: {e}"));
+            let bundled = std::fs::read_to_string(source.join(&file)).expect("bundled");
+            assert_eq!(copied, bundled, "{name}: `{file}`");
+        }
+    }
+    let listed = project.run(&["scripts"], "");
+    let check = project.run(&["check"], "");
+    check.expect_code(0);
+    for name in LIBRARY {
+        let row = listed_row(&listed, name);
+        assert!(row.contains(" project "), "{row}");
+        assert!(
+            check.stdout.contains(&format!(
+                "{name}: ok ({}/.mekara/scripts/compiled/{}.star)",
+                project.root().display(),
+                name.replace(':', "/")
+            )),
+            "{name}:\n{}",
+            check.stdout
+        );
     }
 }
 

@@ -1,13 +1,16 @@
 //! VCR: sessions recorded with `MEKARA_VCR_CASSETTE`, replayed by `mekara vcr replay`
 //! through the real session code with nothing run; the committed cassettes of the bundled
-//! test scripts replay too.
+//! test scripts replay too, and each workflow of the library (`flow/*`) is recorded on its
+//! fixture and replayed in another folder.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::json;
 
 use super::client::{Client, fixed_shuf_path};
 use crate::common::Project;
+use crate::library::{self, Case};
 
 fn cassettes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cassettes")
@@ -113,7 +116,7 @@ async fn a_replay_fails_at_the_first_difference() {
     );
     failed(
         "a version mekara does not know",
-        replay(&recorded.replace("version = 2", "version = 9")),
+        replay(&recorded.replace("version = 3", "version = 9")),
     );
     failed(
         "the last call has no reply",
@@ -280,50 +283,147 @@ async fn a_session_that_ejected_a_script_replays_in_another_checkout() {
     replay(&recording, &old).expect_code(0);
 }
 
-/// A workflow of the library (`flow/release`) played over MCP in a real JavaScript repository
-/// and recorded: the person's answers come through the agent's `continue_compiled_script`, as
-/// in Claude Code. The cassette then replays with nothing on `PATH` (no git, no npm): every
-/// shell step's result comes from the cassette, and each reply must match the recorded one.
+/// Regression: a shell step's output that names the project's folder (cargo's `Compiling
+/// adder v0.4.1 (/home/ann/adder)`, a Python traceback's file) was recorded as printed, so in
+/// another checkout the replayed reply named the recording's folder and did not match; nor
+/// would a step whose command the script built from such an output. Cassettes write that
+/// folder as a placeholder, which a replay fills with its own.
 #[tokio::test]
-async fn a_recorded_release_of_the_library_replays_without_git_or_npm() {
-    use crate::library::{JS_CLI, commit_all, git, js_project, read};
-    let project = js_project();
-    git(&project, &["tag", "v1.2.3"]);
-    project.write("cli.js", &format!("{JS_CLI}// explained\n"));
-    commit_all(&project, "Explain the greeting");
-    let cassette = project.dir.path().join("release.toml");
-    let client = Client::start(&project, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
-    let bump = client
-        .call("start", json!({"name": "flow/release"}))
-        .await
-        .ok();
-    assert!(bump.contains("Which part to bump?"), "{bump}");
-    let draft = client.continue_with(json!({"answer": "minor"})).await.ok();
-    assert!(
-        draft.contains("draft the changelog entry for v1.3.0"),
-        "{draft}"
-    );
-    let entry = "## v1.3.0\n\n- The greeting is explained.";
-    let confirm = client.continue_with(json!({"entry": entry})).await.ok();
-    assert!(
-        confirm.contains("Release v1.3.0 with this changelog entry?"),
-        "{confirm}"
-    );
-    client.continue_with(json!({"answer": "yes"})).await.ok();
+async fn a_step_that_prints_the_projects_folder_replays_in_another_checkout() {
+    const WHERE: &str = "def execute(request):\n    here = auto(\"pwd\").output.strip()\n    auto(\"cat \" + here + \"/notes.txt\")\n";
+    let recording = Project::new();
+    let checkout = Project::new();
+    for project in [&recording, &checkout] {
+        project.script("where", "1. Show the notes.\n", Some(WHERE));
+    }
+    recording.write("notes.txt", "the notes\n");
+    let cassette = recording.dir.path().join("where.toml");
+    let client = Client::start(&recording, &[("MEKARA_VCR_CASSETTE", &cassette)]).await;
+    let reply = client.call("start", json!({"name": "where"})).await.ok();
+    assert!(reply.contains("the notes"), "{reply}");
     client.service.cancel().await.expect("close");
-    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
-    assert!(read(&project, "CHANGELOG.md").contains(entry));
-
-    let empty = project.dir.path().join("empty-bin");
+    let recorded = std::fs::read_to_string(&cassette).expect("cassette");
+    let root = recording.root().display().to_string();
+    assert!(!recorded.contains(&root), "{recorded}");
+    assert!(
+        recorded.contains("command = \"cat {{mekara:project}}/notes.txt\""),
+        "{recorded}"
+    );
+    let empty = checkout.dir.path().join("empty-bin");
     std::fs::create_dir_all(&empty).expect("mkdir");
-    let mut replay = project.command(&["vcr", "replay", cassette.to_str().expect("utf-8")]);
+    let mut replay = checkout.command(&["vcr", "replay", cassette.to_str().expect("utf-8")]);
     replay.env("PATH", &empty);
     let run = crate::common::run_with_stdin(replay, "");
-    run.expect_code(0);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
+/// Plays a workflow of the library over MCP as an agent in a client does, recording the
+/// session, checks what it changed as the unattended test does, then replays the cassette in
+/// another folder, without the fixture's files and with nothing on `PATH` (no git, cargo, npm
+/// or python): every shell step's result comes from the cassette, and each reply must match
+/// the recorded one.
+///
+/// Each reply's pending item decides the next call, as it would for the agent: a question
+/// gets the person's next answer and an llm step the case's plan (its first rule whose `when`
+/// is in the step: `run` runs in the project, `outputs` are given), both through
+/// `continue_compiled_script`. The llm steps are logged in `agent/calls.jsonl` as the
+/// scripted agent of the unattended tests logs them, for the case's checks.
+async fn recorded_and_replayed(case: Case) {
+    let project = &case.project;
+    let cassette = project.dir.path().join("cassette.toml");
+    let mut env: Vec<(String, PathBuf)> = library::with_tools(Command::new("mekara"))
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_str()?.to_string(), PathBuf::from(value?))))
+        .collect();
+    env.push(("MEKARA_VCR_CASSETTE".to_string(), cassette.clone()));
+    if let Some(path) = case.path {
+        env.push(("PATH".to_string(), PathBuf::from(path)));
+    }
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
+    let client = Client::start(project, &env).await;
+    let start = json!({"name": case.name, "arguments": case.arguments.join(" ")});
+    let mut reply = client.call("start", start).await.ok();
+    let mut calls = 1;
+    let mut answers = case.answers.iter().enumerate();
+    let mut log = String::new();
+    while let Some((_, turn)) = reply.rsplit_once("## Your turn") {
+        let outputs = if turn.starts_with(": ask the user") {
+            let (index, answer) = answers
+                .next()
+                .unwrap_or_else(|| panic!("a question the case has no answer for:\n{reply}"));
+            case.before_answer(index);
+            json!({ "answer": answer })
+        } else {
+            assert!(turn.starts_with(": llm step"), "not an llm step:\n{reply}");
+            log.push_str(&format!("{}\n", json!({"kind": "llm", "prompt": reply})));
+            project.write("agent/calls.jsonl", &log);
+            let rule = case
+                .plan
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|rule| rule["when"].as_str().is_some_and(|w| turn.contains(w)))
+                .unwrap_or_else(|| panic!("the plan has no rule for this llm step:\n{reply}"));
+            if let Some(run) = rule["run"].as_str() {
+                let ran = project.shell(run).output().expect("sh");
+                assert!(ran.status.success(), "{run}: {ran:?}");
+            }
+            rule["outputs"].clone()
+        };
+        reply = client.continue_with(outputs).await.ok();
+        calls += 1;
+    }
+    client.service.cancel().await.expect("close");
+    assert!(reply.contains("The script completed"), "{reply}");
+    assert!(answers.next().is_none(), "every answer is asked for");
+    case.check_effects();
+
+    let recorded = std::fs::read_to_string(&cassette).expect("cassette");
+    let shells = recorded.matches("[[event]]\nkind = \"shell\"").count();
+    assert!(shells > 0, "{recorded}");
+    // In another folder, without the fixture's files: the cassette is all it takes.
+    let elsewhere = Project::new();
+    let empty = elsewhere.dir.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let mut replay = elsewhere.command(&["vcr", "replay", cassette.to_str().expect("utf-8")]);
+    replay.env("PATH", &empty);
+    let run = crate::common::run_with_stdin(replay, "");
     assert!(
-        run.stdout.contains("replayed 4 calls and 10 shell steps")
+        run.code == Some(0)
+            && run
+                .stdout
+                .contains(&format!("replayed {calls} calls and {shells} shell steps"))
             && run.stdout.contains("every reply matched"),
-        "{}",
-        run.stdout
+        "{}\n{}",
+        run.stdout,
+        run.stderr
     );
 }
+
+/// One test per workflow of the library: `NAME` is played by [`recorded_and_replayed`] on
+/// the case `library::NAME`.
+macro_rules! recorded_workflows {
+    ($($name:ident),* $(,)?) => {
+        mod recorded {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::recorded_and_replayed(crate::library::$name()).await;
+                }
+            )*
+        }
+    };
+}
+
+recorded_workflows!(
+    commit,
+    pr,
+    review,
+    fix_ci,
+    release,
+    upgrade_deps,
+    docs_sync,
+    triage,
+    test_gaps,
+    bisect,
+);
