@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde_json::{Value as Json, json};
 
 use super::clients::{Client, Served};
-use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
+use super::headless::{Agent, Reply, Request, Stopped, run_agent, shell_quote};
+use super::rate_limit::{RateLimited, is_limit_status};
 use super::tools::{self, AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -365,9 +366,33 @@ impl Agent for ClaudeAgent {
             cancel,
         ) {
             Ok(stdout) => read_result(&stdout, request.wants_outputs()),
+            // Claude Code exits 1 on an API error, with its JSON result on stdout: a rate
+            // limit or an overload is told by the result's `api_error_status`.
+            Err(Stopped::Failed(error, said)) => match read_result(&said.stdout, false) {
+                limited @ Reply::RateLimited(..) => limited,
+                _ => Reply::Failed(error, AgentReport::default()),
+            },
             Err(stopped) => stopped.into(),
         }
     }
+}
+
+/// The API errors of Claude Code's result that are a rate limit (429, `rate_limit_error`) or
+/// an overload (529, `overloaded_error`), after Claude Code's own retries
+/// (`CLAUDE_CODE_MAX_RETRIES`, 10 by default) gave up.
+fn rate_limited(result: &Json) -> Option<RateLimited> {
+    let status = result.get("api_error_status").and_then(Json::as_u64);
+    let kind = result.get("api_error_type").and_then(Json::as_str);
+    let limited = status.is_some_and(is_limit_status)
+        || matches!(kind, Some("rate_limit_error" | "overloaded_error"));
+    if result.get("is_error").and_then(Json::as_bool) != Some(true) || !limited {
+        return None;
+    }
+    let text = result.get("result").and_then(Json::as_str).unwrap_or("");
+    Some(RateLimited::from_said(format!(
+        "Claude Code: {}",
+        text.trim()
+    )))
 }
 
 /// Reads the result object `claude -p --output-format json` prints.
@@ -408,6 +433,9 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
         ..AgentReport::default()
     };
     let text = result.get("result").and_then(Json::as_str).unwrap_or("");
+    if let Some(limited) = rate_limited(&result) {
+        return Reply::RateLimited(limited, report);
+    }
     if result.get("is_error").and_then(Json::as_bool) == Some(true) {
         let subtype = result
             .get("subtype")

@@ -16,7 +16,8 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use super::clients::{Client, Served};
-use super::headless::{Agent, Reply, Request, run_agent, shell_quote};
+use super::headless::{Agent, Reply, Request, Stopped, run_agent, shell_quote};
+use super::rate_limit::{RateLimited, says_limited};
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -227,6 +228,12 @@ impl Agent for CodexAgent {
             cancel,
         ) {
             Ok(stdout) => read_events(&stdout, request.wants_outputs()),
+            // Codex exits 1 when a turn fails, its events on stdout: a rate limit or an
+            // overload is told by the words of its `turn.failed`.
+            Err(Stopped::Failed(error, said)) => match read_events(&said.stdout, false) {
+                limited @ Reply::RateLimited(..) => limited,
+                _ => Reply::Failed(error, AgentReport::default()),
+            },
             Err(stopped) => stopped.into(),
         }
     }
@@ -308,6 +315,12 @@ fn read_events(stdout: &str, wants_outputs: bool) -> Reply {
         );
     }
     if let Some(failure) = failure {
+        // After its own retries (`request_max_retries` and `stream_max_retries` of the
+        // model provider), Codex says `exceeded retry limit, last status: 429 Too Many
+        // Requests`.
+        if says_limited(&failure) {
+            return Reply::RateLimited(RateLimited::from_said(format!("Codex: {failure}")), report);
+        }
         return Reply::Failed(format!("Codex failed: {failure}"), report);
     }
     if !wants_outputs {

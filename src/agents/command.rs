@@ -1,13 +1,15 @@
 //! `--agent-command CMD`: any agent CLI, through the JSON contract of
 //! `docs/agent-command.md`. CMD gets the [`Request`] as JSON on stdin and answers on stdout
-//! with `{"outputs": {...}}` or `{"error": "..."}`, and may add what it knows of itself
-//! (`session`, `cost_usd`, `input_tokens`, `output_tokens`).
+//! with `{"outputs": {...}}` or `{"error": "..."}` (with `"rate_limited": true` and
+//! perhaps `"retry_after": SECONDS` when the model turned it away for now), and may add
+//! what it knows of itself (`session`, `cost_usd`, `input_tokens`, `output_tokens`).
 
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
 use super::headless::{Agent, Reply, Request, run_agent};
+use super::rate_limit::RateLimited;
 use crate::display::json_type;
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -94,6 +96,13 @@ fn read_answer(stdout: &str) -> Reply {
         let error = error
             .as_str()
             .map_or_else(|| error.to_string(), str::to_string);
+        if answer.get("rate_limited").and_then(Json::as_bool) == Some(true) {
+            let mut limited = RateLimited::from_said(format!("the agent said: {error}"));
+            if let Some(seconds) = answer.get("retry_after").and_then(Json::as_f64) {
+                limited.retry_after = Duration::try_from_secs_f64(seconds.min(3600.0)).ok();
+            }
+            return Reply::RateLimited(limited, report);
+        }
         return Reply::Failed(format!("the agent said: {error}"), report);
     }
     match answer.remove("outputs") {

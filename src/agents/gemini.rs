@@ -15,6 +15,7 @@ use serde_json::{Value as Json, json};
 
 use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
+use super::rate_limit::{RateLimited, is_limit_status, says_limited};
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -100,9 +101,18 @@ impl Agent for GeminiAgent {
             cancel,
         ) {
             Ok(stdout) => read_result(&stdout, request.wants_outputs()),
-            Err(Stopped::Failed(error)) if error.contains(UNTRUSTED_FOLDER) => {
+            Err(Stopped::Failed(error, _)) if error.contains(UNTRUSTED_FOLDER) => {
                 Reply::Failed(untrusted(request), AgentReport::default())
             }
+            // Gemini CLI gives up on an API error with a non-zero exit and its JSON error
+            // last on stderr (`{"error": {"code": 429, ...}}`).
+            Err(Stopped::Failed(error, said)) => match read_result(&said.stdout, false) {
+                limited @ Reply::RateLimited(..) => limited,
+                _ => match read_result(&said.stderr, false) {
+                    limited @ Reply::RateLimited(..) => limited,
+                    _ => Reply::Failed(error, AgentReport::default()),
+                },
+            },
             Err(stopped) => stopped.into(),
         }
     }
@@ -157,6 +167,19 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
             .get("message")
             .and_then(Json::as_str)
             .map_or_else(|| error.to_string(), str::to_string);
+        // After its own retries (`general.maxAttempts` of its settings, 10 by default): 429
+        // for a rate limit or an exhausted quota, 503 for an overloaded model.
+        if error
+            .get("code")
+            .and_then(Json::as_u64)
+            .is_some_and(is_limit_status)
+            || says_limited(&message)
+        {
+            return Reply::RateLimited(
+                RateLimited::from_said(format!("Gemini CLI: {message}")),
+                report,
+            );
+        }
         return Reply::Failed(format!("Gemini CLI failed: {message}"), report);
     }
     if !wants_outputs {

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
+use super::rate_limit::RateLimited;
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
@@ -89,6 +90,9 @@ pub(crate) enum Reply {
     Malformed(String, AgentReport),
     /// It said it could not do the step, or it failed, hung or crashed.
     Failed(String, AgentReport),
+    /// The model turned it away for now (a rate limit or an overload): worth asking again
+    /// after a wait.
+    RateLimited(RateLimited, AgentReport),
     /// The run was stopped (Ctrl-C) while the agent worked.
     Cancelled,
 }
@@ -177,16 +181,32 @@ impl Spent {
 
 /// Why an agent process gave no answer to read.
 pub(super) enum Stopped {
-    /// It failed, hung or crashed, or could not be started.
-    Failed(String),
+    /// It failed, hung or crashed, or could not be started: the error, and what it wrote
+    /// (empty when it did not run).
+    Failed(String, Said),
     /// The run was stopped (Ctrl-C).
     Cancelled,
+}
+
+/// What a failed agent process wrote, for its adapter to read its client's error in.
+#[derive(Debug, Default)]
+pub(super) struct Said {
+    /// All of its stdout.
+    pub stdout: String,
+    /// The end of its stderr.
+    pub stderr: String,
+}
+
+impl Stopped {
+    fn failed(error: String) -> Stopped {
+        Stopped::Failed(error, Said::default())
+    }
 }
 
 impl From<Stopped> for Reply {
     fn from(stopped: Stopped) -> Reply {
         match stopped {
-            Stopped::Failed(error) => Reply::Failed(error, AgentReport::default()),
+            Stopped::Failed(error, _) => Reply::Failed(error, AgentReport::default()),
             Stopped::Cancelled => Reply::Cancelled,
         }
     }
@@ -207,12 +227,12 @@ pub(super) fn run_agent(
         .prefix("mekara-agent-")
         .tempdir()
         .map_err(|e| {
-            Stopped::Failed(format!("cannot make a folder for the agent's answer: {e}"))
+            Stopped::failed(format!("cannot make a folder for the agent's answer: {e}"))
         })?;
     let input = files.path().join("request");
     let answer = files.path().join("answer");
     std::fs::write(&input, stdin)
-        .map_err(|e| Stopped::Failed(format!("cannot write the agent's request: {e}")))?;
+        .map_err(|e| Stopped::failed(format!("cannot write the agent's request: {e}")))?;
     // The shell's own stdout and stderr are the step's one pipe: the agent's stdout goes to
     // a file instead, so what it logs on stderr cannot mix into its answer.
     let step = ShellStep {
@@ -255,7 +275,7 @@ pub(super) fn run_agent(
         let size = std::fs::metadata(&answer).map_or(stdout.len(), |m| {
             usize::try_from(m.len()).unwrap_or(usize::MAX)
         });
-        return Err(Stopped::Failed(format!(
+        return Err(Stopped::failed(format!(
             "{}; it was stopped",
             too_large("the agent's answer", size)
         )));
@@ -272,17 +292,20 @@ pub(super) fn run_agent(
         } else {
             format!("the agent {error}")
         };
-        let said = crate::display::clipped(stdout.trim(), 2000);
-        let error = if said.is_empty() {
-            error
-        } else {
-            format!("{error}; it wrote: {said}")
+        let error = match crate::display::clipped(stdout.trim(), 2000) {
+            said if said.is_empty() => error,
+            said => format!("{error}; it wrote: {said}"),
         };
-        let error = match stderr_tail(&stderr) {
+        let tail = stderr_tail(&stderr);
+        let error = match &tail {
             Some(tail) => format!("{error}; on stderr it said: {tail}"),
             None => error,
         };
-        return Err(Stopped::Failed(error));
+        let said = Said {
+            stdout,
+            stderr: tail.unwrap_or_default(),
+        };
+        return Err(Stopped::Failed(error, said));
     }
     Ok(stdout)
 }

@@ -11,6 +11,8 @@
 //! - [`reply`]: every word said to the agent: replies, refusals, progress, prompts;
 //! - [`headless`]: the request an agent process gets in an unattended run and the answer it
 //!   gives back, and what every headless adapter shares;
+//! - [`rate_limit`]: a rate limit or an overload of the model an agent process met, and the
+//!   backoff an unattended run waits it out with;
 //! - [`clients`]: what mekara knows of a client ([`Client`]), and the values of `--client`
 //!   and `--agent`;
 //! - one file per agent client ([`claude`], [`opencode`], [`codex`], [`gemini`], [`qwen`],
@@ -27,6 +29,7 @@ pub(crate) mod headless;
 pub(crate) mod history;
 pub(crate) mod opencode;
 pub(crate) mod qwen;
+pub(crate) mod rate_limit;
 pub(crate) mod reply;
 pub(crate) mod session;
 pub(crate) mod tools;

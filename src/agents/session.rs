@@ -161,6 +161,20 @@ impl Session {
         self.reply(AgentTool::Continue, outcome, events, String::new())
     }
 
+    /// Journals a wait for a rate limit before the agent is asked about `step` again
+    /// (`attempt`); see `Executor::note_wait`.
+    pub(crate) fn note_wait(
+        &mut self,
+        step: String,
+        attempt: u32,
+        wait: std::time::Duration,
+        said: String,
+    ) -> Result<(), String> {
+        self.executor
+            .note_wait(step, attempt, wait, said)
+            .map_err(|e| e.to_string())
+    }
+
     /// The token that stops the running step of this session from another thread.
     pub(crate) fn cancel_token(&self) -> crate::engine::CancelToken {
         self.executor.cancel_token()

@@ -446,6 +446,25 @@ fn show_event(out: &mut String, event: &Event) {
                 ));
             }
         }
+        Event::Wait(wait) => {
+            let indent = "  ".repeat(wait.depth + 1);
+            out.push_str(&format!(
+                "{indent}⏸ `{}` rate-limited by the model, {}: a wait of {} before attempt {}; it said: {}\n",
+                wait.step,
+                format_time(wait.at),
+                crate::agents::rate_limit::shown(std::time::Duration::from_millis(wait.wait_ms)),
+                wait.attempt,
+                indent_lines(
+                    &crate::display::clipped(wait.said.trim(), 500),
+                    &indent
+                )
+            ));
+        }
+        Event::Ignored(ignored) => out.push_str(&format!(
+            "· a `{}` event from a later mekara, {} (skipped)\n",
+            ignored.kind,
+            format_time(ignored.at)
+        )),
         Event::Fail(fail) => {
             let indent = "  ".repeat(fail.depth + 1);
             out.push_str(&format!(

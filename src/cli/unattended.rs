@@ -22,6 +22,7 @@ use crate::agents::clients::Headless;
 use crate::agents::command::CommandAgent;
 use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::agents::history::Progress;
+use crate::agents::rate_limit::{self, Backoff, Next, RateLimited};
 use crate::agents::reply::Reply;
 use crate::agents::session::{Answered, Session};
 use crate::agents::tools::AgentCall;
@@ -371,7 +372,10 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             agent.as_mut(),
             &mut session,
             &mut request,
-            agent_timeout,
+            Bounds {
+                timeout: agent_timeout,
+                deadline: deadline(args, started),
+            },
             &cancel,
             &progress,
         ) {
@@ -411,25 +415,115 @@ fn waiting_for_answer(id: &str, path: &str, question: &str, choices: Option<&[St
     )
 }
 
-/// Asks the agent, and asks once more when its answer does not fit; journals the answer, or
-/// the step's failure.
+/// How long one agent answer may take, and when the run must stop (`--max-duration`).
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    timeout: Duration,
+    deadline: Option<Instant>,
+}
+
+/// When this invocation must stop, by `--max-duration`.
+fn deadline(args: &UnattendedArgs, started: Instant) -> Option<Instant> {
+    args.max_duration.and_then(|max| started.checked_add(max))
+}
+
+/// What came of a rate limit.
+enum Waited {
+    /// The wait is over: ask again.
+    Again,
+    /// No more waiting: the item fails with this error.
+    GaveUp(String),
+    /// The run was stopped (Ctrl-C) during the wait.
+    Cancelled,
+}
+
+/// Waits out a rate limit of the model that the agent asked about `step` met, by
+/// `backoff`, unless that would pass `deadline` or the waits are spent. `note` journals the
+/// wait (the attempt that follows it, its length, what the agent's client said) before it
+/// starts, so a run killed during it says why it was waiting, and asks again on resume.
+fn wait_out(
+    backoff: &mut Backoff,
+    limited: &RateLimited,
+    step: &str,
+    deadline: Option<Instant>,
+    cancel: &crate::engine::CancelToken,
+    note: &mut dyn FnMut(u32, Duration, String) -> Result<(), String>,
+) -> Waited {
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let wait = match backoff.next(limited, left) {
+        Next::GiveUp(error) => return Waited::GaveUp(error),
+        Next::Wait(wait) => wait,
+    };
+    let attempt = backoff.waits + 1;
+    eprintln!(
+        "  `{step}`: rate-limited by the model; waiting {} (attempt {attempt})",
+        rate_limit::shown(wait)
+    );
+    if let Err(error) = note(attempt, wait, limited.said.clone()) {
+        return Waited::GaveUp(format!(
+            "rate-limited by the model, and the wait could not be journaled: {error}"
+        ));
+    }
+    let until = Instant::now() + wait;
+    loop {
+        if cancel.is_cancelled() {
+            return Waited::Cancelled;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Waited::Again;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Asks the agent, and asks once more when its answer does not fit; waits out a rate limit
+/// of the model and asks again; journals the answer, or the step's failure.
 fn ask(
     agent: &mut dyn Agent,
     session: &mut Session,
     request: &mut Request,
-    timeout: Duration,
+    bounds: Bounds,
     cancel: &crate::engine::CancelToken,
     progress: &dyn Fn(Progress<'_>),
 ) -> Asked {
     let started = Instant::now();
     let mut total = AgentReport::default();
+    let mut backoff = Backoff::new();
     loop {
-        let answer = agent.ask(request, timeout, cancel);
+        let answer = agent.ask(request, bounds.timeout, cancel);
         let (answer, report) = match answer {
             AgentReply::Cancelled => return Asked::Stop(End::Interrupted),
             AgentReply::Outputs(outputs, report) => (Ok(outputs), report),
             AgentReply::Malformed(error, report) => (Err((error, true)), report),
             AgentReply::Failed(error, report) => (Err((error, false)), report),
+            AgentReply::RateLimited(limited, mut report) => {
+                // Asked again in the run's session, not in one the turned-away attempt began.
+                report.session = None;
+                let step = request.step.clone();
+                let mut note =
+                    |attempt, wait, said| session.note_wait(step.clone(), attempt, wait, said);
+                match wait_out(
+                    &mut backoff,
+                    &limited,
+                    &step,
+                    bounds.deadline,
+                    cancel,
+                    &mut note,
+                ) {
+                    Waited::Again => {
+                        add(&mut total, &report, request.attempt, started.elapsed());
+                        eprintln!(
+                            "… asking the agent again: {} `{}`",
+                            kind_name(request.kind),
+                            request.step
+                        );
+                        continue;
+                    }
+                    Waited::Cancelled => return Asked::Stop(End::Interrupted),
+                    Waited::GaveUp(error) => (Err((error, false)), report),
+                }
+            }
         };
         add(&mut total, &report, request.attempt, started.elapsed());
         if total.session.is_some() {

@@ -471,6 +471,32 @@ impl Executor {
         Ok(stack)
     }
 
+    /// Journals that the agent asked about `step`, the pending item of the top frame, was
+    /// turned away by the model and that the run now waits `wait` before asking again
+    /// (`attempt`). A note, not a step result: replay skips it.
+    pub(crate) fn note_wait(
+        &mut self,
+        step: String,
+        attempt: u32,
+        wait: Duration,
+        said: String,
+    ) -> Result<(), EngineError> {
+        let event = Event::Wait(super::journal::WaitEvent {
+            depth: self.stack.len().saturating_sub(1),
+            step,
+            reason: super::journal::WaitReason::RateLimit,
+            attempt,
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            said,
+            ignorable: true,
+            at: now_ms(),
+        });
+        self.append(&event)?;
+        // On disk before the wait, which may be long: a person looking at the run sees why
+        // it does not move.
+        self.sync()
+    }
+
     /// Where the run in progress notes the process group of what it runs now, so that a
     /// resume after mekara was killed can kill it: its shell steps, and (unattended) the agent.
     pub(crate) fn group_note(&self) -> Option<GroupNote> {

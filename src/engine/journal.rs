@@ -4,7 +4,8 @@
 //! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
 //! as fallen back to its NL instructions, `pop` closes it, `supersede` takes the events from
 //! one of its lines on out of the live history (a retry or a rewind; they stay in the file),
-//! `ask` says the top frame's question was put to the person (when, and what it takes).
+//! `ask` says the top frame's question was put to the person (when, and what it takes),
+//! `wait` says an unattended run waits out a rate limit of the model (a note replay skips).
 //! Nothing else is stored: the pending step is derived from the frames by evaluating them.
 //!
 //! Every event is durable before the script sees the result it records, so a crash loses at
@@ -194,6 +195,52 @@ pub(crate) struct AskEvent {
     pub at: u64,
 }
 
+/// Why an unattended run waited before asking its agent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum WaitReason {
+    /// The model turned the agent away: a rate limit or an overload.
+    RateLimit,
+}
+
+/// An unattended run's agent was turned away by the model (a rate limit or an overload), and
+/// the run waits `wait_ms` before asking again. Written when the wait starts. It is not a
+/// step result: replay skips it, so a run killed during the wait asks the same item again
+/// on resume, and nothing runs twice. It says `"ignorable": true`, so a reader that does
+/// not know it skips it (see [`IgnoredEvent`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WaitEvent {
+    /// Depth of the frame whose item waits.
+    pub depth: usize,
+    /// The item: `colour[1]`, or a task of a `parallel` group (`grove[1] task 2`).
+    pub step: String,
+    /// Why.
+    pub reason: WaitReason,
+    /// Which asking of the item comes after the wait: 2 after the first wait.
+    pub attempt: u32,
+    /// How long the run waits, in milliseconds.
+    pub wait_ms: u64,
+    /// What the agent's client said.
+    pub said: String,
+    /// Always `true`: a reader that does not know the event may skip it.
+    #[serde(default)]
+    pub ignorable: bool,
+    /// Unix time in milliseconds: when the wait started.
+    pub at: u64,
+}
+
+/// An event this mekara does not know that says `"ignorable": true`: an event a later mekara
+/// added that changes nothing a reader derives (a note, such as `wait` is). It keeps its
+/// place, so that line numbers still count every line, and every reader skips it. An unknown
+/// event without the mark is still an error: it may change the history.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IgnoredEvent {
+    /// Its `event` name.
+    pub kind: String,
+    /// Its `at`, or 0.
+    pub at: u64,
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -214,6 +261,11 @@ pub(crate) enum Event {
     Supersede(SupersedeEvent),
     /// A question was put to the person (`ask`).
     Ask(AskEvent),
+    /// An unattended run waits out a rate limit before asking its agent again.
+    Wait(WaitEvent),
+    /// An ignorable event this mekara does not know; never written.
+    #[serde(skip)]
+    Ignored(IgnoredEvent),
 }
 
 impl Event {
@@ -227,6 +279,8 @@ impl Event {
             Event::Pop(e) => e.at,
             Event::Supersede(e) => e.at,
             Event::Ask(e) => e.at,
+            Event::Wait(e) => e.at,
+            Event::Ignored(e) => e.at,
         }
     }
 
@@ -240,6 +294,8 @@ impl Event {
             Event::Pop(_) => "pop",
             Event::Supersede(_) => "supersede",
             Event::Ask(_) => "ask",
+            Event::Wait(_) => "wait",
+            Event::Ignored(_) => "ignored",
         }
     }
 
@@ -271,6 +327,13 @@ impl Event {
             Some("pop") => read(text, line).map(Event::Pop),
             Some("supersede") => read(text, line).map(Event::Supersede),
             Some("ask") => read(text, line).map(Event::Ask),
+            Some("wait") => read(text, line).map(Event::Wait),
+            Some(other) if line.get("ignorable") == Some(&Json::Bool(true)) => {
+                Ok(Event::Ignored(IgnoredEvent {
+                    kind: other.to_string(),
+                    at: line.get("at").and_then(Json::as_u64).unwrap_or(0),
+                }))
+            }
             _ => Err(format!("unknown event {kind}")),
         }
     }
@@ -443,4 +506,27 @@ fn event_of(line: &[u8]) -> Result<Event, String> {
     serde_json::from_slice::<Json>(line)
         .map_err(|e| e.to_string())
         .and_then(|parsed| Event::from_json(parsed, line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_event_is_skipped_only_when_it_says_it_is_ignorable() {
+        let note = br#"{"event":"later","ignorable":true,"at":7}"#;
+        assert_eq!(
+            event_of(note),
+            Ok(Event::Ignored(IgnoredEvent {
+                kind: "later".into(),
+                at: 7
+            }))
+        );
+        let change = br#"{"event":"later","at":7}"#;
+        assert_eq!(event_of(change), Err("unknown event \"later\"".into()));
+        let wait = br#"{"event":"wait","depth":0,"step":"colour[0]","reason":"rate-limit","attempt":2,"wait_ms":8000,"said":"429","ignorable":true,"at":9}"#;
+        assert!(
+            matches!(event_of(wait), Ok(Event::Wait(w)) if w.attempt == 2 && w.wait_ms == 8000)
+        );
+    }
 }

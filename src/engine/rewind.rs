@@ -186,7 +186,11 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
                     close(&mut stack, &mut roots, trace);
                 }
             }
-            Event::Run(_) | Event::Supersede(_) | Event::Ask(_) => {}
+            Event::Run(_)
+            | Event::Supersede(_)
+            | Event::Ask(_)
+            | Event::Wait(_)
+            | Event::Ignored(_) => {}
         }
     }
     while let Some(trace) = stack.pop() {

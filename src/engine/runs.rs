@@ -188,6 +188,8 @@ impl RunHistory {
                 }
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}
+                // Notes: a wait is not a step result, and an ignorable event changes nothing.
+                Event::Wait(_) | Event::Ignored(_) => {}
                 Event::Pop(pop) => {
                     let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;

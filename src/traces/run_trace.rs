@@ -201,6 +201,12 @@ impl RunTrace {
                     self.export_step(traces, frame, line, &step.record, step.at);
                 }
             }
+            Event::Wait(wait) => {
+                let frame = self.stack.get(wait.depth).or(self.stack.last());
+                if let Some(frame) = frame {
+                    self.export_wait(traces, frame, line, wait);
+                }
+            }
             Event::Pop(pop) => {
                 if let Some(frame) = self.stack.last() {
                     let span = FrameEnd {

@@ -11,7 +11,7 @@ use opentelemetry::{Context, KeyValue};
 
 use super::exporter::Traces;
 use super::run_trace::{Frame, FrameEnd, RunTrace};
-use crate::engine::journal::{Origin, Outcome};
+use crate::engine::journal::{Origin, Outcome, WaitEvent};
 use crate::engine::runs::RunState;
 use crate::engine::step::{AgentReport, StepInput, StepRecord};
 use crate::secrets::redact;
@@ -105,6 +105,37 @@ impl RunTrace {
             fail(&mut span, &error, at);
         }
         span.end_with_timestamp(time(at));
+    }
+
+    /// A wait for a rate limit, as a span of its own under its frame: from when it started
+    /// for as long as it was to last (it is exported when it starts).
+    pub(super) fn export_wait(
+        &self,
+        traces: &Traces,
+        frame: &Frame,
+        line: usize,
+        wait: &WaitEvent,
+    ) {
+        let mut attributes = vec![
+            KeyValue::new("mekara.run.id", self.id.clone()),
+            KeyValue::new("mekara.script", frame.script.clone()),
+            KeyValue::new("mekara.wait.reason", "rate-limit"),
+            KeyValue::new("mekara.wait.step", wait.step.clone()),
+            KeyValue::new("mekara.wait.attempt", i64::from(wait.attempt)),
+            KeyValue::new("mekara.wait.duration_ms", index_u64(wait.wait_ms)),
+        ];
+        if traces.include_text {
+            attributes.push(KeyValue::new("mekara.wait.said", text(&wait.said)));
+        }
+        let mut span = traces
+            .tracer
+            .span_builder("wait rate-limit")
+            .with_kind(SpanKind::Internal)
+            .with_span_id(self.span_id("wait", line, 0))
+            .with_start_time(time(wait.at))
+            .with_attributes(attributes)
+            .start_with_context(&traces.tracer, &self.under(frame.span));
+        span.end_with_timestamp(time(wait.at.saturating_add(wait.wait_ms)));
     }
 
     pub(super) fn export_frame(&self, traces: &Traces, frame: &Frame, end: &FrameEnd<'_>) {

@@ -429,6 +429,24 @@ fn frame_html(axis: &Axis, frame: &FrameView, body: &mut String) {
                     escape(script),
                 );
             }
+            Item::Wait {
+                step,
+                attempt,
+                wait_ms,
+                said,
+                at,
+                superseded,
+            } => {
+                let _ = write!(
+                    body,
+                    "<div class=\"wait\">⏸ <code>{}</code> rate-limited by the model at {}: a wait of {} before attempt {attempt}{}<pre class=\"text\">{}</pre></div>",
+                    escape(step),
+                    format_time(*at),
+                    duration(*wait_ms),
+                    if *superseded { ", superseded" } else { "" },
+                    escape(said.trim_end()),
+                );
+            }
         }
     }
     if let Some(error) = &frame.fell_back {

@@ -261,6 +261,16 @@ pub(crate) enum Item {
         reason: &'static str,
         at: u64,
     },
+    /// An unattended run waited out a rate limit of the model before asking its agent
+    /// about `step` again (attempt `attempt`).
+    Wait {
+        step: String,
+        attempt: u32,
+        wait_ms: u64,
+        said: String,
+        at: u64,
+        superseded: bool,
+    },
 }
 
 /// One journaled step.
@@ -483,6 +493,19 @@ fn frames(events: &[Event]) -> Vec<FrameView> {
                     arena[top].asked_at = Some((ask.index, ask.at));
                 }
             }
+            Event::Wait(wait) => {
+                if let Some(&top) = open.last() {
+                    arena[top].items.push(Slot::Item(Item::Wait {
+                        step: wait.step.clone(),
+                        attempt: wait.attempt,
+                        wait_ms: wait.wait_ms,
+                        said: wait.said.clone(),
+                        at: wait.at,
+                        superseded: !is_live,
+                    }));
+                }
+            }
+            Event::Ignored(_) => {}
             Event::Fail(fail) => {
                 if let Some(&top) = open.last()
                     && is_live

@@ -746,3 +746,30 @@ fn mcp_session(project: &Project, cassette: &Path, secret: &str) -> String {
         format!("{started}\n{done}")
     })
 }
+
+/// A wait for a rate limit is a `wait rate-limit` span under its script's, as long as the wait.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs the OTLP receiver")]
+fn a_wait_for_a_rate_limit_is_a_span_under_its_script() {
+    let receiver = Receiver::start();
+    let project = crate::unattended::project();
+    answers(
+        &project,
+        &json!({"colour[1]#1": {"error": "429 Too Many Requests", "rate_limited": true, "retry_after": 30}}),
+    );
+    let out = run(
+        &project,
+        &["run", "--agent-command", AGENT_COMMAND, "colour"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint()),
+            ("MEKARA_BACKOFF_SCALE", "0.001"),
+        ],
+    );
+    out.expect_code(0);
+    let spans = receiver.spans();
+    let wait = one(&spans, "wait rate-limit");
+    assert_eq!(wait["attributes"]["mekara.wait.step"], "colour[1]");
+    assert_eq!(wait["attributes"]["mekara.wait.attempt"], 2);
+    assert_eq!(wait["attributes"]["mekara.wait.duration_ms"], 30);
+    assert_eq!(parent_of(&spans, wait)["name"], "script colour");
+}

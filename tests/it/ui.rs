@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 
 use crate::common::Project;
 
@@ -642,4 +642,40 @@ fn the_viewer_shows_the_shared_store_and_answers_and_cancels_its_runs() {
     assert_eq!(runs["runs"][0]["state_key"], "cancelled", "{runs}");
     let (_, page) = curl(&[&viewer.with_token(&format!("/runs/{queued}"))]);
     assert!(!page.contains("/cancel\""), "{page}");
+}
+
+/// A wait for a rate limit of the model is shown in its frame, on the page and in `/api`.
+#[test]
+fn the_viewer_shows_a_wait_for_a_rate_limit_in_its_frame() {
+    let project = crate::unattended::project();
+    crate::unattended::answers(
+        &project,
+        &json!({"colour[1]#1": {"error": "429 Too Many Requests", "rate_limited": true, "retry_after": 8}}),
+    );
+    let mut command = project.command(&[
+        "run",
+        "--agent-command",
+        crate::unattended::AGENT_COMMAND,
+        "colour",
+    ]);
+    command.env("MEKARA_BACKOFF_SCALE", "0.001");
+    crate::common::run_with_stdin(command, "").expect_code(0);
+    let id = project.run_ids().pop().expect("a run");
+    let viewer = Viewer::start(&project);
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    let items = detail["frames"][0]["items"].as_array().expect("items");
+    let wait = items
+        .iter()
+        .find(|i| i["item"] == "wait")
+        .unwrap_or_else(|| panic!("no wait in {detail}"));
+    assert_eq!(
+        (&wait["step"], &wait["attempt"], &wait["wait_ms"]),
+        (&json!("colour[1]"), &json!(2), &json!(8))
+    );
+    let page = curl(&[&viewer.with_token(&format!("/runs/{id}"))]).1;
+    assert!(
+        page.contains("<div class=\"wait\">⏸ <code>colour[1]</code> rate-limited by the model at ")
+            && page.contains(": a wait of 8 ms before attempt 2<pre class=\"text\">the agent said: 429 Too Many Requests</pre>"),
+        "{page}"
+    );
 }

@@ -1102,3 +1102,235 @@ fn an_agent_answer_past_the_cap_is_stopped_and_refused() {
         assert!(journal.len() < 100_000, "{agent}: {} bytes", journal.len());
     }
 }
+
+/// `mekara run --agent-command … ARGS` with the backoff scaled down a thousandfold
+/// (`MEKARA_BACKOFF_SCALE`), so that an 8 s wait takes 8 ms.
+fn run_scaled(project: &Project, extra: &[&str]) -> Run {
+    let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json"];
+    args.extend_from_slice(extra);
+    let mut command = project.command(&args);
+    command.env("MEKARA_BACKOFF_SCALE", "0.001");
+    crate::common::run_with_stdin(command, "")
+}
+
+/// The `wait` events of the one run's journal.
+fn journaled_waits(project: &Project) -> Vec<Json> {
+    let ids = project.run_ids();
+    project
+        .journal(ids.last().expect("a run"))
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).expect("json line"))
+        .filter(|e| e["event"] == "wait")
+        .collect()
+}
+
+#[test]
+fn an_agent_command_that_reports_a_rate_limit_is_waited_out_and_asked_the_same_step_again() {
+    let project = project();
+    answers(
+        &project,
+        &json!({
+            "colour[1]#1": {"error": "429 Too Many Requests", "rate_limited": true, "retry_after": 30},
+            "colour[1]#2": {"error": "the model is overloaded", "rate_limited": true},
+        }),
+    );
+    let run = run_scaled(&project, &["colour"]);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "completed", "{summary}\n{}", run.stderr);
+    run.expect_code(0);
+    assert_eq!(
+        asked_steps(&project),
+        [
+            "colour[1]",
+            "colour[1]",
+            "colour[1]",
+            "colour[3]",
+            "colour[4] > plain[0]"
+        ]
+    );
+    // Asked again as the same step: the first attempt, not a second one for a wrong answer.
+    let calls = calls(&project);
+    assert!(
+        calls[..3]
+            .iter()
+            .all(|c| c["attempt"] == 1 && c["previous_error"].is_null())
+    );
+    // The retry-after of 30 s (30 ms, scaled) is honoured; the second wait is the backoff's.
+    assert!(
+        run.stderr
+            .contains("`colour[1]`: rate-limited by the model; waiting 30 ms (attempt 2)"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("(attempt 3)"), "{}", run.stderr);
+    let waits = journaled_waits(&project);
+    assert_eq!(waits.len(), 2, "{waits:#?}");
+    assert_eq!(
+        (
+            &waits[0]["step"],
+            &waits[0]["reason"],
+            &waits[0]["attempt"],
+            &waits[0]["wait_ms"]
+        ),
+        (
+            &json!("colour[1]"),
+            &json!("rate-limit"),
+            &json!(2),
+            &json!(30)
+        )
+    );
+    assert_eq!(waits[0]["said"], "the agent said: 429 Too Many Requests");
+    assert_eq!(waits[0]["ignorable"], true);
+    assert_eq!(waits[1]["attempt"], 3);
+    // The step ran once: one journaled answer, after both waits.
+    let steps = journaled_steps(&project);
+    assert_eq!(steps.iter().filter(|s| s["index"] == 1).count(), 1);
+    let id = summary["run_id"].as_str().expect("the run id");
+    let shown = project.run(&["runs", "show", id], "");
+    assert!(
+        shown
+            .stdout
+            .contains("  ⏸ `colour[1]` rate-limited by the model, "),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains(
+            ": a wait of 30 ms before attempt 2; it said: the agent said: 429 Too Many Requests"
+        ),
+        "{}",
+        shown.stdout
+    );
+}
+
+#[test]
+fn a_rate_limit_that_does_not_end_fails_the_step_saying_how_long_it_waited() {
+    let project = project();
+    let limited = json!({"error": "429 Too Many Requests", "rate_limited": true});
+    let answers_json: serde_json::Map<String, Json> = (1..=9)
+        .map(|n| (format!("colour[1]#{n}"), limited.clone()))
+        .collect();
+    answers(&project, &Json::Object(answers_json));
+    let run = run_scaled(&project, &["colour"]);
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    assert_eq!(summary["state"], "failed", "{summary}");
+    let error = summary["failed_step"]["error"]
+        .as_str()
+        .expect("the step's error");
+    assert!(
+        error.starts_with("rate-limited by the model 9 times; waited ")
+            && error.ends_with(" in all, then gave up; the last time it said: the agent said: 429 Too Many Requests"),
+        "{error}"
+    );
+    assert_eq!(
+        asked_steps(&project).len(),
+        9,
+        "asked once, then again after each of 8 waits"
+    );
+    assert_eq!(journaled_waits(&project).len(), 8);
+    // Stopped resumable, as any failed step: `--retry` asks again.
+    assert!(
+        summary["resume"]
+            .as_str()
+            .is_some_and(|r| r.ends_with(" --retry")),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_rate_limit_whose_wait_would_pass_max_duration_fails_the_step_at_once() {
+    let project = project();
+    answers(
+        &project,
+        &json!({"colour[1]#1": {"error": "slow down", "rate_limited": true, "retry_after": 600}}),
+    );
+    let run = project.run(
+        &[
+            "run",
+            "--agent-command",
+            AGENT_COMMAND,
+            "--json",
+            "--max-duration",
+            "5m",
+            "colour",
+        ],
+        "",
+    );
+    run.expect_code(1);
+    let summary = json_summary(&run);
+    let error = summary["failed_step"]["error"]
+        .as_str()
+        .expect("the step's error");
+    assert_eq!(
+        error,
+        "rate-limited by the model, and the wait (10 min) would pass `--max-duration`; it said: the agent said: slow down"
+    );
+    assert!(journaled_waits(&project).is_empty());
+    assert_eq!(asked_steps(&project), ["colour[1]"]);
+}
+
+#[test]
+fn a_run_killed_during_a_wait_resumes_and_asks_the_step_once_more() {
+    let project = project();
+    // A wait of ten minutes, unscaled: mekara is killed during it.
+    answers(
+        &project,
+        &json!({"colour[1]#1": {"error": "429", "rate_limited": true, "retry_after": 600}}),
+    );
+    let mut child = project
+        .command(&["run", "--agent-command", AGENT_COMMAND, "colour"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mekara");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let id = loop {
+        let waiting = project
+            .run_ids()
+            .pop()
+            .filter(|id| project.journal(id).contains(r#""event":"wait""#));
+        if let Some(id) = waiting {
+            break id;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never journaled its wait"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().expect("SIGKILL mekara");
+    child.wait().expect("reap mekara");
+    let shown = project.run(&["runs", "show", &id], "");
+    assert!(
+        shown.stdout.contains("a wait of 10 min before attempt 2"),
+        "{}",
+        shown.stdout
+    );
+    let (resumed, steps) = resume_to_the_end(&project, &id);
+    assert!(
+        resumed.stdout.contains("completed"),
+        "{}\n{}",
+        resumed.stdout,
+        resumed.stderr
+    );
+    assert_eq!(
+        steps,
+        [
+            "colour[1]",
+            "colour[1]",
+            "colour[3]",
+            "colour[4] > plain[0]"
+        ],
+        "the step that waited is asked again, once"
+    );
+    let steps = journaled_steps(&project);
+    assert_eq!(steps.iter().filter(|s| s["index"] == 1).count(), 1);
+    assert_eq!(
+        steps.iter().filter(|s| s["index"] == 0).count(),
+        1,
+        "the shell step before it did not run again"
+    );
+    assert_eq!(journaled_waits(&project).len(), 1);
+}

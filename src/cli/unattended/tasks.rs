@@ -64,6 +64,20 @@ impl Budget {
 /// run was stopped).
 type Answer = (usize, String, Option<Answered>);
 
+/// What a worker tells the thread that journals.
+enum Message {
+    /// Task `step` met a rate limit; its worker waits `wait` before asking again
+    /// (`attempt`).
+    Wait {
+        step: String,
+        attempt: u32,
+        wait: Duration,
+        said: String,
+    },
+    /// A task's answer.
+    Answer(Answer),
+}
+
 /// A task's outputs or why it failed, with what the agent reported over every attempt.
 type Answered = (Result<Map<String, Json>, String>, AgentReport);
 
@@ -110,7 +124,8 @@ pub(super) fn ask_tasks(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     };
-    let (sender, answers) = mpsc::channel::<Answer>();
+    let (sender, answers) = mpsc::channel::<Message>();
+    let deadline = super::deadline(args, group.started);
     let mut stopped = false;
     std::thread::scope(|scope| {
         for worker in 0..workers {
@@ -137,21 +152,40 @@ pub(super) fn ask_tasks(
                         group_note: base.group_note.as_ref().map(|n| n.member_slot(worker + 1)),
                         ..base.clone()
                     };
-                    let answer = ask_one(agent.as_mut(), &mut request, task, timeout, cancel);
+                    let bounds = super::Bounds { timeout, deadline };
+                    let answer =
+                        ask_one(agent.as_mut(), &mut request, task, bounds, cancel, &sender);
                     if let Some((_, report)) = &answer {
                         lock().spent.cost_usd += report.cost_usd.unwrap_or(0.0);
                     }
                     if let Some(note) = &request.group_note {
                         note.clear();
                     }
-                    if sender.send((task.member, request.step, answer)).is_err() {
+                    if sender
+                        .send(Message::Answer((task.member, request.step, answer)))
+                        .is_err()
+                    {
                         break;
                     }
                 }
             });
         }
         drop(sender);
-        for (member, step, answer) in answers {
+        for message in answers {
+            let (member, step, answer) = match message {
+                Message::Answer(answer) => answer,
+                Message::Wait {
+                    step,
+                    attempt,
+                    wait,
+                    said,
+                } => {
+                    if let Err(error) = session.note_wait(step.clone(), attempt, wait, said) {
+                        eprintln!("  `{step}`: the wait could not be journaled: {error}");
+                    }
+                    continue;
+                }
+            };
             let Some((answer, report)) = answer else {
                 stopped = true;
                 continue;
@@ -187,14 +221,16 @@ fn ask_one(
     agent: &mut dyn Agent,
     request: &mut Request,
     task: &Task,
-    timeout: Duration,
+    bounds: super::Bounds,
     cancel: &CancelToken,
+    sender: &mpsc::Sender<Message>,
 ) -> Option<Answered> {
     let started = Instant::now();
     let mut total = AgentReport::default();
+    let mut backoff = super::Backoff::new();
     loop {
         eprintln!("… asking an agent: llm step `{}`", request.step);
-        let (answer, report) = match agent.ask(request, timeout, cancel) {
+        let (answer, report) = match agent.ask(request, bounds.timeout, cancel) {
             AgentReply::Cancelled => return None,
             AgentReply::Outputs(outputs, report) => {
                 let checked =
@@ -205,6 +241,37 @@ fn ask_one(
             }
             AgentReply::Malformed(error, report) => (Err((error, true)), report),
             AgentReply::Failed(error, report) => (Err((error, false)), report),
+            AgentReply::RateLimited(limited, mut report) => {
+                // Asked again in a session of its own, not one the turned-away attempt began.
+                report.session = None;
+                let step = request.step.clone();
+                // The journaling thread writes the wait; a closed channel means the run
+                // stopped, and the wait is cut short by the cancel anyway.
+                let mut note = |attempt, wait, said| {
+                    let _ = sender.send(Message::Wait {
+                        step: step.clone(),
+                        attempt,
+                        wait,
+                        said,
+                    });
+                    Ok(())
+                };
+                match super::wait_out(
+                    &mut backoff,
+                    &limited,
+                    &step,
+                    bounds.deadline,
+                    cancel,
+                    &mut note,
+                ) {
+                    super::Waited::Again => {
+                        add(&mut total, &report, request.attempt, started.elapsed());
+                        continue;
+                    }
+                    super::Waited::Cancelled => return None,
+                    super::Waited::GaveUp(error) => (Err((error, false)), report),
+                }
+            }
         };
         add(&mut total, &report, request.attempt, started.elapsed());
         if total.session.is_some() {

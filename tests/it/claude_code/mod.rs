@@ -641,8 +641,19 @@ fn the_first_hour_in_claude_code() {
 /// `mekara run --agent claude ARGS` in `project`, with the Claude Code under test on `PATH`
 /// and talking to `standin`.
 fn unattended(project: &Project, standin: &StandIn, args: &[&str]) -> crate::common::Run {
+    unattended_with(project, standin, args, &[])
+}
+
+/// [`unattended`] with these environment variables set too.
+fn unattended_with(
+    project: &Project,
+    standin: &StandIn,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> crate::common::Run {
     let claude_dir = claude().parent().expect("a folder").to_path_buf();
     let mut command = project.command(args);
+    command.envs(env.iter().copied());
     command
         .env(
             "PATH",
@@ -748,5 +759,102 @@ fn an_unattended_run_with_claude_gets_structured_outputs_keeps_one_session_and_r
     assert_eq!(
         last["result"]["agent"]["session"], session,
         "one session for the run"
+    );
+}
+
+/// A rate limit (429) and then an overload (529) of the model, after Claude Code's own retries
+/// (`CLAUDE_CODE_MAX_RETRIES=0` makes it give up at once), are waited out: the run completes,
+/// both waits are in the journal and in `runs show`, the step is journaled once, and it is
+/// asked again in the run's Claude session.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code")]
+#[test]
+fn an_unattended_run_with_claude_waits_out_a_rate_limit_and_an_overload_in_the_same_session() {
+    let project = Project::new();
+    let root = project.root().canonicalize().expect("canonical root");
+    crate::common::write_file(
+        &project.home().join(".claude.json"),
+        &json!({
+            "projects": { root.display().to_string(): { "hasTrustDialogAccepted": true } }
+        })
+        .to_string(),
+    );
+    // The first step is answered; the second meets a 429, then a 529, then gets "Done.".
+    let standin = StandIn::start_on_prompts(vec![
+        vec![tool_use(
+            "toolu_out",
+            "StructuredOutput",
+            json!({"guess": 50}),
+        )],
+        standin::http_error(429),
+        standin::http_error(529),
+    ]);
+    let run = unattended_with(
+        &project,
+        &standin,
+        &["run", "--agent", "claude", "--json", "test:random"],
+        &[
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
+            ("MEKARA_BACKOFF_SCALE", "0.001"),
+        ],
+    );
+    let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(summary["state"], "completed", "{summary}\n{}", run.stderr);
+    run.expect_code(0);
+    assert_eq!(summary["agent_steps"], 2, "{summary}");
+    assert!(
+        run.stderr
+            .contains("`test:random[3]`: rate-limited by the model; waiting")
+            && run.stderr.contains("(attempt 2)")
+            && run.stderr.contains("(attempt 3)"),
+        "{}",
+        run.stderr
+    );
+    let events = journal_events(&project);
+    let waits: Vec<&Json> = events.iter().filter(|e| e["event"] == "wait").collect();
+    assert_eq!(waits.len(), 2, "{events:#?}");
+    assert_eq!(waits[0]["step"], "test:random[3]");
+    assert_eq!(waits[0]["reason"], "rate-limit");
+    assert_eq!(
+        (waits[0]["attempt"].as_u64(), waits[1]["attempt"].as_u64()),
+        (Some(2), Some(3))
+    );
+    let said = |w: &Json| w["said"].as_str().unwrap_or_default().to_string();
+    assert!(said(waits[0]).contains("429"), "{}", said(waits[0]));
+    assert!(said(waits[1]).contains("529"), "{}", said(waits[1]));
+    let llm: Vec<&Json> = events
+        .iter()
+        .filter(|e| e["input"]["kind"] == "llm")
+        .collect();
+    assert_eq!(llm.len(), 2, "each llm step is journaled once: {events:#?}");
+    assert_eq!(llm[1]["index"], 3);
+    assert_eq!(
+        llm[1]["result"]["agent"]["session"], llm[0]["result"]["agent"]["session"],
+        "one session for the run"
+    );
+    // Three asks of the second step, each resuming the run's session: every one carries
+    // the first step's history.
+    let asks: Vec<String> = standin
+        .main_requests()
+        .iter()
+        .filter(|r| r.is_new_prompt())
+        .map(crate::standin::Recorded::message_text)
+        .filter(|text| text.contains("Step 4: the user was told"))
+        .collect();
+    assert_eq!(asks.len(), 3, "{asks:#?}");
+    for shown in &asks {
+        assert!(
+            shown.contains("Step 2: ask the user to guess"),
+            "an ask of the second step does not carry the session:\n{shown}"
+        );
+    }
+    assert_eq!(standin.turns_left(), 0);
+    let id = summary["run_id"].as_str().expect("the run id");
+    let shown = project.run(&["runs", "show", id], "");
+    assert!(
+        shown
+            .stdout
+            .contains("⏸ `test:random[3]` rate-limited by the model"),
+        "{}",
+        shown.stdout
     );
 }

@@ -32,6 +32,20 @@ impl Recorded {
             .collect()
     }
 
+    /// Whether this main request asks about a new prompt, rather than going on after a tool
+    /// result: its last message does not end with a `tool_result` (a prompt given after one,
+    /// as a resumed session's is, comes in the same message after it).
+    pub fn is_new_prompt(&self) -> bool {
+        self.is_main()
+            && !self
+                .messages()
+                .last()
+                .and_then(|m| m.get("content"))
+                .and_then(Json::as_array)
+                .and_then(|c| c.last())
+                .is_some_and(|b| b["type"] == "tool_result")
+    }
+
     /// The conversation's messages.
     pub fn messages(&self) -> &[Json] {
         self.body
@@ -125,6 +139,12 @@ pub fn tool_use(id: &str, name: &str, input: Json) -> Json {
     json!({"type": "tool_use", "id": id, "name": name, "input": input})
 }
 
+/// A turn the API refuses with HTTP `status` and its error body, as Anthropic's API does:
+/// 429 `rate_limit_error`, 529 `overloaded_error`.
+pub fn http_error(status: u16) -> Turn {
+    vec![json!({"type": "http_error", "status": status})]
+}
+
 /// The running stand-in; stops when dropped.
 pub type StandIn = Scripted<Turn>;
 
@@ -132,6 +152,13 @@ impl StandIn {
     /// Starts a stand-in on 127.0.0.1 answering the main conversation with `turns`, in order.
     pub fn start(turns: Vec<Turn>) -> StandIn {
         Scripted::start_with(turns, Recorded::is_main, answer)
+    }
+
+    /// A stand-in whose `turns` answer only the requests that bring a new prompt
+    /// ([`Recorded::is_new_prompt`]): what Claude Code sends after a tool result gets the
+    /// usual "Done.", so a turn is the answer to one `claude -p` whatever the tools did.
+    pub fn start_on_prompts(turns: Vec<Turn>) -> StandIn {
+        Scripted::start_with(turns, Recorded::is_new_prompt, answer)
     }
 
     /// The main-conversation requests so far.
@@ -158,6 +185,27 @@ fn answer(request: &Recorded, turn: Option<Turn>) -> Answer {
     }
     if !path.ends_with("/v1/messages") {
         return json_response(&json!({}));
+    }
+    if let Some(status) = turn
+        .as_ref()
+        .and_then(|t| t.first())
+        .filter(|b| b["type"] == "http_error")
+        .and_then(|b| b["status"].as_u64())
+    {
+        let (kind, message) = match status {
+            529 => ("overloaded_error", "Overloaded"),
+            _ => (
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit",
+            ),
+        };
+        let mut refused = json_response(&json!({
+            "type": "error", "error": {"type": kind, "message": message},
+        }));
+        *refused.status_mut() =
+            hyper::StatusCode::from_u16(u16::try_from(status).expect("a status"))
+                .expect("a status");
+        return refused;
     }
     let content = turn.unwrap_or_else(|| vec![text("Done.")]);
     let stop = if content

@@ -277,3 +277,79 @@ fn an_unattended_run_with_codex_answers_each_llm_step_in_one_thread() {
         .expect("the shell step");
     assert_eq!(echoed["result"]["output"], "red has 3\n", "{echoed}");
 }
+
+/// A rate limit (429) of the model, after Codex's own retries (`request_max_retries` and
+/// `stream_max_retries` of the provider at 0 make it give up at once), is waited out: the run
+/// completes, the wait is in the journal, the step is journaled once, and it is asked again
+/// in the run's Codex thread.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Codex")]
+#[test]
+fn an_unattended_run_with_codex_waits_out_a_rate_limit_in_the_same_thread() {
+    let codex = codex();
+    let project = Project::new();
+    crate::standin::colour_script(&project);
+    let standin = StandIn::start(vec![
+        say(r#"{"colour": "red"}"#),
+        standin::http_error(429),
+        standin::http_error(429),
+        say(r#"{"letters": "3"}"#),
+    ]);
+    use_standin(&project, &standin);
+    let config = project.home().join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("the config");
+    text.push_str("request_max_retries = 0\nstream_max_retries = 0\n");
+    crate::common::write_file(&config, &text);
+    let bin = codex.parent().expect("the folder of codex");
+    let run = project
+        .command(&["run", "--agent", "codex", "--json", "colour"])
+        .env("PATH", format!("{}:{}", bin.display(), path_with_mekara()))
+        .env("HOME", project.home())
+        .env("STANDIN_API_KEY", "sk-stand-in")
+        .env("MEKARA_BACKOFF_SCALE", "0.001")
+        .output()
+        .expect("run mekara");
+    let run = crate::common::Run::from_output(run);
+    let requests = standin.responses();
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{}\n{}\nrequests: {}",
+        run.stdout,
+        run.stderr,
+        requests.len()
+    );
+    assert!(
+        run.stderr
+            .contains("`colour[1]`: rate-limited by the model; waiting")
+            && run.stderr.contains("(attempt 3)"),
+        "{}",
+        run.stderr
+    );
+    let events = crate::common::journal_events(&project);
+    let waits: Vec<&Json> = events.iter().filter(|e| e["event"] == "wait").collect();
+    assert_eq!(waits.len(), 2, "{events:#?}");
+    assert_eq!(waits[0]["step"], "colour[1]");
+    assert!(
+        waits[0]["said"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Codex: ") && s.contains("429")),
+        "{}",
+        waits[0]
+    );
+    let steps: Vec<&Json> = events
+        .iter()
+        .filter(|e| e["event"] == "step" && e["input"]["kind"] == "llm")
+        .collect();
+    assert_eq!(steps.len(), 2, "each llm step is journaled once");
+    assert_eq!(
+        steps[1]["result"]["agent"]["session"], steps[0]["result"]["agent"]["session"],
+        "one thread for the run"
+    );
+    assert_eq!(steps[1]["result"]["outputs"]["letters"], "3");
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let last = requests[3].body.to_string();
+    assert!(
+        last.contains("Name a colour.") && last.contains("Count the letters of red."),
+        "{last}"
+    );
+}

@@ -111,6 +111,12 @@ pub fn call(
     })
 }
 
+/// A turn the API refuses with HTTP `status` (429: a rate limit) and its error body, as
+/// OpenAI's API does.
+pub fn http_error(status: u16) -> Turn {
+    Box::new(move |_| vec![json!({"type": "http_error", "status": status})])
+}
+
 /// An assistant message item.
 fn message(text: &str) -> Json {
     json!({
@@ -150,6 +156,20 @@ fn answer(request: &Recorded, turn: Option<Turn>) -> Answer {
         Some(turn) => turn(request),
         None => vec![message("Done.")],
     };
+    if let Some(status) = items
+        .first()
+        .filter(|i| i["type"] == "http_error")
+        .and_then(|i| i["status"].as_u64())
+    {
+        let mut refused = json_response(&json!({"error": {
+            "message": "Rate limit reached for requests per min. Please try again in 1s.",
+            "type": "requests", "param": null, "code": "rate_limit_exceeded",
+        }}));
+        *refused.status_mut() =
+            hyper::StatusCode::from_u16(u16::try_from(status).expect("a status"))
+                .expect("a status");
+        return refused;
+    }
     let id = "resp_standin";
     let mut events = vec![(
         "response.created",

@@ -586,3 +586,83 @@ fn without_the_persons_trust_gemini_cli_does_not_offer_the_extensions_tools() {
     );
     assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
 }
+
+/// A rate limit (429) and an overload (503) of the model, after Gemini CLI's own retries
+/// (`general.maxAttempts: 1` in its settings makes it give up at once), are waited out: the
+/// run completes, the waits are in the journal, the step is journaled once, and it is asked
+/// again in the run's Gemini session.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
+#[test]
+fn an_unattended_run_with_gemini_waits_out_a_rate_limit_and_an_overload_in_the_same_session() {
+    let project = colour_project();
+    trusted(&project);
+    crate::common::write_file(
+        &project.home().join(".gemini/settings.json"),
+        &json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"maxAttempts": 1},
+        })
+        .to_string(),
+    );
+    let standin = standin::start(vec![
+        vec![text(r#"{"colour": "red"}"#)],
+        standin::http_error(429),
+        standin::http_error(503),
+        vec![text(r#"{"letters": "3"}"#)],
+    ]);
+    let bin = gemini();
+    let bin = bin.parent().expect("the folder of gemini");
+    let mut command = project.command(&["run", "--agent", "gemini", "--json", "colour"]);
+    command
+        .env("PATH", format!("{}:{}", bin.display(), path_with_mekara()))
+        .env("MEKARA_BACKOFF_SCALE", "0.001");
+    use_standin(&mut command, &project, &standin);
+    let run = crate::common::Run::from_output(command.output().expect("run mekara"));
+    let requests = standin.main_requests();
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{}\n{}\nrequests: {}",
+        run.stdout,
+        run.stderr,
+        requests.len()
+    );
+    let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(summary["state"], "completed", "{summary}");
+    assert!(
+        run.stderr
+            .contains("`colour[1]`: rate-limited by the model; waiting"),
+        "{}",
+        run.stderr
+    );
+    let waits: Vec<Json> = journal_events(&project)
+        .into_iter()
+        .filter(|e| e["event"] == "wait")
+        .collect();
+    assert_eq!(waits.len(), 2, "{waits:#?}");
+    assert_eq!(waits[0]["step"], "colour[1]");
+    let said = |w: &Json| w["said"].as_str().unwrap_or_default().to_string();
+    assert!(
+        said(&waits[0]).starts_with("Gemini CLI: "),
+        "{}",
+        said(&waits[0])
+    );
+    let steps = llm_steps(&project);
+    assert_eq!(
+        steps.len(),
+        2,
+        "each llm step is journaled once: {steps:#?}"
+    );
+    assert_eq!(
+        steps[1]["result"]["agent"]["session"], steps[0]["result"]["agent"]["session"],
+        "one session for the run"
+    );
+    assert_eq!(steps[1]["result"]["outputs"]["letters"], "3");
+    // The last ask of the second step carried the first step: the same session.
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let last = requests[3].contents_text();
+    assert!(
+        last.contains("Name a colour.") && last.contains("Count the letters of red."),
+        "{last}"
+    );
+}

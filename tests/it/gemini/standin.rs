@@ -38,6 +38,12 @@ pub fn text(t: &str) -> Json {
     json!({"text": t})
 }
 
+/// A turn the API refuses with HTTP `status` (429: `RESOURCE_EXHAUSTED`, 503: `UNAVAILABLE`,
+/// the model overloaded) and its error body, as the Gemini API does.
+pub fn http_error(status: u16) -> Turn {
+    vec![json!({"http_error": status})]
+}
+
 /// A `functionCall` part.
 pub fn function_call(name: &str, args: Json) -> Json {
     json!({"functionCall": {"name": name, "args": args}})
@@ -109,6 +115,29 @@ fn answer(recorded: &Recorded, turn: Option<Turn>) -> Response<Full<Bytes>> {
     let streamed = path.ends_with(":streamGenerateContent");
     if !streamed && !path.ends_with(":generateContent") {
         return json_response(&json!({}));
+    }
+    if let Some(status) = turn
+        .as_ref()
+        .and_then(|t| t.first())
+        .and_then(|p| p["http_error"].as_u64())
+    {
+        let (message, kind) = match status {
+            503 => (
+                "The model is overloaded. Please try again later.",
+                "UNAVAILABLE",
+            ),
+            _ => (
+                "Resource has been exhausted (e.g. check quota).",
+                "RESOURCE_EXHAUSTED",
+            ),
+        };
+        let mut refused = json_response(&json!({"error": {
+            "code": status, "message": message, "status": kind,
+        }}));
+        *refused.status_mut() =
+            hyper::StatusCode::from_u16(u16::try_from(status).expect("a status"))
+                .expect("a status");
+        return refused;
     }
     let mut parts = Json::Array(turn.unwrap_or_else(|| vec![text("Done.")]));
     if let Some(handle) = latest_handle(recorded) {
