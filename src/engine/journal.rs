@@ -2,9 +2,12 @@
 //!
 //! A run is one JSON object per line. The events replay into the stack of frames: `push`
 //! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
-//! as fallen back to its NL instructions, `pop` closes it, `supersede` takes the events from
+//! as fallen back to its NL instructions, `pop` closes it (with how it ended: `stopped`, with
+//! the script's message, when the script stopped itself with `fail()`), `supersede` takes the events from
 //! one of its lines on out of the live history (a retry or a rewind; they stay in the file),
-//! `ask` says the top frame's question was put to the person (when, and what it takes).
+//! `ask` says the top frame's question was put to the person (when, and what it takes),
+//! `killed` that a resume killed a step left running by a mekara that stopped (the attempt
+//! that never ended, shown beside the step's new one; replay passes over it).
 //! Nothing else is stored: the pending step is derived from the frames by evaluating them.
 //!
 //! Every event is durable before the script sees the result it records, so a crash loses at
@@ -43,6 +46,10 @@ pub(crate) enum Outcome {
     FinishedByAgent,
     /// A called frame failed; the failure went to its caller.
     Failed,
+    /// The script stopped itself with `fail(message)` (the pop's `error` holds the message):
+    /// the frame ended there, and nobody finishes it by hand. A called frame's stop goes to
+    /// its caller as a failed call, which stops the caller too unless it allowed the failure.
+    Stopped,
 }
 
 /// The run's header.
@@ -194,6 +201,25 @@ pub(crate) struct AskEvent {
     pub at: u64,
 }
 
+/// A resume found the step after the journal's last one still running, left by a mekara
+/// that stopped (killed, crashed), and killed its process group. The attempt recorded no
+/// result; the step runs again. Only read by the readers of a run's history (`runs show`,
+/// the viewer): replay passes over it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct KilledEvent {
+    /// Depth of the frame the step belongs to.
+    pub depth: usize,
+    /// The index the step has in its frame.
+    pub index: usize,
+    /// The process group that was killed.
+    pub group: i32,
+    /// Whether some of its processes had not ended a while after the kill.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lingered: bool,
+    /// Unix time in milliseconds: when it was killed.
+    pub at: u64,
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -214,6 +240,8 @@ pub(crate) enum Event {
     Supersede(SupersedeEvent),
     /// A question was put to the person (`ask`).
     Ask(AskEvent),
+    /// A step left running by a mekara that stopped was killed.
+    Killed(KilledEvent),
 }
 
 impl Event {
@@ -227,6 +255,7 @@ impl Event {
             Event::Pop(e) => e.at,
             Event::Supersede(e) => e.at,
             Event::Ask(e) => e.at,
+            Event::Killed(e) => e.at,
         }
     }
 
@@ -240,6 +269,7 @@ impl Event {
             Event::Pop(_) => "pop",
             Event::Supersede(_) => "supersede",
             Event::Ask(_) => "ask",
+            Event::Killed(_) => "killed",
         }
     }
 
@@ -271,6 +301,7 @@ impl Event {
             Some("pop") => read(text, line).map(Event::Pop),
             Some("supersede") => read(text, line).map(Event::Supersede),
             Some("ask") => read(text, line).map(Event::Ask),
+            Some("killed") => read(text, line).map(Event::Killed),
             _ => Err(format!("unknown event {kind}")),
         }
     }
