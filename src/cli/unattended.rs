@@ -617,7 +617,7 @@ fn finish(
             "it stopped on a step that failed: once the cause is fixed, run that step again and go on with `{resume}`"
         ),
         (None, End::Stopped { .. }) => {
-            eprintln!("the script ended the run there on purpose: nothing is left to resume")
+            eprintln!("the script ended the run there on purpose: nothing is left to resume");
         }
         (Some(resume), End::StepFailed(_)) => eprintln!(
             "the run is saved: fix the cause, then run the failed step again and go on with `{resume}` (or hand the rest to the agent: `--fallback agent` instead of `--retry`)"
