@@ -522,8 +522,35 @@ pub(crate) fn pending(
         } => ask(&mut out, path, question, choices.as_deref(), *timeout, &run),
         Pending::Finished {
             run,
+            stop: Some(stop),
+            ..
+        } => {
+            let _ = writeln!(
+                out,
+                "## Stopped by the script\n\nThe script `{}` stopped the run (run `{run}`) \
+                 with this message:\n\n<message>\n{}</message>\n\n\
+                 The script stops here on purpose. Tell the user that it stopped, and what it \
+                 says. Do not work around it, and do not do the rest of the script's work by \
+                 hand. Nothing is pending: do not call `continue_compiled_script` or \
+                 `finish_nl_script` for it.",
+                stop.script,
+                with_newline(&stop.message)
+            );
+            if stop.retry {
+                let _ = writeln!(
+                    out,
+                    "It stopped on a step that failed: once the user has fixed the cause, \
+                     `resume` with the run's handle as `run_id` and `retry: true` runs that \
+                     step again and goes on."
+                );
+            }
+            return out;
+        }
+        Pending::Finished {
+            run,
             outcome,
             fell_back,
+            stop: None,
         } => {
             let how = match (outcome, fell_back) {
                 (_, true) => "failed and was finished by hand",
@@ -887,8 +914,24 @@ pub(crate) fn status(
     let mut text = String::from("## Status\n\n");
     let Some(run) = run else {
         text.push_str("No script is running in this session.");
-        if let Some(Pending::Finished { run, .. }) = last {
-            let _ = write!(text, " The last run, `{run}`, has ended.");
+        match last {
+            Some(Pending::Finished {
+                run,
+                stop: Some(stop),
+                ..
+            }) => {
+                let _ = write!(
+                    text,
+                    " The last run, `{run}`, was stopped by the script `{}`: {} (tell the user; \
+                     do not work around it).",
+                    stop.script,
+                    stop.message.trim_end()
+                );
+            }
+            Some(Pending::Finished { run, .. }) => {
+                let _ = write!(text, " The last run, `{run}`, has ended.");
+            }
+            _ => {}
         }
         let _ = writeln!(
             text,

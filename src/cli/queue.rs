@@ -580,7 +580,10 @@ fn ended_meanwhile(store: &PgStore, id: &str) -> anyhow::Result<Option<RunState>
     Ok(summary.into_iter().map(|r| r.state).find(|state| {
         matches!(
             state,
-            RunState::Completed | RunState::FinishedByAgent | RunState::FellBack
+            RunState::Completed
+                | RunState::FinishedByAgent
+                | RunState::FellBack
+                | RunState::Stopped
         )
     }))
 }

@@ -84,6 +84,8 @@ enum PruneState {
     Failed,
     /// finished by hand
     Finished,
+    /// stopped by the script (`fail()`)
+    Stopped,
     /// interrupted (it could still be resumed)
     Interrupted,
     /// waiting for an answer (it could still be answered and resumed)
@@ -102,6 +104,7 @@ impl From<PruneState> for RunState {
             PruneState::Completed => RunState::Completed,
             PruneState::Failed => RunState::FellBack,
             PruneState::Finished => RunState::FinishedByAgent,
+            PruneState::Stopped => RunState::Stopped,
             PruneState::Interrupted => RunState::Interrupted,
             PruneState::Waiting => RunState::WaitingForAnswer,
             PruneState::NotStarted => RunState::NotStarted,
@@ -309,6 +312,10 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 RunState::Cancelled => out.push_str(&format!(
                     "cancelled by `mekara runs cancel`; resume it with `mekara run --resume {id}` (with the agent it ran with) to go on all the same\n"
                 )),
+                RunState::Stopped => out.push_str(&format!(
+                    "stopped by the script: {}\nthe script ended the run there on purpose, so there is nothing to resume; when it stopped on a failed step whose cause is fixed now, run that step again with `mekara run --resume {id} --retry`; to go on from an earlier step (to give another answer), `mekara run --resume {id} --from STEP`\n",
+                    stop_message(&contents.events).unwrap_or_default()
+                )),
                 RunState::Completed
                 | RunState::FinishedByAgent
                 | RunState::FellBack
@@ -465,6 +472,20 @@ fn show_event(out: &mut String, event: &Event) {
             ignored.kind,
             format_time(ignored.at)
         )),
+        Event::Killed(killed) => {
+            let indent = "  ".repeat(killed.depth + 1);
+            out.push_str(&format!(
+                "{indent}✗ [{}] killed, {}: this attempt was still running from a mekara that stopped; the resume killed its process group {}{} and runs the step again\n",
+                killed.index,
+                format_time(killed.at),
+                killed.group,
+                if killed.lingered {
+                    " (some of its processes had not ended a while later)"
+                } else {
+                    ""
+                }
+            ));
+        }
         Event::Fail(fail) => {
             let indent = "  ".repeat(fail.depth + 1);
             out.push_str(&format!(
@@ -493,6 +514,7 @@ fn show_event(out: &mut String, event: &Event) {
                 Outcome::FinishedByAgent if pop.agent.is_some() => "finished by the agent process",
                 Outcome::FinishedByAgent => "finished by hand",
                 Outcome::Failed => "failed",
+                Outcome::Stopped => "stopped by the script",
             };
             out.push_str(&format!("{indent}◀ {how}"));
             if let Some(error) = &pop.error {
@@ -504,6 +526,14 @@ fn show_event(out: &mut String, event: &Event) {
             }
         }
     }
+}
+
+/// What the script that stopped the run gave `fail()`, as the live events say.
+fn stop_message(events: &[Event]) -> Option<String> {
+    let path = std::path::Path::new("");
+    crate::engine::runs::RunHistory::replay(path, events)
+        .ok()?
+        .stop_message
 }
 
 fn show_step(out: &mut String, depth: usize, record: &StepRecord) {

@@ -165,6 +165,12 @@ enum End {
     StepFailed(String),
     /// The script asked the person a question (`ask`): the run waits for `mekara answer`.
     Waiting(String),
+    /// The script stopped itself (`fail()`), and with it the run; `retry` when it stopped on
+    /// a step that failed (a retry after the fix runs it again).
+    Stopped {
+        why: String,
+        retry: bool,
+    },
     Interrupted,
 }
 
@@ -176,6 +182,7 @@ impl End {
             End::Limit(_) => "stopped",
             End::Failed(_) | End::StepFailed(_) => "failed",
             End::Waiting(_) => "waiting",
+            End::Stopped { .. } => "stopped_by_script",
             End::Interrupted => "interrupted",
         }
     }
@@ -188,6 +195,7 @@ impl End {
             | End::Limit(_)
             | End::Failed(_)
             | End::StepFailed(_)
+            | End::Stopped { .. }
             | End::Waiting(_) => Exit::Failure,
         }
     }
@@ -293,10 +301,25 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             break End::Failed("nothing is pending".to_string());
         };
         let (kind, path, expects) = match &pending {
-            Pending::Finished { run, fell_back, .. } => {
+            Pending::Finished {
+                run,
+                fell_back,
+                stop,
+                ..
+            } => {
                 // A run that needed no agent ended within the first call, before its id
                 // could be read from the session.
                 run_id.get_or_insert_with(|| run.clone());
+                if let Some(stop) = stop {
+                    break End::Stopped {
+                        why: format!(
+                            "stopped by the script `{}`: {}",
+                            stop.script,
+                            stop.message.trim().replace('\n', "\n  ")
+                        ),
+                        retry: stop.retry,
+                    };
+                }
                 break if *fell_back {
                     End::FellBack
                 } else {
@@ -666,19 +689,30 @@ fn finish(
         .iter()
         .rev()
         .find(|(_, record)| !record.result.success && !record.allow_failure);
-    let resume = id.filter(|_| end.resumable()).map(|id| match end {
+    let retry = matches!(end, End::StepFailed(_) | End::Stopped { retry: true, .. });
+    let resume = id.filter(|_| end.resumable() || retry).map(|id| match end {
         // Resumed as it is, the run would stop at the same failure.
-        End::StepFailed(_) => format!("{} --retry", args.resume_command(id)),
+        _ if retry => format!("{} --retry", args.resume_command(id)),
         _ => args.resume_command(id),
     });
     let exit = end.exit();
     match end {
-        End::Limit(why) | End::Failed(why) | End::StepFailed(why) | End::Waiting(why) => {
+        End::Limit(why)
+        | End::Failed(why)
+        | End::StepFailed(why)
+        | End::Waiting(why)
+        | End::Stopped { why, .. } => {
             eprintln!("{why}");
         }
         _ => {}
     }
     match (&resume, end) {
+        (Some(resume), End::Stopped { .. }) => eprintln!(
+            "it stopped on a step that failed: once the cause is fixed, run that step again and go on with `{resume}`"
+        ),
+        (None, End::Stopped { .. }) => {
+            eprintln!("the script ended the run there on purpose: nothing is left to resume");
+        }
         (Some(resume), End::StepFailed(_)) => eprintln!(
             "the run is saved: fix the cause, then run the failed step again and go on with `{resume}` (or hand the rest to the agent: `--fallback agent` instead of `--retry`)"
         ),
@@ -704,9 +738,11 @@ fn finish(
             "cost_usd": spent.cost_usd,
             "duration_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             "stopped_by": match end {
-                End::Limit(why) | End::Failed(why) | End::StepFailed(why) | End::Waiting(why) => {
-                    Json::String(why.clone())
-                }
+                End::Limit(why)
+                | End::Failed(why)
+                | End::StepFailed(why)
+                | End::Waiting(why)
+                | End::Stopped { why, .. } => Json::String(why.clone()),
                 _ => Json::Null,
             },
             "resume": resume,
@@ -721,6 +757,7 @@ fn finish(
             End::Failed(_) => "stopped: the agent could not go on",
             End::StepFailed(_) => "stopped at a failed step",
             End::Waiting(_) => "is waiting for an answer",
+            End::Stopped { .. } => "stopped by the script",
             End::Interrupted => "interrupted",
         };
         let run = id.map_or_else(|| "run".to_string(), |id| format!("run {id}"));
@@ -797,7 +834,9 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
     } else {
         failures += 1;
         let why = match end {
-            End::Limit(why) | End::Failed(why) | End::Waiting(why) => why.clone(),
+            End::Limit(why) | End::Failed(why) | End::Waiting(why) | End::Stopped { why, .. } => {
+                why.clone()
+            }
             other => other.state().replace('_', " "),
         };
         let _ = write!(

@@ -158,6 +158,19 @@ pub(crate) enum EngineError {
         /// The run.
         id: String,
     },
+    /// `--retry` on a run that its script stopped on a decision (`fail()` after a person's
+    /// "no"), not on a failed step: a retry would stop again.
+    #[error(
+        "run `{id}` was stopped by its script `{script}` ({message}), not by a failed step, so a retry would only stop again; to give a different answer, run again from that step with `--from STEP` (MCP: `from`), as `mekara runs show {id}` lists them, or start a new run"
+    )]
+    StoppedByScript {
+        /// The run.
+        id: String,
+        /// The script that stopped itself.
+        script: String,
+        /// What it gave `fail()`.
+        message: String,
+    },
     /// `--from` names no recorded step of the run.
     #[error("run `{id}` has no recorded step `{step}`; its steps are {steps}")]
     NoSuchStep {
@@ -215,6 +228,7 @@ impl EngineError {
             | EngineError::BadRunId { .. }
             | EngineError::BadWorkingDir { .. }
             | EngineError::NothingToRetry { .. }
+            | EngineError::StoppedByScript { .. }
             | EngineError::NoSuchStep { .. }
             | EngineError::AmbiguousStep { .. }
             | EngineError::NotWaitingForAnswer { .. }

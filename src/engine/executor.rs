@@ -15,7 +15,8 @@ use super::compiled::{CodeError, Evaluation, FrameRun, Loaded, Suspension, Task}
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
-    AskEvent, Event, FailEvent, Origin, Outcome, PopEvent, PushEvent, StepEvent, TornTail, now_ms,
+    AskEvent, Event, FailEvent, KilledEvent, Origin, Outcome, PopEvent, PushEvent, StepEvent,
+    TornTail, now_ms,
 };
 use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
@@ -153,7 +154,22 @@ pub(crate) enum Pending {
         outcome: Outcome,
         /// Whether the root script fell back to its NL instructions.
         fell_back: bool,
+        /// When a script stopped itself (`fail()`), and with it the run: what it said.
+        stop: Option<Stop>,
     },
+}
+
+/// A script that stopped itself with `fail(message)`, and with it the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stop {
+    /// The frame that called `fail()`, as its stack label (`release`, `main[2] > check`).
+    pub script: String,
+    /// What it gave `fail()`.
+    pub message: String,
+    /// Whether it stopped right after a failed step whose failure it allowed (it read that
+    /// failure and stopped on it): once the cause is fixed, `--retry` runs that step again.
+    /// Otherwise it stopped on a decision (a person's "no"), and a retry would stop again.
+    pub retry: bool,
 }
 
 /// A script called with `call_script` whose failure made its caller fall back.
@@ -262,7 +278,9 @@ pub(crate) struct Executor {
     token: Option<String>,
     stack: Vec<Frame>,
     /// The last run that ended, for `Pending::Finished` when asked again.
-    ended: Option<(String, Outcome, bool)>,
+    ended: Option<(String, Outcome, bool, Option<Stop>)>,
+    /// The stop being journaled, frame by frame (see [`Executor::stop`]).
+    stopping: Option<Stop>,
     root_fell_back: bool,
 }
 
@@ -284,6 +302,7 @@ impl Executor {
             token: None,
             stack: Vec::new(),
             ended: None,
+            stopping: None,
             root_fell_back: false,
         }
     }
@@ -386,21 +405,41 @@ impl Executor {
         let (mut journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
-        match journal.group_note().kill_leftover() {
+        let killed = match journal.group_note().kill_leftover() {
             Leftover::Killed(group) => {
                 tracing::info!(
                     "run {id}: killed process group {group}, left running by a step when mekara stopped"
                 );
+                Some((group, false))
             }
+            Leftover::Lingers(group) => Some((group, true)),
             Leftover::Reused(pid) => {
                 tracing::info!(
                     "run {id}: the noted step group {pid} is gone (its pid now belongs to another process)"
                 );
+                None
             }
             // Said where it was found (a warning in the log); the run goes on.
-            Leftover::NotOurs(_) | Leftover::Lingers(_) | Leftover::None => {}
-        }
+            Leftover::NotOurs(_) | Leftover::None => None,
+        };
         let mut events = contents.events;
+        if let Some((group, lingered)) = killed {
+            // The killed attempt recorded nothing: it was the step after the journal's last,
+            // in the top frame. Journaled so that the run's history shows it.
+            let history = RunHistory::replay(journal.path(), &events)?;
+            if let Some(top) = history.frames.last() {
+                let event = Event::Killed(KilledEvent {
+                    depth: history.frames.len() - 1,
+                    index: top.steps.len(),
+                    group,
+                    lingered,
+                    ignorable: true,
+                    at: now_ms(),
+                });
+                journal.append(&event)?;
+                events.push(event);
+            }
+        }
         let plan = match how {
             Some(how) => Some(Self::supersede(
                 &self.resolver,
@@ -641,13 +680,14 @@ impl Executor {
             })?;
             given.push((task, own));
         }
+        // In the members' order: each is the first of the tasks left.
         for (task, own) in given {
             let result = StepResult {
                 success: true,
                 outputs: Some(own),
                 ..StepResult::default()
             };
-            self.record_task(group, task, result, observer)?;
+            self.record_task(group, task, 0, result, observer)?;
         }
         self.advance(observer)
     }
@@ -686,7 +726,7 @@ impl Executor {
         agent: Option<AgentReport>,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
-        let (group, task) = self.pending_task(member, observer)?;
+        let (group, task, rank) = self.pending_task(member, observer)?;
         check_outputs(task.expects.as_ref(), &outputs)?;
         let result = StepResult {
             success: true,
@@ -695,7 +735,7 @@ impl Executor {
             agent,
             ..StepResult::default()
         };
-        self.record_task(group, task, result, observer)
+        self.record_task(group, task, rank, result, observer)
     }
 
     /// Fails the task of `member` in the pending `parallel` group: the agent process could
@@ -707,7 +747,7 @@ impl Executor {
         agent: AgentReport,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
-        let (group, task) = self.pending_task(member, observer)?;
+        let (group, task, rank) = self.pending_task(member, observer)?;
         let result = StepResult {
             success: false,
             error: Some(error),
@@ -715,20 +755,21 @@ impl Executor {
             agent: Some(agent),
             ..StepResult::default()
         };
-        self.record_task(group, task, result, observer)
+        self.record_task(group, task, rank, result, observer)
     }
 
-    /// The pending task of `member`, with its group's position.
+    /// The pending task of `member`, with its group's position and its rank among the
+    /// tasks still pending (in the members' order).
     fn pending_task(
         &mut self,
         member: usize,
         observer: &dyn Observer,
-    ) -> Result<(usize, Task), EngineError> {
+    ) -> Result<(usize, Task, usize), EngineError> {
         let pending = self.advance(observer)?;
         if let Pending::Tasks { group, tasks, .. } = &pending
-            && let Some(task) = tasks.iter().find(|t| t.member == member)
+            && let Some(rank) = tasks.iter().position(|t| t.member == member)
         {
-            return Ok((*group, task.clone()));
+            return Ok((*group, tasks[rank].clone(), rank));
         }
         Err(EngineError::WrongCall {
             expected: Waiting::LlmStep,
@@ -736,11 +777,15 @@ impl Executor {
         })
     }
 
-    /// Journals the answer of a task of the group at `group`, tagged with its member.
+    /// Journals the answer of a task of the group at `group`, tagged with its member; `rank`
+    /// is its place among the tasks still pending. Answers are journaled as they come, and
+    /// numbered in the members' order: the task of rank `r` takes the `r`-th number the
+    /// group's steps leave free, so the numbers are the same whichever answer comes first.
     fn record_task(
         &mut self,
         group: usize,
         task: Task,
+        rank: usize,
         result: StepResult,
         observer: &dyn Observer,
     ) -> Result<(), EngineError> {
@@ -752,7 +797,20 @@ impl Executor {
             prompt: task.prompt,
             expects: task.expects,
         };
-        let record = self.record_step_tagged(input, None, result, false, Some(tag))?;
+        let number = self.stack.last().map(|top| {
+            let taken: std::collections::HashSet<usize> = top
+                .steps
+                .get(group..)
+                .unwrap_or_default()
+                .iter()
+                .map(|r| r.index)
+                .collect();
+            (group..)
+                .filter(|n| !taken.contains(n))
+                .nth(rank)
+                .unwrap_or(group)
+        });
+        let record = self.record_step_tagged(input, None, result, false, Some(tag), number)?;
         observer.step_finished(&self.label(), &record);
         Ok(())
     }
@@ -1085,6 +1143,7 @@ impl Executor {
                     self.call(script, request, working_dir, allow_failure, observer)?;
                 }
                 Evaluation::Completed => self.pop(Outcome::Completed, None, observer)?,
+                Evaluation::Stopped(message) => self.stop(message, observer)?,
                 Evaluation::Failed(error) => {
                     if self.stack.last().is_some_and(|f| f.origin == Origin::Call) {
                         self.pop(Outcome::Failed, Some(error), observer)?;
@@ -1363,7 +1422,7 @@ impl Executor {
             .expect("pop is called with a frame on the stack");
         observer.frame_event(FrameEvent::Ended {
             path: &label,
-            success: outcome != Outcome::Failed,
+            success: succeeded(outcome),
             allow_failure: frame.allow_failure,
         });
         if depth == 0 {
@@ -1371,6 +1430,9 @@ impl Executor {
                 self.run_id().unwrap_or_default().to_string(),
                 outcome,
                 self.root_fell_back,
+                self.stopping
+                    .clone()
+                    .filter(|_| outcome == Outcome::Stopped),
             ));
         }
         if frame.origin == Origin::Call {
@@ -1384,7 +1446,7 @@ impl Executor {
                 },
                 None,
                 StepResult {
-                    success: outcome != Outcome::Failed,
+                    success: succeeded(outcome),
                     error,
                     ..StepResult::default()
                 },
@@ -1392,6 +1454,35 @@ impl Executor {
             )?;
         }
         Ok(())
+    }
+
+    /// The top frame's script called `fail(message)`: it stopped itself. The frame is popped
+    /// as stopped, and so is each caller that did not allow the call to fail (its call
+    /// failed, which would stop it anyway); a caller that allowed it gets the failed call.
+    /// A root frame's stop ends the run: nobody finishes it by hand.
+    fn stop(&mut self, message: String, observer: &dyn Observer) -> Result<(), EngineError> {
+        let top = self.stack.last().expect("a frame stops itself");
+        self.stopping = Some(Stop {
+            script: self.label(),
+            message: message.clone(),
+            // A step that failed without `allow_failure` would have stopped the frame
+            // before the script could: the last step failed, so the script allowed it.
+            retry: top.steps.last().is_some_and(|s| !s.result.success),
+        });
+        let result = loop {
+            let Some(frame) = self.stack.last() else {
+                break Ok(());
+            };
+            let goes_up = frame.origin == Origin::Call && !frame.allow_failure;
+            if let Err(e) = self.pop(Outcome::Stopped, Some(message.clone()), observer) {
+                break Err(e);
+            }
+            if !goes_up {
+                break Ok(());
+            }
+        };
+        self.stopping = None;
+        result
     }
 
     fn fail_top(&mut self, error: String) -> Result<(), EngineError> {
@@ -1423,10 +1514,11 @@ impl Executor {
         result: StepResult,
         allow_failure: bool,
     ) -> Result<StepRecord, EngineError> {
-        self.record_step_tagged(input, context, result, allow_failure, None)
+        self.record_step_tagged(input, context, result, allow_failure, None, None)
     }
 
-    /// [`Executor::record_step`], of the `parallel` member `parallel` when one.
+    /// [`Executor::record_step`], of the `parallel` member `parallel` when one, numbered
+    /// `number` when given (else by its place in the frame).
     fn record_step_tagged(
         &mut self,
         input: StepInput,
@@ -1434,6 +1526,7 @@ impl Executor {
         result: StepResult,
         allow_failure: bool,
         parallel: Option<ParallelMember>,
+        number: Option<usize>,
     ) -> Result<StepRecord, EngineError> {
         let depth = self.stack.len() - 1;
         let top = self.stack.last().expect("a step is recorded into a frame");
@@ -1442,7 +1535,7 @@ impl Executor {
         let mut result = result;
         result.redact(&crate::secrets::known());
         let record = StepRecord {
-            index: top.steps.len(),
+            index: number.unwrap_or(top.steps.len()),
             input,
             context,
             result,
@@ -1465,10 +1558,11 @@ impl Executor {
             journal.close()?;
         }
         match &self.ended {
-            Some((run, outcome, fell_back)) => Ok(Pending::Finished {
+            Some((run, outcome, fell_back, stop)) => Ok(Pending::Finished {
                 run: run.clone(),
                 outcome: *outcome,
                 fell_back: *fell_back,
+                stop: stop.clone(),
             }),
             None => Err(EngineError::WrongCall {
                 expected: Waiting::LlmStep,
@@ -1513,6 +1607,11 @@ impl Executor {
             .chain(std::iter::once(top.script.name.to_string()))
             .collect()
     }
+}
+
+/// Whether a frame that ended so did what it was for (a called frame's call succeeded).
+fn succeeded(outcome: Outcome) -> bool {
+    !matches!(outcome, Outcome::Failed | Outcome::Stopped)
 }
 
 /// Checks that `outputs` has exactly the names `expected`.

@@ -2,10 +2,13 @@
 //!
 //! A run is one JSON object per line. The events replay into the stack of frames: `push`
 //! opens a frame, `step` appends a step result to the top frame, `fail` marks the top frame
-//! as fallen back to its NL instructions, `pop` closes it, `supersede` takes the events from
+//! as fallen back to its NL instructions, `pop` closes it (with how it ended: `stopped`, with
+//! the script's message, when the script stopped itself with `fail()`), `supersede` takes the events from
 //! one of its lines on out of the live history (a retry or a rewind; they stay in the file),
 //! `ask` says the top frame's question was put to the person (when, and what it takes),
 //! `wait` says an unattended run waits out a rate limit of the model (a note replay skips).
+//! `killed` that a resume killed a step left running by a mekara that stopped (the attempt
+//! that never ended, shown beside the step's new one; replay passes over it).
 //! Nothing else is stored: the pending step is derived from the frames by evaluating them.
 //!
 //! Every event is durable before the script sees the result it records, so a crash loses at
@@ -44,6 +47,10 @@ pub(crate) enum Outcome {
     FinishedByAgent,
     /// A called frame failed; the failure went to its caller.
     Failed,
+    /// The script stopped itself with `fail(message)` (the pop's `error` holds the message):
+    /// the frame ended there, and nobody finishes it by hand. A called frame's stop goes to
+    /// its caller as a failed call, which stops the caller too unless it allowed the failure.
+    Stopped,
 }
 
 /// The run's header.
@@ -241,6 +248,28 @@ pub(crate) struct IgnoredEvent {
     pub at: u64,
 }
 
+/// A resume found the step after the journal's last one still running, left by a mekara
+/// that stopped (killed, crashed), and killed its process group. The attempt recorded no
+/// result; the step runs again. Only read by the readers of a run's history (`runs show`,
+/// the viewer): replay passes over it, and it says `"ignorable": true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct KilledEvent {
+    /// Depth of the frame the step belongs to.
+    pub depth: usize,
+    /// The index the step has in its frame.
+    pub index: usize,
+    /// The process group that was killed.
+    pub group: i32,
+    /// Whether some of its processes had not ended a while after the kill.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lingered: bool,
+    /// Always `true`: a reader that does not know the event may skip it (a note, as `wait`).
+    #[serde(default)]
+    pub ignorable: bool,
+    /// Unix time in milliseconds: when it was killed.
+    pub at: u64,
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -266,6 +295,8 @@ pub(crate) enum Event {
     /// An ignorable event this mekara does not know; never written.
     #[serde(skip)]
     Ignored(IgnoredEvent),
+    /// A step left running by a mekara that stopped was killed.
+    Killed(KilledEvent),
 }
 
 impl Event {
@@ -281,6 +312,7 @@ impl Event {
             Event::Ask(e) => e.at,
             Event::Wait(e) => e.at,
             Event::Ignored(e) => e.at,
+            Event::Killed(e) => e.at,
         }
     }
 
@@ -296,6 +328,7 @@ impl Event {
             Event::Ask(_) => "ask",
             Event::Wait(_) => "wait",
             Event::Ignored(_) => "ignored",
+            Event::Killed(_) => "killed",
         }
     }
 
@@ -334,6 +367,7 @@ impl Event {
                     at: line.get("at").and_then(Json::as_u64).unwrap_or(0),
                 }))
             }
+            Some("killed") => read(text, line).map(Event::Killed),
             _ => Err(format!("unknown event {kind}")),
         }
     }

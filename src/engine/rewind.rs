@@ -64,6 +64,10 @@ struct Trace {
     /// The line of that `fail` event.
     fail_line: usize,
     ended: Option<Outcome>,
+    /// The line of its `pop` event, once it ended.
+    end_line: usize,
+    /// What the script gave `fail()`, when it stopped itself.
+    stopped: Option<String>,
     /// The frames pushed while this one was on top, each with this frame's step count then.
     children: Vec<(usize, Trace)>,
 }
@@ -116,8 +120,19 @@ impl Trace {
         crate::script::name::shown(&self.push.script)
     }
 
+    /// Step `index` (its position in the frame) as `runs show` numbers it: the number its
+    /// record has, which for the steps of a `parallel` group follows the members' order
+    /// rather than the order the journal holds them in.
     fn label(&self, index: usize) -> String {
-        format!("{}{}[{index}]", self.callers, self.name())
+        format!("{}{}[{}]", self.callers, self.name(), self.number(index))
+    }
+
+    /// The number of step `index` (its position in the frame): its record's, or the
+    /// position itself past the recorded steps.
+    fn number(&self, index: usize) -> usize {
+        self.steps
+            .get(index)
+            .map_or(index, |(_, record)| record.index)
     }
 
     /// The first line of step `index` of this frame: right after its step before (or its
@@ -166,6 +181,8 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
                     failed_after: None,
                     fail_line: 0,
                     ended: None,
+                    end_line: 0,
+                    stopped: None,
                     children: Vec::new(),
                 });
             }
@@ -183,6 +200,10 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
             Event::Pop(pop) => {
                 if let Some(mut trace) = stack.pop() {
                     trace.ended = Some(pop.outcome);
+                    trace.end_line = line;
+                    if pop.outcome == Outcome::Stopped {
+                        trace.stopped = Some(pop.error.clone().unwrap_or_default());
+                    }
                     close(&mut stack, &mut roots, trace);
                 }
             }
@@ -190,7 +211,8 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
             | Event::Supersede(_)
             | Event::Ask(_)
             | Event::Wait(_)
-            | Event::Ignored(_) => {}
+            | Event::Ignored(_)
+            | Event::Killed(_) => {}
         }
     }
     while let Some(trace) = stack.pop() {
@@ -204,6 +226,9 @@ struct Cut<'t> {
     trace: &'t Trace,
     index: usize,
     detail: Option<String>,
+    /// The script stopped itself here (`fail()`) with this message, right after a step that
+    /// did not fail: it stopped on a decision, not on a failure a fix would change.
+    stopped: Option<String>,
 }
 
 /// Decides what `how` does to the run `id` whose journal holds `events` (already replayed
@@ -240,12 +265,27 @@ pub(crate) fn plan(
             let failed = roots.last().and_then(last_failure);
             match (changed, failed) {
                 (Some(changed), Some(failed))
-                    if failed.trace.line_of(failed.index)
-                        < changed.trace.line_of(changed.index) =>
+                    if failed.stopped.is_none()
+                        && failed.trace.line_of(failed.index)
+                            < changed.trace.line_of(changed.index) =>
                 {
                     (failed, Reason::Retry)
                 }
                 (Some(changed), _) => (changed, Reason::ScriptChanged),
+                (
+                    None,
+                    Some(Cut {
+                        trace,
+                        stopped: Some(message),
+                        ..
+                    }),
+                ) => {
+                    return Err(EngineError::StoppedByScript {
+                        id: id.to_string(),
+                        script: trace.name(),
+                        message,
+                    });
+                }
                 (None, Some(failed)) => (failed, Reason::Retry),
                 (None, None) => {
                     return Err(EngineError::NothingToRetry { id: id.to_string() });
@@ -275,7 +315,7 @@ pub(crate) fn plan(
             line,
             depth: cut.trace.push.depth,
             script: cut.trace.push.script.clone(),
-            index: cut.index,
+            index: cut.trace.number(cut.index),
             reason,
             mekara: env!("CARGO_PKG_VERSION").to_string(),
             at: now_ms(),
@@ -345,12 +385,13 @@ fn named<'t>(id: &str, frames: &[&'t Trace], label: &str) -> Result<Cut<'t>, Eng
     for trace in frames {
         for index in 0..trace.steps.len() {
             let full = norm(&trace.label(index));
-            let short = norm(&format!("{}[{index}]", trace.name()));
+            let short = norm(&format!("{}[{}]", trace.name(), trace.number(index)));
             if full == wanted {
                 return Ok(Cut {
                     trace,
                     index,
                     detail: None,
+                    stopped: None,
                 });
             }
             if short == wanted {
@@ -363,6 +404,7 @@ fn named<'t>(id: &str, frames: &[&'t Trace], label: &str) -> Result<Cut<'t>, Eng
             trace,
             index: *index,
             detail: None,
+            stopped: None,
         }),
         [] => Err(EngineError::NoSuchStep {
             id: id.to_string(),
@@ -376,18 +418,27 @@ fn named<'t>(id: &str, frames: &[&'t Trace], label: &str) -> Result<Cut<'t>, Eng
     }
 }
 
-/// The step whose failure the run fell back on last: the failed step before the fall-back,
-/// followed down through failed `call_script` steps into the called script. A frame that
-/// failed without a failed step (an error in the script itself) runs again from where it
-/// stopped.
+/// The step whose failure the run fell back or stopped on last: the failed step before the
+/// fall-back (or before the script stopped itself), followed down through failed
+/// `call_script` steps into the called script. A frame that failed without a failed step
+/// (an error in the script itself) runs again from where it stopped; a script that stopped
+/// itself without one stopped on a decision, which the cut says.
 fn last_failure(root: &Trace) -> Option<Cut<'_>> {
     let mut frames = Vec::new();
     root.walk(&mut frames);
     let failed = frames
         .into_iter()
-        .filter(|t| t.failed_after.is_some())
-        .max_by_key(|t| t.fail_line)?;
-    Some(cause(failed, failed.failed_after?))
+        .filter_map(|t| match (t.failed_after, &t.stopped) {
+            (Some(after), _) => Some((t.fail_line, t, after)),
+            // A stop that ended the run, or a frame started on top of another: a called
+            // frame's stop is reached from its caller's failed call.
+            (None, Some(_)) if t.push.origin == Origin::Start => {
+                Some((t.end_line, t, t.steps.len()))
+            }
+            _ => None,
+        })
+        .max_by_key(|(line, _, _)| *line)?;
+    Some(cause(failed.1, failed.2))
 }
 
 /// Why frame `trace` failed after its first `steps` steps: its last step, when that failed.
@@ -405,18 +456,19 @@ fn cause(trace: &Trace, steps: usize) -> Cut<'_> {
             trace,
             index: steps,
             detail: None,
+            stopped: trace.stopped.clone(),
         };
     };
-    let child = trace
-        .children
-        .iter()
-        .find(|(at, child)| *at == index && child.ended == Some(Outcome::Failed));
+    let child = trace.children.iter().find(|(at, child)| {
+        *at == index && matches!(child.ended, Some(Outcome::Failed | Outcome::Stopped))
+    });
     match (&record.input, child) {
         (StepInput::Call { .. }, Some((_, child))) => cause(child, child.steps.len()),
         _ => Cut {
             trace,
             index,
             detail: record.result.error.clone(),
+            stopped: None,
         },
     }
 }
@@ -476,6 +528,7 @@ fn change_in<'t>(
                     trace,
                     index: *at,
                     detail: Some(detail),
+                    stopped: None,
                 }));
             }
         }
@@ -485,6 +538,7 @@ fn change_in<'t>(
             trace,
             index,
             detail: Some(detail),
+            stopped: None,
         }),
         None => Change::None,
     })
@@ -565,6 +619,7 @@ fn probe(resolver: &Resolver, settings: &Settings, trace: &Trace) -> Result<Prob
         Err(EngineError::Cancelled { .. }) | Ok(Evaluation::Tasks { .. }) => Now::GoesOn,
         Ok(Evaluation::Completed) => Now::Ends,
         Ok(Evaluation::Failed(message)) => Now::Fails(message),
+        Ok(Evaluation::Stopped(message)) => Now::Stops(message),
         Err(e) => return Err(e),
     };
     if cursor < recorded {
@@ -577,9 +632,12 @@ fn probe(resolver: &Resolver, settings: &Settings, trace: &Trace) -> Result<Prob
             ),
         ));
     }
-    let failed = trace.failed_after.is_some() || trace.ended == Some(Outcome::Failed);
+    let stopped = trace.stopped.is_some();
+    let failed = stopped || trace.failed_after.is_some() || trace.ended == Some(Outcome::Failed);
+    // A journal written before scripts could stop themselves recorded a `fail()` as a
+    // failure: either fits either.
     let fits = if failed {
-        matches!(now, Now::Fails(_)) && cursor == recorded
+        matches!(now, Now::Fails(_) | Now::Stops(_)) && cursor == recorded
     } else if trace.ended.is_some() {
         matches!(now, Now::Ends) && cursor == recorded
     } else {
@@ -588,7 +646,13 @@ fn probe(resolver: &Resolver, settings: &Settings, trace: &Trace) -> Result<Prob
     if fits {
         return Ok(Probe::Same);
     }
-    let was = if failed { "failed" } else { "ended" };
+    let was = if stopped {
+        "stopped"
+    } else if failed {
+        "failed"
+    } else {
+        "ended"
+    };
     Ok(Probe::Changed(
         recorded,
         format!(
@@ -604,6 +668,8 @@ enum Now {
     GoesOn,
     Ends,
     Fails(String),
+    /// The script stops itself (`fail()`).
+    Stops(String),
 }
 
 impl Now {
@@ -612,6 +678,7 @@ impl Now {
             Now::GoesOn => "goes on".into(),
             Now::Ends => "ends".into(),
             Now::Fails(message) => format!("fails ({message})"),
+            Now::Stops(message) => format!("stops itself ({message})"),
         }
     }
 }

@@ -42,6 +42,8 @@ pub(crate) struct RunHistory {
     pub steps: usize,
     /// How the root frame ended, once it has.
     pub outcome: Option<Outcome>,
+    /// What the script that stopped the run gave `fail()`, when one did.
+    pub stop_message: Option<String>,
     /// Whether the root frame fell back to its NL instructions.
     pub root_fell_back: bool,
     /// The digest of the run's handle token, from its header.
@@ -109,6 +111,7 @@ impl RunHistory {
             started_at: 0,
             steps: 0,
             outcome: None,
+            stop_message: None,
             root_fell_back: false,
             token_sha256: None,
             started: false,
@@ -190,12 +193,18 @@ impl RunHistory {
                 Event::Supersede(_) => {}
                 // Notes: a wait is not a step result, and an ignorable event changes nothing.
                 Event::Wait(_) | Event::Ignored(_) => {}
+                // An attempt that recorded nothing: only the history's readers show it.
+                Event::Killed(_) => {}
                 Event::Pop(pop) => {
                     let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;
                     history.frames.pop();
                     if top == 0 {
                         history.outcome = Some(pop.outcome);
+                        history.stop_message = pop
+                            .error
+                            .clone()
+                            .filter(|_| pop.outcome == Outcome::Stopped);
                     }
                 }
             }
@@ -218,6 +227,9 @@ pub(crate) enum RunState {
     Completed,
     /// The root script was finished by hand (an NL script, or after a failure).
     FinishedByAgent,
+    /// The root script stopped itself (`fail()`, after a person's "no", say), or a script it
+    /// called did: the run ended there, unfinished on purpose.
+    Stopped,
     /// The root script failed and was finished by hand.
     FellBack,
     /// mekara was stopped after it created the run and before the script started: nothing
@@ -238,6 +250,7 @@ impl RunState {
             RunState::Completed
                 | RunState::FinishedByAgent
                 | RunState::FellBack
+                | RunState::Stopped
                 | RunState::Cancelled
         )
     }
@@ -251,6 +264,7 @@ impl std::fmt::Display for RunState {
             RunState::WaitingForAnswer => "waiting for an answer",
             RunState::Completed => "completed",
             RunState::FinishedByAgent => "finished by hand",
+            RunState::Stopped => "stopped by the script",
             RunState::FellBack => "failed, finished by hand",
             RunState::NotStarted => "stopped before its script started",
             RunState::Queued => "queued",
@@ -319,6 +333,7 @@ pub(crate) fn summarize(
                 _ if !h.frames.is_empty() => RunState::Interrupted,
                 _ if h.root_fell_back => RunState::FellBack,
                 Some(Outcome::Completed) => RunState::Completed,
+                Some(Outcome::Stopped) => RunState::Stopped,
                 _ => RunState::FinishedByAgent,
             },
             script: h.script.unwrap_or_default(),
@@ -364,10 +379,11 @@ pub(crate) struct PruneRule {
 
 impl PruneRule {
     /// The states a rule without `states` selects: every ended run.
-    pub(crate) const ENDED: [RunState; 4] = [
+    pub(crate) const ENDED: [RunState; 5] = [
         RunState::Completed,
         RunState::FinishedByAgent,
         RunState::FellBack,
+        RunState::Stopped,
         RunState::NotStarted,
     ];
 

@@ -177,7 +177,7 @@ impl RunTrace {
                 vec![KeyValue::new("mekara.error", text(error))],
             );
         }
-        if end.outcome == Outcome::Failed {
+        if matches!(end.outcome, Outcome::Failed | Outcome::Stopped) {
             let error = end.error.unwrap_or("the script failed");
             fail(&mut span, error, end.at);
         }
@@ -187,6 +187,7 @@ impl RunTrace {
     pub(super) fn export_run(&self, traces: &Traces, root: &Frame, end: &FrameEnd<'_>) {
         let state = match end.outcome {
             Outcome::Completed => RunState::Completed,
+            Outcome::Stopped => RunState::Stopped,
             _ if root.fell_back.is_some() => RunState::FellBack,
             _ => RunState::FinishedByAgent,
         };
@@ -301,6 +302,7 @@ fn outcome(outcome: Outcome) -> &'static str {
         Outcome::Completed => "completed",
         Outcome::FinishedByAgent => "finished_by_agent",
         Outcome::Failed => "failed",
+        Outcome::Stopped => "stopped",
     }
 }
 

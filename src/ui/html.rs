@@ -384,7 +384,7 @@ fn frame_html(axis: &Axis, frame: &FrameView, body: &mut String) {
     let class = match (frame.superseded, frame.outcome) {
         (true, _) => "superseded",
         (_, Some("completed")) => "ok",
-        (_, Some("failed")) => "failed",
+        (_, Some("failed" | "stopped by the script")) => "failed",
         (_, Some(_)) => "manual",
         (_, None) => "open",
     };
@@ -416,6 +416,13 @@ fn frame_html(axis: &Axis, frame: &FrameView, body: &mut String) {
         match item {
             Item::Step(step) => step_html(axis, step, body),
             Item::Frame(child) => frame_html(axis, child, body),
+            Item::Killed { index, group, at } => {
+                let _ = write!(
+                    body,
+                    "<div class=\"supersede killed\">✗ [{index}] killed at {}: this attempt was still running from a mekara that stopped; the resume killed its process group {group} and ran the step again below</div>",
+                    format_time(*at),
+                );
+            }
             Item::Supersede {
                 script,
                 index,

@@ -49,6 +49,7 @@ pub(crate) fn state_key(state: RunState) -> &'static str {
         RunState::Completed => "completed",
         RunState::FinishedByAgent => "finished",
         RunState::FellBack => "failed",
+        RunState::Stopped => "stopped",
         RunState::NotStarted => "not-started",
         RunState::Queued => "queued",
         RunState::Cancelled => "cancelled",
@@ -56,13 +57,14 @@ pub(crate) fn state_key(state: RunState) -> &'static str {
 }
 
 /// Every state key, in the order the filter offers them.
-pub(crate) const STATE_KEYS: [&str; 9] = [
+pub(crate) const STATE_KEYS: [&str; 10] = [
     "active",
     "waiting",
     "interrupted",
     "queued",
     "completed",
     "failed",
+    "stopped",
     "finished",
     "cancelled",
     "not-started",
@@ -254,6 +256,13 @@ pub(crate) struct FrameView {
 pub(crate) enum Item {
     Step(Box<StepView>),
     Frame(Box<FrameView>),
+    /// An attempt of step `index` left running by a mekara that stopped, killed by the
+    /// resume that ran the step again.
+    Killed {
+        index: usize,
+        group: i32,
+        at: u64,
+    },
     /// A retry or rewind: the history from `script[index]` on was superseded.
     Supersede {
         script: String,
@@ -506,6 +515,15 @@ fn frames(events: &[Event]) -> Vec<FrameView> {
                 }
             }
             Event::Ignored(_) => {}
+            Event::Killed(killed) => {
+                if let Some(&top) = open.last() {
+                    arena[top].items.push(Slot::Item(Item::Killed {
+                        index: killed.index,
+                        group: killed.group,
+                        at: killed.at,
+                    }));
+                }
+            }
             Event::Fail(fail) => {
                 if let Some(&top) = open.last()
                     && is_live
@@ -545,6 +563,7 @@ fn frames(events: &[Event]) -> Vec<FrameView> {
                         Outcome::Completed => "completed",
                         Outcome::FinishedByAgent => "finished by hand",
                         Outcome::Failed => "failed",
+                        Outcome::Stopped => "stopped by the script",
                     });
                     view.error.clone_from(&pop.error);
                     view.agent.clone_from(&pop.agent);

@@ -420,7 +420,7 @@ fn unattended_runs_wait_for_mekara_answer_and_the_agent_never_answers_the_questi
 
 /// Runs `mekara ARGS` with stdin held open (nobody types) until the run's journal holds
 /// `event` (by its name); then types an empty line, closes stdin and waits for the end.
-fn run_typing_enter_after(project: &Project, args: &[&str], event: &str) -> Run {
+fn run_typing_done_after(project: &Project, args: &[&str], event: &str) -> Run {
     let mut child = project.spawn(args);
     let mut stdin = child.stdin.take().expect("stdin");
     let wanted = format!("\"event\":\"{event}\"");
@@ -436,7 +436,7 @@ fn run_typing_enter_after(project: &Project, args: &[&str], event: &str) -> Run 
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    stdin.write_all(b"\n").expect("type Enter");
+    stdin.write_all(b"done\n").expect("type done");
     drop(stdin);
     Run::from_output(child.wait_with_output().expect("wait"))
 }
@@ -454,7 +454,7 @@ def execute(request):
     );
     // At the terminal, mekara stops waiting at the timeout; the second question's timeout
     // makes the frame fall back, and the person finishes it by hand.
-    let run = run_typing_enter_after(&project, &["run", "deploy"], "fail");
+    let run = run_typing_done_after(&project, &["run", "deploy"], "fail");
     run.expect_code(1);
     mekara_snapshot!("timeout_at_the_terminal", project, run);
     let id = last_run(&project);

@@ -471,18 +471,24 @@ def execute(request):
 
 // ── fail, json, print ───────────────────────────────────────────────────────────────────
 
+/// `fail()` in `execute` is the script stopping itself (issue 28): the run ends as stopped
+/// by the script, with the message, and does not fall back to the NL instructions.
 #[test]
-fn fail_in_execute_falls_back_with_its_message_and_location() {
+fn fail_in_execute_stops_the_run_with_its_message() {
     let project = project_with(
         "stop",
         "Stop early.\n",
-        "def execute(request):\n    auto(\"echo before\")\n    fail(\"stop here: \" + request)\n    auto(\"echo after\")\n",
+        "def execute(request):\n    auto(\"echo before\")\n    fail(\"stop here:\", request)\n    auto(\"echo after\")\n",
     );
     let run = project.run(&["run", "stop", "now"], "\n");
     run.expect_code(1);
-    let failed = what_failed(&run.stdout);
-    assert!(failed.contains("error: fail: stop here: now"), "{failed}");
-    assert!(failed.contains("stop.star:3:5"), "{failed}");
+    assert!(
+        run.stdout
+            .contains("stopped by the script `stop`: stop here: now\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("finish it by hand"), "{}", run.stdout);
     assert!(run.stdout.contains("  │ before\n"), "{}", run.stdout);
     assert!(!run.stdout.contains("  │ after\n"), "{}", run.stdout);
 }

@@ -49,7 +49,7 @@ fn a_script_with_a_syntax_error_fails_everywhere() {
     mekara_snapshot!(
         "syntax_error_run",
         project,
-        project.run(&["run", "broken"], "\n")
+        project.run(&["run", "broken"], "done\n")
     );
 }
 

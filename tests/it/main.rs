@@ -51,6 +51,7 @@ mod serve;
 mod shell;
 mod stack;
 mod standin;
+mod stops;
 mod terminal;
 mod transcripts;
 mod tutorial;

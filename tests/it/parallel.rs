@@ -127,7 +127,7 @@ def execute(request):
             after_journaled("echo fine"),
         )),
     );
-    mekara_snapshot!(project, project.run(&["run", "checks"], "\n"));
+    mekara_snapshot!(project, project.run(&["run", "checks"], "done\n"));
     assert_eq!(lines(&project.root().join("never.count")), 0);
 }
 
@@ -340,7 +340,7 @@ fn bad_arguments_to_parallel_are_refused_with_what_to_write() {
             "By hand.",
             Some(&format!("def execute(request):\n    {body}\n")),
         );
-        mekara_snapshot!(name, project, project.run(&["run", name], "\n"));
+        mekara_snapshot!(name, project, project.run(&["run", name], "done\n"));
     }
 }
 

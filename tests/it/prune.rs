@@ -17,10 +17,10 @@ fn project() -> Project {
 }
 
 /// Runs `name` and returns its id: `done` completes, `fails` fails and is finished by hand
-/// (an empty line ends its fallback), `asks` gets no answer and is interrupted.
+/// (`done` ends its fallback), `asks` gets no answer and is interrupted.
 fn run(project: &Project, name: &str) -> String {
     let before = project.run_ids();
-    let finish_by_hand = if name == "fails" { "\n" } else { "" };
+    let finish_by_hand = if name == "fails" { "done\n" } else { "" };
     project.run(&["run", name], finish_by_hand);
     let after = project.run_ids();
     after

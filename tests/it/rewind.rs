@@ -196,21 +196,21 @@ fn a_script_that_failed_on_its_own_code_runs_on_once_the_code_is_fixed() {
     );
     project.run(&["run", "bug"], "").expect_code(1);
     let id = only_run(&project);
-    // Unchanged, the retry meets the same error.
+    // Unchanged, the script would stop again: the retry is refused.
     let same = project.run(&["run", "--resume", &id, "--retry"], "");
-    same.expect_code(1);
+    same.expect_code(2);
     assert!(
-        same.stdout
-            .contains("retry: step bug[1] failed; it runs again"),
+        same.stderr
+            .contains("was stopped by its script `bug` (a bug), not by a failed step"),
         "{}",
-        same.stdout
+        same.stderr
     );
     edit(&project, "bug", "    fail(\"a bug\")\n", "");
     let fixed = project.run(&["run", "--resume", &id, "--retry"], "");
     fixed.expect_code(0);
     assert!(
         fixed.stdout.contains(
-            "rewind: the script changed since this run recorded step bug[1] (the frame failed after 1 step, but the script now goes on there)"
+            "rewind: the script changed since this run recorded step bug[1] (the frame stopped after 1 step, but the script now goes on there)"
         ),
         "{}",
         fixed.stdout

@@ -169,7 +169,7 @@ fn failed_step_without_allow_failure_falls_back_to_the_instructions() {
         NL,
         Some("def execute(request):\n    auto(\"exit 3\")\n    llm(\"not reached\")\n"),
     );
-    let run = project.run(&["run", "fails"], "\n");
+    let run = project.run(&["run", "fails"], "done\n");
     run.expect_code(1);
     assert!(
         run.stdout.contains(concat!(
@@ -178,7 +178,7 @@ fn failed_step_without_allow_failure_falls_back_to_the_instructions() {
             "\n",
             "The script's instructions (no step of it was done before the failure):\n",
             "Do the step by hand.\n",
-            "Press Enter when you have finished the script by hand. \n",
+            "Type `done` when you have finished the script by hand (any other line stops the run here, saved): done\n",
         )),
         "{}",
         run.stdout

@@ -47,7 +47,7 @@ fn run_that_passes() {
 #[test]
 fn run_that_fails_and_falls_back() {
     let project = project();
-    mekara_snapshot!(project, project.run(&["run", "deploy"], "\n"));
+    mekara_snapshot!(project, project.run(&["run", "deploy"], "done\n"));
 }
 
 /// Regression: the fallback said "the steps above already ran" when none had, and the
@@ -60,7 +60,7 @@ fn run_whose_first_step_fails() {
         "---\ndescription: Ship\n---\n1. Push.\n",
         Some("def execute(request):\n    auto(\"exit 4\", context = \"Push\")\n"),
     );
-    mekara_snapshot!(project, project.run(&["run", "ship"], "\n"));
+    mekara_snapshot!(project, project.run(&["run", "ship"], "done\n"));
     let [id] = project.run_ids().try_into().expect("one run");
     mekara_snapshot!(
         "runs_show_ship_failed",
@@ -148,7 +148,7 @@ pub(crate) fn release_project() -> Project {
 #[test]
 fn run_whose_called_script_fails() {
     let project = release_project();
-    mekara_snapshot!(project, project.run(&["run", "release"], "\n"));
+    mekara_snapshot!(project, project.run(&["run", "release"], "done\n"));
     let [id] = project.run_ids().try_into().expect("one run");
     mekara_snapshot!(
         "runs_show_release_failed",
@@ -177,7 +177,7 @@ fn run_interrupted_at_a_prompt_and_resumed() {
 fn runs_and_runs_show() {
     let project = project();
     project.run(&["run", "greet"], "Ada\n").expect_code(0);
-    project.run(&["run", "deploy"], "\n");
+    project.run(&["run", "deploy"], "done\n");
     project.run(&["run", "greet"], "");
     // Runs started in the same second list in the order of their random suffix: sort the
     // listing by script and state so the snapshot does not depend on it.

@@ -980,10 +980,20 @@ fn retry_runs_again_the_allowed_failure_a_script_stopped_on() {
     );
     let failed = run(&project, &["release"]);
     failed.expect_code(1);
-    let id = json_summary(&failed)["run_id"]
-        .as_str()
-        .expect("a string")
-        .to_string();
+    let summary = json_summary(&failed);
+    let id = summary["run_id"].as_str().expect("a string").to_string();
+    // The script stopped itself, on a failure it allowed: said so, with how to retry.
+    assert_eq!(summary["state"], "stopped_by_script", "{summary}");
+    assert!(
+        failed
+            .stderr
+            .contains("stopped by the script `release`: the tests failed: not released")
+            && failed.stderr.contains(
+                "it stopped on a step that failed: once the cause is fixed, run that step again and go on with `mekara run --resume"
+            ),
+        "{}",
+        failed.stderr
+    );
     project.write("tests-pass", "");
     let retried = run_resume(&project, &id, &["--retry"]);
     retried.expect_code(0);

@@ -3,7 +3,12 @@
 
 use super::answers::{Answers, Asked};
 use super::clock::Clock;
-use super::prompts::{ask_done, ask_outputs, ask_person, deadline_of, left_at_prompt};
+use std::io::IsTerminal;
+
+use super::prompts::{
+    DONE, ask_done, ask_line, ask_outputs, ask_person, deadline_of, left_at_prompt,
+    stopped_at_failure,
+};
 use super::terminal::Terminal;
 use crate::cli::output::outln;
 use crate::display::count;
@@ -44,8 +49,30 @@ pub(super) fn play(
             Err(e) => return Err(e.into()),
             Ok(Pending::Finished {
                 run,
+                stop: Some(stop),
+                ..
+            }) => {
+                outln!(
+                    "\nstopped by the script `{}`: {}",
+                    stop.script,
+                    stop.message.trim_end()
+                )?;
+                if stop.retry {
+                    outln!(
+                        "it stopped on a step that failed: once the cause is fixed, run that step again and go on with `mekara run --resume {run} --retry`"
+                    )?;
+                }
+                outln!(
+                    "\n── run {run} stopped by the script: {} ──",
+                    clock.summary(&run)
+                )?;
+                return Ok(Exit::Failure);
+            }
+            Ok(Pending::Finished {
+                run,
                 outcome,
                 fell_back,
+                stop: None,
             }) => {
                 let how = match (outcome, fell_back) {
                     (_, true) => "failed and was finished by hand",
@@ -156,12 +183,29 @@ pub(super) fn play(
                         call.instructions.trim_end()
                     )?;
                 }
-                match ask_done(
-                    &mut input,
-                    "Press Enter when you have finished the script by hand.",
-                )? {
-                    Asked::Answered(()) => executor.finish_nl(terminal),
-                    unanswered => return left_at_prompt(executor, &unanswered),
+                if std::io::stdin().is_terminal() {
+                    match ask_done(
+                        &mut input,
+                        "Press Enter when you have finished the script by hand.",
+                    )? {
+                        Asked::Answered(()) => executor.finish_nl(terminal),
+                        unanswered => return left_at_prompt(executor, &unanswered),
+                    }
+                } else {
+                    // Piped input was written before the failure was known: only a line
+                    // that says so finishes the script by hand.
+                    let prompt = format!(
+                        "Type `{DONE}` when you have finished the script by hand (any other line stops the run here, saved):"
+                    );
+                    match ask_line(&mut input, &prompt)? {
+                        Asked::Answered(line) if line.trim().eq_ignore_ascii_case(DONE) => {
+                            executor.finish_nl(terminal)
+                        }
+                        Asked::Interrupted => {
+                            return left_at_prompt(executor, &Asked::<()>::Interrupted);
+                        }
+                        read => return stopped_at_failure(executor, &read),
+                    }
                 }
             }
         };

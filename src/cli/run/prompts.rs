@@ -110,8 +110,38 @@ fn read_line(input: &mut Answers) -> anyhow::Result<Asked<String>> {
 }
 
 pub(super) fn ask_done(input: &mut Answers, prompt: &str) -> anyhow::Result<Asked<()>> {
+    Ok(ask_line(input, prompt)?.map(|_| ()))
+}
+
+/// Asks `prompt`, and reads the line that answers it.
+pub(super) fn ask_line(input: &mut Answers, prompt: &str) -> anyhow::Result<Asked<String>> {
     out!("{prompt} ")?;
-    Ok(read_line(input)?.map(|_| ()))
+    read_line(input)
+}
+
+/// What a piped `mekara run` types to say that a failed script was finished by hand.
+pub(super) const DONE: &str = "done";
+
+/// Leaves a run at the fallback of a failed step, with input that is not a terminal, when
+/// the line read was not [`DONE`] (or stdin ended): a failure is never taken as finished by
+/// hand from whatever line comes next. The run stops there, saved, as an unattended run
+/// does, and mekara says how to run the failed step again.
+pub(super) fn stopped_at_failure(
+    executor: &Executor,
+    read: &Asked<String>,
+) -> anyhow::Result<Exit> {
+    let id = executor.run_id().unwrap_or_default();
+    let why = match read {
+        Asked::Answered(line) => format!(
+            "the line read was `{}`, not `{DONE}`",
+            crate::display::echoed(line)
+        ),
+        _ => "stdin ended".to_string(),
+    };
+    outln!(
+        "\nthe run stopped at the failure: with input that is not a terminal, only a line `{DONE}` says the script was finished by hand, and {why}\nthe run is saved: fix the cause, then run the failed step again and go on with `mekara run --resume {id} --retry` (or, once you have finished the script by hand, `mekara run --resume {id}` and answer `{DONE}`)"
+    )?;
+    Ok(Exit::Failure)
 }
 
 /// Asks for each expected output in turn.

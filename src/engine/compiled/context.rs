@@ -247,10 +247,10 @@ impl StepContext<'_> {
     /// The index the next new step gets: the cursor, or past the end of the journal for a
     /// step of a `parallel` group (whose steps are appended as they come).
     pub(super) fn next_index(&self) -> usize {
-        if self.member.borrow().is_some() {
-            self.steps.borrow().len()
-        } else {
-            self.cursor.get()
+        let tag = self.member.borrow().as_ref().map(|m| m.tag);
+        match tag {
+            Some(tag) => self.free_numbers(tag.group, 1)[0],
+            None => self.cursor.get(),
         }
     }
 
@@ -269,7 +269,7 @@ impl StepContext<'_> {
             Some(member) => Some(member.tag),
             None => None,
         };
-        let record = self.append(input, context, allow_failure, result, tag)?;
+        let record = self.append(input, context, allow_failure, result, tag, None)?;
         if let Some(member) = self.member.borrow_mut().as_mut() {
             member.recorded.push(record.clone());
             member.next += 1;
@@ -280,7 +280,9 @@ impl StepContext<'_> {
     }
 
     /// Journals a new step (of the `parallel` member `tag`, if any) and tells the observer;
-    /// the caller moves its cursor.
+    /// the caller moves its cursor. The step is numbered `number` when given (a shell step
+    /// of a `parallel` round, numbered in the members' order, whenever it finishes), else
+    /// where it goes in the frame's steps.
     pub(super) fn append(
         &self,
         input: StepInput,
@@ -288,11 +290,12 @@ impl StepContext<'_> {
         allow_failure: bool,
         result: StepResult,
         tag: Option<ParallelMember>,
+        number: Option<usize>,
     ) -> anyhow::Result<StepRecord> {
-        let index = if tag.is_some() {
-            self.steps.borrow().len()
-        } else {
-            self.cursor.get()
+        let index = match (number, tag) {
+            (Some(number), _) => number,
+            (None, Some(tag)) => self.free_numbers(tag.group, 1)[0],
+            (None, None) => self.cursor.get(),
         };
         let record = StepRecord {
             index,
@@ -309,6 +312,24 @@ impl StepContext<'_> {
         self.observer.step_finished(self.path, &record);
         self.steps.borrow_mut().push(record.clone());
         Ok(record)
+    }
+
+    /// The numbers the next `count` steps of the `parallel` group at position `group` take:
+    /// the lowest from `group` on that none of its steps has. In a group whose rounds all
+    /// finished they are the positions past its steps; after a round a kill cut short, they
+    /// fill the numbers its unfinished steps would have had.
+    pub(super) fn free_numbers(&self, group: usize, count: usize) -> Vec<usize> {
+        let steps = self.steps.borrow();
+        let taken: std::collections::HashSet<usize> = steps
+            .get(group..)
+            .unwrap_or_default()
+            .iter()
+            .map(|r| r.index)
+            .collect();
+        (group..)
+            .filter(|n| !taken.contains(n))
+            .take(count)
+            .collect()
     }
 
     /// The error for a new step of a `parallel` group whose journal shows it ended before.

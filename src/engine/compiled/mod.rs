@@ -329,6 +329,9 @@ pub(crate) enum Evaluation {
     Completed,
     /// A step failed without `allow_failure`, or the script raised an error.
     Failed(String),
+    /// The script stopped itself: it called `fail(message)` outside a function step (after
+    /// a person's "no", say). The run ends there; nobody finishes it by hand.
+    Stopped(String),
 }
 
 /// Everything an evaluation needs from the executor.
@@ -527,7 +530,14 @@ fn evaluate_counted(
             Ok(Evaluation::Tasks { group, max, tasks })
         }
         (_, Some(Interrupt::StepFailed(message))) => Ok(Evaluation::Failed(message)),
-        (Err(message), None) => Ok(Evaluation::Failed(message)),
+        (
+            Err(Raised {
+                fail: Some(message),
+                ..
+            }),
+            None,
+        ) => Ok(Evaluation::Stopped(message)),
+        (Err(raised), None) => Ok(Evaluation::Failed(raised.rendered)),
         (Ok(_), None) if cursor < steps.len() => Err(EngineError::Diverged {
             script: path.to_string(),
             index: cursor,
@@ -549,6 +559,35 @@ enum Arguments<'a> {
     Keywords(&'a Map<String, Json>),
 }
 
+/// An error that script code raised.
+struct Raised {
+    /// The error, rendered with its location.
+    rendered: String,
+    /// The message the script gave `fail(...)`, when that is what raised: the script stopped
+    /// itself, which the frame tells from an error in its code.
+    fail: Option<String>,
+}
+
+impl Raised {
+    fn of(e: &starlark::Error) -> Raised {
+        let fail = match e.kind() {
+            starlark::ErrorKind::Fail(message) => Some(message.to_string().trim().to_string()),
+            _ => None,
+        };
+        Raised {
+            rendered: render(e),
+            fail,
+        }
+    }
+
+    fn other(rendered: String) -> Raised {
+        Raised {
+            rendered,
+            fail: None,
+        }
+    }
+}
+
 /// Calls `callee` in a fresh module whose step builtins reach `ctx`, and renders a failure
 /// with its location.
 ///
@@ -561,7 +600,7 @@ fn call_with_steps(
     ctx: &StepContext<'_>,
     callee: &OwnedFrozenValue,
     args: &Arguments<'_>,
-) -> Result<Json, String> {
+) -> Result<Json, Raised> {
     let call_once = |last: Option<&LastStatement>| {
         let _budget = ctx.limits.budget();
         overflow_as_limit(ctx.limits, || {
@@ -599,16 +638,16 @@ fn call_with_steps(
         })
         .unwrap_or_else(|limit| Ok(Err(limit)))
     };
-    match call_once(None)? {
-        Ok(value) => value,
+    match call_once(None).map_err(Raised::other)? {
+        Ok(value) => value.map_err(Raised::other),
         Err(e) if is_limit(&e) && ctx.interrupt.borrow().is_none() => {
             ctx.cursor.set(0);
             let last = LastStatement::default();
             let _ = call_once(Some(&last));
             *ctx.interrupt.borrow_mut() = None;
-            Err(render(&last.locate(e)))
+            Err(Raised::other(render(&last.locate(e))))
         }
-        Err(e) => Err(render(&e)),
+        Err(e) => Err(Raised::of(&e)),
     }
 }
 
@@ -690,7 +729,7 @@ pub(crate) fn call_directly(call: DirectCall<'_>) -> Result<Called, EngineError>
             "the tool reached `llm()` steps inside `parallel`, but served tools cannot hand work to the agent; move them into a compiled script".to_string(),
         )),
         (_, Some(Interrupt::StepFailed(message))) => Ok(Called::Failed(message)),
-        (Err(message), None) => Ok(Called::Failed(message)),
+        (Err(raised), None) => Ok(Called::Failed(raised.rendered)),
         (Ok(value), None) => Ok(Called::Returned(value)),
     }
 }

@@ -207,6 +207,10 @@ fn run_round(
     max: usize,
 ) -> starlark::Result<()> {
     let steps: Vec<ShellStep> = planned.iter().map(|(_, p)| p.step.clone()).collect();
+    // The round's steps are journaled as they finish (a kill loses only those still
+    // running), and numbered in the members' order: the numbers a run shows (and `--from`
+    // takes) are the same in every run, whichever step finishes first.
+    let numbers = ctx.free_numbers(group, planned.len());
     let mut cancelled = false;
     let mut broken: Option<anyhow::Error> = None;
     ctx.runner
@@ -217,7 +221,7 @@ fn run_round(
                 Ran::Done(_) if broken.is_some() => {}
                 Ran::Done(result) => {
                     let input = planned.step.input();
-                    let index = ctx.steps.borrow().len();
+                    let index = numbers[at];
                     let context = planned.context.as_deref();
                     ctx.observer.step_started(ctx.path, index, &input, context);
                     if !result.output.is_empty() {
@@ -229,6 +233,7 @@ fn run_round(
                         planned.allow_failure,
                         result,
                         Some(*tag),
+                        Some(index),
                     );
                     if let Err(e) = appended {
                         broken = Some(e);

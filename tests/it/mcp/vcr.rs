@@ -224,8 +224,9 @@ fn a_cassette_run_id_that_is_not_a_plain_name_is_refused() {
 /// kind still replays where it was recorded.
 #[tokio::test]
 async fn a_session_that_ejected_a_script_replays_in_another_checkout() {
-    const BROKEN: &str =
-        "def execute(request):\n    auto(\"true\")\n    fail(\"broken on purpose\")\n";
+    // A function step that fails: its error names the script's file (a `fail()` in
+    // `execute` would stop the run, with the message alone).
+    const BROKEN: &str = "def execute(request):\n    auto(\"true\")\n    auto(broken)\n\ndef broken():\n    fail(\"broken on purpose\")\n";
     let recording = Project::new();
     let checkout = Project::new();
     for project in [&recording, &checkout] {

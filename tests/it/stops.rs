@@ -1,0 +1,327 @@
+//! Stops and failures handled as the script and the person mean them (issue 28): a script
+//! that stops itself with `fail()` ends the run as "stopped by the script", at the terminal,
+//! unattended and over MCP, and every reader says so.
+
+use serde_json::{Value as Json, json};
+
+use crate::common::Project;
+use crate::mcp::client::Client;
+
+const NL: &str = "---\ndescription: Build, confirm, release\n---\n1. Build.\n2. Ask the user to confirm the release; if they say no, stop.\n3. Release.\n";
+
+/// A build, the person's confirmation, and a `fail()` when they say no.
+const RELEASE: &str = r#"
+def execute(request):
+    auto("echo built", context = "Step 1: build")
+    r = ask("Release it?", choices = ["yes", "no"])
+    if r.answer != "yes":
+        fail("the user said no")
+    auto("echo released", context = "Step 3: release")
+"#;
+
+fn project() -> Project {
+    let project = Project::new();
+    project.script("release", NL, Some(RELEASE));
+    project
+}
+
+fn only_run(project: &Project) -> String {
+    let ids = project.run_ids();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    ids[0].clone()
+}
+
+/// The journal's events of run `id`, as JSON.
+fn events(project: &Project, id: &str) -> Vec<Json> {
+    project
+        .journal(id)
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).expect("json line"))
+        .collect()
+}
+
+/// Regression (issue 28): a script that called `fail("the user said no")` after a person's
+/// "no" got "failed; finish it by hand", the next line of input was taken as the work done
+/// by hand, and a run left there stayed "interrupted" for good. It ends the run as stopped
+/// by the script, with the script's message, journaled; `runs`, `runs show` and `--retry`
+/// say so.
+#[test]
+fn a_script_that_stops_itself_at_the_terminal_ends_the_run_as_stopped_by_the_script() {
+    let project = project();
+    let run = project.run(&["run", "release"], "no\n");
+    run.expect_code(1);
+    let out = &run.stdout;
+    assert!(
+        out.contains("stopped by the script `release`: the user said no"),
+        "{out}"
+    );
+    assert!(!out.contains("finish it by hand"), "{out}");
+    assert!(!out.contains("released"), "{out}");
+    let id = only_run(&project);
+    assert!(
+        out.contains(&format!("── run {id} stopped by the script:")),
+        "{out}"
+    );
+
+    let last = events(&project, &id).pop().expect("an event");
+    assert_eq!(
+        (&last["event"], &last["outcome"], &last["error"]),
+        (&json!("pop"), &json!("stopped"), &json!("the user said no")),
+        "{last}"
+    );
+
+    let runs = project.run(&["runs"], "");
+    assert!(
+        runs.stdout.contains("stopped by the script"),
+        "{}",
+        runs.stdout
+    );
+    let shown = project.run(&["runs", "show", &id], "");
+    assert!(
+        shown
+            .stdout
+            .contains("◀ stopped by the script: the user said no")
+            && shown.stdout.contains(
+                "stopped by the script: the user said no\nthe script ended the run there on purpose"
+            ),
+        "{}",
+        shown.stdout
+    );
+    // Not a run to finish: prune takes it as an ended run.
+    let pruned = project.run(&["runs", "prune", "--state", "stopped", "--dry-run"], "");
+    assert!(pruned.stdout.contains(&id), "{}", pruned.stdout);
+
+    // A retry would stop again: it is refused, saying how to give another answer.
+    let retried = project.run(&["run", "--resume", &id, "--retry"], "");
+    retried.expect_code(2);
+    assert!(
+        retried.stderr.contains(&format!(
+            "run `{id}` was stopped by its script `release` (the user said no), not by a failed step, so a retry would only stop again"
+        )) && retried.stderr.contains("--from STEP"),
+        "{}",
+        retried.stderr
+    );
+    // Going on from the question asks it again.
+    let again = project.run(&["run", "--resume", &id, "--from", "release[1]"], "yes\n");
+    again.expect_code(0);
+    assert!(again.stdout.contains("  │ released\n"), "{}", again.stdout);
+}
+
+/// Unattended, the stop ends the run with exit 1 and the script's message on stderr, and
+/// nothing to resume.
+#[test]
+fn unattended_a_script_that_stops_itself_exits_1_with_its_message() {
+    let project = project();
+    // The person said no, with `mekara answer`, while the run waited.
+    let agent = ["--agent-command", "false", "--json"];
+    let mut args = vec!["run"];
+    args.extend_from_slice(&agent);
+    args.push("release");
+    let waiting = project.run(&args, "");
+    waiting.expect_code(1);
+    let id = only_run(&project);
+    project.run(&["answer", &id, "no"], "").expect_code(0);
+    let mut args = vec!["run", "--resume", &id];
+    args.extend_from_slice(&agent);
+    let stopped = project.run(&args, "");
+    stopped.expect_code(1);
+    assert!(
+        stopped
+            .stderr
+            .contains("stopped by the script `release`: the user said no")
+            && stopped
+                .stderr
+                .contains("the script ended the run there on purpose: nothing is left to resume"),
+        "{}",
+        stopped.stderr
+    );
+    let summary: Json = serde_json::from_str(&stopped.stdout).expect("a JSON summary");
+    assert_eq!(summary["state"], "stopped_by_script", "{summary}");
+    assert_eq!(summary["resume"], Json::Null, "{summary}");
+    assert_eq!(summary["run_id"], json!(id), "{summary}");
+}
+
+/// Over MCP, the agent is told that the script stopped, with its message, to tell the user
+/// and not to work around it; `status` says the same.
+#[tokio::test]
+async fn over_mcp_the_agent_is_told_the_script_stopped_and_not_to_work_around_it() {
+    let project = project();
+    let client = Client::start(&project, &[]).await;
+    let started = client.call("start", json!({"name": "release"})).await.ok();
+    let handle = crate::mcp::client::handle(&started);
+    let stopped = client
+        .call(
+            "continue_compiled_script",
+            json!({"run_id": handle, "outputs": {"answer": "no"}}),
+        )
+        .await
+        .ok();
+    assert!(
+        stopped.contains("## Stopped by the script")
+            && stopped.contains("<message>\nthe user said no\n</message>")
+            && stopped.contains("Tell the user that it stopped")
+            && stopped.contains("Do not work around it"),
+        "{stopped}"
+    );
+    assert!(!stopped.contains("finish it by hand"), "{stopped}");
+    assert!(!stopped.contains("retry"), "{stopped}");
+    let status = client.call("status", json!({})).await.ok();
+    assert!(
+        status.contains("was stopped by the script `release`: the user said no"),
+        "{status}"
+    );
+}
+
+/// Regression (issue 28): with stdin piped, the line after a failed step (written before
+/// anyone knew a step would fail) was taken as "finished by hand", and the run ended as done.
+/// The run stops at the failure, saved, and says how to retry; a line `done` is what says
+/// the script was finished by hand.
+#[test]
+fn piped_input_after_a_failure_stops_the_run_resumable_unless_it_says_done() {
+    let project = Project::new();
+    project.script(
+        "ship",
+        "---\ndescription: Test, then ship\n---\n1. Run the tests.\n2. Ship.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"test -f tests-pass\", context = \"Step 1: run the tests\")\n    \
+             n = llm(\"Step 2: name the version.\", expects = {\"version\": \"the version\"})\n    \
+             auto(\"echo shipped \" + n.outputs[\"version\"], context = \"Step 3: ship\")\n",
+        ),
+    );
+    let run = project.run(&["run", "ship"], "1.2.0\n");
+    run.expect_code(1);
+    let id = only_run(&project);
+    assert!(
+        run.stdout.contains(
+            "the run stopped at the failure: with input that is not a terminal, only a line `done` says the script was finished by hand, and the line read was `1.2.0`, not `done`"
+        ) && run
+            .stdout
+            .contains(&format!("`mekara run --resume {id} --retry`")),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("finished by hand:"), "{}", run.stdout);
+    let runs = project.run(&["runs"], "");
+    assert!(runs.stdout.contains("interrupted"), "{}", runs.stdout);
+    assert!(
+        !events(&project, &id).iter().any(|e| e["event"] == "pop"),
+        "the run is not over"
+    );
+
+    // The cause fixed, the retry runs the step again and goes on.
+    project.write("tests-pass", "");
+    let retried = project.run(&["run", "--resume", &id, "--retry"], "1.2.0\n");
+    retried.expect_code(0);
+    assert!(
+        retried.stdout.contains("  │ shipped 1.2.0\n"),
+        "{}",
+        retried.stdout
+    );
+
+    // `done` says it was finished by hand.
+    std::fs::remove_file(project.root().join("tests-pass")).expect("remove");
+    let by_hand = project.run(&["run", "ship"], "done\n");
+    by_hand.expect_code(1);
+    assert!(
+        by_hand.stdout.contains("failed and was finished by hand"),
+        "{}",
+        by_hand.stdout
+    );
+}
+
+/// Regression (issue 28): a resume that killed a step left running by a killed mekara
+/// recorded nothing of that attempt, so `runs show` showed the step as if it had run once.
+/// The killed attempt is journaled, and shown beside the new one.
+#[test]
+fn a_resume_that_kills_a_leftover_step_journals_the_killed_attempt() {
+    let project = Project::new();
+    project.script(
+        "slow",
+        "Run the slow step.",
+        Some(
+            "def execute(request):\n    \
+             auto(\"if [ -f second ]; then echo again; else touch second started; sleep 300; fi\")\n",
+        ),
+    );
+    let root = project.root();
+    let mut child = project.spawn(&["run", "slow"]);
+    crate::common::wait_for(&root.join("started"));
+    child.kill().expect("SIGKILL mekara");
+    child.wait().expect("reap");
+    let id = only_run(&project);
+
+    let resumed = project.run(&["run", "--resume", &id], "");
+    resumed.expect_code(0);
+    assert!(resumed.stdout.contains("  │ again\n"), "{}", resumed.stdout);
+    let killed: Vec<Json> = events(&project, &id)
+        .into_iter()
+        .filter(|e| e["event"] == "killed")
+        .collect();
+    assert_eq!(killed.len(), 1, "{killed:?}");
+    assert_eq!(
+        (&killed[0]["depth"], &killed[0]["index"]),
+        (&json!(0), &json!(0))
+    );
+
+    let shown = project.run(&["runs", "show", &id], "");
+    let out = &shown.stdout;
+    let killed_at = out
+        .find("✗ [0] killed, ")
+        .unwrap_or_else(|| panic!("no killed attempt:\n{out}"));
+    let again_at = out
+        .find("✓ [0] $ if [ -f second ]")
+        .expect("the new attempt");
+    assert!(killed_at < again_at, "{out}");
+    assert!(
+        out.contains("this attempt was still running from a mekara that stopped; the resume killed its process group"),
+        "{out}"
+    );
+}
+
+/// Regression (issue 28): the steps of a `parallel` group were numbered in the order they
+/// finished, so the numbers (and `--from` with them) changed from run to run. They follow
+/// the members' order, whichever finishes first.
+#[test]
+fn the_steps_of_a_parallel_group_are_numbered_in_the_members_order() {
+    let project = Project::new();
+    // Member 0 ends only once member 1's result is journaled: it always finishes last.
+    project.script(
+        "meet",
+        "Meet.",
+        Some(
+            "def execute(request):\n    \
+             auto(\"echo before\")\n    \
+             parallel([\n        \
+             lambda: auto(\"while ! grep -qs 'echo B' .mekara/runs/*.jsonl; do sleep 0.01; done; echo A\"),\n        \
+             lambda: auto(\"echo B\"),\n    \
+             ])\n    \
+             auto(\"echo after\")\n",
+        ),
+    );
+    let run = project.run(&["run", "meet"], "");
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("▶ meet[2] $ echo B") && run.stdout.contains("✓ meet[2]"),
+        "{}",
+        run.stdout
+    );
+    let id = only_run(&project);
+    let shown = project.run(&["runs", "show", &id], "");
+    let out = &shown.stdout;
+    let (b, a) = (
+        out.find("[2] $ echo B").expect("B"),
+        out.find("[1] $ while").expect("A"),
+    );
+    assert!(b < a, "journaled as they finished, B first:\n{out}");
+    assert!(out.contains("[3] $ echo after"), "{out}");
+
+    // `--from` takes the number shown.
+    let again = project.run(&["run", "--resume", &id, "--from", "meet[2]"], "");
+    again.expect_code(0);
+    assert!(
+        again.stdout.contains("rewind: from step meet[2], as asked"),
+        "{}",
+        again.stdout
+    );
+}
