@@ -84,7 +84,11 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
                                         .then(|| format!("{}(…)", f.node.ident))
                                 })
                             }
-                            _ => literal(value),
+                            // Only the commands of `auto` are worked out from constants:
+                            // `mekara check`'s warnings read the other texts as written.
+                            _ if *builtin == "auto" => literal(value),
+                            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
+                            _ => None,
                         };
                     }
                     ArgumentP::Named(name, value) if name.node == "context" => {
