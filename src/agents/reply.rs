@@ -28,7 +28,7 @@ use super::tools::{self, AgentTool, ArgumentError};
 use crate::display::{count, format_time, quoted};
 use crate::engine::executor::Frame;
 use crate::engine::journal::{Outcome, TornTail};
-use crate::engine::runs::RunSummary;
+use crate::engine::runs::{RunHistory, RunState, RunSummary};
 use crate::engine::step::{StepInput, StepRecord};
 use crate::engine::{EngineError, Pending, RewindPlan, Waiting};
 use crate::script::ScriptError;
@@ -714,7 +714,7 @@ fn argument_error(error: &ArgumentError) -> String {
                 .to_string()
         }
         ArgumentError::AnswerWithoutRun => {
-            "`answer` of `resume` needs `run_id`, the handle of the run whose question the user answered"
+            "`answer` of `resume` needs `run_id`, the handle of the run whose question the user answered. The way to answer is `continue_compiled_script` with `{\"run_id\": \"<run id>.<token>\", \"outputs\": {\"answer\": \"<the user's answer>\"}}`"
                 .to_string()
         }
         ArgumentError::RewindWithoutRun => {
@@ -951,24 +951,15 @@ pub(crate) fn status(
         }
     }
     for (depth, frame) in frames.iter().enumerate() {
-        let kind = if frame.is_compiled() {
-            "compiled"
-        } else {
-            "NL"
-        };
-        let _ = write!(
-            text,
-            "{}. `{}` ({kind}, {} done, in `{}`)",
-            depth + 1,
-            frame.script.name,
-            count(frame.steps.len(), "step"),
-            shown_dir(&frame.working_dir, cwd)
+        stack_line(
+            &mut text,
+            depth,
+            &frame.script.name.to_string(),
+            frame.is_compiled(),
+            frame.steps.len(),
+            &shown_dir(&frame.working_dir, cwd),
+            &frame.request,
         );
-        if !frame.request.is_empty() {
-            let shown = crate::display::clipped(&frame.request, crate::display::SHOWN_ARGUMENTS);
-            let _ = write!(text, " with arguments {}", quote(&shown));
-        }
-        text.push('\n');
     }
     text.push('\n');
     match (interrupted, last) {
@@ -990,6 +981,126 @@ pub(crate) fn status(
                 resume_call(handle.unwrap_or(run))
             );
         }
+    }
+    text
+}
+
+/// One frame of a run's stack, for `status`: `1. \`name\` (compiled, 2 steps done, in
+/// \`.\`) with arguments "…"`.
+fn stack_line(
+    text: &mut String,
+    depth: usize,
+    name: &str,
+    compiled: bool,
+    steps: usize,
+    dir: &str,
+    request: &str,
+) {
+    let kind = if compiled { "compiled" } else { "NL" };
+    let _ = write!(
+        text,
+        "{}. `{name}` ({kind}, {} done, in `{dir}`)",
+        depth + 1,
+        count(steps, "step"),
+    );
+    if !request.is_empty() {
+        let shown = crate::display::clipped(request, crate::display::SHOWN_ARGUMENTS);
+        let _ = write!(text, " with arguments {}", quote(&shown));
+    }
+    text.push('\n');
+}
+
+/// `status` of run `id` (named by `handle`) that no session of this server holds, read from
+/// its journal (`history`, in `state`) without taking it: the stack, and what the journal
+/// says the run waits for.
+pub(crate) fn read_status(
+    id: &str,
+    handle: &str,
+    history: &RunHistory,
+    state: RunState,
+    cwd: &Path,
+) -> String {
+    let mut text = String::from("## Status\n\n");
+    let Some(top) = history.frames.last() else {
+        let _ = writeln!(
+            text,
+            "Run `{id}` has ended: {state}. Nothing is pending: do not call \
+             `continue_compiled_script` or `finish_nl_script` for it again."
+        );
+        return text;
+    };
+    let driven = state == RunState::Active;
+    let _ = writeln!(
+        text,
+        "Run `{id}`, handle `{handle}`, read from its journal: {}. The stack, outermost \
+         first:\n",
+        if driven {
+            "another mekara process (another server, or `mekara run`) drives it now, and this \
+             server only reads it"
+        } else {
+            "no process drives it now"
+        }
+    );
+    for (depth, frame) in history.frames.iter().enumerate() {
+        stack_line(
+            &mut text,
+            depth,
+            &crate::script::name::shown(&frame.push.script),
+            frame.push.compiled,
+            frame.steps.len(),
+            &shown_dir(&frame.push.working_dir, cwd),
+            &frame.push.request,
+        );
+    }
+    text.push('\n');
+    let script = crate::script::name::shown(&top.push.script);
+    if let Some(error) = &top.failure {
+        let _ = writeln!(
+            text,
+            "The script `{script}` failed, and the run waits for it to be finished by hand:\n\n\
+             <error>\n{}</error>\n",
+            with_newline(error)
+        );
+    } else if let Some(ask) = top.waiting_question() {
+        let _ = writeln!(
+            text,
+            "The run waits for the user's answer to a question of `{script}`:\n\n\
+             <question>\n{}</question>\n",
+            with_newline(&ask.question)
+        );
+    } else if !top.push.compiled {
+        let _ = writeln!(
+            text,
+            "The run waits for the agent to follow the NL script `{script}` and call \
+             `finish_nl_script`.\n"
+        );
+    } else {
+        let _ = writeln!(
+            text,
+            "The journal does not say which step of `{script}` comes next (an llm step, or an \
+             auto step that has not run yet).\n"
+        );
+    }
+    if driven {
+        let _ = writeln!(
+            text,
+            "Go on with it where it is driven: the last reply there shows its pending item and \
+             the call to make. Calls here that go on with it are refused until that process \
+             lets it go; then {} takes it up here.",
+            resume_call(handle)
+        );
+    } else {
+        let _ = writeln!(
+            text,
+            "Call {} to take it up here and see its pending item{}.",
+            resume_call(handle),
+            if top.failure.is_some() {
+                " (the NL instructions to finish by hand, or, once the cause is fixed, \
+                 `retry: true` to run the failed step again)"
+            } else {
+                ""
+            }
+        );
     }
     text
 }
@@ -1046,13 +1157,7 @@ pub(crate) fn interrupted_runs(runs: &[RunSummary], live: &[LiveRun]) -> String 
              on with one by passing its handle (`<run id>.<token>`, as its `start` reply gave \
              it) as `run_id`; `status` with it shows its pending item again.\n\n",
         );
-        for run in live {
-            let _ = writeln!(
-                text,
-                "- `{}`: `{}`, waiting for {}",
-                run.id, run.script, run.waiting
-            );
-        }
+        text.push_str(&live_runs(live));
         text.push('\n');
     }
     if runs.is_empty() {
@@ -1106,6 +1211,13 @@ pub(crate) fn resumed(id: &str, torn: Option<&TornTail>) -> String {
 pub(crate) fn rewound(plan: &RewindPlan) -> String {
     format!("{}\n", plan.summary())
 }
+
+/// The first lines of `resume` with `answer`, which is kept for the agents that answer this
+/// way: the one way to answer, named for next time.
+pub(crate) const ANSWERED_BY_RESUME: &str = "Answer given. Next time, pass the user's answer \
+     with `continue_compiled_script` and `{\"run_id\": …, \"outputs\": {\"answer\": …}}`, as \
+     the question's reply says: it takes a run up too, and `answer` of `resume` is kept only for \
+     agents that already use it.\n\n";
 
 /// The first lines of `resume(run_id)` for a run this server holds already.
 pub(crate) fn resumed_same(id: &str) -> String {
@@ -1194,6 +1306,54 @@ pub(crate) fn no_run_named(tool: AgentTool, runs: &[RunSummary]) -> String {
             count(run.steps, "step")
         );
     }
+    refused(reason.trim_end(), Unchanged::Everything)
+}
+
+/// The runs a connection drives that wait for a call (newest first), as a list: `- \`id\`:
+/// \`script\`, waiting for …`.
+fn live_runs(runs: &[LiveRun]) -> String {
+    let mut text = String::new();
+    for run in runs {
+        let _ = writeln!(
+            text,
+            "- `{}`: `{}`, waiting for {}",
+            run.id, run.script, run.waiting
+        );
+    }
+    text
+}
+
+/// How to name one of the runs a connection drives.
+const NAME_THE_RUN: &str = "pass the run's handle (`<run id>.<token>`, as the reply of its \
+     `start` gave it; on this connection its id alone does too) as `run_id`";
+
+/// `status` without `run_id` on a connection that drives several runs that wait (`runs`,
+/// newest first): which they are.
+pub(crate) fn driven_runs(runs: &[LiveRun]) -> String {
+    format!(
+        "## Status\n\nThis connection drives {} runs that wait for you. To see one's stack and \
+         pending item, call `status` with its `run_id`; in every call for a run, {NAME_THE_RUN}. \
+         The runs, newest first:\n\n{}",
+        runs.len(),
+        live_runs(runs)
+    )
+}
+
+/// The refusal of a call without `run_id` on a connection that drives several runs that
+/// wait (`runs`, newest first): mekara does not guess which one the agent means.
+pub(crate) fn which_run(tool: AgentTool, runs: &[LiveRun]) -> String {
+    let which = if runs.len() == 2 {
+        "either"
+    } else {
+        "any of them"
+    };
+    let reason = format!(
+        "`{}` needs `run_id`: this connection drives {} runs that wait for you, and the call \
+         could be for {which}. Call it again and {NAME_THE_RUN}. The runs, newest first:\n{}",
+        tool.name(),
+        runs.len(),
+        live_runs(runs)
+    );
     refused(reason.trim_end(), Unchanged::Everything)
 }
 

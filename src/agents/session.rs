@@ -268,9 +268,15 @@ impl Session {
             AgentCall::Resume {
                 answer: Some(answer),
                 ..
-            } => self
-                .executor
-                .answer_ask(answer, AnsweredBy::Agent, &history),
+            } => {
+                let answered = self
+                    .executor
+                    .answer_ask(answer, AnsweredBy::Agent, &history);
+                if answered.is_ok() {
+                    preface.push_str(reply::ANSWERED_BY_RESUME);
+                }
+                answered
+            }
             AgentCall::Resume { .. } => self.executor.advance(&history),
             AgentCall::Status { .. } | AgentCall::ListScripts { .. } | AgentCall::Eject { .. } => {
                 return self.status();

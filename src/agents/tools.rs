@@ -176,7 +176,9 @@ impl AgentTool {
                 "Give the outputs of the pending llm step of a compiled script, once you have \
                  done that one step. `outputs` must hold every expected output the last reply \
                  named (`{}` when none are expected); `run_id` is the run's handle, from the \
-                 last reply. Not for NL scripts: those are finished \
+                 last reply. Also the way to pass on the user's answer to a script's question \
+                 (`outputs: {\"answer\": \"<the user's answer>\"}`), for a run live here or \
+                 one interrupted by a restart. Not for NL scripts: those are finished \
                  with `finish_nl_script`."
             }
             AgentTool::Finish => {
@@ -189,8 +191,10 @@ impl AgentTool {
             AgentTool::Status => {
                 "Show a run: its stack of scripts and the pending item with the call to make \
                  next (`run_id`: the run's handle). Without `run_id`, the run this connection \
-                 drives, or, when it drives none, the project's open runs. Changes nothing; \
-                 use it when unsure what mekara is waiting for."
+                 drives; when it drives several that wait, which they are; when it drives \
+                 none, the project's open runs. Changes nothing, and reads a run another \
+                 process drives without taking it; use it when unsure what mekara is waiting \
+                 for."
             }
             AgentTool::ListScripts => {
                 "List the scripts that can be started with `start`, with one-line \
@@ -269,7 +273,8 @@ impl AgentTool {
                     },
                     "answer": {
                         "type": "string",
-                        "description": "For a run waiting for an answer (a script's question to the user): the user's answer, exactly as they gave it; never your own. Needs `run_id`."
+                        "description": "Kept for agents that already answer this way; prefer `continue_compiled_script` with `{\"run_id\": …, \"outputs\": {\"answer\": …}}`, which takes the run up too. For a run waiting for an answer (a script's question to the user): the user's answer, exactly as they gave it; never your own. Needs `run_id`.",
+                        "deprecated": true
                     }
                 }),
                 &[],
@@ -478,7 +483,7 @@ pub(crate) enum ArgumentError {
 fn run_id_schema() -> Json {
     json!({
         "type": "string",
-        "description": "The run's handle, as the last reply gave it: `<run id>.<token>`. Leave out only for the run this connection drives."
+        "description": "The run's handle, as the last reply gave it: `<run id>.<token>`. Leave out only when this connection drives one run that waits: with several, a call without it is refused."
     })
 }
 

@@ -22,7 +22,7 @@ use crate::agents::reply::{self, Reply};
 use crate::agents::session::Session;
 use crate::agents::tools::{AgentCall, AgentTool};
 use crate::engine::journal::TornTail;
-use crate::engine::runs::{RunState, RunSummary};
+use crate::engine::runs::{RunHistory, RunState, RunSummary};
 use crate::engine::{CancelToken, EngineError, Rewind, RewindPlan, StepRunner, handle};
 use crate::script::{Listing, Resolver};
 
@@ -70,6 +70,9 @@ pub(crate) struct Slot {
     pub cancel: CancelToken,
     /// The token of the run's handle, as registered (`None`: a run without one).
     token: Mutex<Option<String>>,
+    /// The run's id and root script, as of the end of its last call: how the run is named
+    /// while a call holds its session.
+    named: Mutex<Option<(String, String)>>,
     used: Mutex<Instant>,
 }
 
@@ -81,6 +84,7 @@ impl Slot {
             running: Mutex::new(None),
             holder: Mutex::new(None),
             token: Mutex::new(None),
+            named: Mutex::new(None),
             used: Mutex::new(Instant::now()),
         }
     }
@@ -95,6 +99,20 @@ impl Slot {
     fn handle(&self) -> Option<(String, String)> {
         let session = self.session.try_lock().ok()?;
         Some((session.run_id()?.to_string(), session.handle_or_id()?))
+    }
+
+    /// The run, its script and what it waits for, when it waits for a call and is not busy.
+    fn live_run(&self) -> Option<reply::LiveRun> {
+        let session = self.session.try_lock().ok()?;
+        let waiting = session.pending()?.waiting();
+        if waiting == crate::engine::Waiting::Nothing {
+            return None;
+        }
+        Some(reply::LiveRun {
+            id: session.run_id()?.to_string(),
+            script: session.frames().first()?.script.name.to_string(),
+            waiting: waiting.describe(),
+        })
     }
 }
 
@@ -239,6 +257,15 @@ impl Registry {
             }
             _ => {}
         }
+        // `status` only reads: a run no session here holds is read from its journal, never
+        // taken (another process may be driving it).
+        if let AgentCall::Status {
+            run_id: Some(named),
+        } = call
+            && !self.holds(named, driving)
+        {
+            return Route::Reply(self.peek(named));
+        }
         if let Some(named) = call.handle() {
             let resume = matches!(call, AgentCall::Resume { .. });
             let asked = match call {
@@ -283,6 +310,19 @@ impl Registry {
         }
         let mut driving = lock(driving);
         let top = driving.top().cloned();
+        // A call without `run_id` while this connection drives several runs that wait could
+        // mean any of them: it is answered with the list, never sent to the newest.
+        if !matches!(call, AgentCall::Start { .. }) {
+            let waiting: Vec<&Arc<Slot>> = driving.stack.iter().filter(|s| s.waits()).collect();
+            if waiting.len() > 1 {
+                let runs = Registry::describe(&waiting);
+                return Route::Reply(if let AgentCall::Status { .. } = call {
+                    Reply::ok(reply::driven_runs(&runs))
+                } else {
+                    Reply::error(reply::which_run(call.tool(), &runs))
+                });
+            }
+        }
         let slot = match (call, top) {
             // A `start` without `parent` begins a new run: in the connection's session when
             // its run has ended, in a new one when that run still waits.
@@ -310,6 +350,54 @@ impl Registry {
             preface: String::new(),
             rewind: None,
         }
+    }
+
+    /// Whether a session of this server holds the run `named` (a handle or an id).
+    fn holds(&self, named: &str, driving: &Mutex<Driving>) -> bool {
+        let (id, _) = handle::split(named);
+        lock(&self.runs).contains_key(id)
+            || lock(driving)
+                .stack
+                .iter()
+                .any(|s| s.handle().is_some_and(|(run, _)| run == id))
+    }
+
+    /// `status` of the run `named` (a handle, or the id of a run journaled before handles)
+    /// that no session of this server holds: what its journal says, read without taking
+    /// the run.
+    fn peek(&self, named: &str) -> Reply {
+        let (id, token) = handle::split(named);
+        let refused =
+            |error: &EngineError| Reply::error(reply::handle_refused(AgentTool::Status, error));
+        let contents = match self.plan.store.read(id) {
+            Ok(contents) => contents,
+            Err(error) => return refused(&error),
+        };
+        let kept = match contents.events.first() {
+            Some(crate::engine::journal::Event::Run(header)) => header.token_sha256.as_deref(),
+            _ => None,
+        };
+        if let Err(problem) = handle::opens(kept, token) {
+            return refused(&EngineError::Handle {
+                id: id.to_string(),
+                problem,
+            });
+        }
+        let history = match RunHistory::replay(std::path::Path::new(id), &contents.events) {
+            Ok(history) => history,
+            Err(error) => return refused(&error.into()),
+        };
+        let state = match self.plan.store.summary(id) {
+            Ok(summary) => summary.state,
+            Err(error) => return refused(&error),
+        };
+        Reply::ok(reply::read_status(
+            id,
+            named,
+            &history,
+            state,
+            &self.plan.cwd,
+        ))
     }
 
     /// The slot of the run `named` (a handle, or a bare id of a run this connection drives
@@ -359,6 +447,14 @@ impl Registry {
         reply: &mut Reply,
     ) {
         *lock(&slot.used) = Instant::now();
+        *lock(&slot.named) = session.run_id().map(|id| {
+            let script = session
+                .frames()
+                .first()
+                .map(|f| f.script.name.to_string())
+                .unwrap_or_default();
+            (id.to_string(), script)
+        });
         let mut runs = lock(&self.runs);
         if let Some(id) = session.run_id() {
             runs.entry(id.to_string()).or_insert_with(|| {
@@ -411,6 +507,25 @@ impl Registry {
         }
     }
 
+    /// `slots`, newest first, each as its run, script and what it waits for (a slot busy with
+    /// a call now, for that call to end).
+    fn describe(slots: &[&Arc<Slot>]) -> Vec<reply::LiveRun> {
+        slots
+            .iter()
+            .rev()
+            .filter_map(|slot| {
+                slot.live_run().or_else(|| {
+                    let (id, script) = lock(&slot.named).clone()?;
+                    Some(reply::LiveRun {
+                        id,
+                        script,
+                        waiting: "the end of the call running on it now",
+                    })
+                })
+            })
+            .collect()
+    }
+
     /// The project's runs that have not ended.
     fn open_runs(&self) -> Vec<RunSummary> {
         self.plan
@@ -456,22 +571,10 @@ impl Registry {
                 .collect(),
             Err(e) => return Reply::error(reply::resume_refused(&e)),
         };
+        // A run busy with a call now is not waiting for one.
         let mut live: Vec<reply::LiveRun> = lock(&self.runs)
             .values()
-            .filter_map(|slot| {
-                // A run busy with a call now is not waiting for one.
-                let session = slot.session.try_lock().ok()?;
-                let pending = session.pending()?;
-                let waiting = pending.waiting();
-                if waiting == crate::engine::Waiting::Nothing {
-                    return None;
-                }
-                Some(reply::LiveRun {
-                    id: session.run_id()?.to_string(),
-                    script: session.frames().first()?.script.name.to_string(),
-                    waiting: waiting.describe(),
-                })
-            })
+            .filter_map(|s| s.live_run())
             .collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
         let runs: Vec<_> = runs

@@ -126,6 +126,50 @@ def execute(request):
     );
 }
 
+/// Found by a model playing the agent (issue 28): at `mekara run`, an answer of several
+/// lines could not be typed (a JSON string with `\n` was kept as typed), and nothing said
+/// so. The prompt says how: a line of `"""` alone opens a block and another closes it,
+/// piped as at a terminal, for a question and for an llm step's output alike; a single line
+/// is still the answer as typed.
+#[test]
+fn an_answer_of_several_lines_is_typed_between_lines_of_triple_quotes() {
+    let project = project(
+        r#"
+def execute(request):
+    r = ask("What goes in the changelog?")
+    g = llm("Write the release notes.", expects = {"notes": "the notes", "title": "a title"})
+    auto(say, {"text": r.answer + "|" + g.outputs["notes"] + "|" + g.outputs["title"]})
+
+def say(text):
+    print(text.replace("\n", "<NL>"))
+"#,
+    );
+    let run = project.run(
+        &["run", "deploy"],
+        "\"\"\"\n- fixed the parser\n- added `--json`\n\"\"\"\n\"\"\"\nline one\n\nline three\n\"\"\"\nv1.2 \\n stays\n",
+    );
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains(
+            "- fixed the parser<NL>- added `--json`|line one<NL><NL>line three|v1.2 \\n stays"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "(one line is the answer; for several lines, type \"\"\" alone on a line, then the lines, then \"\"\" alone again)"
+        ),
+        "{}",
+        run.stdout
+    );
+    let id = last_run(&project);
+    assert_eq!(
+        ask_step(&project, &id)["result"]["answer"],
+        "- fixed the parser\n- added `--json`"
+    );
+}
+
 #[test]
 fn bad_choices_are_refused_with_what_to_write() {
     for (choices, expected) in [
@@ -276,6 +320,81 @@ async fn mcp_resume_takes_the_answer_of_a_run_waiting_for_one() {
     insta::assert_snapshot!("mcp_resume_with_answer", project.scrub(&answered));
     let step = ask_step(&project, &id);
     assert_eq!(step["result"]["answered_by"], "agent");
+}
+
+/// Found by a model playing the agent (issue 28): over MCP a question could be answered
+/// two ways (`continue_compiled_script` with `outputs.answer`, and `resume` with `answer`),
+/// and nothing said which to use. The tools and the replies name one,
+/// `continue_compiled_script`, which also takes up a run that a restart interrupted; `resume`
+/// with `answer` still works, and its reply names the preferred way for next time.
+#[tokio::test]
+async fn over_mcp_one_way_to_answer_is_named_and_it_takes_up_a_run_after_a_restart() {
+    let project = project(DEPLOY);
+    let first = Client::start(&project, &[]).await;
+    let tools = first.service.list_all_tools().await.expect("tools/list");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no tool `{name}`"))
+            .clone()
+    };
+    let continue_text = tool("continue_compiled_script")
+        .description
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        continue_text.contains("user's answer to a script's question")
+            && continue_text.contains(r#"outputs: {"answer""#),
+        "{continue_text}"
+    );
+    let resume_answer = tool("resume").input_schema["properties"]["answer"].clone();
+    assert_eq!(resume_answer["deprecated"], true, "{resume_answer}");
+    assert!(
+        resume_answer["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with(
+                "Kept for agents that already answer this way; prefer `continue_compiled_script`"
+            )),
+        "{resume_answer}"
+    );
+    // Asked, then the server goes away before the user answers.
+    let started = first.call("start", json!({"name": "deploy"})).await.ok();
+    assert!(
+        started.contains(r#"call `continue_compiled_script` with `{"run_id": "#)
+            && !started.contains("`resume`"),
+        "{started}"
+    );
+    let handle = crate::mcp::client::handle(&started);
+    let pid = first.pid;
+    first.service.cancel().await.expect("close");
+    while crate::mcp::client::alive(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let id = last_run(&project);
+    let second = Client::start(&project, &[]).await;
+    let answered = second
+        .call(
+            "continue_compiled_script",
+            json!({"run_id": handle, "outputs": {"answer": "yes"}}),
+        )
+        .await
+        .ok();
+    assert!(answered.contains("deploying: yes"), "{answered}");
+    assert_eq!(ask_step(&project, &id)["result"]["answered_by"], "agent");
+    // The other way still answers, and says which way to use next time.
+    let again = second.call("start", json!({"name": "deploy"})).await.ok();
+    let other = crate::mcp::client::handle(&again);
+    let by_resume = second
+        .call("resume", json!({"run_id": other, "answer": "no"}))
+        .await
+        .ok();
+    assert!(
+        by_resume.contains("deploying: no")
+            && by_resume
+                .contains("Next time, pass the user's answer with `continue_compiled_script`"),
+        "{by_resume}"
+    );
 }
 
 #[tokio::test]

@@ -247,7 +247,7 @@ def execute(request):
     run.expect_code(0);
     assert!(
         run.stdout.contains(
-            "── llm step ask[0] ──\nPick a colour\nand a size.\ncolour (the colour you pick): red\nsize (a number): 42\n"
+            "── llm step ask[0] ──\nPick a colour\nand a size.\n(one line is the answer; for several lines, type \"\"\" alone on a line, then the lines, then \"\"\" alone again)\ncolour (the colour you pick): red\nsize (a number): 42\n"
         ),
         "{}",
         run.stdout
@@ -276,7 +276,7 @@ def execute(request):
     run.expect_code(0);
     assert!(
         run.stdout
-            .contains("── llm step ask[0] ──\nName two animals.\nfirst: cat\nsecond: dog\n"),
+            .contains("── llm step ask[0] ──\nName two animals.\n(one line is the answer; for several lines, type \"\"\" alone on a line, then the lines, then \"\"\" alone again)\nfirst: cat\nsecond: dog\n"),
         "{}",
         run.stdout
     );

@@ -716,6 +716,65 @@ def lint():
     assert!(project.run_ids().is_empty(), "a dry run made a run");
 }
 
+/// Found by a model playing the agent (issue 28): `--dry-run` showed a shell command held
+/// in a constant as a function call (`CMD(…)`). A constant of the module, and `+`,
+/// `.format` and `%` of constants, show as the command; a function called as a step is
+/// still shown as a call, and a variable (or a name assigned twice) as computed.
+#[test]
+fn dry_run_shows_a_command_held_in_a_constant_as_the_command() {
+    let project = project();
+    project.script(
+        "release",
+        "---\ndescription: Test and tag\n---\n1. Test.\n2. Tag.\n",
+        Some(
+            r#"
+CMD = "cargo test"
+FLAGS = "--locked"
+FULL = CMD + " " + FLAGS
+TAG = "git tag v{}-{}".format("1", FLAGS)
+PUSH = "git push %s %s" % ("origin", "main")
+CHANGED = "a"
+CHANGED = "b"
+CONTEXT = "Run the tests"
+
+def execute(request):
+    auto(CMD, context = CONTEXT)
+    auto(FULL)
+    auto(CMD + " --release")
+    auto(TAG)
+    auto(PUSH)
+    auto(CHANGED)
+    auto(notes, {})
+    local = "echo " + request
+    auto(local)
+    auto(notes)
+
+def notes():
+    print("notes")
+"#,
+        ),
+    );
+    let run = project.run(&["run", "--dry-run", "release"], "");
+    run.expect_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    for expected in [
+        "auto         $ cargo test  # Run the tests",
+        "auto         $ cargo test --locked",
+        "auto         $ cargo test --release",
+        "auto         $ git tag v1---locked",
+        "auto         $ git push origin main",
+        "auto         (computed when it runs)",
+        "auto         notes(…)",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.ends_with(expected)),
+            "no line ends with `{expected}`:\n{}",
+            run.stdout
+        );
+    }
+    assert!(project.run_ids().is_empty(), "a dry run made a run");
+}
+
 #[test]
 fn ctrl_c_during_an_agent_step_stops_the_agent_and_leaves_the_run_resumable() {
     let project = project();

@@ -39,6 +39,9 @@ pub(super) fn ask_person(
             outln!("  {}. {choice}", n + 1)?;
         }
     }
+    if choices.is_none() {
+        outln!("{SEVERAL_LINES}")?;
+    }
     loop {
         out!(
             "{}",
@@ -49,11 +52,20 @@ pub(super) fn ask_person(
             }
         )?;
         std::io::stdout().flush()?;
-        let line = match input.line_until(deadline)? {
+        let first = match input.line_until(deadline)? {
             Asked::Answered(line) => {
-                if !std::io::stdin().is_terminal() {
-                    outln!("{line}")?;
-                }
+                echo(&line)?;
+                Asked::Answered(line)
+            }
+            other => other,
+        };
+        // A choice is one line; a free answer may be a block of several.
+        let answered = match first {
+            Asked::Answered(line) if choices.is_none() => rest_of_block(input, line, deadline)?,
+            other => other,
+        };
+        let line = match answered {
+            Asked::Answered(line) => {
                 terminal.at_line_start.set(true);
                 line
             }
@@ -96,15 +108,53 @@ pub(super) fn left_at_prompt<T>(executor: &Executor, how: &Asked<T>) -> anyhow::
     }
 }
 
+/// The line that opens and closes an answer of several lines, alone on its line.
+const BLOCK: &str = "\"\"\"";
+
+/// What the person is told before a prompt that takes free text.
+const SEVERAL_LINES: &str = "(one line is the answer; for several lines, type \"\"\" alone on a \
+     line, then the lines, then \"\"\" alone again)";
+
+/// Echoes a piped answer's line, so the transcript reads as it would have on a terminal.
+fn echo(line: &str) -> anyhow::Result<()> {
+    if !std::io::stdin().is_terminal() {
+        outln!("{line}")?;
+    }
+    Ok(())
+}
+
+/// The answer whose first line is `first`: that line, or, when it is [`BLOCK`], the lines up
+/// to the next [`BLOCK`], joined with newlines.
+fn rest_of_block(
+    input: &mut Answers,
+    first: String,
+    deadline: Option<Instant>,
+) -> anyhow::Result<Asked<String>> {
+    if first.trim() != BLOCK {
+        return Ok(Asked::Answered(first));
+    }
+    let mut lines = Vec::new();
+    loop {
+        match input.line_until(deadline)? {
+            Asked::Answered(line) => {
+                echo(&line)?;
+                if line.trim() == BLOCK {
+                    return Ok(Asked::Answered(lines.join("\n")));
+                }
+                lines.push(line);
+            }
+            unanswered => return Ok(unanswered),
+        }
+    }
+}
+
 /// Reads one line. Piped answers are echoed, so the transcript reads as it would have on a
 /// terminal.
 fn read_line(input: &mut Answers) -> anyhow::Result<Asked<String>> {
     std::io::stdout().flush()?;
     let line = input.line()?;
-    if let Asked::Answered(line) = &line
-        && !std::io::stdin().is_terminal()
-    {
-        outln!("{line}")?;
+    if let Asked::Answered(line) = &line {
+        echo(line)?;
     }
     Ok(line)
 }
@@ -153,12 +203,17 @@ pub(super) fn ask_outputs(
     let Some(expects) = expects.filter(|e| !e.is_empty()) else {
         return Ok(ask_done(input, "Press Enter when done.")?.map(|()| outputs));
     };
+    outln!("{SEVERAL_LINES}")?;
     for (name, description) in expects {
         match description.as_str().filter(|d| !d.is_empty()) {
             Some(d) => out!("{name} ({}): ", d.trim_end())?,
             None => out!("{name}: ")?,
         }
-        match read_line(input)? {
+        let answered = match read_line(input)? {
+            Asked::Answered(first) => rest_of_block(input, first, None)?,
+            unanswered => unanswered,
+        };
+        match answered {
             Asked::Answered(answer) => outputs.insert(name.clone(), Json::String(answer)),
             unanswered => return Ok(unanswered.map(|_| Map::new())),
         };

@@ -14,7 +14,8 @@ use starlark::codemap::Span;
 use starlark::docs::{DocItem, DocMember};
 use starlark::syntax::AstModule;
 use starlark::syntax::ast::{
-    ArgumentP, AstExpr, AstLiteral, AstNoPayload, AstStmt, BinOp, DefP, ExprP, ParameterP, StmtP,
+    ArgumentP, AssignTargetP, AstExpr, AstLiteral, AstNoPayload, AstStmt, BinOp, DefP, ExprP,
+    ParameterP, StmtP,
 };
 use starlark::typing::{AstModuleTypecheck, Interface};
 
@@ -44,13 +45,8 @@ pub(crate) struct PlannedStep {
 /// and how often, is known only by running the script.
 pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedStep>, String> {
     const STEPS: [&str; 6] = ["auto", "llm", "ask", "call_script", "mcp", "parallel"];
-    fn literal(e: &AstExpr) -> Option<String> {
-        match &e.node {
-            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
-            _ => None,
-        }
-    }
-    fn expr(e: &AstExpr, depth: usize, out: &mut Vec<(Span, PlannedStep)>) {
+    fn expr(e: &AstExpr, depth: usize, c: &Constants<'_>, out: &mut Vec<(Span, PlannedStep)>) {
+        let literal = |e: &AstExpr| c.text(e);
         let mut inner = depth;
         if let ExprP::Call(callee, args) = &e.node
             && let ExprP::Identifier(name) = &callee.node
@@ -75,11 +71,24 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
                                     n => format!("{n} members at once"),
                                 })
                             }
-                            // `auto(function, kwargs)`
+                            // `auto(function, kwargs)`; a constant holding a command is
+                            // that command, and another variable is known only by running.
                             ExprP::Identifier(f) if *builtin == "auto" => {
-                                Some(format!("{}(…)", f.node.ident))
+                                literal(value).or_else(|| {
+                                    let positional = args
+                                        .args
+                                        .iter()
+                                        .filter(|a| matches!(a.node, ArgumentP::Positional(_)))
+                                        .count();
+                                    (positional > 1 || c.is_function(&f.node.ident))
+                                        .then(|| format!("{}(…)", f.node.ident))
+                                })
                             }
-                            _ => literal(value),
+                            // Only the commands of `auto` are worked out from constants:
+                            // `mekara check`'s warnings read the other texts as written.
+                            _ if *builtin == "auto" => literal(value),
+                            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
+                            _ => None,
                         };
                     }
                     ArgumentP::Named(name, value) if name.node == "context" => {
@@ -103,12 +112,15 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
             }
             out.push((e.span, step));
         }
-        e.node.visit_expr(|e| expr(e, inner, out));
+        e.node.visit_expr(|e| expr(e, inner, c, out));
     }
     let ast =
         AstModule::parse(origin, source.to_string(), &dialect()).map_err(|e| e.to_string())?;
+    let constants = Constants::of(&ast);
     let mut found = Vec::new();
-    ast.statement().node.visit_expr(|e| expr(e, 0, &mut found));
+    ast.statement()
+        .node
+        .visit_expr(|e| expr(e, 0, &constants, &mut found));
     found.sort_by_key(|(span, _)| span.begin());
     Ok(found
         .into_iter()
@@ -117,6 +129,186 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
             step
         })
         .collect())
+}
+
+/// The string constants of a module, as `--dry-run` shows the text of a step: the names
+/// assigned once at the top level (never again, nor with `+=`), each to a string that can be
+/// worked out without running anything: a literal, a constant, `+` of such strings, and
+/// `"…".format(…)` or `"…" % …` of them.
+struct Constants<'a> {
+    assigned: HashMap<&'a str, &'a AstExpr>,
+    /// The functions the module defines or loads.
+    functions: Vec<&'a str>,
+}
+
+impl<'a> Constants<'a> {
+    /// How deep constants may refer to constants (a cycle is not a constant).
+    const DEPTH: usize = 16;
+
+    fn of(ast: &'a AstModule) -> Constants<'a> {
+        let mut constants = Constants {
+            assigned: HashMap::new(),
+            functions: Vec::new(),
+        };
+        let mut again = Vec::new();
+        let top: &[AstStmt] = match &ast.statement().node {
+            StmtP::Statements(stmts) => stmts,
+            _ => std::slice::from_ref(ast.statement()),
+        };
+        for stmt in top {
+            match &stmt.node {
+                StmtP::Assign(assign) => match &assign.lhs.node {
+                    AssignTargetP::Identifier(name) => {
+                        let name = name.node.ident.as_str();
+                        if constants.assigned.insert(name, &assign.rhs).is_some() {
+                            again.push(name);
+                        }
+                    }
+                    target => again.extend(assigned_names(target)),
+                },
+                StmtP::AssignModify(target, _, _) => again.extend(assigned_names(&target.node)),
+                StmtP::Def(def) => constants.functions.push(def.name.node.ident.as_str()),
+                StmtP::Load(load) => constants
+                    .functions
+                    .extend(load.args.iter().map(|a| a.local.node.ident.as_str())),
+                // A name assigned in a branch or a loop of the module is not a constant.
+                other => other.visit_stmt(|child| collect_assigned(child, &mut again)),
+            }
+        }
+        for name in again {
+            constants.assigned.remove(name);
+        }
+        constants
+    }
+
+    /// Whether `name` is a function the module defines or loads.
+    fn is_function(&self, name: &str) -> bool {
+        self.functions.contains(&name)
+    }
+
+    /// The string `e` holds, when it can be worked out without running anything.
+    fn text(&self, e: &AstExpr) -> Option<String> {
+        self.text_at(e, 0)
+    }
+
+    fn text_at(&self, e: &AstExpr, depth: usize) -> Option<String> {
+        if depth > Self::DEPTH {
+            return None;
+        }
+        let text = |e: &AstExpr| self.text_at(e, depth + 1);
+        match &e.node {
+            ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
+            ExprP::Identifier(name) => text(self.assigned.get(name.node.ident.as_str()).copied()?),
+            ExprP::Op(left, BinOp::Add, right) => Some(text(left)? + &text(right)?),
+            ExprP::Op(template, BinOp::Percent, values) => {
+                let values = match &values.node {
+                    ExprP::Tuple(items) => items.iter().map(text).collect::<Option<Vec<_>>>()?,
+                    _ => vec![text(values)?],
+                };
+                percent(&text(template)?, &values)
+            }
+            ExprP::Call(callee, args) => {
+                let ExprP::Dot(template, method) = &callee.node else {
+                    return None;
+                };
+                if method.node != "format" {
+                    return None;
+                }
+                let values = args
+                    .args
+                    .iter()
+                    .map(|arg| match &arg.node {
+                        ArgumentP::Positional(value) => text(value),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                str_format(&text(template)?, &values)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The names an assignment to `target` assigns.
+fn assigned_names(target: &AssignTargetP<AstNoPayload>) -> Vec<&str> {
+    match target {
+        AssignTargetP::Identifier(name) => vec![name.node.ident.as_str()],
+        AssignTargetP::Tuple(targets) => targets
+            .iter()
+            .flat_map(|t| assigned_names(&t.node))
+            .collect(),
+        AssignTargetP::Index(_) | AssignTargetP::Dot(..) => Vec::new(),
+    }
+}
+
+/// The names `stmt` and the statements in it assign (not those of the functions it defines).
+fn collect_assigned<'a>(stmt: &'a AstStmt, out: &mut Vec<&'a str>) {
+    match &stmt.node {
+        StmtP::Assign(assign) => out.extend(assigned_names(&assign.lhs.node)),
+        StmtP::AssignModify(target, _, _) => out.extend(assigned_names(&target.node)),
+        StmtP::For(for_) => out.extend(assigned_names(&for_.var.node)),
+        _ => {}
+    }
+    if !matches!(stmt.node, StmtP::Def(_)) {
+        stmt.node.visit_stmt(|child| collect_assigned(child, out));
+    }
+}
+
+/// `template % values` for `%s` and `%%` only.
+fn percent(template: &str, values: &[String]) -> Option<String> {
+    let mut out = String::new();
+    let mut values = values.iter();
+    let mut chars = template.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            '%' => out.push('%'),
+            's' => out.push_str(values.next()?),
+            _ => return None,
+        }
+    }
+    values.next().is_none().then_some(out)
+}
+
+/// `template.format(*values)` for `{}`, `{N}`, `{{` and `}}` only.
+fn str_format(template: &str, values: &[String]) -> Option<String> {
+    let mut out = String::new();
+    let mut next = 0;
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let mut field = String::new();
+                loop {
+                    match chars.next()? {
+                        '}' => break,
+                        c => field.push(c),
+                    }
+                }
+                let index = if field.is_empty() {
+                    next += 1;
+                    next - 1
+                } else {
+                    field.parse().ok()?
+                };
+                out.push_str(values.get(index)?);
+            }
+            '}' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 /// The problems starlark's typechecker finds in `source` and the helper modules it loads

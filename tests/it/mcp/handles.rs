@@ -137,10 +137,11 @@ async fn a_guessed_wrong_or_finished_handle_is_refused_and_changes_nothing() {
     .await
     .err();
     assert_eq!(project.journal(id), journal, "nothing was written");
-    // Another process holds the run right now: the second server cannot take it.
+    // Another process holds the run right now: the second server reads it without taking
+    // it (issue 28: `status` was refused as "in use").
     talk.call(&other, "status", json!({"run_id": real}))
         .await
-        .err();
+        .ok();
 
     give(&mut talk, &client, &real, "one").await;
     give(&mut talk, &client, &real, "two").await;
@@ -233,4 +234,178 @@ async fn resume_without_a_handle_names_the_runs_this_server_holds() {
             && listed.contains("## Interrupted runs\n\nNone.\n"),
         "{listed}"
     );
+}
+
+/// Found by a model playing the agent (issue 28): with two runs of one script waiting on one
+/// connection, a call without `run_id` was taken silently by the newer run; with a run of
+/// another script, it reached that one and was refused without naming either. It is
+/// refused naming each run (id, script, what it waits for), changing nothing; `status`
+/// without `run_id` lists them; each goes on with its `run_id`.
+#[tokio::test]
+async fn a_call_without_run_id_while_two_runs_wait_is_refused_naming_each() {
+    let project = Project::new();
+    two_steps(&project);
+    project.script(
+        "by-hand",
+        "---\ndescription: NL only\n---\n1. Say hello.\n",
+        None,
+    );
+    let client = Client::start(&project, &[]).await;
+    let mut talk = Conversation::default();
+    let a = handle(
+        &talk
+            .call(&client, "start", json!({"name": "two", "arguments": "a"}))
+            .await
+            .ok(),
+    );
+    let b = handle(
+        &talk
+            .call(&client, "start", json!({"name": "two", "arguments": "b"}))
+            .await
+            .ok(),
+    );
+    let before = project.runs_snapshot();
+    let refused = talk
+        .call(
+            &client,
+            "continue_compiled_script",
+            json!({"outputs": {"word": "meant-for-a"}}),
+        )
+        .await
+        .err();
+    for h in [&a, &b] {
+        let (id, _) = h.split_once('.').expect("a handle");
+        assert!(
+            refused.contains(&format!(
+                "- `{id}`: `two`, waiting for the outputs of an llm step"
+            )),
+            "run {id} is not named:\n{refused}"
+        );
+    }
+    assert!(refused.contains("`run_id`"), "{refused}");
+    assert!(
+        project.runs_snapshot() == before,
+        "the refused call changed a run"
+    );
+    assert!(
+        !project.root().join("out-b").exists(),
+        "run b took the call"
+    );
+    let listed = talk.call(&client, "status", json!({})).await.ok();
+    assert!(listed.contains("drives 2 runs"), "{listed}");
+    // A run of another script, waiting for something else: still not guessed.
+    let n = handle(
+        &talk
+            .call(&client, "start", json!({"name": "by-hand"}))
+            .await
+            .ok(),
+    );
+    let refused = talk
+        .call(&client, "finish_nl_script", json!({}))
+        .await
+        .err();
+    let (n_id, _) = n.split_once('.').expect("a handle");
+    assert!(
+        refused.contains(&format!(
+            "- `{n_id}`: `by-hand`, waiting for the agent to finish an NL script"
+        )),
+        "{refused}"
+    );
+    talk.call(&client, "finish_nl_script", json!({"run_id": n}))
+        .await
+        .ok();
+    give(&mut talk, &client, &a, "a1").await;
+    give(&mut talk, &client, &b, "b1").await;
+    insta::assert_snapshot!(talk.text(&project));
+    assert_eq!(
+        std::fs::read_to_string(project.root().join("out-a")).expect("out-a"),
+        "a1\n"
+    );
+}
+
+/// A script whose one auto step fails: the run falls back and waits to be finished by hand.
+fn failing(project: &Project) {
+    project.script(
+        "fails",
+        "---\ndescription: Fails\n---\n1. Check the build. If it fails, stop.\n",
+        Some(
+            "def execute(request):\n    auto(\"echo the build is broken >&2; exit 3\", context = \"Check the build\")\n",
+        ),
+    );
+}
+
+/// Found by a model playing the agent (issue 28): `status`, which only reads, was refused as
+/// "in use" from a second server process while the first drove the run. It reads the
+/// journal without taking the run: it says the run is driven elsewhere and that it failed
+/// and waits to be finished by hand, and the first server goes on with it after.
+#[tokio::test]
+async fn status_from_another_server_reads_a_driven_run_without_taking_it() {
+    let project = Project::new();
+    failing(&project);
+    two_steps(&project);
+    let driver = Client::start(&project, &[]).await;
+    let other = Client::start(&project, &[]).await;
+    let mut talk = Conversation::default();
+    let failed = handle(
+        &talk
+            .call(&driver, "start", json!({"name": "fails"}))
+            .await
+            .ok(),
+    );
+    let waiting = handle(
+        &talk
+            .call(&driver, "start", json!({"name": "two", "arguments": "w"}))
+            .await
+            .ok(),
+    );
+    let read = talk
+        .call(&other, "status", json!({"run_id": failed}))
+        .await
+        .ok();
+    for said in [
+        "another mekara process",
+        "failed, and the run waits for it to be finished by hand",
+        "the build is broken",
+    ] {
+        assert!(read.contains(said), "`{said}` is not said:\n{read}");
+    }
+    talk.call(&other, "status", json!({"run_id": waiting}))
+        .await
+        .ok();
+    // The driver still holds both.
+    give(&mut talk, &driver, &waiting, "one").await;
+    talk.call(&driver, "finish_nl_script", json!({"run_id": failed}))
+        .await
+        .ok();
+    insta::assert_snapshot!(talk.text(&project));
+}
+
+/// Found by a model playing the agent (issue 28): `status` from another server process of a
+/// run that failed and waits, once its server was gone, did not say that it failed (it took
+/// the run up and said only to call `resume`), and kept the run from everyone else. It says
+/// the run failed and waits to be finished by hand, and a third server takes the run up.
+#[tokio::test]
+async fn status_from_another_server_says_a_run_failed_and_waits() {
+    let project = Project::new();
+    failing(&project);
+    let driver = Client::start(&project, &[]).await;
+    let h = handle(&driver.call("start", json!({"name": "fails"})).await.ok());
+    let pid = driver.pid;
+    driver.service.cancel().await.expect("close");
+    while super::client::alive(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let other = Client::start(&project, &[]).await;
+    let read = other.call("status", json!({"run_id": h})).await.ok();
+    for said in [
+        "no process drives it now",
+        "failed, and the run waits for it to be finished by hand",
+        "the build is broken",
+        "`retry: true`",
+    ] {
+        assert!(read.contains(said), "`{said}` is not said:\n{read}");
+    }
+    let third = Client::start(&project, &[]).await;
+    let resumed = third.call("resume", json!({"run_id": h})).await.ok();
+    assert!(resumed.contains("finish_nl_script"), "{resumed}");
 }
