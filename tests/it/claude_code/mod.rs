@@ -524,22 +524,22 @@ fn the_first_hour_in_claude_code() {
         mekara_call(
             "toolu_try_file",
             "continue_compiled_script",
-            json!({"outputs": {"file": "notes.txt"}}),
+            json!({"run_id": standin::HANDLE, "outputs": {"file": "notes.txt"}}),
         ),
         mekara_call(
             "toolu_try_done",
             "continue_compiled_script",
-            json!({"outputs": {}}),
+            json!({"run_id": standin::HANDLE, "outputs": {}}),
         ),
         mekara_call(
             "toolu_step5",
             "continue_compiled_script",
-            json!({"outputs": {}}),
+            json!({"run_id": standin::HANDLE, "outputs": {}}),
         ),
         mekara_call(
             "toolu_step6",
             "continue_compiled_script",
-            json!({"outputs": {}}),
+            json!({"run_id": standin::HANDLE, "outputs": {}}),
         ),
         vec![text(
             "`describe` is compiled: step 1 is automatic, steps 2 and 3 stay with me.",
