@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn line_id_reads_the_id_serde_writes() {
         let summary: RunSummary = serde_json::from_value(serde_json::json!({
-            "id": "20261126-223512-0a1f", "script": "one", "state": "completed",
+            "id": "20261126-223512-0a1f", "script": "one", "state": "Completed",
             "started_at": 1, "steps": 2, "last_at": 3, "bytes": 4,
         }))
         .expect("a summary");
