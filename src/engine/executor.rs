@@ -798,15 +798,7 @@ impl Executor {
             expects: task.expects,
         };
         let number = self.stack.last().map(|top| {
-            let taken: std::collections::HashSet<usize> = top
-                .steps
-                .get(group..)
-                .unwrap_or_default()
-                .iter()
-                .map(|r| r.index)
-                .collect();
-            (group..)
-                .filter(|n| !taken.contains(n))
+            super::step::free_numbers(&top.steps, group)
                 .nth(rank)
                 .unwrap_or(group)
         });

@@ -347,6 +347,19 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
+/// The numbers a `parallel` group that starts at index `group` of a frame gives its steps,
+/// in its members' order: those of `steps` (the frame's records) from `group` on that no
+/// record has taken yet, so that a round cut short by a kill fills its gaps.
+pub(crate) fn free_numbers(steps: &[StepRecord], group: usize) -> impl Iterator<Item = usize> {
+    let taken: std::collections::HashSet<usize> = steps
+        .get(group..)
+        .unwrap_or_default()
+        .iter()
+        .map(|r| r.index)
+        .collect();
+    (group..).filter(move |n| !taken.contains(n))
+}
+
 /// One journaled step of a compiled frame.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct StepRecord {

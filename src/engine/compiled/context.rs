@@ -319,15 +319,7 @@ impl StepContext<'_> {
     /// finished they are the positions past its steps; after a round a kill cut short, they
     /// fill the numbers its unfinished steps would have had.
     pub(super) fn free_numbers(&self, group: usize, count: usize) -> Vec<usize> {
-        let steps = self.steps.borrow();
-        let taken: std::collections::HashSet<usize> = steps
-            .get(group..)
-            .unwrap_or_default()
-            .iter()
-            .map(|r| r.index)
-            .collect();
-        (group..)
-            .filter(|n| !taken.contains(n))
+        crate::engine::step::free_numbers(&self.steps.borrow(), group)
             .take(count)
             .collect()
     }
