@@ -361,13 +361,13 @@ impl Event {
             Some("supersede") => read(text, line).map(Event::Supersede),
             Some("ask") => read(text, line).map(Event::Ask),
             Some("wait") => read(text, line).map(Event::Wait),
+            Some("killed") => read(text, line).map(Event::Killed),
             Some(other) if line.get("ignorable") == Some(&Json::Bool(true)) => {
                 Ok(Event::Ignored(IgnoredEvent {
                     kind: other.to_string(),
                     at: line.get("at").and_then(Json::as_u64).unwrap_or(0),
                 }))
             }
-            Some("killed") => read(text, line).map(Event::Killed),
             _ => Err(format!("unknown event {kind}")),
         }
     }
