@@ -546,11 +546,15 @@ fn chromium_pages_follow_a_run_as_it_moves_without_a_reload() {
     browse(&serde_json::json!([
         {"open": viewer.url},
         {"wait": connected},
+        {"wait": "Number(document.body.dataset.refreshed || 0) >= 1"},
         {"eval": "window.kept = 1"},
-        // Someone types in the filter: the page waits for them to leave it.
-        {"eval": "const f = document.querySelector('input[name=script]'); f.focus(); f.value = 'sl'"},
+        // The page's next fetch is slow, and someone starts typing in the filter while it
+        // is on its way: what they typed stays, and the page waits for them to leave it.
+        {"eval": "const slow = window.fetch; window.fetch = (...a) => { window.fetching = true; return new Promise(d => setTimeout(d, 1500)).then(() => slow(...a)); }"},
         {"touch": root.join("go")},
-        {"eval": "new Promise(done => setTimeout(done, 1000))"},
+        {"wait": "window.fetching === true"},
+        {"eval": "const f = document.querySelector('input[name=script]'); f.focus(); f.value = 'sl'"},
+        {"eval": "new Promise(done => setTimeout(done, 2500))"},
         {"wait": format!("document.querySelector('input[name=script]').value === 'sl' && {steps} === '0'"), "timeout_ms": 1},
         {"eval": "document.activeElement.blur()"},
         {"wait": format!("window.kept === 1 && {steps} === '1'")},

@@ -37,6 +37,8 @@
     fetch(location.href, { headers: { Accept: "text/html" } })
       .then(function (response) { return response.text(); })
       .then(function (text) {
+        // They may have started typing while the page was on its way: keep what they typed.
+        if (typing()) { pending = true; return; }
         var next = new DOMParser().parseFromString(text, "text/html").getElementById("content");
         var content = document.getElementById("content");
         if (!next || !content) return;
