@@ -67,9 +67,16 @@ pub(crate) trait Store: Send + Sync + std::fmt::Debug {
 
 /// The `newest` last of `runs` (oldest first), and how many `runs` there were.
 pub(crate) fn newest_of(mut runs: Vec<RunSummary>, newest: usize) -> (Vec<RunSummary>, usize) {
+    oldest_first(&mut runs);
     let all = runs.len();
     runs.drain(..all.saturating_sub(newest));
     (runs, all)
+}
+
+/// Sorts `runs` by when they started. An id begins with the second its run was made, so
+/// two runs of one second sort by their random tail unless their start times are looked at.
+pub(crate) fn oldest_first(runs: &mut [RunSummary]) {
+    runs.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
 }
 
 /// Watches the runs a process holds: wraps each one taken for writing, with the events it
@@ -188,7 +195,9 @@ impl RunStore {
 
     /// Every run, oldest first.
     pub(crate) fn list(&self) -> Result<Vec<RunSummary>, EngineError> {
-        self.store.list(None)
+        let mut runs = self.store.list(None)?;
+        oldest_first(&mut runs);
+        Ok(runs)
     }
 
     /// The `newest` newest runs, oldest first, and how many there are in all (see
@@ -197,12 +206,16 @@ impl RunStore {
         &self,
         newest: usize,
     ) -> Result<(Vec<RunSummary>, usize), EngineError> {
-        self.store.list_newest(newest)
+        let (mut runs, all) = self.store.list_newest(newest)?;
+        oldest_first(&mut runs);
+        Ok((runs, all))
     }
 
     /// The runs that have not ended, oldest first (see [`Store::list_open`]).
     pub(crate) fn list_open(&self) -> Result<Vec<RunSummary>, EngineError> {
-        self.store.list_open()
+        let mut runs = self.store.list_open()?;
+        oldest_first(&mut runs);
+        Ok(runs)
     }
 
     /// What run `id` adds up to, as `mekara runs` lists it.

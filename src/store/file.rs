@@ -424,9 +424,17 @@ impl Store for FileStore {
         }
         let mut ids = journal_ids(&self.dir);
         let all = ids.len();
-        ids.drain(..all.saturating_sub(newest));
+        let mut from = all.saturating_sub(newest);
+        // Runs made in the same second as the oldest one taken may be newer than it: they
+        // are read too, and their start times decide.
+        if let Some(second) = ids.get(from).and_then(|id| id.get(..15)).map(str::to_owned) {
+            while from > 0 && ids[from - 1].starts_with(&second) {
+                from -= 1;
+            }
+        }
+        ids.drain(..from);
         let every = ids.len() == all;
-        Ok((self.summaries(ids, every), all))
+        Ok((newest_of(self.summaries(ids, every), newest).0, all))
     }
 
     /// Reads only the runs the index marks as going on (all of them when it is not kept
@@ -503,6 +511,44 @@ mod tests {
             },
             at: 99,
         })
+    }
+
+    #[test]
+    fn the_newest_of_runs_made_in_one_second_is_the_one_started_last() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = FileStore::new(dir.path().to_path_buf());
+        // Made in this order; the ids' random tails sort the other way.
+        for id in [
+            "20261126-235959-0000",
+            "20261127-000000-ffff",
+            "20261127-000000-0000",
+        ] {
+            let mut j = Journal::create(dir.path(), id, None).expect("create");
+            j.append(&Event::Push(PushEvent {
+                depth: 0,
+                script: "s".into(),
+                compiled: true,
+                request: String::new(),
+                working_dir: "/".into(),
+                origin: Origin::Start,
+                called_as: None,
+                allow_failure: false,
+                at: 0,
+            }))
+            .expect("append");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let ids = |runs: Vec<RunSummary>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        // Once without the runs index (every journal is read), once with it.
+        for _ in 0..2 {
+            let (runs, all) = store.list_newest(1).expect("list");
+            assert_eq!(
+                (ids(runs), all),
+                (vec!["20261127-000000-0000".to_string()], 3)
+            );
+            let (runs, _) = store.list_newest(2).expect("list");
+            assert_eq!(ids(runs), ["20261127-000000-ffff", "20261127-000000-0000"]);
+        }
     }
 
     #[test]

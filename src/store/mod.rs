@@ -61,5 +61,5 @@ pub(crate) fn with_queue(runs: &mut Vec<RunSummary>, queue: Vec<QueueRow>) {
             worker: live_worker,
         });
     }
-    runs.sort_by(|a, b| a.id.cmp(&b.id));
+    crate::engine::store::oldest_first(runs);
 }

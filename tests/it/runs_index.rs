@@ -140,9 +140,16 @@ fn runs_shows_the_newest_and_reads_only_their_journals() {
         .map(String::as_str)
         .collect();
     touched.dedup();
+    // The 20 newest, and the runs made in the same second as the oldest of them: an id
+    // says the second, and only the start time says which of that second came first.
+    let second = &ids[5][..15];
+    let from = ids
+        .iter()
+        .position(|id| id.starts_with(second))
+        .expect("ids[5]");
     assert_eq!(
         touched,
-        ids[5..].iter().map(String::as_str).collect::<Vec<_>>(),
+        ids[from..].iter().map(String::as_str).collect::<Vec<_>>(),
         "{trace}"
     );
     let rows = |stdout: &str| {
@@ -170,10 +177,20 @@ fn runs_shows_the_newest_and_reads_only_their_journals() {
         .filter_map(|l| l.split_whitespace().next())
         .filter(|w| ids.iter().any(|id| id == w))
         .collect();
-    assert_eq!(
-        shown,
-        ids[22..].iter().map(String::as_str).collect::<Vec<_>>()
-    );
+    // The three started last; they were made one after another.
+    let mut by_start = ids.clone();
+    by_start.sort_by_key(|id| {
+        let journal = project.journal(id);
+        let header: serde_json::Value =
+            serde_json::from_str(journal.lines().next().expect("a header"))
+                .expect("the header is JSON");
+        header["at"].as_u64().expect("the header says when")
+    });
+    let mut newest: Vec<&str> = by_start[22..].iter().map(String::as_str).collect();
+    newest.sort_unstable();
+    let mut shown = shown;
+    shown.sort_unstable();
+    assert_eq!(shown, newest);
     let chosen = project.run(&["runs", "--state", "completed", "--limit", "2"], "");
     chosen.expect_code(0);
     assert!(

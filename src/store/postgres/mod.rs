@@ -693,7 +693,7 @@ impl PgStore {
                  LEFT JOIN mekara_events e ON e.project = r.project AND e.run_id = r.id \
                  WHERE r.project = $1 AND ($2::text IS NULL OR r.id = $2) \
                  AND ($3::bigint IS NULL OR r.id IN (SELECT n.id FROM mekara_runs n \
-                      WHERE n.project = $1 ORDER BY n.id DESC LIMIT $3)) \
+                      WHERE n.project = $1 ORDER BY n.created_at DESC, n.id DESC LIMIT $3)) \
                  ORDER BY r.id, e.line",
                 &[&db.project, &id, &newest],
             )
