@@ -73,6 +73,9 @@ pub(crate) fn newest_of(mut runs: Vec<RunSummary>, newest: usize) -> (Vec<RunSum
     (runs, all)
 }
 
+/// How long [`RunStore::open`] waits for a run another process holds before refusing it.
+pub(crate) const BUSY_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Sorts `runs` by when they started. An id begins with the second its run was made, so
 /// two runs of one second sort by their random tail unless their start times are looked at.
 pub(crate) fn oldest_first(runs: &mut [RunSummary]) {
@@ -175,9 +178,23 @@ impl RunStore {
         }
     }
 
-    /// Takes run `id` to continue it: holds its lock and reads its events.
+    /// Takes run `id` to continue it: holds its lock and reads its events. A run held by
+    /// another process is waited for up to [`BUSY_GRACE`] before it is refused: the holder
+    /// may be a server on its way out (a client that restarts its MCP server starts the
+    /// new one before the old one has exited).
     pub(crate) fn open(&self, id: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
-        let (log, contents) = self.store.open(checked(id)?)?;
+        let id = checked(id)?;
+        let deadline = std::time::Instant::now() + BUSY_GRACE;
+        let (log, contents) = loop {
+            match self.store.open(id) {
+                Err(EngineError::Journal(JournalError::Busy { .. }))
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other?,
+            }
+        };
         Ok((self.wrap(log, &contents.events), contents))
     }
 
