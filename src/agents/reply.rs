@@ -103,7 +103,10 @@ impl Unchanged {
 }
 
 /// `Refused: <reason>` and, on its own line, what stayed as it was.
+/// What the reason echoes in backticks is clipped ([`crate::display::clip_echoes`]): a
+/// 120 KB name is not sent back whole.
 fn refused(reason: &str, unchanged: Unchanged) -> String {
+    let reason = crate::display::clip_echoes(reason);
     format!("{REFUSED}{reason}\n{}", unchanged.line())
 }
 
@@ -1431,7 +1434,8 @@ pub(crate) fn progress_line(step: &str, line: &str) -> String {
 /// The `tools/call` error for a tool mekara does not have.
 pub(crate) fn unknown_tool(name: &str) -> String {
     format!(
-        "unknown tool `{name}`; mekara's tools are {}",
+        "unknown tool `{}`; mekara's tools are {}",
+        crate::display::echoed(name),
         quoted(tools::ALL.map(AgentTool::name))
     )
 }

@@ -172,7 +172,7 @@ impl ServerHandler for ToolServer {
             return Err(McpError::invalid_params(
                 format!(
                     "unknown tool `{}`; the tools are {}",
-                    request.name,
+                    crate::display::echoed(&request.name),
                     quoted(self.shared.tools.names())
                 ),
                 None,

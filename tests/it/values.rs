@@ -576,6 +576,59 @@ fn a_huge_function_value_is_refused_and_a_huge_prompt_is_cut() {
     );
 }
 
+/// Regression: a refusal over MCP repeated a 120 KB input whole (a name, a run id, an output
+/// key, an unknown argument or tool). Each echo is clipped, saying how much it left out.
+#[tokio::test]
+async fn a_refusal_over_mcp_echoes_a_huge_input_clipped() {
+    let project = hostile("llm(\"wait\")");
+    let client = Client::start(&project, &[]).await;
+    let big = "q".repeat(120_000);
+    let calls = [
+        ("start", json!({"name": big})),
+        ("resume", json!({"run_id": big})),
+        ("status", json!({"run_id": big})),
+        ("start", json!({"name": "h", "parent": big})),
+        ("start", json!({"name": "h", big.clone(): 1})),
+        (
+            "continue_compiled_script",
+            json!({"run_id": big, "outputs": {}}),
+        ),
+    ];
+    for (tool, arguments) in calls {
+        let text = client.call(tool, arguments).await.err();
+        assert!(
+            text.len() < 4_000 && text.contains("more bytes not shown]"),
+            "{tool}: {} bytes: {}",
+            text.len(),
+            &text[..text.len().min(600)]
+        );
+    }
+    client.call("start", json!({"name": "h"})).await.ok();
+    let text = client
+        .call(
+            "continue_compiled_script",
+            json!({"outputs": {big.clone(): 1}}),
+        )
+        .await
+        .err();
+    assert!(
+        text.len() < 4_000 && text.contains("more bytes not shown]"),
+        "{} bytes",
+        text.len()
+    );
+    let unknown = client
+        .service
+        .call_tool(crate::mcp::client::params(&big, json!({})))
+        .await
+        .expect_err("an unknown tool is a protocol error")
+        .to_string();
+    assert!(
+        unknown.len() < 4_000 && unknown.contains("more bytes not shown]"),
+        "{} bytes",
+        unknown.len()
+    );
+}
+
 /// Regression: 15 MiB of arguments were journaled and repeated whole by `status` and by
 /// the hooks. `start` refuses arguments past 8 MiB; `status` and the hooks repeat at most
 /// 4 KiB of them, saying how much they left out.
