@@ -290,6 +290,27 @@ pub(crate) fn explain(error: &(dyn std::error::Error + 'static)) -> String {
     error.to_string()
 }
 
+/// The error answer that stands for `message` when it nests deeper than serde_json reads
+/// (rmcp would call it "not an MCP message", or drop it from an event stream and wait for
+/// the call's timeout), as the stdio transport answers ([`super::stdio::refusal`]).
+fn too_deep(message: &[u8]) -> Option<String> {
+    super::stdio::deeper_than(message, super::stdio::MAX_LINE_DEPTH)
+        .and_then(|depth| super::stdio::refusal(message, depth))
+}
+
+/// `body`, or the error answer that stands for it ([`too_deep`]).
+fn screened(body: Bytes) -> Bytes {
+    too_deep(&body).map_or(body, Bytes::from)
+}
+
+/// An event of a stream, or one whose data is the error answer that stands for it.
+fn screened_event(mut event: Sse) -> Sse {
+    if let Some(answer) = event.data.as_deref().and_then(|d| too_deep(d.as_bytes())) {
+        event.data = Some(answer.trim_end().to_string());
+    }
+    event
+}
+
 fn client_error(e: HttpError) -> StreamableHttpError<HttpError> {
     StreamableHttpError::Client(e)
 }
@@ -357,8 +378,9 @@ impl StreamableHttpClient for HyperClient {
         }
         match content_type.as_deref() {
             Some(ct) if ct.starts_with(EVENT_STREAM) => {
-                let stream =
-                    SseStream::from_bytes_stream(response.into_body().into_data_stream()).boxed();
+                let stream = SseStream::from_bytes_stream(response.into_body().into_data_stream())
+                    .map(|event| event.map(screened_event))
+                    .boxed();
                 Ok(StreamableHttpPostResponse::Sse(stream, new_session))
             }
             Some(ct) if ct.starts_with(JSON) => {
@@ -368,6 +390,7 @@ impl StreamableHttpClient for HyperClient {
                     .await
                     .map_err(|e| client_error(e.into()))?
                     .to_bytes();
+                let body = screened(body);
                 match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                     Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
                     Err(_) if is_notification_like(&message) => {

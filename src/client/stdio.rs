@@ -16,7 +16,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, Command};
 /// The deepest line passed on: a tool's structured content sits 3 levels down in its
 /// answer, so this lets through every value a script can take, and stays under serde_json's
 /// 128.
-const MAX_LINE_DEPTH: usize = 110;
+pub(super) const MAX_LINE_DEPTH: usize = 110;
 
 /// The spawned server: what rmcp reads (the screened stdout), what it writes, and stderr.
 pub(super) struct Spawned {
@@ -95,7 +95,7 @@ async fn screen(stdout: tokio::process::ChildStdout, mut out: DuplexStream, serv
 }
 
 /// How deep `line` nests, when deeper than `limit` (brackets outside strings).
-fn deeper_than(line: &[u8], limit: usize) -> Option<usize> {
+pub(super) fn deeper_than(line: &[u8], limit: usize) -> Option<usize> {
     let (mut depth, mut deepest) = (0usize, 0usize);
     let (mut in_string, mut escaped) = (false, false);
     for &b in line {
@@ -123,7 +123,7 @@ fn deeper_than(line: &[u8], limit: usize) -> Option<usize> {
 
 /// The JSON-RPC error answer to the request a too-deep `line` answers (its top-level `id`),
 /// or `None` when it has none (a notification).
-fn refusal(line: &[u8], depth: usize) -> Option<String> {
+pub(super) fn refusal(line: &[u8], depth: usize) -> Option<String> {
     let id = top_level_id(line)?;
     let message = format!(
         "its answer is nested {depth} levels deep; no script can take a value nested more than 100 levels, and mekara reads none deeper than {MAX_LINE_DEPTH}"

@@ -58,7 +58,7 @@ fn project(dir: &Path, extra: &str) -> Project {
 }
 
 /// A child process killed when the test ends.
-struct Guard(Child);
+pub(crate) struct Guard(pub(crate) Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {

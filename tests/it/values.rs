@@ -387,6 +387,45 @@ fn a_tool_answer_nested_too_deep_fails_at_once_saying_why() {
         .find(|l| l.starts_with("error:"))
         .unwrap_or_default();
     insta::assert_snapshot!(error);
+
+    // The same over HTTP: an answer with a JSON body, and one in an event stream (it was
+    // dropped from the stream, and the call failed as "the connection closed").
+    for mode in ["--http", "--http-events"] {
+        let mut server = std::process::Command::new("python3")
+            .arg(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/python/raw_structured_server.py"),
+            )
+            .arg(&deep)
+            .arg(mode)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut port = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(server.stdout.take().expect("stdout")),
+            &mut port,
+        )
+        .expect("the server's port");
+        let _server = crate::mcp_client::Guard(server);
+        project.write(
+            ".mcp.json",
+            &json!({"mcpServers": {"raw": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", port.trim())}}})
+                .to_string(),
+        );
+        let started = std::time::Instant::now();
+        let run = project.run(&["run", "h"], "");
+        run.expect_code(0);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{mode}: the call waited for its timeout"
+        );
+        assert!(
+            run.stdout.contains(error),
+            "{mode}: {}\nnot the same error as over stdio: {error}",
+            run.stdout
+        );
+    }
 }
 
 /// Regression: a timeout beyond what the clock can add (`1e300` seconds) panicked (exit
