@@ -102,6 +102,22 @@ fn worker(host: &Host, shared: &Path, args: &[&str]) -> Child {
         .expect("spawn worker")
 }
 
+/// The processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
+}
+
 fn stderr_of(shared: &Path, host: &str) -> String {
     std::fs::read_to_string(shared.join(format!("{host}.err"))).unwrap_or_default()
 }
@@ -633,11 +649,23 @@ fn a_second_sigterm_stops_a_worker_at_once_and_its_run_is_still_taken_up() {
     let mut wa = worker(&a, s, &[]);
     wait_for(&s.join("started"));
     let pid = rustix::process::Pid::from_raw(i32::try_from(wa.id()).expect("pid")).expect("pid");
-    for _ in 0..2 {
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-        std::thread::sleep(Duration::from_millis(5));
+    // The run in hand is held (stopped) so that it cannot end before the second signal.
+    let run = children_of(wa.id()).pop().expect("the worker's run");
+    let run = rustix::process::Pid::from_raw(i32::try_from(run).expect("pid")).expect("pid");
+    rustix::process::kill_process(run, rustix::process::Signal::STOP).expect("SIGSTOP");
+    let term =
+        || rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    term();
+    // Two signals sent before the worker is scheduled are one (the kernel keeps one of a
+    // kind pending): the second is sent once the first was taken.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !stderr_of(s, "a").contains("stopping: no new runs; 1 run in hand") {
+        assert!(Instant::now() < deadline, "{}", stderr_of(s, "a"));
+        std::thread::sleep(Duration::from_millis(10));
     }
+    term();
     assert_eq!(wait(&mut wa, 10), Some(130));
+    rustix::process::kill_process(run, rustix::process::Signal::CONT).expect("SIGCONT");
     std::fs::write(s.join("go"), "").expect("go");
     let mut wb = worker(&b, s, &["--until-empty"]);
     // The run's last process may still be letting go of it: the worker waits for it.
