@@ -162,7 +162,9 @@ pub(crate) fn runs_page(
     for r in shown {
         let state = match (&r.queue, &r.worker) {
             (Some(queue), _) if r.state_key == "queued" => format!("queued in {queue}"),
-            (_, Some(worker)) if r.state_key == "active" => format!("active on {worker}"),
+            (_, Some(worker)) if matches!(r.state_key, "active" | "llm") => {
+                format!("{} on {worker}", r.state)
+            }
             _ => r.state.clone(),
         };
         let state = match &r.problem {
@@ -350,7 +352,7 @@ fn actions(page: &Page<'_>, run: &RunDetail, shared: bool, body: &mut String) {
         }
         body.push_str("</section>");
     }
-    let cancellable = shared && matches!(run.row.state_key, "queued" | "active");
+    let cancellable = shared && matches!(run.row.state_key, "queued" | "active" | "llm");
     if cancellable && run.row.queue.is_some() {
         match page.token {
             Some(token) => {

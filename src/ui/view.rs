@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::engine::EngineError;
+use crate::engine::group_note::DoingKind;
 use crate::engine::journal::{Event, Origin, Outcome, Reason, now_ms};
 use crate::engine::runs::{RunHistory, RunState, RunSummary, live};
 use crate::engine::step::{AgentReport, StepInput, StepRecord, StepResult};
@@ -22,8 +23,9 @@ pub(crate) struct RunRow {
     pub script: String,
     /// The state, as `mekara runs` words it.
     pub state: String,
-    /// The state as a short key: `active`, `interrupted`, `waiting`, `completed`,
-    /// `finished`, `failed`, `not-started`, `queued`, `cancelled`.
+    /// The state as a short key: `active`, `llm` (held, its llm step handed to the agent
+    /// and not answered yet), `interrupted`, `waiting`, `completed`, `finished`, `failed`,
+    /// `not-started`, `queued`, `cancelled`.
     pub state_key: &'static str,
     pub host: Option<String>,
     pub user: Option<String>,
@@ -57,8 +59,9 @@ pub(crate) fn state_key(state: RunState) -> &'static str {
 }
 
 /// Every state key, in the order the filter offers them.
-pub(crate) const STATE_KEYS: [&str; 10] = [
+pub(crate) const STATE_KEYS: [&str; 11] = [
     "active",
+    "llm",
     "waiting",
     "interrupted",
     "queued",
@@ -111,9 +114,21 @@ fn row(r: RunSummary, cost_usd: Option<f64>, now: u64) -> RunRow {
     } else {
         now
     };
+    // A run held by a process whose note says its llm step waits for the agent. A run
+    // nobody holds is interrupted whatever its note says (the summary has no `now` then).
+    let waits_for_llm =
+        r.state == RunState::Active && r.now.is_some_and(|now| now.kind == DoingKind::Llm);
     RunRow {
-        state: r.state.to_string(),
-        state_key: state_key(r.state),
+        state: if waits_for_llm {
+            "waiting for an llm step".to_string()
+        } else {
+            r.state.to_string()
+        },
+        state_key: if waits_for_llm {
+            "llm"
+        } else {
+            state_key(r.state)
+        },
         duration_ms: end.saturating_sub(r.started_at),
         id: r.id,
         script: crate::script::name::shown(&r.script),
