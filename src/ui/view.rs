@@ -227,6 +227,25 @@ pub(crate) struct RunDetail {
     pub commands: Vec<String>,
     /// A torn last record the reader ignored.
     pub torn: Option<String>,
+    /// The step it is on now, while a process drives it and the note beside its journal
+    /// says: a shell step running, or an llm step waiting for the agent. Gone once the
+    /// step's result is journaled.
+    pub now: Option<NowStep>,
+}
+
+/// The step a run is on now (not journaled yet).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NowStep {
+    /// `llm` (handed to the agent, not answered yet) or `shell` (running).
+    pub kind: DoingKind,
+    /// Its frame's script.
+    pub script: String,
+    /// Its position in that frame.
+    pub index: usize,
+    /// Since when (Unix ms).
+    pub since: u64,
+    /// For how long, until `until` (ms).
+    pub for_ms: u64,
 }
 
 /// The question a run waits on.
@@ -373,6 +392,7 @@ pub(crate) fn detail(
             question: None,
             commands: Vec::new(),
             torn: None,
+            now: None,
         });
     };
     let events = &contents.events;
@@ -391,6 +411,20 @@ pub(crate) fn detail(
     let question = (summary.state == RunState::WaitingForAnswer)
         .then(|| question(id, events))
         .flatten();
+    let now = summary
+        .now
+        .filter(|_| summary.state == RunState::Active)
+        .and_then(|doing| {
+            let history = RunHistory::replay(std::path::Path::new(id), events).ok()?;
+            let top = history.frames.last()?;
+            Some(NowStep {
+                kind: doing.kind,
+                script: crate::script::name::shown(&top.push.script),
+                index: top.steps.len(),
+                since: doing.since,
+                for_ms: until.saturating_sub(doing.since),
+            })
+        });
     let commands = commands(id, summary.state, &frames);
     let torn = contents.torn.map(|t| {
         format!(
@@ -407,6 +441,7 @@ pub(crate) fn detail(
         question,
         commands,
         torn,
+        now,
     })
 }
 
