@@ -363,7 +363,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 .frames()
                 .last()
                 .map_or_else(|| PathBuf::from("."), |f| f.working_dir.clone()),
-            group_note: session.group_note(),
+            group_note: session.group_note().map(|n| n.for_agent()),
         };
         if let Pending::Tasks {
             path, max, tasks, ..

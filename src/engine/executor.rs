@@ -1088,6 +1088,7 @@ impl Executor {
             match evaluation {
                 Evaluation::Suspended(Suspension::Llm { prompt, expects }) => {
                     self.sync()?;
+                    self.note_llm();
                     return Ok(Pending::Llm {
                         path: self.path(),
                         prompt,
@@ -1096,6 +1097,7 @@ impl Executor {
                 }
                 Evaluation::Tasks { group, max, tasks } => {
                     self.sync()?;
+                    self.note_llm();
                     return Ok(Pending::Tasks {
                         // Named by the group's first step: it stays as tasks are answered.
                         path: format!("{}[{group}]", self.label()),
@@ -1560,6 +1562,14 @@ impl Executor {
                 expected: Waiting::LlmStep,
                 waiting: Waiting::Nothing,
             }),
+        }
+    }
+
+    /// Notes beside the journal that an llm step was handed out now, for the viewer: one
+    /// write to the step group note, no sync (docs/design.md, "What a run does now").
+    fn note_llm(&self) {
+        if let Some(journal) = &self.journal {
+            journal.group_note().note_llm(now_ms());
         }
     }
 

@@ -54,6 +54,9 @@ pub(crate) struct GroupNote {
     /// Which line this handle writes: 0 for sequential steps, from 1 for the steps of a
     /// `parallel` group that run at once.
     slot: u64,
+    /// The groups this handle notes are an agent's (an unattended run's llm step), not a
+    /// shell step's: line 0 says so, for the viewer.
+    agent: bool,
 }
 
 /// Fixed width, so every note overwrites the last one whole: `pgid lo hi journal_len` padded.
@@ -91,6 +94,7 @@ impl GroupNote {
             path: Arc::new(path),
             journal_len: Arc::new(AtomicU64::new(0)),
             slot: 0,
+            agent: false,
         })
     }
 
@@ -100,6 +104,30 @@ impl GroupNote {
         GroupNote {
             slot: u64::try_from(slot).unwrap_or(u64::MAX),
             ..self.clone()
+        }
+    }
+
+    /// The same note, for the process group of an agent that mekara starts to answer an
+    /// llm step (unattended runs): line 0 marks it `agent`, so that a reader tells an llm
+    /// step from a shell step.
+    pub(crate) fn for_agent(&self) -> GroupNote {
+        GroupNote {
+            agent: true,
+            ..self.clone()
+        }
+    }
+
+    /// Notes that the run handed an llm step to its agent at `at_ms` (Unix ms) and waits for
+    /// the answer. Not cleared when the answer comes: the answer is journaled, and a journal
+    /// longer than the note says tells that the wait ended (as for a step's group).
+    pub(crate) fn note_llm(&self, at_ms: u64) {
+        let mut line = [b' '; WIDTH];
+        line[WIDTH - 1] = b'\n';
+        let mut cursor = std::io::Cursor::new(&mut line[..WIDTH - 1]);
+        let journal_len = self.journal_len.load(Ordering::Relaxed);
+        let _ = write!(cursor, "0 0 0 {journal_len} llm {at_ms}");
+        if let Err(e) = self.file.write_all_at(&line, 0) {
+            tracing::debug!("cannot note the llm step handed out: {e}");
         }
     }
 
@@ -127,9 +155,10 @@ impl GroupNote {
         let mut cursor = std::io::Cursor::new(&mut line[..WIDTH - 1]);
         let _ = if self.slot == 0 {
             let journal_len = self.journal_len.load(Ordering::Relaxed);
+            let agent = if self.agent && pgid > 0 { " agent" } else { "" };
             write!(
                 cursor,
-                "{pgid} {spawned_after} {spawned_before} {journal_len}"
+                "{pgid} {spawned_after} {spawned_before} {journal_len}{agent}"
             )
         } else {
             // No journal length: the step is in flight until its line is cleared.
@@ -215,6 +244,67 @@ impl GroupNote {
                 _ => Leftover::None,
             },
         }
+    }
+}
+
+/// What a run held by a process is doing now, as its note says: read by the viewer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Doing {
+    /// What it waits on.
+    pub kind: DoingKind,
+    /// Since when (Unix ms).
+    pub since: u64,
+}
+
+/// What a run waits on now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum DoingKind {
+    /// An llm step handed to the agent (over MCP, a person at the terminal, or an agent
+    /// process of an unattended run), not answered yet.
+    Llm,
+    /// A shell step running.
+    Shell,
+}
+
+/// What the note of run `id` in `dir` says the run is doing, when its journal is
+/// `journal_len` bytes long: nothing when the journal grew since the note was written (the
+/// step ended), or when there is no note. Only worth asking of a run a process holds: the
+/// note of a run nobody holds is what a stopped mekara left.
+pub(crate) fn doing(dir: &Path, id: &str, journal_len: u64) -> Option<Doing> {
+    let path = path(dir, id);
+    if !path.symlink_metadata().ok()?.is_file() {
+        return None;
+    }
+    let file = File::open(&path).ok()?;
+    let mut line = [0u8; WIDTH];
+    let read = file.read_at(&mut line, 0).ok()?;
+    let text = std::str::from_utf8(&line[..read]).ok()?;
+    let mut fields = text.split_whitespace();
+    let pgid: i32 = fields.next()?.parse().ok()?;
+    let after: u64 = fields.next()?.parse().ok()?;
+    let _before: u64 = fields.next()?.parse().ok()?;
+    let noted_len: u64 = fields.next()?.parse().ok()?;
+    if noted_len != journal_len {
+        return None;
+    }
+    let now = crate::engine::journal::now_ms();
+    // A group's spawn time is on the boot clock: its age, taken from now, on the wall clock.
+    let since_spawn = || now.saturating_sub(clock_ns().saturating_sub(after) / 1_000_000);
+    match (pgid, fields.next()) {
+        (0, Some("llm")) => Some(Doing {
+            kind: DoingKind::Llm,
+            since: fields.next()?.parse().ok()?,
+        }),
+        (2.., Some("agent")) => Some(Doing {
+            kind: DoingKind::Llm,
+            since: since_spawn(),
+        }),
+        (2.., None) => Some(Doing {
+            kind: DoingKind::Shell,
+            since: since_spawn(),
+        }),
+        _ => None,
     }
 }
 

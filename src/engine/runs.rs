@@ -300,6 +300,10 @@ pub(crate) struct RunSummary {
     pub queue: Option<String>,
     /// The host of the worker running it now, for a queued run.
     pub worker: Option<String>,
+    /// What it does now, for a run a process holds, as the step group note on this host
+    /// says (none when it says nothing current, or the run is held on another host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<super::group_note::Doing>,
 }
 
 /// What a run's events add up to, as `mekara runs` lists it: `contents` read from `label`
@@ -346,6 +350,7 @@ pub(crate) fn summarize(
             user: None,
             queue: None,
             worker: None,
+            now: None,
             id,
         },
         Err(problem) => RunSummary {
@@ -361,6 +366,7 @@ pub(crate) fn summarize(
             user: None,
             queue: None,
             worker: None,
+            now: None,
         },
     }
 }

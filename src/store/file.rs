@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::error::EngineError;
 use crate::engine::group_note::{self, GroupNote};
 use crate::engine::journal::{Contents, Event, FORMAT, JournalError, RunEvent, now_ms, parse};
-use crate::engine::runs::{RunSummary, is_run_id, summarize};
+use crate::engine::runs::{RunState, RunSummary, is_run_id, summarize};
 use crate::engine::store::{RunLog, Store, newest_of};
 use crate::store::runs_index::{self, RunsIndex};
 
@@ -307,7 +307,12 @@ impl FileStore {
             .filter_map(|p| std::fs::symlink_metadata(p).ok())
             .map(|m| m.len())
             .sum();
-        summarize(id, &path, read(&path), &|| is_busy(&path), bytes)
+        let mut summary = summarize(id, &path, read(&path), &|| is_busy(&path), bytes);
+        if summary.state == RunState::Active {
+            let journal_len = std::fs::metadata(&path).map_or(0, |m| m.len());
+            summary.now = group_note::doing(&self.dir, &summary.id, journal_len);
+        }
+        summary
     }
 
     /// The summaries of runs `ids`, from the index where it has them: an ended run's line

@@ -59,6 +59,7 @@ pub(crate) fn with_queue(runs: &mut Vec<RunSummary>, queue: Vec<QueueRow>) {
             user: Some(row.submitted_user),
             queue: Some(row.queue),
             worker: live_worker,
+            now: None,
         });
     }
     crate::engine::store::oldest_first(runs);

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::view::{FrameView, Item, RunDetail, RunRow, STATE_KEYS, StepView};
 use crate::display::format_time;
+use crate::engine::group_note::DoingKind;
 use crate::engine::step::StepInput;
 
 /// An output longer than this many lines is folded (the whole text one click away).
@@ -162,7 +163,9 @@ pub(crate) fn runs_page(
     for r in shown {
         let state = match (&r.queue, &r.worker) {
             (Some(queue), _) if r.state_key == "queued" => format!("queued in {queue}"),
-            (_, Some(worker)) if r.state_key == "active" => format!("active on {worker}"),
+            (_, Some(worker)) if matches!(r.state_key, "active" | "llm") => {
+                format!("{} on {worker}", r.state)
+            }
             _ => r.state.clone(),
         };
         let state = match &r.problem {
@@ -288,6 +291,21 @@ pub(crate) fn run_page(page: &Page<'_>, run: &RunDetail, shared: bool) -> String
     for frame in &run.frames {
         frame_html(&axis, frame, &mut body);
     }
+    if let Some(now) = &run.now {
+        let (key, doing) = match now.kind {
+            DoingKind::Llm => ("llm", "llm step waiting for the agent"),
+            DoingKind::Shell => ("shell", "shell step running"),
+        };
+        let _ = write!(
+            body,
+            "<div class=\"row now\" id=\"now\" data-kind=\"{key}\"><span class=\"label\">⏳ {script}[{index}] {doing} since {since}</span>{bar}<span class=\"took\">{took}</span></div>",
+            script = escape(&now.script),
+            index = now.index,
+            since = format_time(now.since),
+            bar = axis.bar(now.since, run.until, "open"),
+            took = duration(now.for_ms),
+        );
+    }
     body.push_str("</section>");
     layout(page, &format!("{} {}", r.script, r.id), &body)
 }
@@ -350,7 +368,7 @@ fn actions(page: &Page<'_>, run: &RunDetail, shared: bool, body: &mut String) {
         }
         body.push_str("</section>");
     }
-    let cancellable = shared && matches!(run.row.state_key, "queued" | "active");
+    let cancellable = shared && matches!(run.row.state_key, "queued" | "active" | "llm");
     if cancellable && run.row.queue.is_some() {
         match page.token {
             Some(token) => {

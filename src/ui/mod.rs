@@ -520,7 +520,14 @@ impl Viewer {
         };
         match runs {
             Ok(runs) => runs.iter().fold(String::new(), |mut text, r| {
-                let _ = writeln!(text, "{} {} {} {}", r.id, r.state, r.steps, r.last_at);
+                // What it does now by its kind only: a shell step's start is read from the
+                // boot clock, and would differ by a millisecond from one look to the next.
+                let doing = r.now.map(|now| now.kind);
+                let _ = writeln!(
+                    text,
+                    "{} {} {} {} {doing:?}",
+                    r.id, r.state, r.steps, r.last_at
+                );
                 text
             }),
             Err(e) => e.to_string(),

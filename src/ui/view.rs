@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use crate::engine::EngineError;
+use crate::engine::group_note::DoingKind;
 use crate::engine::journal::{Event, Origin, Outcome, Reason, now_ms};
 use crate::engine::runs::{RunHistory, RunState, RunSummary, live};
 use crate::engine::step::{AgentReport, StepInput, StepRecord, StepResult};
@@ -22,8 +23,9 @@ pub(crate) struct RunRow {
     pub script: String,
     /// The state, as `mekara runs` words it.
     pub state: String,
-    /// The state as a short key: `active`, `interrupted`, `waiting`, `completed`,
-    /// `finished`, `failed`, `not-started`, `queued`, `cancelled`.
+    /// The state as a short key: `active`, `llm` (held, its llm step handed to the agent
+    /// and not answered yet), `interrupted`, `waiting`, `completed`, `finished`, `failed`,
+    /// `not-started`, `queued`, `cancelled`.
     pub state_key: &'static str,
     pub host: Option<String>,
     pub user: Option<String>,
@@ -57,8 +59,9 @@ pub(crate) fn state_key(state: RunState) -> &'static str {
 }
 
 /// Every state key, in the order the filter offers them.
-pub(crate) const STATE_KEYS: [&str; 10] = [
+pub(crate) const STATE_KEYS: [&str; 11] = [
     "active",
+    "llm",
     "waiting",
     "interrupted",
     "queued",
@@ -111,9 +114,21 @@ fn row(r: RunSummary, cost_usd: Option<f64>, now: u64) -> RunRow {
     } else {
         now
     };
+    // A run held by a process whose note says its llm step waits for the agent. A run
+    // nobody holds is interrupted whatever its note says (the summary has no `now` then).
+    let waits_for_llm =
+        r.state == RunState::Active && r.now.is_some_and(|now| now.kind == DoingKind::Llm);
     RunRow {
-        state: r.state.to_string(),
-        state_key: state_key(r.state),
+        state: if waits_for_llm {
+            "waiting for an llm step".to_string()
+        } else {
+            r.state.to_string()
+        },
+        state_key: if waits_for_llm {
+            "llm"
+        } else {
+            state_key(r.state)
+        },
         duration_ms: end.saturating_sub(r.started_at),
         id: r.id,
         script: crate::script::name::shown(&r.script),
@@ -212,6 +227,25 @@ pub(crate) struct RunDetail {
     pub commands: Vec<String>,
     /// A torn last record the reader ignored.
     pub torn: Option<String>,
+    /// The step it is on now, while a process drives it and the note beside its journal
+    /// says: a shell step running, or an llm step waiting for the agent. Gone once the
+    /// step's result is journaled.
+    pub now: Option<NowStep>,
+}
+
+/// The step a run is on now (not journaled yet).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct NowStep {
+    /// `llm` (handed to the agent, not answered yet) or `shell` (running).
+    pub kind: DoingKind,
+    /// Its frame's script.
+    pub script: String,
+    /// Its position in that frame.
+    pub index: usize,
+    /// Since when (Unix ms).
+    pub since: u64,
+    /// For how long, until `until` (ms).
+    pub for_ms: u64,
 }
 
 /// The question a run waits on.
@@ -358,6 +392,7 @@ pub(crate) fn detail(
             question: None,
             commands: Vec::new(),
             torn: None,
+            now: None,
         });
     };
     let events = &contents.events;
@@ -376,6 +411,20 @@ pub(crate) fn detail(
     let question = (summary.state == RunState::WaitingForAnswer)
         .then(|| question(id, events))
         .flatten();
+    let now = summary
+        .now
+        .filter(|_| summary.state == RunState::Active)
+        .and_then(|doing| {
+            let history = RunHistory::replay(std::path::Path::new(id), events).ok()?;
+            let top = history.frames.last()?;
+            Some(NowStep {
+                kind: doing.kind,
+                script: crate::script::name::shown(&top.push.script),
+                index: top.steps.len(),
+                since: doing.since,
+                for_ms: until.saturating_sub(doing.since),
+            })
+        });
     let commands = commands(id, summary.state, &frames);
     let torn = contents.torn.map(|t| {
         format!(
@@ -392,6 +441,7 @@ pub(crate) fn detail(
         question,
         commands,
         torn,
+        now,
     })
 }
 

@@ -683,3 +683,176 @@ fn the_viewer_shows_a_wait_for_a_rate_limit_in_its_frame() {
         "{page}"
     );
 }
+
+/// A script whose steps the tests hold open: two shell steps that wait for the files `go0`
+/// and `go1`, then the llm step.
+const COLOUR: &str = r#"
+def execute(request):
+    auto("while [ ! -f go0 ]; do sleep 0.05; done; echo zero")
+    auto("while [ ! -f go1 ]; do sleep 0.05; done; echo one")
+    g = llm("Name a colour.", expects = {"colour": "a colour"})
+    auto("echo got " + g.outputs["colour"])
+"#;
+
+/// An agent process that answers only once the file `go` is there.
+const SLOW_AGENT: &str = r#"while [ ! -f go ]; do sleep 0.05; done; cat > /dev/null; echo '{"outputs": {"colour": "teal"}}'"#;
+
+/// Polls `/api/runs` until run `id` is in state `key`; returns its row.
+fn wait_for_state(viewer: &Viewer, id: &str, key: &str) -> Json {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let runs = get_json(&viewer.with_token("/api/runs"));
+        if let Some(row) = runs["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] == id)
+            && row["state_key"] == key
+        {
+            return row.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "run {id} never was `{key}`: {runs}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits for the first run of the project's runs folder; returns its id.
+fn first_run(project: &Project) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(id) = project.run_ids().pop() {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A run held at its llm step (a person at the terminal, then an agent process of an
+/// unattended run) is listed as waiting for an llm step, apart from a run that is busy
+/// with its own steps; answered, it moves on; its mekara killed while it waits, it is
+/// interrupted, whatever the note beside its journal still says.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Chromium")]
+fn a_run_whose_llm_step_waits_for_the_agent_is_listed_as_waiting_for_an_llm_step() {
+    let project = Project::new();
+    project.script("colour", "Name a colour.", Some(COLOUR));
+    project.write("slow-agent.sh", SLOW_AGENT);
+    let viewer = Viewer::start(&project);
+
+    // A person at the terminal: the llm step waits for a line on stdin.
+    let mut at_terminal = project.spawn(&["run", "colour"]);
+    let id = first_run(&project);
+    wait_for_state(&viewer, &id, "active");
+    let detail_url = viewer.with_token(&format!("/api/runs/{id}"));
+    let now_of = |kind: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let detail = get_json(&detail_url);
+            if detail["now"]["kind"] == kind {
+                return detail["now"].clone();
+            }
+            assert!(Instant::now() < deadline, "never `{kind}` now: {detail}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let now = now_of("shell");
+    assert_eq!(now["script"], "colour", "{now}");
+    assert_eq!(now["index"], 0, "{now}");
+    // The pages are open while the shell step runs, and follow the run to its llm step.
+    let state = format!("document.querySelector('tr[data-run=\"{id}\"] .state').textContent");
+    let now_row = "(document.getElementById('now') || {textContent: ''}).textContent";
+    browse(&json!([
+        {"open": viewer.with_token(&format!("/runs/{id}"))},
+        {"wait": "document.body.dataset.connected === 'yes'"},
+        {"wait": format!("{now_row}.includes('colour[0] shell step running')")},
+        {"eval": "window.kept = 1"},
+        {"touch": project.root().join("go0")},
+        {"wait": format!("window.kept === 1 && {now_row}.includes('colour[1] shell step running') && document.querySelectorAll('details.step').length === 1")},
+        {"open": viewer.url},
+        {"wait": "document.body.dataset.connected === 'yes'"},
+        {"wait": format!("{state} === 'active'")},
+        {"eval": "window.kept = 1"},
+        {"touch": project.root().join("go1")},
+        {"wait": format!("window.kept === 1 && {state} === 'waiting for an llm step'")},
+        {"open": viewer.with_token(&format!("/runs/{id}"))},
+        {"wait": format!("{now_row}.includes('colour[2] llm step waiting for the agent')")},
+    ]));
+    let row = wait_for_state(&viewer, &id, "llm");
+    assert_eq!(row["state"], "waiting for an llm step", "{row}");
+    let now = now_of("llm");
+    assert_eq!(now["index"], 2, "{now}");
+    assert_eq!(api_steps(&get_json(&detail_url)).len(), 2);
+    {
+        let mut stdin = at_terminal.stdin.take().expect("stdin");
+        std::io::Write::write_all(&mut stdin, b"teal\n").expect("answer");
+    }
+    assert!(at_terminal.wait().expect("wait").success());
+    wait_for_state(&viewer, &id, "completed");
+    assert!(get_json(&detail_url)["now"].is_null());
+
+    // An agent process of an unattended run; its mekara is killed while the agent works.
+    let mut unattended = project
+        .command(&["run", "--agent-command", "sh slow-agent.sh", "colour"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let second = loop {
+        if let Some(second) = project.run_ids().into_iter().find(|r| *r != id) {
+            break second;
+        }
+        assert!(Instant::now() < deadline, "the second run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    wait_for_state(&viewer, &second, "llm");
+    unattended.kill().expect("kill mekara");
+    unattended.wait().expect("reap");
+    let row = wait_for_state(&viewer, &second, "interrupted");
+    assert_eq!(row["state"], "interrupted", "{row}");
+    project.write("go", "");
+}
+
+/// The same against the shared store: the viewer on the host that drives the run reads the
+/// note the run keeps there.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL")]
+fn the_shared_store_lists_a_run_waiting_for_an_llm_step() {
+    let project = Project::new();
+    project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    project.script("colour", "Name a colour.", Some(COLOUR));
+    let db = crate::postgres::Db::migrated(&project);
+    project.write("go0", "");
+    project.write("go1", "");
+    let laptop = db.host("laptop", project);
+    let viewer = Viewer::spawn(laptop.command(&["ui", "--poll", "100ms"]));
+    let mut at_terminal = laptop
+        .command(&["run", "colour"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        if let Some(id) = db.ids().pop() {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let row = wait_for_state(&viewer, &id, "llm");
+    assert_eq!(row["state"], "waiting for an llm step", "{row}");
+    assert_eq!(row["host"], "laptop", "{row}");
+    {
+        let mut stdin = at_terminal.stdin.take().expect("stdin");
+        std::io::Write::write_all(&mut stdin, b"teal\n").expect("answer");
+    }
+    assert!(at_terminal.wait().expect("wait").success());
+    wait_for_state(&viewer, &id, "completed");
+}

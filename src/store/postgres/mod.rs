@@ -723,6 +723,9 @@ impl PgStore {
                     &|| busy,
                     bytes.len() as u64,
                 );
+                if summary.state == runs::RunState::Active {
+                    summary.now = group_note::doing(&self.notes, &summary.id, bytes.len() as u64);
+                }
                 summary.host = Some(host);
                 summary.user = Some(user);
                 summary
