@@ -177,6 +177,13 @@ struct Db {
 }
 
 impl Db {
+    fn failed_json(&self, e: &serde_json::Error) -> StoreError {
+        StoreError::Query {
+            url: self.shown.clone(),
+            reason: e.to_string(),
+        }
+    }
+
     /// A connection whose schema is the one this mekara reads.
     fn connect(&self) -> Result<Client, StoreError> {
         let mut client = self.connect_any()?;
@@ -547,6 +554,61 @@ impl PgStore {
         }
         Ok(report)
     }
+
+    /// The summaries of every run, of run `id`, or of the `newest` newest runs, oldest first.
+    fn summaries(
+        &self,
+        client: &mut Client,
+        id: Option<&str>,
+        newest: Option<i64>,
+    ) -> Result<Vec<RunSummary>, EngineError> {
+        let db = &self.db;
+        let held = db.held(client)?;
+        let rows = client
+            .query(
+                "SELECT r.id, r.host, r.os_user, e.body FROM mekara_runs r \
+                 LEFT JOIN mekara_events e ON e.project = r.project AND e.run_id = r.id \
+                 WHERE r.project = $1 AND ($2::text IS NULL OR r.id = $2) \
+                 AND ($3::bigint IS NULL OR r.id IN (SELECT n.id FROM mekara_runs n \
+                      WHERE n.project = $1 ORDER BY n.created_at DESC, n.id DESC LIMIT $3)) \
+                 ORDER BY r.id, e.line",
+                &[&db.project, &id, &newest],
+            )
+            .map_err(|e| db.failed(&e))?;
+        let mut runs: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
+        for row in &rows {
+            let entry = runs
+                .entry(row.get(0))
+                .or_insert_with(|| (row.get(1), row.get(2), Vec::new()));
+            if let Some(body) = row.get::<_, Option<String>>(3) {
+                entry.2.push(body);
+            }
+        }
+        if let (Some(id), true) = (id, runs.is_empty()) {
+            return Err(EngineError::RunNotFound { id: id.to_string() });
+        }
+        Ok(runs
+            .into_iter()
+            .map(|(id, (host, user, lines))| {
+                let label = db.label(&id);
+                let bytes = file_bytes(&lines);
+                let busy = held.contains(&db.key(&id));
+                let mut summary = summarize(
+                    id,
+                    &label,
+                    journal::parse(&label, &bytes),
+                    &|| busy,
+                    bytes.len() as u64,
+                );
+                if summary.state == runs::RunState::Active {
+                    summary.now = group_note::doing(&self.notes, &summary.id, bytes.len() as u64);
+                }
+                summary.host = Some(host);
+                summary.user = Some(user);
+                summary
+            })
+            .collect())
+    }
 }
 
 /// What `store import` or `store export` did with one run.
@@ -674,72 +736,6 @@ impl Store for PgStore {
             .map_err(|e| self.db.failed(&e))?;
         group.remove();
         Ok(file_bytes(&lines).len() as u64)
-    }
-}
-
-impl PgStore {
-    /// The summaries of every run, of run `id`, or of the `newest` newest runs, oldest first.
-    fn summaries(
-        &self,
-        client: &mut Client,
-        id: Option<&str>,
-        newest: Option<i64>,
-    ) -> Result<Vec<RunSummary>, EngineError> {
-        let db = &self.db;
-        let held = db.held(client)?;
-        let rows = client
-            .query(
-                "SELECT r.id, r.host, r.os_user, e.body FROM mekara_runs r \
-                 LEFT JOIN mekara_events e ON e.project = r.project AND e.run_id = r.id \
-                 WHERE r.project = $1 AND ($2::text IS NULL OR r.id = $2) \
-                 AND ($3::bigint IS NULL OR r.id IN (SELECT n.id FROM mekara_runs n \
-                      WHERE n.project = $1 ORDER BY n.created_at DESC, n.id DESC LIMIT $3)) \
-                 ORDER BY r.id, e.line",
-                &[&db.project, &id, &newest],
-            )
-            .map_err(|e| db.failed(&e))?;
-        let mut runs: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
-        for row in &rows {
-            let entry = runs
-                .entry(row.get(0))
-                .or_insert_with(|| (row.get(1), row.get(2), Vec::new()));
-            if let Some(body) = row.get::<_, Option<String>>(3) {
-                entry.2.push(body);
-            }
-        }
-        if let (Some(id), true) = (id, runs.is_empty()) {
-            return Err(EngineError::RunNotFound { id: id.to_string() });
-        }
-        Ok(runs
-            .into_iter()
-            .map(|(id, (host, user, lines))| {
-                let label = db.label(&id);
-                let bytes = file_bytes(&lines);
-                let busy = held.contains(&db.key(&id));
-                let mut summary = summarize(
-                    id,
-                    &label,
-                    journal::parse(&label, &bytes),
-                    &|| busy,
-                    bytes.len() as u64,
-                );
-                if summary.state == runs::RunState::Active {
-                    summary.now = group_note::doing(&self.notes, &summary.id, bytes.len() as u64);
-                }
-                summary.host = Some(host);
-                summary.user = Some(user);
-                summary
-            })
-            .collect())
-    }
-}
-
-impl Db {
-    fn failed_json(&self, e: &serde_json::Error) -> StoreError {
-        StoreError::Query {
-            url: self.shown.clone(),
-            reason: e.to_string(),
-        }
     }
 }
 
