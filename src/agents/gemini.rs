@@ -15,7 +15,7 @@ use serde_json::{Value as Json, json};
 
 use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
-use super::rate_limit::{RateLimited, is_limit_status, says_limited};
+use super::rate_limit::{RateLimited, is_limit_status, says_final, says_limited};
 use super::tools::{AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -105,14 +105,20 @@ impl Agent for GeminiAgent {
                 Reply::Failed(untrusted(request), AgentReport::default())
             }
             // Gemini CLI gives up on an API error with a non-zero exit and its JSON error
-            // last on stderr (`{"error": {"code": 429, ...}}`).
-            Err(Stopped::Failed(error, said)) => match read_result(&said.stdout, false) {
-                limited @ Reply::RateLimited(..) => limited,
-                _ => match read_result(&said.stderr, false) {
-                    limited @ Reply::RateLimited(..) => limited,
-                    _ => Reply::Failed(error, AgentReport::default()),
-                },
-            },
+            // last on stderr (`{"error": {"code": 429, ...}}`): a limit to wait out, or a
+            // failure told in the error's own words (a daily quota), not in all of stderr.
+            Err(Stopped::Failed(error, said)) => {
+                let told = |reply: &Reply| match reply {
+                    Reply::RateLimited(..) => true,
+                    Reply::Failed(e, _) => e.starts_with(GEMINI_FAILED),
+                    _ => false,
+                };
+                [&said.stdout, &said.stderr]
+                    .into_iter()
+                    .map(|text| read_result(text, false))
+                    .find(told)
+                    .unwrap_or_else(|| Reply::Failed(error, AgentReport::default()))
+            }
             Err(stopped) => stopped.into(),
         }
     }
@@ -128,6 +134,9 @@ fn untrusted(request: &Request) -> String {
         request.working_dir.display()
     )
 }
+
+/// How a failure Gemini CLI reported in its JSON error begins.
+const GEMINI_FAILED: &str = "Gemini CLI failed: ";
 
 /// Reads the result object `gemini --output-format json` prints.
 fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
@@ -168,11 +177,13 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
             .and_then(Json::as_str)
             .map_or_else(|| error.to_string(), str::to_string);
         // After its own retries (`general.maxAttempts` of its settings, 10 by default): 429
-        // for a rate limit or an exhausted quota, 503 for an overloaded model.
-        if error
-            .get("code")
-            .and_then(Json::as_u64)
-            .is_some_and(is_limit_status)
+        // for a rate limit or an exhausted quota, 503 for an overloaded model. A daily quota
+        // (or no billing) is a 429 too, but comes back only the next day: a failure.
+        if !says_final(&message)
+            && error
+                .get("code")
+                .and_then(Json::as_u64)
+                .is_some_and(is_limit_status)
             || says_limited(&message)
         {
             return Reply::RateLimited(
@@ -180,7 +191,7 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
                 report,
             );
         }
-        return Reply::Failed(format!("Gemini CLI failed: {message}"), report);
+        return Reply::Failed(format!("{GEMINI_FAILED}{message}"), report);
     }
     if !wants_outputs {
         return Reply::Outputs(serde_json::Map::new(), report);

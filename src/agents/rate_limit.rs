@@ -48,17 +48,32 @@ const LIMIT_WORDS: [&str; 9] = [
     "429",
 ];
 
-/// Words that say the account cannot go on at all (no credit, no plan): waiting does not
-/// help, so these are failures even with a 429.
-const FINAL_WORDS: [&str; 3] = ["insufficient_quota", "billing", "credit balance"];
+/// Words that say the account cannot go on at all (no credit, no plan), or not before its
+/// daily quota comes back (Gemini's `...PerDay...` quota ids, Gemini CLI's "exhausted your
+/// daily quota"): waiting minutes does not help, so these are failures even with a 429.
+const FINAL_WORDS: [&str; 6] = [
+    "insufficient_quota",
+    "billing",
+    "credit balance",
+    "daily quota",
+    "perday",
+    "per day",
+];
+
+/// Whether `text` (a client's error message) says a limit that waiting within a run does
+/// not lift: no credit, no plan, or a daily quota used up.
+pub(crate) fn says_final(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    FINAL_WORDS.iter().any(|w| lower.contains(w))
+}
 
 /// Whether `text` (a client's error message) says the model is rate-limited or overloaded.
 /// A 429, 503 or 529 counts only as a number of its own, not inside a longer one.
 pub(crate) fn says_limited(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    if FINAL_WORDS.iter().any(|w| lower.contains(w)) {
+    if says_final(text) {
         return false;
     }
+    let lower = text.to_lowercase();
     LIMIT_WORDS
         .iter()
         .filter(|w| **w != "429")
@@ -269,6 +284,15 @@ mod tests {
         assert!(!says_limited("quota"));
         assert!(!says_limited("the file has 14290 lines"));
         assert!(!says_limited("429: insufficient_quota, check your billing"));
+        assert!(!says_limited(
+            "[{\"quotaId\": \"GenerateRequestsPerDayPerProjectPerModel-FreeTier\"}] 429"
+        ));
+        assert!(says_final(
+            "You have exhausted your daily quota on this model."
+        ));
+        assert!(!says_final(
+            "Resource has been exhausted (e.g. check quota)."
+        ));
         assert!(!says_limited("permission denied"));
     }
 

@@ -115,10 +115,12 @@ pub(crate) enum EngineError {
         id: String,
     },
     /// The run has ended; there is nothing to resume.
-    #[error("run `{id}` has already finished; there is nothing to resume")]
+    #[error("{}", run_finished(.id, .stopped.as_ref()))]
     RunFinished {
         /// The id.
         id: String,
+        /// What its script gave `fail()` and what can go on, when the script stopped itself.
+        stopped: Option<super::rewind::StopAdvice>,
     },
     /// The handle given does not open the run.
     #[error("{}", handle_refused(.id, *.problem))]
@@ -308,5 +310,29 @@ fn outputs_message(missing: &[String], unexpected: &[String], expected: &[String
     format!(
         "{}; the step expects {expected}; the step is still pending",
         parts.join("; ")
+    )
+}
+
+/// The refusal to resume run `id`, which has ended: a run its script stopped says so, with
+/// the script's message and what can still go on from there.
+fn run_finished(id: &str, stopped: Option<&super::rewind::StopAdvice>) -> String {
+    use super::rewind::AfterStop;
+    let Some(stop) = stopped else {
+        return format!("run `{id}` has already finished; there is nothing to resume");
+    };
+    let (script, message) = (&stop.script, stop.message.trim_end());
+    let next = match &stop.next {
+        AfterStop::Retry { step } => format!(
+            "it stopped after a failure it read, so once the cause is fixed, `mekara run --resume {id} --retry` (MCP: `retry`) runs step `{step}` again"
+        ),
+        AfterStop::From { last: Some(last) } => format!(
+            "it stopped on a decision, so a retry would only stop again; to go on differently, run it again from a step with `mekara run --resume {id} --from STEP` (MCP: `from`), e.g. `--from {last}` for its last step before the stop, or start a new run"
+        ),
+        AfterStop::From { last: None } => {
+            "it stopped before it recorded a step, so start a new run".to_string()
+        }
+    };
+    format!(
+        "run `{id}` was stopped by its script `{script}`: {message}; there is nothing to resume as it is: {next}"
     )
 }

@@ -459,7 +459,14 @@ impl Executor {
                 tracing::debug!("run {id}: {e}");
             }
             return Err(if history.started {
-                EngineError::RunFinished { id: id.to_string() }
+                EngineError::RunFinished {
+                    id: id.to_string(),
+                    stopped: (history.outcome == Some(super::journal::Outcome::Stopped))
+                        .then(|| {
+                            super::rewind::after_stop(&self.resolver, &self.settings, id, &events)
+                        })
+                        .flatten(),
+                }
             } else {
                 EngineError::RunNotStarted { id: id.to_string() }
             });
@@ -1453,7 +1460,10 @@ impl Executor {
     /// The top frame's script called `fail(message)`: it stopped itself. The frame is popped
     /// as stopped, and so is each caller that did not allow the call to fail (its call
     /// failed, which would stop it anyway); a caller that allowed it gets the failed call.
-    /// A root frame's stop ends the run: nobody finishes it by hand.
+    /// A script started on top of a pending step (`start` with `parent`) stops its parent
+    /// too, as a root script's stop ends the run: "stop" means stop, and no step of the
+    /// parent asked for it, so none could allow it to fail. A root frame's stop ends the
+    /// run: nobody finishes it by hand.
     fn stop(&mut self, message: String, observer: &dyn Observer) -> Result<(), EngineError> {
         let top = self.stack.last().expect("a frame stops itself");
         self.stopping = Some(Stop {
@@ -1467,7 +1477,10 @@ impl Executor {
             let Some(frame) = self.stack.last() else {
                 break Ok(());
             };
-            let goes_up = frame.origin == Origin::Call && !frame.allow_failure;
+            let goes_up = match frame.origin {
+                Origin::Call => !frame.allow_failure,
+                Origin::Start => true,
+            };
             if let Err(e) = self.pop(Outcome::Stopped, Some(message.clone()), observer) {
                 break Err(e);
             }

@@ -323,6 +323,70 @@ pub(crate) fn plan(
     })
 }
 
+/// What a person can do with a run that its script stopped (`fail()`), for the refusal of a
+/// plain resume, which has nothing to go on with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StopAdvice {
+    /// The script that stopped itself.
+    pub script: String,
+    /// What it gave `fail()`.
+    pub message: String,
+    /// What can go on from the stop.
+    pub next: AfterStop,
+}
+
+/// How a stopped run can go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AfterStop {
+    /// It stopped right after a step whose failure it allowed: `--retry` runs that step
+    /// again (or, when a script changed, goes on from the first changed step).
+    Retry {
+        /// The step that runs again.
+        step: String,
+    },
+    /// It stopped on a decision: only `--from` a recorded step makes it go on differently.
+    From {
+        /// The last step recorded before the stop, when there is one.
+        last: Option<String>,
+    },
+}
+
+/// What run `id`, whose live `events` end with its script stopping itself, can do next; `None`
+/// when no script of it stopped itself.
+pub(crate) fn after_stop(
+    resolver: &Resolver,
+    settings: &Settings,
+    id: &str,
+    events: &[Event],
+) -> Option<StopAdvice> {
+    let live = super::runs::live(events).ok()?;
+    let roots = traces(events, &live);
+    let mut frames = Vec::new();
+    for root in &roots {
+        root.walk(&mut frames);
+    }
+    let stopper = frames
+        .iter()
+        .filter(|t| t.stopped.is_some())
+        .max_by_key(|t| t.end_line)?;
+    let message = stopper.stopped.clone().unwrap_or_default();
+    let next = match plan(resolver, settings, id, events, &Rewind::Retry) {
+        Ok(plan) => AfterStop::Retry { step: plan.step },
+        Err(_) => AfterStop::From {
+            last: stopper
+                .steps
+                .len()
+                .checked_sub(1)
+                .map(|last| stopper.label(last)),
+        },
+    };
+    Some(StopAdvice {
+        script: stopper.name(),
+        message,
+        next,
+    })
+}
+
 /// Steps as runs of labels: `main[0] to main[5]`, `main[6] > child[0]`.
 fn spans(steps: &[(&Trace, usize)]) -> Vec<String> {
     let mut out: Vec<(String, String, usize, *const Trace)> = Vec::new();

@@ -107,6 +107,63 @@ fn a_script_that_stops_itself_at_the_terminal_ends_the_run_as_stopped_by_the_scr
     assert!(again.stdout.contains("  │ released\n"), "{}", again.stdout);
 }
 
+/// Regression (issue 28): `mekara run --resume ID` of a run its script stopped said only
+/// "has already finished". It says that the script stopped it, with its message, and what
+/// can go on: `--from` a step after a decision, `--retry` after a failure the script read.
+#[test]
+fn resuming_a_run_the_script_stopped_says_why_and_what_can_go_on() {
+    let project = project();
+    project.run(&["run", "release"], "no\n").expect_code(1);
+    let id = only_run(&project);
+    let resumed = project.run(&["run", "--resume", &id], "");
+    resumed.expect_code(2);
+    assert!(
+        resumed.stderr.contains(&format!(
+            "run `{id}` was stopped by its script `release`: the user said no; there is nothing to resume as it is: it stopped on a decision, so a retry would only stop again; to go on differently, run it again from a step with `mekara run --resume {id} --from STEP` (MCP: `from`), e.g. `--from release[1]` for its last step before the stop, or start a new run"
+        )),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        !resumed.stderr.contains("has already finished"),
+        "{}",
+        resumed.stderr
+    );
+
+    // A stop that read an allowed failure: once the cause is fixed, a retry runs that step.
+    project.script(
+        "ship",
+        "---\ndescription: Test, then ship\n---\n1. Run the tests; if they fail, stop.\n2. Ship.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"echo built\", context = \"Step 0: build\")\n    \
+             t = auto(\"test -f tests-pass\", allow_failure = True, context = \"Step 1: run the tests\")\n    \
+             if not t.success:\n        \
+             fail(\"the tests failed\")\n    \
+             auto(\"echo shipped\", context = \"Step 2: ship\")\n",
+        ),
+    );
+    project.run(&["run", "ship"], "").expect_code(1);
+    let ship = project
+        .run_ids()
+        .into_iter()
+        .find(|run| *run != id)
+        .expect("the ship run");
+    let resumed = project.run(&["run", "--resume", &ship], "");
+    resumed.expect_code(2);
+    assert!(
+        resumed.stderr.contains(&format!(
+            "run `{ship}` was stopped by its script `ship`: the tests failed; there is nothing to resume as it is: it stopped after a failure it read, so once the cause is fixed, `mekara run --resume {ship} --retry` (MCP: `retry`) runs step `ship[1]` again"
+        )),
+        "{}",
+        resumed.stderr
+    );
+    std::fs::write(project.root().join("tests-pass"), "").expect("write");
+    let retried = project.run(&["run", "--resume", &ship, "--retry"], "");
+    retried.expect_code(0);
+    assert!(retried.stdout.contains("shipped"), "{}", retried.stdout);
+}
+
 /// Unattended, the stop ends the run with exit 1 and the script's message on stderr, and
 /// nothing to resume.
 #[test]
@@ -169,6 +226,55 @@ async fn over_mcp_the_agent_is_told_the_script_stopped_and_not_to_work_around_it
     assert!(
         status.contains("was stopped by the script `release`: the user said no"),
         "{status}"
+    );
+}
+
+/// Regression (issue 28): `fail()` in a script started on top of a pending step (`start`
+/// with `parent`) ended only that script, as a failed one, and the parent's step came back
+/// as if nothing had happened. It stops the run, as a top-level script's `fail()` does.
+#[tokio::test]
+async fn a_script_started_with_parent_that_stops_itself_stops_the_run() {
+    let project = project();
+    project.script(
+        "outer",
+        "Outer.",
+        Some("def execute(request):\n    llm('outer step', expects = {'x': 'a value'})\n    auto('echo outer went on')\n"),
+    );
+    let client = Client::start(&project, &[]).await;
+    let first = client.call("start", json!({"name": "outer"})).await.ok();
+    let nested = client
+        .call(
+            "start",
+            json!({"name": "release", "parent": crate::mcp::client::handle(&first)}),
+        )
+        .await
+        .ok();
+    let stopped = client
+        .call(
+            "continue_compiled_script",
+            json!({"run_id": crate::mcp::client::handle(&nested), "outputs": {"answer": "no"}}),
+        )
+        .await
+        .ok();
+    assert!(
+        stopped.contains("## Stopped by the script")
+            && stopped.contains("<message>\nthe user said no\n</message>")
+            && stopped.contains("Do not work around it"),
+        "{stopped}"
+    );
+    assert!(!stopped.contains("outer step"), "{stopped}");
+    let id = only_run(&project);
+    let last = events(&project, &id).pop().expect("an event");
+    assert_eq!(
+        (&last["event"], &last["depth"], &last["outcome"]),
+        (&json!("pop"), &json!(0), &json!("stopped")),
+        "{last}"
+    );
+    let runs = project.run(&["runs"], "");
+    assert!(
+        runs.stdout.contains("stopped by the script"),
+        "{}",
+        runs.stdout
     );
 }
 

@@ -587,6 +587,50 @@ fn without_the_persons_trust_gemini_cli_does_not_offer_the_extensions_tools() {
     assert!(project.run_ids().is_empty(), "mekara ran the script anyway");
 }
 
+/// Regression (issue 28): a 429 for a used-up daily quota was waited out 8 times (about 25
+/// minutes) before the step failed, though the quota comes back only the next day. The step
+/// fails at once with what Gemini CLI said, and nothing is waited.
+#[cfg_attr(not(feature = "clients"), ignore = "needs Gemini CLI")]
+#[test]
+fn an_unattended_run_with_gemini_fails_at_once_on_a_daily_quota() {
+    let project = colour_project();
+    trusted(&project);
+    crate::common::write_file(
+        &project.home().join(".gemini/settings.json"),
+        &json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"maxAttempts": 1},
+        })
+        .to_string(),
+    );
+    let standin = standin::start(vec![
+        vec![text(r#"{"colour": "red"}"#)],
+        standin::daily_quota(),
+        vec![text(r#"{"letters": "3"}"#)],
+    ]);
+    let bin = gemini();
+    let bin = bin.parent().expect("the folder of gemini");
+    let mut command = project.command(&["run", "--agent", "gemini", "--json", "colour"]);
+    command
+        .env("PATH", format!("{}:{}", bin.display(), path_with_mekara()))
+        .env("MEKARA_BACKOFF_SCALE", "0.001");
+    use_standin(&mut command, &project, &standin);
+    let run = crate::common::Run::from_output(command.output().expect("run mekara"));
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("rate-limited"), "{}", run.stderr);
+    let waits = journal_events(&project)
+        .into_iter()
+        .filter(|e| e["event"] == "wait")
+        .count();
+    assert_eq!(waits, 0, "a daily quota is not waited out");
+    assert!(
+        run.stderr.contains("Gemini CLI failed: ") && run.stderr.contains("daily quota"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(standin.main_requests().len(), 2, "asked once, not again");
+}
+
 /// A rate limit (429) and an overload (503) of the model, after Gemini CLI's own retries
 /// (`general.maxAttempts: 1` in its settings makes it give up at once), are waited out: the
 /// run completes, the waits are in the journal, the step is journaled once, and it is asked

@@ -44,6 +44,14 @@ pub fn http_error(status: u16) -> Turn {
     vec![json!({"http_error": status})]
 }
 
+/// A turn the API refuses with 429 because the project's daily quota is used up, as the
+/// Gemini API says it: a `QuotaFailure` whose quota is a per-day one, and a `retryDelay`.
+pub fn daily_quota() -> Turn {
+    vec![
+        json!({"http_error": 429, "quota_id": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}),
+    ]
+}
+
 /// A `functionCall` part.
 pub fn function_call(name: &str, args: Json) -> Json {
     json!({"functionCall": {"name": name, "args": args}})
@@ -131,9 +139,31 @@ fn answer(recorded: &Recorded, turn: Option<Turn>) -> Response<Full<Bytes>> {
                 "RESOURCE_EXHAUSTED",
             ),
         };
-        let mut refused = json_response(&json!({"error": {
-            "code": status, "message": message, "status": kind,
-        }}));
+        let quota = turn
+            .as_ref()
+            .and_then(|t| t.first())
+            .and_then(|p| p["quota_id"].as_str());
+        let body = match quota {
+            None => json!({"error": {"code": status, "message": message, "status": kind}}),
+            Some(quota_id) => json!({"error": {
+                "code": status,
+                "message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 250, model: gemini-2.5-flash\nPlease retry in 13.5s.",
+                "status": kind,
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                        "violations": [{
+                            "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                            "quotaId": quota_id,
+                            "quotaDimensions": {"location": "global", "model": "gemini-2.5-flash"},
+                            "quotaValue": "250",
+                        }],
+                    },
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"},
+                ],
+            }}),
+        };
+        let mut refused = json_response(&body);
         *refused.status_mut() =
             hyper::StatusCode::from_u16(u16::try_from(status).expect("a status"))
                 .expect("a status");
