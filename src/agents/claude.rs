@@ -15,7 +15,7 @@ use serde_json::{Value as Json, json};
 
 use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, Stopped, run_agent, shell_quote};
-use super::rate_limit::{RateLimited, is_limit_status};
+use super::rate_limit::{RateLimited, is_limit_status, says_final};
 use super::tools::{self, AgentTool, SERVER_NAME};
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
@@ -389,6 +389,10 @@ fn rate_limited(result: &Json) -> Option<RateLimited> {
         return None;
     }
     let text = result.get("result").and_then(Json::as_str).unwrap_or("");
+    // No credit, or a daily quota: waiting minutes does not lift it, so the step fails.
+    if says_final(text) {
+        return None;
+    }
     Some(RateLimited::from_said(format!(
         "Claude Code: {}",
         text.trim()
@@ -456,5 +460,28 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
             ),
             report,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 429 is waited out, unless its words say that waiting does not help.
+    #[test]
+    fn a_429_is_a_rate_limit_unless_it_says_no_credit_or_a_daily_quota() {
+        let result = |text: &str| {
+            serde_json::json!({
+                "type": "result", "is_error": true, "api_error_status": 429, "result": text,
+            })
+        };
+        assert!(rate_limited(&result("API Error: 429 rate_limit_error")).is_some());
+        assert!(rate_limited(&result("API Error: 529 overloaded_error")).is_some());
+        for text in [
+            "API Error: 429 Your credit balance is too low to access the Anthropic API",
+            "API Error: 429 You have used up your daily quota",
+        ] {
+            assert!(rate_limited(&result(text)).is_none(), "{text}");
+        }
     }
 }

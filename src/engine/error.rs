@@ -120,7 +120,7 @@ pub(crate) enum EngineError {
         /// The id.
         id: String,
         /// What its script gave `fail()` and what can go on, when the script stopped itself.
-        stopped: Option<super::rewind::StopAdvice>,
+        stopped: Option<StopAdvice>,
     },
     /// The handle given does not open the run.
     #[error("{}", handle_refused(.id, *.problem))]
@@ -313,10 +313,37 @@ fn outputs_message(missing: &[String], unexpected: &[String], expected: &[String
     )
 }
 
+/// What a person can do with a run that its script stopped (`fail()`), for the refusal of a
+/// plain resume, which has nothing to go on with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StopAdvice {
+    /// The script that stopped itself.
+    pub script: String,
+    /// What it gave `fail()`.
+    pub message: String,
+    /// What can go on from the stop.
+    pub next: AfterStop,
+}
+
+/// How a stopped run can go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AfterStop {
+    /// It stopped right after a step whose failure it allowed: `--retry` runs that step
+    /// again (or, when a script changed, goes on from the first changed step).
+    Retry {
+        /// The step that runs again.
+        step: String,
+    },
+    /// It stopped on a decision: only `--from` a recorded step makes it go on differently.
+    From {
+        /// The last step recorded before the stop, when there is one.
+        last: Option<String>,
+    },
+}
+
 /// The refusal to resume run `id`, which has ended: a run its script stopped says so, with
 /// the script's message and what can still go on from there.
-fn run_finished(id: &str, stopped: Option<&super::rewind::StopAdvice>) -> String {
-    use super::rewind::AfterStop;
+fn run_finished(id: &str, stopped: Option<&StopAdvice>) -> String {
     let Some(stop) = stopped else {
         return format!("run `{id}` has already finished; there is nothing to resume");
     };

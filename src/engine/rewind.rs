@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::compiled::{Evaluation, FrameRun};
-use super::error::EngineError;
+use super::error::{AfterStop, EngineError, StopAdvice};
 use super::journal::{Event, Origin, Outcome, PushEvent, Reason, SupersedeEvent, now_ms};
 use super::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
 use super::settings::{Settings, load_program};
@@ -321,34 +321,6 @@ pub(crate) fn plan(
             at: now_ms(),
         },
     })
-}
-
-/// What a person can do with a run that its script stopped (`fail()`), for the refusal of a
-/// plain resume, which has nothing to go on with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StopAdvice {
-    /// The script that stopped itself.
-    pub script: String,
-    /// What it gave `fail()`.
-    pub message: String,
-    /// What can go on from the stop.
-    pub next: AfterStop,
-}
-
-/// How a stopped run can go on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum AfterStop {
-    /// It stopped right after a step whose failure it allowed: `--retry` runs that step
-    /// again (or, when a script changed, goes on from the first changed step).
-    Retry {
-        /// The step that runs again.
-        step: String,
-    },
-    /// It stopped on a decision: only `--from` a recorded step makes it go on differently.
-    From {
-        /// The last step recorded before the stop, when there is one.
-        last: Option<String>,
-    },
 }
 
 /// What run `id`, whose live `events` end with its script stopping itself, can do next; `None`
