@@ -64,6 +64,9 @@ struct Sizes {
     long_steps: usize,
     /// Calls at each end of the long run.
     ends: usize,
+    /// Calls at each end of the long run whose CPU time is taken (the kernel counts it in
+    /// 10 ms ticks, so a window needs a few hundred calls to be read to a few per cent).
+    cpu_ends: usize,
     /// Continues under strace.
     traced: usize,
     /// Warm `status` calls.
@@ -82,6 +85,7 @@ const FULL: Sizes = Sizes {
     steps: 200,
     long_steps: 1000,
     ends: 20,
+    cpu_ends: 300,
     traced: 50,
     status_calls: 200,
     history: 1000,
@@ -94,6 +98,7 @@ const QUICK: Sizes = Sizes {
     steps: 50,
     long_steps: 200,
     ends: 20,
+    cpu_ends: 50,
     traced: 10,
     status_calls: 50,
     history: 100,
@@ -186,13 +191,29 @@ fn open(bench: &Bench, server: &Server) -> Session {
 
 /// One `start` of `steps-N`, then its N continues, each timed and its reply checked.
 fn llm_run(session: &mut Session, n: usize) -> Vec<f64> {
+    llm_run_with_cpu(session, n, 0).0
+}
+
+/// [`llm_run`], also taking the CPU time the server and its children spend per call over
+/// the first `cpu_ends` calls and over the last `cpu_ends` before the final one (which ends
+/// the run, and with it the evaluator child whose time is counted): wall time on a shared
+/// machine swings with the scheduler, CPU time shows whether the work per call grows.
+fn llm_run_with_cpu(session: &mut Session, n: usize, cpu_ends: usize) -> (Vec<f64>, [f64; 2]) {
     session.request(
         "tools/call",
         &format!(r#"{{"name":"start","arguments":{{"name":"steps-{n}"}}}}"#),
     );
     session.expect("Step 0: answer.");
+    let server = session.child.id();
+    let marks = [0, cpu_ends, n - 1 - cpu_ends, n - 1];
+    let mut cpu = [0.0; 4];
     let mut times = Vec::with_capacity(n);
     for i in 1..=n {
+        if cpu_ends > 0
+            && let Some(at) = marks.iter().position(|m| *m == i - 1)
+        {
+            cpu[at] = tree_cpu_ms(server);
+        }
         let started = Instant::now();
         session.request(
             "tools/call",
@@ -205,7 +226,40 @@ fn llm_run(session: &mut Session, n: usize) -> Vec<f64> {
             session.expect("ompleted");
         }
     }
-    times
+    let per_call = |from: f64, to: f64| (to - from) / cpu_ends.max(1) as f64;
+    (times, [per_call(cpu[0], cpu[1]), per_call(cpu[2], cpu[3])])
+}
+
+/// The CPU time (user and system, ms) that process `pid` and its descendants have used, from
+/// `/proc`: a process's figure includes its threads that ended and its children it waited
+/// for, and its children alive now are added.
+fn tree_cpu_ms(pid: u32) -> f64 {
+    // /proc counts in USER_HZ ticks, 100 a second on Linux.
+    const MS_PER_TICK: f64 = 10.0;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command (which may hold spaces) in parentheses; utime, stime, cutime
+    // and cstime are the 14th to the 17th of the line.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = [11, 12, 13, 14]
+        .iter()
+        .filter_map(|i| fields.get(*i)?.parse::<f64>().ok())
+        .sum();
+    let mut children = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let listed = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            children.extend(
+                listed
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    ticks * MS_PER_TICK + children.into_iter().map(tree_cpu_ms).sum::<f64>()
 }
 
 /// `calls` timed warm `status` calls, after as many unmeasured ones.
@@ -299,12 +353,14 @@ fn main() {
     eprintln!("2. a run of {} llm steps...", sizes.long_steps);
     let mut firsts = Vec::new();
     let mut lasts = Vec::new();
+    let mut cpu = Vec::new();
     for program in &programs {
         let mut session = open(&program.bench, &program.server());
-        let times = llm_run(&mut session, sizes.long_steps);
+        let (times, ends) = llm_run_with_cpu(&mut session, sizes.long_steps, sizes.cpu_ends);
         session.close();
         firsts.push(times[..sizes.ends].to_vec());
         lasts.push(times[times.len() - sizes.ends..].to_vec());
+        cpu.push(ends);
     }
     report.section(&format!(
         "2. the same over a run of {} llm steps: its first {} calls and its last {}",
@@ -323,6 +379,31 @@ fn main() {
         "   last / first (medians)",
         &ratio_of_medians(&lasts, &firsts),
         TARGET_LAST_PER_FIRST,
+    );
+    let cpu_cell = |at: usize| -> Vec<String> {
+        cpu.iter()
+            .map(|ends| format!("{:.3} ms", ends[at]))
+            .collect()
+    };
+    report.line(
+        &format!("   CPU per call, first {} calls", sizes.cpu_ends),
+        &cpu_cell(0),
+        "",
+        "",
+    );
+    report.line(
+        &format!("   CPU per call, last {} calls", sizes.cpu_ends),
+        &cpu_cell(1),
+        "",
+        "",
+    );
+    report.line(
+        "   CPU per call, last / first",
+        &cpu.iter()
+            .map(|ends| format!("{:.2}x", ends[1] / ends[0]))
+            .collect::<Vec<_>>(),
+        "(flat: the work per call)",
+        "",
     );
 
     eprintln!("3. processes per call, under strace...");
@@ -683,6 +764,7 @@ fn no_loss(report: &mut Report, programs: &[Program], spawns: usize) {
     let mut hooks = vec![Vec::new(); programs.len()];
     let mut cold = vec![Vec::new(); programs.len()];
     let mut rss = vec![Vec::new(); programs.len()];
+    let mut anon = vec![Vec::new(); programs.len()];
     for round in 0..=spawns {
         for i in round_order(programs.len(), round) {
             let program = &programs[i];
@@ -692,13 +774,14 @@ fn no_loss(report: &mut Report, programs: &[Program], spawns: usize) {
                 "{}: the hook said nothing",
                 program.label
             );
-            let (start, kib) = program
+            let (start, kib, anon_kib) = program
                 .bench
-                .cold_start(&program.server(), Duration::from_millis(250));
+                .cold_start_memory(&program.server(), Duration::from_millis(250));
             if round > 0 {
                 hooks[i].push(elapsed);
                 cold[i].push(ms(start));
                 rss[i].push(kib as f64 / 1024.0);
+                anon[i].push(anon_kib as f64 / 1024.0);
             }
         }
     }
@@ -713,6 +796,7 @@ fn no_loss(report: &mut Report, programs: &[Program], spawns: usize) {
     );
     report.no_loss("   mcp cold start to tools/list", &cold, 1, "ms");
     report.no_loss("   peak RSS idle after tools/list", &rss, 1, "MiB");
+    report.no_loss("   of it anonymous (not the mapped code)", &anon, 2, "MiB");
     report.note(
         "   (the per-evaluation memory cap: benches/hostile_memory.sh; durability: benches/kill_harness.sh)",
     );

@@ -19,7 +19,10 @@
 #   (`true`), run with each store; the time per step, the difference, which is the store's
 #   own cost, and the ratio;
 # - `mekara runs` listing N runs with each store (the runs are copies of one real run:
-#   files written here, then `mekara store import`ed, which is timed too).
+#   files written here, then `mekara store import`ed, which is timed too);
+# - `status` over MCP (a whole `mekara mcp` session: initialize, one `status`, exit) in the
+#   PostgreSQL project of the N runs against an empty one, per binary (BIN and OTHER), the
+#   median of ROUNDS * 3 sessions: what an agent pays when no run is pending.
 #
 # The two stores are measured one after the other on the same machine and binary, so the
 # figures compare; absolute numbers move with the machine's load.
@@ -140,3 +143,37 @@ ms() { python3 -c "print(f'{($2 - $1) * 1000:.0f}')"; }
 echo "mekara runs listing $N runs (3 steps each):"
 echo "  files       $(ms "$t0" "$t1") ms"
 echo "  postgresql  $(ms "$t2" "$t3") ms  ($filled $(ms "$t1" "$t2") ms)"
+
+# status_session BIN URL DIR: the ms of one `mekara mcp` session in DIR against the store at
+# URL: initialize, one `status` call, stdin closed, exit.
+status_session() {
+  (cd "$3" && MEKARA_STORE_URL=$2 python3 - "$1" <<'EOF'
+import json, subprocess, sys, time
+started = time.perf_counter()
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def send(m): p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+p.stdout.readline()
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}})
+reply = p.stdout.readline()
+assert b'"isError":false' in reply, reply
+p.stdin.close(); p.wait()
+print(f"{(time.perf_counter() - started) * 1000:.3f}")
+EOF
+  )
+}
+project "$TMP/empty"
+printf '[store]\nproject = "empty"\n' > "$TMP/empty/.mekara/config.toml"
+echo "status over MCP (a whole session), PostgreSQL, the project of the $N runs against an empty one, median of $((ROUNDS * 3)) (fastest .. slowest):"
+for k in -1 "${!OTHERS[@]}"; do
+  bin=$BIN; label=new
+  [ "$k" -ge 0 ] && { bin=${OTHERS[$k]}; label=other-$k; }
+  full=(); empty=()
+  for _ in $(seq $((ROUNDS * 3))); do
+    full+=("$(status_session "$bin" "$URL" "$TMP/list")")
+    empty+=("$(status_session "$bin" "$URL" "$TMP/empty")")
+  done
+  f=$(printf '%s\n' "${full[@]}" | median); e=$(printf '%s\n' "${empty[@]}" | median)
+  echo "  $label ($bin): $N runs $(printf '%s\n' "${full[@]}" | stats), empty $(printf '%s\n' "${empty[@]}" | stats)  ($(python3 -c "print(f'{$f / $e:.2f}x')"))"
+done

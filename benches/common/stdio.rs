@@ -88,14 +88,23 @@ impl Bench {
     /// Spawns `server` and takes it to the `tools/list` reply; returns that time and the
     /// server's peak RSS in KiB after idling for `idle`.
     pub fn cold_start(&self, server: &Server, idle: Duration) -> (Duration, u64) {
+        let (elapsed, rss, _) = self.cold_start_memory(server, idle);
+        (elapsed, rss)
+    }
+
+    /// [`Bench::cold_start`], also returning the server's anonymous (private) RSS in KiB
+    /// then: its own memory, without the pages of its binary and libraries that it maps from
+    /// the shared page cache (which grow with the size of the code, not with its use).
+    pub fn cold_start_memory(&self, server: &Server, idle: Duration) -> (Duration, u64, u64) {
         let started = Instant::now();
         let mut session = self.spawn(server);
         session.initialize(server);
         let elapsed = started.elapsed();
         std::thread::sleep(idle);
         let rss = session.peak_rss_kib();
+        let anon = session.status_kib("RssAnon");
         session.close();
-        (elapsed, rss)
+        (elapsed, rss, anon)
     }
 
     /// One initialized session per server, `warm_up` unmeasured calls to each, then `calls`
@@ -209,13 +218,18 @@ impl Session {
 
     /// `VmHWM` of the server process, in KiB.
     pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM")
+    }
+
+    /// The field `name` (a size in kB) of the server process's `/proc/PID/status`.
+    pub fn status_kib(&self, name: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("read /proc/PID/status (Linux only)");
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("a VmHWM line in /proc/PID/status")
+            .unwrap_or_else(|| panic!("a {name} line in /proc/PID/status"))
     }
 
     /// Closes stdin, which ends a stdio server; kills it if it has not exited in time.

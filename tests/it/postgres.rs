@@ -722,3 +722,54 @@ fn runs_state_filters_file_runs_too() {
         interrupted.stdout
     );
 }
+
+/// `status` over MCP reads the events of the runs that may still be going on only: a run
+/// whose last event ends it is passed over on its last line, however long its history.
+/// Shown by spoiling the middle of two completed runs: `mekara runs`, which reads them,
+/// reports them unreadable, while `status` names only the interrupted run.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn status_reads_only_the_runs_whose_last_event_does_not_end_them() {
+    use serde_json::json;
+    let project = Project::new();
+    crate::mcp::handles::two_steps(&project);
+    project.script(
+        "one",
+        "One step.",
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    project.write(".mekara/config.toml", "[store]\nproject = \"acme\"\n");
+    let db = Db::migrated(&project);
+    let host = db.host("laptop", project);
+    host.run(&["run", "one"]).expect_code(0);
+    host.run(&["run", "one"]).expect_code(0);
+    let completed = db.ids();
+    // Stdin closed at the first llm step: the run is left to resume.
+    host.run(&["run", "two", "w"]);
+    let interrupted = db
+        .ids()
+        .into_iter()
+        .find(|id| !completed.contains(id))
+        .expect("the interrupted run");
+    db.client()
+        .execute(
+            "UPDATE mekara_events SET body = '{\"event\": \"spoiled\"}' \
+             WHERE line = 2 AND run_id = ANY($1)",
+            &[&completed],
+        )
+        .expect("spoil");
+    let listed = host.run(&["runs"]);
+    for id in &completed {
+        let line = listed
+            .stdout
+            .lines()
+            .find(|l| l.contains(id.as_str()))
+            .unwrap_or_else(|| panic!("{id} listed:\n{}", listed.stdout));
+        assert!(line.contains("unreadable"), "{}", listed.stdout);
+    }
+    let status = block_on(mcp_once(&host.project, &db, "laptop", "status", json!({})));
+    assert!(status.contains(&interrupted), "{status}");
+    for id in &completed {
+        assert!(!status.contains(id.as_str()), "{status}");
+    }
+}

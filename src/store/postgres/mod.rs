@@ -555,15 +555,50 @@ impl PgStore {
         Ok(report)
     }
 
-    /// The summaries of every run, of run `id`, or of the `newest` newest runs, oldest first.
-    fn summaries(
-        &self,
-        client: &mut Client,
-        id: Option<&str>,
-        newest: Option<i64>,
-    ) -> Result<Vec<RunSummary>, EngineError> {
+    /// The ids of the runs that may not have ended: all but those whose last event pops the
+    /// root frame (a run ends with that event, and only an event after it, such as a retry's
+    /// `supersede`, takes it up again). One index probe per run for its last line, instead
+    /// of every event of every run: what `status` and `resume {}` pay in a long history.
+    fn maybe_open(&self, client: &mut Client) -> Result<Vec<String>, EngineError> {
+        /// What the last line tells: its kind, and a `pop`'s depth.
+        #[derive(serde::Deserialize)]
+        struct Last {
+            event: String,
+            depth: Option<u64>,
+        }
+        let db = &self.db;
+        let rows = client
+            .query(
+                "SELECT r.id, (SELECT e.body FROM mekara_events e \
+                      WHERE e.project = r.project AND e.run_id = r.id \
+                      ORDER BY e.line DESC LIMIT 1) \
+                 FROM mekara_runs r WHERE r.project = $1",
+                &[&db.project],
+            )
+            .map_err(|e| db.failed(&e))?;
+        Ok(rows
+            .iter()
+            .filter(|row| {
+                let last: Option<String> = row.get(1);
+                let ended = last
+                    .and_then(|body| serde_json::from_str::<Last>(&body).ok())
+                    .is_some_and(|last| last.event == "pop" && last.depth == Some(0));
+                !ended
+            })
+            .map(|row| row.get(0))
+            .collect())
+    }
+
+    /// The summaries of the runs `which` names, oldest first.
+    fn summaries(&self, client: &mut Client, which: Which) -> Result<Vec<RunSummary>, EngineError> {
         let db = &self.db;
         let held = db.held(client)?;
+        let (id, newest, ids) = match which {
+            Which::All => (None, None, None),
+            Which::One(id) => (Some(id), None, None),
+            Which::Newest(newest) => (None, Some(newest), None),
+            Which::Among(ids) => (None, None, Some(ids)),
+        };
         let rows = client
             .query(
                 "SELECT r.id, r.host, r.os_user, e.body FROM mekara_runs r \
@@ -571,8 +606,9 @@ impl PgStore {
                  WHERE r.project = $1 AND ($2::text IS NULL OR r.id = $2) \
                  AND ($3::bigint IS NULL OR r.id IN (SELECT n.id FROM mekara_runs n \
                       WHERE n.project = $1 ORDER BY n.created_at DESC, n.id DESC LIMIT $3)) \
+                 AND ($4::text[] IS NULL OR r.id = ANY($4)) \
                  ORDER BY r.id, e.line",
-                &[&db.project, &id, &newest],
+                &[&db.project, &id, &newest, &ids],
             )
             .map_err(|e| db.failed(&e))?;
         let mut runs: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
@@ -609,6 +645,18 @@ impl PgStore {
             })
             .collect())
     }
+}
+
+/// Which runs [`PgStore::summaries`] reads.
+enum Which<'a> {
+    /// Every run of the project.
+    All,
+    /// Run `id` (an error when there is none).
+    One(&'a str),
+    /// The newest runs, by start.
+    Newest(i64),
+    /// These runs.
+    Among(Vec<String>),
 }
 
 /// What `store import` or `store export` did with one run.
@@ -706,7 +754,20 @@ impl Store for PgStore {
     }
 
     fn list(&self, id: Option<&str>) -> Result<Vec<RunSummary>, EngineError> {
-        self.summaries(&mut self.db.connect()?, id, None)
+        let which = id.map_or(Which::All, Which::One);
+        self.summaries(&mut self.db.connect()?, which)
+    }
+
+    /// Reads the events of the runs whose last event does not end them, only.
+    fn list_open(&self) -> Result<Vec<RunSummary>, EngineError> {
+        let mut client = self.db.connect()?;
+        let ids = self.maybe_open(&mut client)?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut runs = self.summaries(&mut client, Which::Among(ids))?;
+        runs.retain(|r| !r.state.has_ended());
+        Ok(runs)
     }
 
     /// Reads the events of the `newest` runs only, and counts the others.
@@ -721,7 +782,7 @@ impl Store for PgStore {
             .map_err(|e| db.failed(&e))?
             .get(0);
         let newest = i64::try_from(newest).unwrap_or(i64::MAX);
-        let runs = self.summaries(&mut client, None, Some(newest))?;
+        let runs = self.summaries(&mut client, Which::Newest(newest))?;
         Ok((runs, usize::try_from(all).unwrap_or(usize::MAX)))
     }
 
