@@ -904,9 +904,14 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
          order (a call in a loop, a branch or a function may run any number of times, or not at \
          all; a failed step hands the rest to the agent, from the NL instructions):\n"
     );
+    let mut templates = false;
     for step in &steps {
         let what = match (step.builtin, &step.what) {
-            ("auto", Some(call)) if call.ends_with("(…)") => call.clone(),
+            ("auto", Some(call)) if call.ends_with("(…)") && !step.template => call.clone(),
+            ("auto", Some(command)) if step.template => {
+                templates = true;
+                format!("$ {command}  ({{…}} when it runs)")
+            }
             ("auto", Some(command)) => format!("$ {command}"),
             ("llm", Some(prompt)) => crate::display::clipped(prompt.trim(), 120).into_owned(),
             ("call_script", Some(name)) => {
@@ -944,6 +949,12 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
         let _ = write!(out, "; {}", count(groups, "parallel group"));
     }
     out.push_str(".\n");
+    if templates {
+        out.push_str(
+            "A command marked `({…} when it runs)` is a template: each `{…}` stands for a value \
+             the script computes when it runs (a name, or the expression written).\n",
+        );
+    }
     outln!("{}", out.trim_end())?;
     Ok(Exit::Success)
 }

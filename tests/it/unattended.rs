@@ -721,7 +721,7 @@ def lint():
 /// `.format` and `%` of constants, show as the command; a function called as a step is
 /// still shown as a call, and a variable (or a name assigned twice) as computed.
 #[test]
-fn dry_run_shows_a_command_held_in_a_constant_as_the_command() {
+fn dry_run_shows_a_command_held_in_a_constant_as_the_command_and_a_computed_one_as_a_template() {
     let project = project();
     project.script(
         "release",
@@ -748,6 +748,11 @@ def execute(request):
     local = "echo " + request
     auto(local)
     auto(notes)
+    r = llm("Which version?", expects = {"version": "x.y.z"})
+    version = r.outputs["version"]
+    auto(f"git tag v{version} -m {{release}}")
+    auto("git push origin v%s" % version)
+    auto(request)
 
 def notes():
     print("notes")
@@ -765,6 +770,9 @@ def notes():
         "auto         $ git push origin main",
         "auto         (computed when it runs)",
         "auto         notes(…)",
+        "auto         $ echo {request}  ({…} when it runs)",
+        "auto         $ git tag v{version} -m {release}  ({…} when it runs)",
+        "auto         $ git push origin v{version}  ({…} when it runs)",
     ] {
         assert!(
             lines.iter().any(|l| l.ends_with(expected)),
@@ -772,6 +780,22 @@ def notes():
             run.stdout
         );
     }
+    // A parameter alone says nothing: no template.
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l.contains(" auto "))
+        .expect("a step");
+    assert!(
+        last.ends_with("auto         (computed when it runs)"),
+        "{last}"
+    );
+    assert!(
+        run.stdout
+            .contains("is a template: each `{…}` stands for a value"),
+        "{}",
+        run.stdout
+    );
     assert!(project.run_ids().is_empty(), "a dry run made a run");
 }
 

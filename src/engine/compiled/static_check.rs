@@ -35,6 +35,9 @@ pub(crate) struct PlannedStep {
     /// The first argument when it is written out: a string's text, or `f(…)` for a function
     /// called as a step.
     pub what: Option<String>,
+    /// `what` is a template: an `auto` command whose parts in `{…}` are computed when it
+    /// runs (`f"git tag v{version}"`, `"echo " + name`).
+    pub template: bool,
     /// The `context` given as a string, if any.
     pub context: Option<String>,
     /// The names in an `expects` written as a dict.
@@ -57,6 +60,7 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
                 builtin,
                 depth,
                 what: None,
+                template: false,
                 context: None,
                 expects: Vec::new(),
             };
@@ -82,11 +86,21 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
                                         .count();
                                     (positional > 1 || c.is_function(&f.node.ident))
                                         .then(|| format!("{}(…)", f.node.ident))
+                                        .or_else(|| {
+                                            let template = c.template(value)?;
+                                            step.template = true;
+                                            Some(template)
+                                        })
                                 })
                             }
                             // Only the commands of `auto` are worked out from constants:
-                            // `mekara check`'s warnings read the other texts as written.
-                            _ if *builtin == "auto" => literal(value),
+                            // `mekara check`'s warnings read the other texts as written. What
+                            // is known only by running shows as `{…}` in a template.
+                            _ if *builtin == "auto" => literal(value).or_else(|| {
+                                let template = c.template(value)?;
+                                step.template = true;
+                                Some(template)
+                            }),
                             ExprP::Literal(AstLiteral::String(s)) => Some(s.node.clone()),
                             _ => None,
                         };
@@ -137,6 +151,9 @@ pub(crate) fn planned_steps(origin: &str, source: &str) -> Result<Vec<PlannedSte
 /// `"…".format(…)` or `"…" % …` of them.
 struct Constants<'a> {
     assigned: HashMap<&'a str, &'a AstExpr>,
+    /// The names assigned once in the whole module, inside a function (not a parameter, a
+    /// loop's variable, a top-level name or one changed with `+=`), for templates.
+    locals: HashMap<&'a str, &'a AstExpr>,
     /// The functions the module defines or loads.
     functions: Vec<&'a str>,
 }
@@ -144,10 +161,13 @@ struct Constants<'a> {
 impl<'a> Constants<'a> {
     /// How deep constants may refer to constants (a cycle is not a constant).
     const DEPTH: usize = 16;
+    /// How deep a template's parts may refer to locals and constants.
+    const TEMPLATE_DEPTH: usize = 8;
 
     fn of(ast: &'a AstModule) -> Constants<'a> {
         let mut constants = Constants {
             assigned: HashMap::new(),
+            locals: HashMap::new(),
             functions: Vec::new(),
         };
         let mut again = Vec::new();
@@ -175,10 +195,126 @@ impl<'a> Constants<'a> {
                 other => other.visit_stmt(|child| collect_assigned(child, &mut again)),
             }
         }
+        let mut top_level: Vec<&str> = constants.assigned.keys().copied().collect();
+        top_level.extend(&again);
         for name in again {
             constants.assigned.remove(name);
         }
+        let mut locals = Locals::default();
+        for stmt in top {
+            if let StmtP::Def(def) = &stmt.node {
+                locals.def(def);
+            }
+        }
+        for name in top_level.into_iter().chain(locals.not_once) {
+            locals.once.remove(name);
+        }
+        constants.locals = locals.once;
         constants
+    }
+
+    /// A template of the string `e` holds: its parts worked out as [`Constants::text`] does,
+    /// and each part known only by running shown as `{name}` or `{expression}`; `None` when
+    /// no part is known (a template of nothing but `{…}` says nothing).
+    fn template(&self, e: &AstExpr) -> Option<String> {
+        let (text, known) = self.template_at(e, 0)?;
+        known.then_some(text)
+    }
+
+    /// The template of `e`, and whether some of it is known text.
+    fn template_at(&self, e: &AstExpr, depth: usize) -> Option<(String, bool)> {
+        const SHOWN: usize = 40;
+        let unknown = |e: &AstExpr| {
+            let shown = e.node.to_string();
+            (
+                format!("{{{}}}", crate::display::clipped(&shown, SHOWN)),
+                false,
+            )
+        };
+        // Shallower than constants: each `+` of locals doubles the parts to work out.
+        if depth > Self::TEMPLATE_DEPTH {
+            return Some(unknown(e));
+        }
+        if let Some(text) = self.text_at(e, depth) {
+            return Some((text, true));
+        }
+        let part = |e: &AstExpr| self.template_at(e, depth + 1);
+        // The parts of a `%`, `.format` or f-string, each shown as its template.
+        let fill = |values: &[&AstExpr], known: bool| -> Option<(Vec<String>, bool)> {
+            let mut known = known;
+            let mut texts = Vec::new();
+            for value in values {
+                let (text, k) = part(value)?;
+                known |= k;
+                texts.push(text);
+            }
+            Some((texts, known))
+        };
+        Some(match &e.node {
+            // A local whose value has no known part shows as its own name.
+            ExprP::Identifier(name) => match self.locals.get(name.node.ident.as_str()) {
+                Some(value) => Some(part(value)?)
+                    .filter(|(_, known)| *known)
+                    .unwrap_or_else(|| unknown(e)),
+                None => unknown(e),
+            },
+            ExprP::Op(left, BinOp::Add, right) => {
+                let (left, l) = part(left)?;
+                let (right, r) = part(right)?;
+                (left + &right, l || r)
+            }
+            ExprP::Op(template, BinOp::Percent, values) => {
+                let Some(template) = self.text_at(template, depth + 1) else {
+                    return Some(unknown(e));
+                };
+                let values: Vec<&AstExpr> = match &values.node {
+                    ExprP::Tuple(items) => items.iter().collect(),
+                    _ => vec![values],
+                };
+                let (values, known) = fill(&values, !template.is_empty())?;
+                match percent(&template, &values) {
+                    Some(text) => (text, known),
+                    None => unknown(e),
+                }
+            }
+            ExprP::FString(fstring) => {
+                let values: Vec<&AstExpr> = fstring.node.expressions.iter().collect();
+                let literal = str_format(
+                    &fstring.node.format.node,
+                    &vec![String::new(); values.len()],
+                );
+                let (values, known) = fill(&values, literal.is_some_and(|l| !l.is_empty()))?;
+                match str_format(&fstring.node.format.node, &values) {
+                    Some(text) => (text, known),
+                    None => unknown(e),
+                }
+            }
+            ExprP::Call(callee, args) => {
+                let template = match &callee.node {
+                    ExprP::Dot(template, method) if method.node == "format" => {
+                        self.text_at(template, depth + 1)
+                    }
+                    _ => None,
+                };
+                let values: Option<Vec<&AstExpr>> = args
+                    .args
+                    .iter()
+                    .map(|arg| match &arg.node {
+                        ArgumentP::Positional(value) => Some(value),
+                        _ => None,
+                    })
+                    .collect();
+                let (Some(template), Some(values)) = (template, values) else {
+                    return Some(unknown(e));
+                };
+                let (values, known) = fill(&values, !template.is_empty())?;
+                match str_format(&template, &values) {
+                    Some(text) => (text, known),
+                    None => unknown(e),
+                }
+            }
+            _ => unknown(e),
+        })
     }
 
     /// Whether `name` is a function the module defines or loads.
@@ -225,6 +361,49 @@ impl<'a> Constants<'a> {
                 str_format(&text(template)?, &values)
             }
             _ => None,
+        }
+    }
+}
+
+/// The names the functions of a module assign, for [`Constants::template`].
+#[derive(Default)]
+struct Locals<'a> {
+    /// Assigned once so far, to this.
+    once: HashMap<&'a str, &'a AstExpr>,
+    /// Assigned again, in a loop's variable, with `+=`, to a tuple, or a parameter.
+    not_once: Vec<&'a str>,
+}
+
+impl<'a> Locals<'a> {
+    fn def(&mut self, def: &'a DefP<AstNoPayload>) {
+        for param in &def.params {
+            if let Some(name) = param.node.ident() {
+                self.not_once.push(name.node.ident.as_str());
+            }
+        }
+        self.stmt(&def.body);
+    }
+
+    fn stmt(&mut self, stmt: &'a AstStmt) {
+        match &stmt.node {
+            StmtP::Assign(assign) => match &assign.lhs.node {
+                AssignTargetP::Identifier(name) => {
+                    let name = name.node.ident.as_str();
+                    if self.once.insert(name, &assign.rhs).is_some() {
+                        self.not_once.push(name);
+                    }
+                }
+                target => self.not_once.extend(assigned_names(target)),
+            },
+            StmtP::AssignModify(target, _, _) => {
+                self.not_once.extend(assigned_names(&target.node));
+            }
+            StmtP::For(for_) => self.not_once.extend(assigned_names(&for_.var.node)),
+            StmtP::Def(def) => self.def(def),
+            _ => {}
+        }
+        if !matches!(stmt.node, StmtP::Def(_)) {
+            stmt.node.visit_stmt(|child| self.stmt(child));
         }
     }
 }
