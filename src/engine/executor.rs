@@ -405,7 +405,8 @@ impl Executor {
         let (mut journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
-        let killed = match journal.group_note().kill_leftover() {
+        let leftovers = journal.group_note().kill_leftover();
+        let killed = |found: Leftover| match found {
             Leftover::Killed(group) => {
                 tracing::info!(
                     "run {id}: killed process group {group}, left running by a step when mekara stopped"
@@ -422,22 +423,37 @@ impl Executor {
             // Said where it was found (a warning in the log); the run goes on.
             Leftover::NotOurs(_) | Leftover::None => None,
         };
+        // The killed attempts recorded nothing: the sequential step was the one after the
+        // journal's last in the top frame, and the members of a `parallel` group running
+        // there were noted with their numbers.
+        let mut attempts: Vec<(Option<usize>, i32, bool)> = Vec::new();
+        if let Some((group, lingered)) = killed(leftovers.step) {
+            attempts.push((None, group, lingered));
+        }
+        for (number, found) in leftovers.members {
+            if let Some((group, lingered)) = killed(found) {
+                attempts.push((Some(number), group, lingered));
+            }
+        }
+        // In the steps' order (the sequential step, with no number, has no member beside it).
+        attempts.sort_by_key(|(number, ..)| *number);
         let mut events = contents.events;
-        if let Some((group, lingered)) = killed {
-            // The killed attempt recorded nothing: it was the step after the journal's last,
-            // in the top frame. Journaled so that the run's history shows it.
+        if !attempts.is_empty() {
+            // Journaled so that the run's history shows them.
             let history = RunHistory::replay(journal.path(), &events)?;
             if let Some(top) = history.frames.last() {
-                let event = Event::Killed(KilledEvent {
-                    depth: history.frames.len() - 1,
-                    index: top.steps.len(),
-                    group,
-                    lingered,
-                    ignorable: true,
-                    at: now_ms(),
-                });
-                journal.append(&event)?;
-                events.push(event);
+                for (number, group, lingered) in attempts {
+                    let event = Event::Killed(KilledEvent {
+                        depth: history.frames.len() - 1,
+                        index: number.unwrap_or(top.steps.len()),
+                        group,
+                        lingered,
+                        ignorable: true,
+                        at: now_ms(),
+                    });
+                    journal.append(&event)?;
+                    events.push(event);
+                }
             }
         }
         let plan = match how {
