@@ -199,48 +199,13 @@ async fn start_outside_a_project_says_where_it_looked() {
     insta::assert_snapshot!("start_not_found_outside_a_project", project.scrub(&refused));
 }
 
-/// `ship` calls `release`, which calls `publish`, whose step fails; each has NL
-/// instructions of its own.
-fn chain_project() -> Project {
-    let project = Project::new();
-    project.script(
-        "ship",
-        "---\ndescription: Ship\n---\n1. Build.\n2. Release v3.\n3. Announce.\n",
-        Some(
-            "def execute(request):\n    \
-             auto(\"echo built\", context = \"Build\")\n    \
-             call_script(\"release\", \"v3\")\n    \
-             auto(\"echo announced\", context = \"Announce\")\n",
-        ),
-    );
-    project.script(
-        "release",
-        "---\ndescription: Release\n---\nPublish $ARGUMENTS, then write its release notes.\n",
-        Some(
-            "def execute(request):\n    \
-             call_script(\"publish\", request)\n    \
-             auto(\"echo notes\", context = \"Notes\")\n",
-        ),
-    );
-    project.script(
-        "publish",
-        "---\ndescription: Publish\n---\nUpload $ARGUMENTS to the registry, then tag it. If the registry is down, stop and tell the user.\n",
-        Some(
-            "def execute(request):\n    \
-             auto(\"echo uploading \" + request, context = \"Upload\")\n    \
-             auto(\"echo registry down >&2; exit 7\", context = \"Tag\")\n",
-        ),
-    );
-    project
-}
-
 /// Regression (issue 28): in a chain of calls `ship` → `release` → `publish` where a step
 /// of `publish` failed, the fallback gave the agent only `release`'s instructions (the
 /// script `ship` called). It gives `publish`'s, the script whose step failed, and names the
 /// chain.
 #[tokio::test]
 async fn a_failure_two_calls_down_hands_over_the_failing_scripts_instructions() {
-    let project = chain_project();
+    let project = crate::transcripts::chain_project();
     let client = Client::start(&project, &[]).await;
     let reply = client.call("start", json!({"name": "ship"})).await.ok();
     assert!(
