@@ -12,6 +12,20 @@ pub(crate) fn format_time(ms: u64) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
+/// `` `a` called `b`, which called `c` ``: a chain of script calls, from the caller down.
+pub(crate) fn call_chain(names: &[String]) -> String {
+    let mut said = String::new();
+    for (at, name) in names.iter().enumerate() {
+        said.push_str(match at {
+            0 => "",
+            1 => " called ",
+            _ => ", which called ",
+        });
+        said.push_str(&format!("`{name}`"));
+    }
+    said
+}
+
 /// `512 B`, `12.3 KiB`, `4.0 MiB`: a size in bytes, for people.
 pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

@@ -245,6 +245,7 @@ pub(super) fn run_agent(
         env: std::collections::BTreeMap::new(),
         timeout,
         group_note: request.group_note.clone(),
+        number: None,
     };
     let mut stderr = Vec::new();
     // The agent is stopped once its answer passes what a step keeps: `stop` is set by the

@@ -449,13 +449,26 @@ pub(crate) fn pending(
                 with_newline(instructions),
             );
             if let Some(call) = failed_call {
+                let whose = if call.chain.len() > 2 {
+                    format!(
+                        "The failure was in `{}`, whose own step failed, at the end of a chain of \
+                         calls: {}; each script between failed because the one it called did. \
+                         The instructions of `{}`",
+                        call.name,
+                        crate::display::call_chain(&call.chain),
+                        call.name
+                    )
+                } else {
+                    format!(
+                        "The failure was in `{}`, which this script called. Its own instructions",
+                        call.name
+                    )
+                };
                 let _ = write!(
                     out,
-                    "The failure was in `{}`, which this script called. Its own instructions, \
-                     for the part of it that did not run (its steps listed as done above ran \
-                     already):\n\n<called-script-instructions name=\"{}\">\n{}\
+                    "{whose}, for the part of it that did not run (its steps listed as done above \
+                     ran already):\n\n<called-script-instructions name=\"{}\">\n{}\
                      </called-script-instructions>\n\n",
-                    call.name,
                     call.name,
                     with_newline(&call.instructions)
                 );

@@ -366,11 +366,15 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             group_note: session.group_note().map(|n| n.for_agent()),
         };
         if let Pending::Tasks {
-            path, max, tasks, ..
+            path,
+            group: position,
+            max,
+            tasks,
         } = &pending
         {
             let group = tasks::Group {
                 path,
+                position: *position,
                 max: *max,
                 tasks,
                 spent: &spent,

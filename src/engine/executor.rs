@@ -21,7 +21,7 @@ use super::journal::{
 use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
 use super::runner::{CancelToken, Ran, StepRunner, ToolCall};
-use super::runs::RunHistory;
+use super::runs::{FailedCallee, RunHistory, failed_calls, last_own_step};
 use super::settings::{Settings, load_program};
 use super::step::{
     AgentReport, AnsweredBy, MAX_KEPT, ParallelMember, StepInput, StepRecord, StepResult,
@@ -53,6 +53,9 @@ pub(crate) struct Frame {
     pub failure: Option<String>,
     /// The last question its `ask` steps put to the person (when, and what it takes).
     pub asked: Option<AskEvent>,
+    /// When the last script it called failed: that script, and the ones under it that
+    /// failed with it.
+    failed_calls: Vec<FailedCallee>,
     program: Option<Result<Arc<Loaded>, CodeError>>,
     /// An evaluator child holding the frame's suspended evaluation, if one does: a cache
     /// (see `compiled::child::Warm`).
@@ -172,13 +175,18 @@ pub(crate) struct Stop {
     pub retry: bool,
 }
 
-/// A script called with `call_script` whose failure made its caller fall back.
+/// A script called with `call_script` whose failure made its caller fall back, directly or
+/// through the scripts between.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FailedCall {
-    /// Its name, as resolved.
+    /// The name, as resolved, of the script whose own step failed: the script called, or,
+    /// when that failed because a script it called failed, the last of that chain.
     pub name: String,
     /// Its NL instructions, arguments substituted.
     pub instructions: String,
+    /// The chain of calls, by name: the script that falls back, the script it called, and
+    /// so on down to the one whose step failed (`name`, the last).
+    pub chain: Vec<String>,
 }
 
 impl Pending {
@@ -405,7 +413,8 @@ impl Executor {
         let (mut journal, contents) = self.store.open(id)?;
         // Holding the run now means whoever drove it is gone; a step it left running is
         // killed before anything runs again.
-        let killed = match journal.group_note().kill_leftover() {
+        let leftovers = journal.group_note().kill_leftover();
+        let killed = |found: Leftover| match found {
             Leftover::Killed(group) => {
                 tracing::info!(
                     "run {id}: killed process group {group}, left running by a step when mekara stopped"
@@ -422,22 +431,37 @@ impl Executor {
             // Said where it was found (a warning in the log); the run goes on.
             Leftover::NotOurs(_) | Leftover::None => None,
         };
+        // The killed attempts recorded nothing: the sequential step was the one after the
+        // journal's last in the top frame, and the members of a `parallel` group running
+        // there were noted with their numbers.
+        let mut attempts: Vec<(Option<usize>, i32, bool)> = Vec::new();
+        if let Some((group, lingered)) = killed(leftovers.step) {
+            attempts.push((None, group, lingered));
+        }
+        for (number, found) in leftovers.members {
+            if let Some((group, lingered)) = killed(found) {
+                attempts.push((Some(number), group, lingered));
+            }
+        }
+        // In the steps' order (the sequential step, with no number, has no member beside it).
+        attempts.sort_by_key(|(number, ..)| *number);
         let mut events = contents.events;
-        if let Some((group, lingered)) = killed {
-            // The killed attempt recorded nothing: it was the step after the journal's last,
-            // in the top frame. Journaled so that the run's history shows it.
+        if !attempts.is_empty() {
+            // Journaled so that the run's history shows them.
             let history = RunHistory::replay(journal.path(), &events)?;
             if let Some(top) = history.frames.last() {
-                let event = Event::Killed(KilledEvent {
-                    depth: history.frames.len() - 1,
-                    index: top.steps.len(),
-                    group,
-                    lingered,
-                    ignorable: true,
-                    at: now_ms(),
-                });
-                journal.append(&event)?;
-                events.push(event);
+                for (number, group, lingered) in attempts {
+                    let event = Event::Killed(KilledEvent {
+                        depth: history.frames.len() - 1,
+                        index: number.unwrap_or(top.steps.len()),
+                        group,
+                        lingered,
+                        ignorable: true,
+                        at: now_ms(),
+                    });
+                    journal.append(&event)?;
+                    events.push(event);
+                }
             }
         }
         let plan = match how {
@@ -509,6 +533,7 @@ impl Executor {
                 steps: state.steps,
                 failure: state.failure,
                 asked: state.asked,
+                failed_calls: state.failed_calls,
                 program: None,
                 warm: None,
                 printed: 0,
@@ -1156,12 +1181,15 @@ impl Executor {
         }
     }
 
-    /// The script whose failed call stopped the top frame, when a call did: the last step
-    /// is a call that failed without `allow_failure`. It is resolved again by the name the
-    /// caller wrote, as it was when it ran (resolution depends only on the project). A call
-    /// refused before it ran (no such script) has no instructions to give.
+    /// The script whose step stopped the top frame through a failed call, when one did:
+    /// the frame's last own step is a call that failed without `allow_failure`, and the
+    /// script whose step failed is the last of the chain of calls under it that failed (the
+    /// script it called, or one that script called, and so on). It is resolved again by
+    /// name, as it was when it ran (resolution depends only on the project). A call refused
+    /// before it ran (no such script) has no instructions to give.
     fn failed_call(&self) -> Option<FailedCall> {
-        let last = self.stack.last()?.steps.last()?;
+        let top = self.stack.last()?;
+        let last = last_own_step(&top.steps)?;
         let StepInput::Call {
             script, request, ..
         } = &last.input
@@ -1171,10 +1199,24 @@ impl Executor {
         if last.result.success || last.allow_failure {
             return None;
         }
+        let (script, request) = match top.failed_calls.last() {
+            Some(failing) => (&failing.script, &failing.request),
+            None => (script, request),
+        };
         let called = self.resolver.resolve(script).ok()?;
+        let mut chain = vec![top.script.name.to_string()];
+        chain.extend(top.failed_calls.iter().map(|callee| {
+            self.resolver
+                .resolve(&callee.script)
+                .map_or_else(|_| callee.script.clone(), |s| s.name.to_string())
+        }));
+        if chain.len() < 2 {
+            chain.push(called.name.to_string());
+        }
         Some(FailedCall {
             name: called.name.to_string(),
             instructions: called.instructions(request),
+            chain,
         })
     }
 
@@ -1381,6 +1423,7 @@ impl Executor {
             steps: Vec::new(),
             failure: None,
             asked: None,
+            failed_calls: Vec::new(),
             program: None,
             warm: None,
             printed: 0,
@@ -1437,6 +1480,19 @@ impl Executor {
             ));
         }
         if frame.origin == Origin::Call {
+            if let Some(caller) = self.stack.last_mut() {
+                // As replay keeps it when it reads the pop.
+                caller.failed_calls = if outcome == Outcome::Failed {
+                    failed_calls(
+                        frame.script.name.as_path().to_string(),
+                        frame.request.clone(),
+                        &frame.steps,
+                        frame.failed_calls,
+                    )
+                } else {
+                    Vec::new()
+                };
+            }
             self.record_step(
                 StepInput::Call {
                     script: frame

@@ -30,7 +30,9 @@
 //! a slot of its own (a line after the first, one per concurrent step). The journal grows as
 //! members finish while others still run, so its length cannot tell a member's end: a slot
 //! keeps no length, and is cleared when its step returns (one more write, paid only by
-//! parallel steps). A resume kills the group of every slot still written.
+//! parallel steps). A slot keeps its step's number in the frame instead, so that a resume
+//! kills the group of every slot still written and journals which step it killed (a slot
+//! written by a mekara from before the number was kept is killed, and nothing journaled).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -54,6 +56,8 @@ pub(crate) struct GroupNote {
     /// Which line this handle writes: 0 for sequential steps, from 1 for the steps of a
     /// `parallel` group that run at once.
     slot: u64,
+    /// The number in its frame of the step a slot line is of, noted beside its group.
+    step: Option<usize>,
     /// The groups this handle notes are an agent's (an unattended run's llm step), not a
     /// shell step's: line 0 says so, for the viewer.
     agent: bool,
@@ -94,15 +98,19 @@ impl GroupNote {
             path: Arc::new(path),
             journal_len: Arc::new(AtomicU64::new(0)),
             slot: 0,
+            step: None,
             agent: false,
         })
     }
 
     /// The same note, writing line `slot` (from 1): where one of the steps of a `parallel`
-    /// group that run at once notes its group. Such a line is cleared when its step returns.
-    pub(crate) fn member_slot(&self, slot: usize) -> GroupNote {
+    /// group that run at once notes its group, with `step`, its number in the frame (when
+    /// known), for a resume that kills it to journal. Such a line is cleared when its step
+    /// returns.
+    pub(crate) fn member_slot(&self, slot: usize, step: Option<usize>) -> GroupNote {
         GroupNote {
             slot: u64::try_from(slot).unwrap_or(u64::MAX),
+            step,
             ..self.clone()
         }
     }
@@ -160,8 +168,12 @@ impl GroupNote {
                 cursor,
                 "{pgid} {spawned_after} {spawned_before} {journal_len}{agent}"
             )
+        } else if let Some(step) = self.step.filter(|_| pgid > 0) {
+            // No journal length: the step is in flight until its line is cleared. Its number
+            // takes the length's place (a mekara that does not know it reads a length, which
+            // it does not use in a slot).
+            write!(cursor, "{pgid} {spawned_after} {spawned_before} {step}")
         } else {
-            // No journal length: the step is in flight until its line is cleared.
             write!(cursor, "{pgid} {spawned_after} {spawned_before}")
         };
         // A note that cannot be written only loses the clean-up after a crash; the step
@@ -183,9 +195,11 @@ impl GroupNote {
     /// gone, and the journal says whether the step ended.
     ///
     /// The groups of `parallel` steps noted in the lines after the first are killed too
-    /// (each said in the log); the result is the first line's.
-    pub(crate) fn kill_leftover(&self) -> Leftover {
+    /// (each said in the log), and given back with their step's number when the line kept
+    /// it.
+    pub(crate) fn kill_leftover(&self) -> Leftovers {
         let journal_len = self.journal_len.load(Ordering::Relaxed);
+        let mut members = Vec::new();
         let mut slot = 1;
         loop {
             let mut line = [0u8; WIDTH];
@@ -200,20 +214,27 @@ impl GroupNote {
             if let Some(note) = parse(&text) {
                 let found = self.kill_noted(&note);
                 tracing::info!("a parallel step's noted process group: {found:?}");
+                // In a slot, the field after the window is the step's number.
+                let step = (note.journal_len != u64::MAX)
+                    .then(|| usize::try_from(note.journal_len).ok())
+                    .flatten();
+                if let Some(step) = step {
+                    members.push((step, found));
+                }
             }
             slot += 1;
         }
         let mut line = [0u8; WIDTH];
         let read = self.file.read_at(&mut line, 0).unwrap_or(0);
         let text = String::from_utf8_lossy(&line[..read]);
-        let found = parse(&text)
+        let step = parse(&text)
             .filter(|note| note.journal_len >= journal_len)
             .map_or(Leftover::None, |note| self.kill_noted(&note));
         if slot > 1 {
             let _ = self.file.set_len(WIDTH as u64);
         }
         self.clear();
-        found
+        Leftovers { step, members }
     }
 
     /// Kills the group of `note` if it is still the one noted.
@@ -331,7 +352,17 @@ fn gone(pgid: i32, within: Duration) -> bool {
     }
 }
 
-/// What a resume found of the step a killed mekara left running.
+/// What a resume found of the steps a killed mekara left running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Leftovers {
+    /// The sequential step's (the note's first line).
+    pub step: Leftover,
+    /// Each `parallel` step whose line kept its number: the number in its frame, and what
+    /// was found of it.
+    pub members: Vec<(usize, Leftover)>,
+}
+
+/// What a resume found of one step a killed mekara left running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Leftover {
     /// No step was running, or its group is gone.
@@ -479,7 +510,7 @@ mod tests {
 
         // The step's result was journaled after the note: its group is not touched.
         note.set_journal_len(180);
-        assert_eq!(note.kill_leftover(), Leftover::None);
+        assert_eq!(note.kill_leftover().step, Leftover::None);
         assert!(
             child.try_wait().expect("try_wait").is_none(),
             "sleep was killed"
@@ -488,7 +519,7 @@ mod tests {
         // Nothing was journaled after the note: the step was in flight, so it is killed.
         note.set_journal_len(100);
         note.note(pgid, after, clock_ns());
-        assert_eq!(note.kill_leftover(), Leftover::Killed(pgid));
+        assert_eq!(note.kill_leftover().step, Leftover::Killed(pgid));
         let status = child.wait().expect("wait");
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),
@@ -522,7 +553,7 @@ mod tests {
         while !ready.exists() {
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(note.kill_leftover(), Leftover::Killed(pgid));
+        assert_eq!(note.kill_leftover().step, Leftover::Killed(pgid));
         assert!(
             process::group_members(pgid).is_empty(),
             "a process of the killed group still runs"
@@ -547,21 +578,34 @@ mod tests {
         };
         let (mut running, running_pgid, after) = spawn();
         let (mut ended, ended_pgid, ended_after) = spawn();
+        let (mut unnumbered, unnumbered_pgid, unnumbered_after) = spawn();
         note.set_journal_len(100);
-        note.member_slot(1).note(running_pgid, after, clock_ns());
-        let slot = note.member_slot(2);
+        note.member_slot(1, Some(4))
+            .note(running_pgid, after, clock_ns());
+        let slot = note.member_slot(2, Some(5));
         slot.note(ended_pgid, ended_after, clock_ns());
         // The second step returned: its line is cleared.
         slot.clear();
+        // A line as a mekara from before the step's number was kept wrote it.
+        note.member_slot(3, None)
+            .note(unnumbered_pgid, unnumbered_after, clock_ns());
         // Other members finished meanwhile: the journal grew, which says nothing of the
         // step of line 1.
         note.set_journal_len(500);
-        assert_eq!(note.kill_leftover(), Leftover::None);
-        let status = running.wait().expect("wait");
         assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(9)
+            note.kill_leftover(),
+            Leftovers {
+                step: Leftover::None,
+                members: vec![(4, Leftover::Killed(running_pgid))],
+            }
         );
+        for child in [&mut running, &mut unnumbered] {
+            let status = child.wait().expect("wait");
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&status),
+                Some(9)
+            );
+        }
         assert!(ended.try_wait().expect("try_wait").is_none(), "killed");
         ended.kill().expect("kill");
         ended.wait().expect("reap");
@@ -625,10 +669,10 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(100));
         };
         note.note(pgid, later, clock_ns());
-        assert_eq!(note.kill_leftover(), Leftover::Reused(pgid));
+        assert_eq!(note.kill_leftover().step, Leftover::Reused(pgid));
         // A window as wide as the uptime.
         note.note(pgid, 1, clock_ns());
-        assert_eq!(note.kill_leftover(), Leftover::NotOurs(pgid));
+        assert_eq!(note.kill_leftover().step, Leftover::NotOurs(pgid));
         assert!(bystander.try_wait().expect("try_wait").is_none(), "killed");
         bystander.kill().expect("kill");
         bystander.wait().expect("reap");

@@ -112,7 +112,9 @@ fn run_in_threads<R: StepRunner + ?Sized>(
         let at = next.fetch_add(1, Ordering::SeqCst);
         let Some(step) = steps.get(at) else { break };
         let mut step = step.clone();
-        step.group_note = step.group_note.map(|n| n.member_slot(worker + 1));
+        step.group_note = step
+            .group_note
+            .map(|n| n.member_slot(worker + 1, step.number));
         let ran = runner.run_shell(&step, &mut |_| {}, cancel);
         if let Some(note) = &step.group_note {
             note.clear();
@@ -173,6 +175,10 @@ pub(crate) struct ShellStep {
     /// Where to note the step's process group while it runs, so that a resume after
     /// mekara was killed can kill it.
     pub group_note: Option<GroupNote>,
+    /// The step's number in its frame, for a step of a `parallel` group: noted beside its
+    /// group, so that a resume that kills it journals which step it was. `None` elsewhere (a
+    /// sequential step is the one after the journal's last).
+    pub number: Option<usize>,
 }
 
 impl ShellStep {

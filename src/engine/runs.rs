@@ -5,7 +5,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 
 use super::journal::{self, AskEvent, Contents, Event, JournalError, Outcome, PushEvent};
-use super::step::StepRecord;
+use super::step::{StepInput, StepRecord};
+use super::tool::NL_TAG_CONTEXT;
 
 /// A frame as its events describe it.
 #[derive(Debug, Clone)]
@@ -18,6 +19,47 @@ pub(crate) struct FrameState {
     pub failure: Option<String>,
     /// The last question its `ask` steps put to the person.
     pub asked: Option<AskEvent>,
+    /// When the last script it called failed: that script, and the ones under it that
+    /// failed with it (see [`failed_calls`]).
+    pub failed_calls: Vec<FailedCallee>,
+}
+
+/// A script called with `call_script` that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FailedCallee {
+    /// Its name, as resolved when it was pushed.
+    pub script: String,
+    /// Its arguments.
+    pub request: String,
+}
+
+/// The frame's own last step: the steps journaled for the prompt tags of its NL
+/// instructions, when it fell back, come after the step that failed.
+pub(crate) fn last_own_step(steps: &[StepRecord]) -> Option<&StepRecord> {
+    steps
+        .iter()
+        .rev()
+        .find(|s| s.context.as_deref() != Some(NL_TAG_CONTEXT))
+}
+
+/// What the caller of a frame that ended failed keeps of it: the chain of failed calls
+/// from that frame (`script` with `request`) down to the script whose own step failed. The
+/// frame's failure was a script it called when its last step is a call that failed and
+/// that it did not allow to fail: `below` is what it kept of that one.
+pub(crate) fn failed_calls(
+    script: String,
+    request: String,
+    steps: &[StepRecord],
+    below: Vec<FailedCallee>,
+) -> Vec<FailedCallee> {
+    let through = last_own_step(steps).is_some_and(|last| {
+        matches!(last.input, StepInput::Call { .. }) && !last.result.success && !last.allow_failure
+    });
+    let mut chain = vec![FailedCallee { script, request }];
+    if through {
+        chain.extend(below);
+    }
+    chain
 }
 
 impl FrameState {
@@ -168,6 +210,7 @@ impl RunHistory {
                         steps: Vec::new(),
                         failure: None,
                         asked: None,
+                        failed_calls: Vec::new(),
                     });
                 }
                 Event::Step(step) => {
@@ -198,7 +241,20 @@ impl RunHistory {
                 Event::Pop(pop) => {
                     let top = top.ok_or_else(|| corrupt("a pop with no frame".into()))?;
                     depth_ok(pop.depth, top)?;
-                    history.frames.pop();
+                    let popped = history.frames.pop().expect("`top` is a frame");
+                    // As the executor keeps it when it pops a called frame.
+                    if let Some(caller) = history.frames.last_mut() {
+                        caller.failed_calls = if pop.outcome == Outcome::Failed {
+                            failed_calls(
+                                popped.push.script,
+                                popped.push.request,
+                                &popped.steps,
+                                popped.failed_calls,
+                            )
+                        } else {
+                            Vec::new()
+                        };
+                    }
                     if top == 0 {
                         history.outcome = Some(pop.outcome);
                         history.stop_message = pop

@@ -251,6 +251,23 @@ fn a_killed_run_resumes_asking_only_the_tasks_not_answered() {
         gone(pid),
         "the orphaned agent {pid} still runs after the resume"
     );
+    // And journaled the killed attempt as task 2's step, the number its answer then took.
+    let events: Vec<Json> = project
+        .journal(&id)
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).expect("json line"))
+        .collect();
+    let task_2 = events
+        .iter()
+        .find(|e| e["event"] == "step" && e["parallel"]["member"] == json!(2))
+        .map(|e| e["index"].clone())
+        .expect("task 2's answer");
+    let killed: Vec<(Json, Json)> = events
+        .iter()
+        .filter(|e| e["event"] == "killed")
+        .map(|e| (e["depth"].clone(), e["index"].clone()))
+        .collect();
+    assert_eq!(killed, [(json!(0), task_2)], "{}", project.journal(&id));
 }
 #[test]
 fn in_the_terminal_the_tasks_are_asked_one_after_another_and_each_journaled() {

@@ -2,6 +2,8 @@
 //! that stops itself with `fail()` ends the run as "stopped by the script", at the terminal,
 //! unattended and over MCP, and every reader says so.
 
+use std::io::Write as _;
+
 use serde_json::{Value as Json, json};
 
 use crate::common::Project;
@@ -383,6 +385,154 @@ fn a_resume_that_kills_a_leftover_step_journals_the_killed_attempt() {
         out.contains("this attempt was still running from a mekara that stopped; the resume killed its process group"),
         "{out}"
     );
+}
+
+/// An llm step, then a `parallel` group of three: the first member ends at once, the other
+/// two start a `sleep` (its pid in `a.pid`, `b.pid`) and wait for it, until `again` exists.
+const SLEEPERS: &str = "def execute(request):\n    \
+    llm(\"Step 1: say a word\", expects = {\"word\": \"any word\"})\n    \
+    parallel([\n        \
+    lambda: auto(\"echo quick\"),\n        \
+    lambda: auto(\"if [ -e again ]; then echo again a; else sleep 300 & echo $! > a.pid; touch a.started; wait; fi\"),\n        \
+    lambda: auto(\"if [ -e again ]; then echo again b; else sleep 300 & echo $! > b.pid; touch b.started; wait; fi\"),\n    \
+    ])\n";
+
+/// Whether the members of `SLEEPERS` that sleep both started, and the quick one's result
+/// is journaled.
+fn sleepers_started(project: &Project) -> bool {
+    let root = project.root();
+    root.join("a.started").exists()
+        && root.join("b.started").exists()
+        && project
+            .run_ids()
+            .first()
+            .is_some_and(|id| project.journal(id).contains("echo quick"))
+}
+
+/// After the resume of a `SLEEPERS` run killed while its two members slept: each was
+/// killed, and journaled as killed with its number (1 is the quick member's, which ended).
+fn the_killed_members_are_journaled(project: &Project, id: &str, pids: &[String]) {
+    for pid in pids {
+        assert!(
+            crate::durability::wait_until_dead(pid),
+            "the `sleep` {pid} of a member the killed mekara left still runs"
+        );
+    }
+    let killed: Vec<(Json, Json)> = events(project, id)
+        .into_iter()
+        .filter(|e| e["event"] == "killed")
+        .map(|e| (e["depth"].clone(), e["index"].clone()))
+        .collect();
+    assert_eq!(
+        killed,
+        [(json!(0), json!(2)), (json!(0), json!(3))],
+        "{}",
+        project.journal(id)
+    );
+    let shown = project.run(&["runs", "show", id], "");
+    let out = &shown.stdout;
+    for member in ["a", "b"] {
+        let number = if member == "a" { 2 } else { 3 };
+        let killed_at = out
+            .find(&format!("✗ [{number}] killed, "))
+            .unwrap_or_else(|| panic!("no killed attempt of step {number}:\n{out}"));
+        let again_at = out
+            .find(&format!("✓ [{number}] $ if [ -e again ]"))
+            .unwrap_or_else(|| panic!("no new attempt of step {number}:\n{out}"));
+        assert!(killed_at < again_at, "{out}");
+    }
+    assert!(!out.contains("✗ [1] killed"), "{out}");
+}
+
+/// Regression (issue 28): a resume killed the members of a `parallel` group that a killed
+/// mekara left running, but journaled nothing of them (as it did for a sequential step),
+/// so `runs show` showed each as if it had run once. Each killed member is journaled with
+/// its number, at the terminal.
+#[test]
+fn a_resume_that_kills_leftover_parallel_members_journals_each_at_the_terminal() {
+    let project = Project::new();
+    project.script("sleepers", "Sleep.", Some(SLEEPERS));
+    let root = project.root();
+    let mut child = project.spawn(&["run", "sleepers"]);
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("answer");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !sleepers_started(&project) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the members never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().expect("SIGKILL mekara");
+    child.wait().expect("reap");
+    let id = only_run(&project);
+    let pids = [
+        crate::durability::pid_in(&root.join("a.pid")),
+        crate::durability::pid_in(&root.join("b.pid")),
+    ];
+    assert!(
+        pids.iter().all(|pid| crate::durability::alive(pid)),
+        "the orphaned members run on"
+    );
+    project.write("again", "");
+    let resumed = project.run(&["run", "--resume", &id], "");
+    resumed.expect_code(0);
+    assert!(
+        resumed.stdout.contains("again a") && resumed.stdout.contains("again b"),
+        "{}",
+        resumed.stdout
+    );
+    the_killed_members_are_journaled(&project, &id, &pids);
+}
+
+/// [`a_resume_that_kills_leftover_parallel_members_journals_each_at_the_terminal`], over
+/// MCP: the server is killed while the group runs, and a new one resumes the run.
+#[tokio::test]
+async fn a_resume_that_kills_leftover_parallel_members_journals_each_over_mcp() {
+    let project = Project::new();
+    project.script("sleepers", "Sleep.", Some(SLEEPERS));
+    let root = project.root();
+    let client = Client::start(&project, &[]).await;
+    let started = client.call("start", json!({"name": "sleepers"})).await.ok();
+    let handle = crate::mcp::client::handle(&started);
+    tokio::select! {
+        reply = client.continue_with(json!({"word": "go"})) => {
+            panic!("the group ended before the server was killed: {}", reply.text)
+        }
+        () = async {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while !sleepers_started(&project) {
+                assert!(std::time::Instant::now() < deadline, "the members never started");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        } => {}
+    }
+    let pid = client.pid;
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(pid).expect("a pid fits an i32"))
+            .expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    drop(client);
+    while crate::mcp::client::alive(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let id = only_run(&project);
+    let pids = [
+        crate::durability::pid_in(&root.join("a.pid")),
+        crate::durability::pid_in(&root.join("b.pid")),
+    ];
+    project.write("again", "");
+    let client = Client::start(&project, &[]).await;
+    let resumed = client.call("resume", json!({"run_id": handle})).await.ok();
+    assert!(resumed.contains("again a"), "{resumed}");
+    the_killed_members_are_journaled(&project, &id, &pids);
 }
 
 /// Regression (issue 28): the steps of a `parallel` group were numbered in the order they

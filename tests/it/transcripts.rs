@@ -142,6 +142,54 @@ pub(crate) fn release_project() -> Project {
     project
 }
 
+/// `ship` calls `release`, which calls `publish`, whose step fails; each has NL
+/// instructions of its own.
+pub(crate) fn chain_project() -> Project {
+    let project = Project::new();
+    project.script(
+        "ship",
+        "---\ndescription: Ship\n---\n1. Build.\n2. Release v3.\n3. Announce.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"echo built\", context = \"Build\")\n    \
+             call_script(\"release\", \"v3\")\n    \
+             auto(\"echo announced\", context = \"Announce\")\n",
+        ),
+    );
+    project.script(
+        "release",
+        "---\ndescription: Release\n---\nPublish $ARGUMENTS, then write its release notes.\n",
+        Some(
+            "def execute(request):\n    \
+             call_script(\"publish\", request)\n    \
+             auto(\"echo notes\", context = \"Notes\")\n",
+        ),
+    );
+    project.script(
+        "publish",
+        "---\ndescription: Publish\n---\nUpload $ARGUMENTS to the registry, then tag it. If the registry is down, stop and tell the user.\n",
+        Some(
+            "def execute(request):\n    \
+             auto(\"echo uploading \" + request, context = \"Upload\")\n    \
+             auto(\"echo registry down >&2; exit 7\", context = \"Tag\")\n",
+        ),
+    );
+    project
+}
+
+/// Regression (issue 28): at the terminal too, a failure two calls down gives the
+/// instructions of the script whose step failed, and names the chain.
+#[test]
+fn run_whose_failure_is_two_calls_down() {
+    let project = chain_project();
+    let run = project.run(&["run", "ship"], "done\n");
+    assert!(
+        run.stdout.contains("The failure was in publish, whose own step failed, at the end of a chain of calls: `ship` called `release`, which called `publish`; the instructions of publish (for the part of it that did not run):\nUpload v3 to the registry"),
+        "{}",
+        run.stdout
+    );
+}
+
 /// Regressions: a called script that failed with `allow_failure = True` was shown as `✗`, as
 /// a failure that stops the caller is; and the fallback of a caller whose called script
 /// failed gave only the caller's instructions, not the called script's own.

@@ -177,9 +177,18 @@ pub(super) fn play(
                     instructions.trim_end()
                 )?;
                 if let Some(call) = failed_call {
+                    let whose = if call.chain.len() > 2 {
+                        format!(
+                            "{}, whose own step failed, at the end of a chain of calls: {}; the instructions of {}",
+                            call.name,
+                            crate::display::call_chain(&call.chain),
+                            call.name
+                        )
+                    } else {
+                        format!("{}, which it called; its own instructions", call.name)
+                    };
                     outln!(
-                        "\nThe failure was in {}, which it called; its own instructions (for the part of it that did not run):\n{}",
-                        call.name,
+                        "\nThe failure was in {whose} (for the part of it that did not run):\n{}",
                         call.instructions.trim_end()
                     )?;
                 }

@@ -22,6 +22,8 @@ use crate::engine::{CancelToken, Task};
 /// The tasks pending in frame `path`, and the bound of its group (`parallel(…, max = N)`).
 pub(super) struct Group<'a> {
     pub path: &'a str,
+    /// The frame's step position where the group's steps begin.
+    pub position: usize,
     pub max: usize,
     pub tasks: &'a [Task],
     /// What the run's agents had spent before the group.
@@ -114,6 +116,20 @@ pub(super) fn ask_tasks(
     let source = source
         .as_ref()
         .map(|(name, text)| (name.as_str(), text.as_str()));
+    // The number each task's answer will take in the frame (the tasks take the numbers the
+    // group leaves free, in the members' order, whichever answer comes first): noted beside
+    // its agent's group, so that a resume that kills the agent journals which step it was.
+    let numbers: Vec<usize> = session.frames().last().map_or_else(Vec::new, |frame| {
+        crate::engine::step::free_numbers(&frame.steps, group.position)
+            .take(tasks.len())
+            .collect()
+    });
+    let number_of = |task: &Task| {
+        tasks
+            .iter()
+            .position(|t| t.member == task.member)
+            .and_then(|at| numbers.get(at).copied())
+    };
     let budget = Mutex::new(Budget {
         next: 0,
         spent: group.spent.clone(),
@@ -129,7 +145,7 @@ pub(super) fn ask_tasks(
     let mut stopped = false;
     std::thread::scope(|scope| {
         for worker in 0..workers {
-            let (sender, lock) = (sender.clone(), &lock);
+            let (sender, lock, number_of) = (sender.clone(), &lock, &number_of);
             scope.spawn(move || {
                 let mut agent = args.agent();
                 // Limits are checked before each task starts: the tasks started finish.
@@ -149,7 +165,10 @@ pub(super) fn ask_tasks(
                         // Its own agent session, not the run's.
                         session: None,
                         // Each running agent notes its process group on a line of its own.
-                        group_note: base.group_note.as_ref().map(|n| n.member_slot(worker + 1)),
+                        group_note: base
+                            .group_note
+                            .as_ref()
+                            .map(|n| n.member_slot(worker + 1, number_of(task))),
                         ..base.clone()
                     };
                     let bounds = super::Bounds { timeout, deadline };

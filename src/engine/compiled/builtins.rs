@@ -104,6 +104,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                     .transpose()?
                     .unwrap_or(ctx.default_timeout),
                 group_note: ctx.group_note.cloned(),
+                number: None,
             };
             let input = shell.input();
             let index = ctx.cursor.get();

@@ -206,11 +206,19 @@ fn run_round(
     planned: &[(ParallelMember, Planned)],
     max: usize,
 ) -> starlark::Result<()> {
-    let steps: Vec<ShellStep> = planned.iter().map(|(_, p)| p.step.clone()).collect();
     // The round's steps are journaled as they finish (a kill loses only those still
     // running), and numbered in the members' order: the numbers a run shows (and `--from`
-    // takes) are the same in every run, whichever step finishes first.
+    // takes) are the same in every run, whichever step finishes first. Each step's number
+    // goes with it, to be noted beside its group for a resume that kills it.
     let numbers = ctx.free_numbers(group, planned.len());
+    let steps: Vec<ShellStep> = planned
+        .iter()
+        .zip(&numbers)
+        .map(|((_, p), number)| ShellStep {
+            number: Some(*number),
+            ..p.step.clone()
+        })
+        .collect();
     let mut cancelled = false;
     let mut broken: Option<anyhow::Error> = None;
     ctx.runner

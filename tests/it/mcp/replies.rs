@@ -198,3 +198,72 @@ async fn start_outside_a_project_says_where_it_looked() {
     let refused = client.call("start", json!({"name": "deploy"})).await.err();
     insta::assert_snapshot!("start_not_found_outside_a_project", project.scrub(&refused));
 }
+
+/// Regression (issue 28): in a chain of calls `ship` → `release` → `publish` where a step
+/// of `publish` failed, the fallback gave the agent only `release`'s instructions (the
+/// script `ship` called). It gives `publish`'s, the script whose step failed, and names the
+/// chain.
+#[tokio::test]
+async fn a_failure_two_calls_down_hands_over_the_failing_scripts_instructions() {
+    let project = crate::transcripts::chain_project();
+    let client = Client::start(&project, &[]).await;
+    let reply = client.call("start", json!({"name": "ship"})).await.ok();
+    assert!(
+        reply.contains("<called-script-instructions name=\"publish\">\nUpload v3 to the registry, then tag it. If the registry is down, stop and tell the user.\n</called-script-instructions>")
+            && reply.contains("`ship` called `release`, which called `publish`")
+            && !reply.contains("<called-script-instructions name=\"release\">"),
+        "{reply}"
+    );
+    insta::assert_snapshot!("call_chain_fails", project.scrub(&reply));
+}
+
+/// Regression (issue 28): a fallback derived again by a new server (after a restart) lost
+/// the called script's instructions when the caller's NL text had a prompt tag: the step
+/// journaled for the tag came after the failed call, which was no longer the frame's last
+/// step. The fallback after the restart is the same text as before it.
+#[cfg_attr(not(feature = "clients"), ignore = "needs the MCP test servers")]
+#[tokio::test]
+async fn a_fallback_derived_again_after_a_restart_keeps_the_called_scripts_instructions() {
+    let dir = crate::common::servers();
+    let project = crate::transcripts::release_project();
+    project.write(
+        ".mcp.json",
+        &format!(
+            "{{\"mcpServers\": {{\"everything\": {{\"command\": \"node\", \"args\": [\"{}\", \"stdio\"]}}}}}}\n",
+            crate::common::everything(&dir)
+        ),
+    );
+    project.script(
+        "release",
+        "---\ndescription: Release\n---\n1. Lint, if it can.\n2. Publish.\n3. Announce: [use-mcp:everything/echo:{\"message\": \"the news\"}]\n",
+        Some(crate::transcripts::RELEASE),
+    );
+    let fallback = |reply: &str| {
+        let start = reply.find("## Your turn").expect("a pending item");
+        let end = reply
+            .find("Call `finish_nl_script`")
+            .expect("the last paragraph");
+        reply[start..end].to_string()
+    };
+    let first = Client::start(&project, &[]).await;
+    let started = first.call("start", json!({"name": "release"})).await.ok();
+    let handle = super::client::handle(&started);
+    assert!(
+        started.contains("<called-script-instructions name=\"publish\">"),
+        "{started}"
+    );
+    let id = project.run_ids().pop().expect("a run");
+    assert!(
+        project.journal(&id).contains("\"kind\":\"mcp\""),
+        "the tag was expanded and journaled: {}",
+        project.journal(&id)
+    );
+    let pid = first.pid;
+    first.service.cancel().await.expect("close");
+    while super::client::alive(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let second = Client::start(&project, &[]).await;
+    let resumed = second.call("resume", json!({"run_id": handle})).await.ok();
+    assert_eq!(fallback(&resumed), fallback(&started), "{resumed}");
+}

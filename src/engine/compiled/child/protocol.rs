@@ -74,6 +74,8 @@ pub(super) struct Shell {
     pub(super) working_dir: PathBuf,
     pub(super) env: BTreeMap<String, String>,
     pub(super) timeout: Duration,
+    /// Its number in the frame, for a step of a `parallel` group (see [`ShellStep`]).
+    pub(super) number: Option<usize>,
 }
 
 impl Shell {
@@ -83,6 +85,7 @@ impl Shell {
             working_dir: step.working_dir.clone(),
             env: step.env.clone(),
             timeout: step.timeout,
+            number: step.number,
         }
     }
 
@@ -93,6 +96,7 @@ impl Shell {
             env: self.env,
             timeout: self.timeout,
             group_note: run.group_note.cloned(),
+            number: self.number,
         }
     }
 }
