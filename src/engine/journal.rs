@@ -225,7 +225,8 @@ pub(crate) struct WaitEvent {
     pub reason: WaitReason,
     /// Which asking of the item comes after the wait: 2 after the first wait.
     pub attempt: u32,
-    /// How long the run waits, in milliseconds.
+    /// How long the run is to wait, in milliseconds: journaled before the wait, so a run
+    /// stopped during it (Ctrl-C, a kill) waited less; the next event's time tells how long.
     pub wait_ms: u64,
     /// What the agent's client said.
     pub said: String,
