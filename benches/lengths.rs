@@ -230,6 +230,54 @@ fn llm_run_with_cpu(session: &mut Session, n: usize, cpu_ends: usize) -> (Vec<f6
     (times, [per_call(cpu[0], cpu[1]), per_call(cpu[2], cpu[3])])
 }
 
+/// The first `ends` calls of a new run of `steps-N` and the last `ends` of another run of it
+/// in the same session, taken in turns (one call of each, then the next), so that both ends
+/// meet the same moments of a shared machine: the run is taken to its last `ends` calls
+/// first, untimed, then the new run starts. Each call names its run by its handle.
+fn ends_side_by_side(session: &mut Session, n: usize, ends: usize) -> (Vec<f64>, Vec<f64>) {
+    let start = |session: &mut Session| -> String {
+        session.request(
+            "tools/call",
+            &format!(r#"{{"name":"start","arguments":{{"name":"steps-{n}"}}}}"#),
+        );
+        session.expect("Step 0: answer.");
+        let line = &session.line;
+        let from = line.find("handle is `").map(|at| at + "handle is `".len());
+        let handle = from.and_then(|from| Some(&line[from..from + line[from..].find('`')?]));
+        match handle {
+            Some(handle) => handle.to_string(),
+            None => session.fail("no handle in the reply to `start`"),
+        }
+    };
+    let step = |session: &mut Session, handle: &str, i: usize| -> f64 {
+        let started = Instant::now();
+        session.request(
+            "tools/call",
+            &format!(
+                r#"{{"name":"continue_compiled_script","arguments":{{"run_id":"{handle}","outputs":{{"answer":"42"}}}}}}"#
+            ),
+        );
+        let elapsed = ms(started.elapsed());
+        if i < n {
+            session.expect(&format!("Step {i}: answer."));
+        } else {
+            session.expect("ompleted");
+        }
+        elapsed
+    };
+    let late = start(session);
+    for i in 1..=n - ends {
+        step(session, &late, i);
+    }
+    let early = start(session);
+    let (mut firsts, mut lasts) = (Vec::new(), Vec::new());
+    for k in 1..=ends {
+        firsts.push(step(session, &early, k));
+        lasts.push(step(session, &late, n - ends + k));
+    }
+    (firsts, lasts)
+}
+
 /// The CPU time (user and system, ms) that process `pid` and its descendants have used, from
 /// `/proc`: a process's figure includes its threads that ended and its children it waited
 /// for, and its children alive now are added.
@@ -378,6 +426,41 @@ fn main() {
     report.ratios(
         "   last / first (medians)",
         &ratio_of_medians(&lasts, &firsts),
+        TARGET_LAST_PER_FIRST,
+    );
+    // The same ends taken in turns from two runs (the predecessor takes one run at a time).
+    let (mut side_firsts, mut side_lasts) = (Vec::new(), Vec::new());
+    for program in &programs {
+        if program.python {
+            side_firsts.push(Vec::new());
+            side_lasts.push(Vec::new());
+            continue;
+        }
+        let mut session = open(&program.bench, &program.server());
+        let (firsts, lasts) = ends_side_by_side(&mut session, sizes.long_steps, sizes.ends);
+        session.close();
+        side_firsts.push(firsts);
+        side_lasts.push(lasts);
+    }
+    report.samples(
+        "   taken in turns: first calls of a new run",
+        &side_firsts,
+        3,
+        "ms",
+        "",
+        f64::INFINITY,
+    );
+    report.samples(
+        "   taken in turns: last calls of another",
+        &side_lasts,
+        3,
+        "ms",
+        "",
+        f64::INFINITY,
+    );
+    report.ratios(
+        "   taken in turns: last / first (medians)",
+        &ratio_of_medians(&side_lasts, &side_firsts),
         TARGET_LAST_PER_FIRST,
     );
     let cpu_cell = |at: usize| -> Vec<String> {

@@ -436,15 +436,26 @@ pub(crate) fn pending(
             instructions,
             failed_call,
         } => {
+            // A failure in a called script is handled first by that script's own words.
+            let whose_rules = match failed_call {
+                Some(call) => format!(
+                    "the instructions of `{}` (the script that failed, below) and of `{path}` \
+                     say to do when this fails: if they say to stop, stop the whole run, the \
+                     rest of the scripts that called it too",
+                    call.name
+                ),
+                None => "the script's instructions say to do when this fails: if they say to \
+                         stop, stop"
+                    .to_string(),
+            };
             let _ = write!(
                 out,
                 "## Your turn: `{path}` failed; finish it by hand\n\n\
                  What failed:\n\n<error>\n{}</error>\n\n\
-                 First do what the script's instructions say to do when this fails: if they \
-                 say to stop, stop (tell the user what failed; do not work around it). \
-                 Otherwise, the steps listed as done above ran already: do not repeat them. Do \
-                 what is left of the script's instructions yourself, fixing or working around \
-                 what failed:\n\n<instructions>\n{}</instructions>\n\n",
+                 First do what {whose_rules} (tell the user what failed; do not work around \
+                 it). Otherwise, the steps listed as done above ran already: do not repeat \
+                 them. Do what is left of the script's instructions yourself, fixing or working \
+                 around what failed:\n\n<instructions>\n{}</instructions>\n\n",
                 with_newline(error),
                 with_newline(instructions),
             );
@@ -476,9 +487,9 @@ pub(crate) fn pending(
             let _ = writeln!(
                 out,
                 "Call `finish_nl_script`{} when the whole script is done. If you stopped, or \
-                 the user would rather fix the cause first, leave the run as it is: once the \
-                 cause is fixed, `resume` with the run's handle as `run_id` and `retry: true` \
-                 runs the failed step again and goes on.",
+                 the user would rather fix the cause first, leave the run as it is (do not call \
+                 `finish_nl_script`): once the cause is fixed, `resume` with the run's handle as \
+                 `run_id` and `retry: true` runs the failed step again and goes on.",
                 with_handle(handle)
             );
         }

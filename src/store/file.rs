@@ -302,14 +302,13 @@ impl FileStore {
 
     fn summary(&self, id: String) -> RunSummary {
         let path = self.dir.join(format!("{id}.jsonl"));
-        let bytes = [path.clone(), group_note::path(&self.dir, &id)]
-            .iter()
-            .filter_map(|p| std::fs::symlink_metadata(p).ok())
-            .map(|m| m.len())
-            .sum();
+        let size = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
+        // One `stat` of the journal serves both its share of the bytes and, for a run going
+        // on, the length its step note is compared with.
+        let journal_len = size(&path);
+        let bytes = journal_len + size(&group_note::path(&self.dir, &id));
         let mut summary = summarize(id, &path, read(&path), &|| is_busy(&path), bytes);
         if summary.state == RunState::Active {
-            let journal_len = std::fs::metadata(&path).map_or(0, |m| m.len());
             summary.now = group_note::doing(&self.dir, &summary.id, journal_len);
         }
         summary
