@@ -4,7 +4,9 @@
 use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 
-use super::journal::{self, AskEvent, Contents, Event, JournalError, Outcome, PushEvent};
+use super::journal::{
+    self, AskEvent, Contents, Event, HandedEvent, JournalError, Outcome, PushEvent,
+};
 use super::step::StepRecord;
 
 /// A frame as its events describe it.
@@ -18,6 +20,8 @@ pub(crate) struct FrameState {
     pub failure: Option<String>,
     /// The last question its `ask` steps put to the person.
     pub asked: Option<AskEvent>,
+    /// The last llm step it handed to the agent.
+    pub handed: Option<HandedEvent>,
 }
 
 impl FrameState {
@@ -26,6 +30,13 @@ impl FrameState {
         self.asked
             .as_ref()
             .filter(|ask| ask.index == self.steps.len() && self.failure.is_none())
+    }
+
+    /// The llm step the frame waits on, as journaled: handed out, and not answered yet.
+    pub(crate) fn waiting_llm(&self) -> Option<&HandedEvent> {
+        self.handed
+            .as_ref()
+            .filter(|h| h.index == self.steps.len() && self.failure.is_none())
     }
 }
 
@@ -168,6 +179,7 @@ impl RunHistory {
                         steps: Vec::new(),
                         failure: None,
                         asked: None,
+                        handed: None,
                     });
                 }
                 Event::Step(step) => {
@@ -188,6 +200,11 @@ impl RunHistory {
                     let top = top.ok_or_else(|| corrupt("a question with no frame".into()))?;
                     depth_ok(ask.depth, top)?;
                     history.frames[top].asked = Some(ask.clone());
+                }
+                Event::Handed(handed) => {
+                    let top = top.ok_or_else(|| corrupt("an llm step with no frame".into()))?;
+                    depth_ok(handed.depth, top)?;
+                    history.frames[top].handed = Some(handed.clone());
                 }
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}
