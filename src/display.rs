@@ -102,6 +102,25 @@ pub(crate) const SHOWN_ARGUMENTS: usize = 4096;
 /// repeats back: enough to recognise it, and a 120 KB mistake does not make a 120 KB error.
 pub(crate) const ECHOED: usize = 200;
 
+/// The first `lines` lines of `text` that are not blank, trimmed, clipped to `max` bytes: a
+/// long text's gist.
+pub(crate) fn first_lines(text: &str, lines: usize, max: usize) -> String {
+    let gist: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(lines)
+        .collect();
+    let more = text.lines().filter(|l| !l.trim().is_empty()).count() > gist.len();
+    let gist = gist.join("\n");
+    let clipped = clipped(&gist, max);
+    if more && clipped.len() == gist.len() {
+        format!("{gist} …")
+    } else {
+        clipped.into_owned()
+    }
+}
+
 /// `input` as an error message repeats it: clipped to [`ECHOED`] bytes.
 pub(crate) fn echoed(input: &str) -> std::borrow::Cow<'_, str> {
     clipped(input, ECHOED)

@@ -1101,6 +1101,14 @@ pub(crate) fn read_status(
             "The run waits for the agent to follow the NL script `{script}` and call \
              `finish_nl_script`.\n"
         );
+    } else if let Some(handed) = top.waiting_llm() {
+        let _ = writeln!(
+            text,
+            "The run waits for the agent to do the llm step `{script}[{}]`, whose instructions \
+             begin:\n\n<prompt>\n{}</prompt>\n",
+            handed.index,
+            with_newline(&handed.prompt)
+        );
     } else {
         let _ = writeln!(
             text,

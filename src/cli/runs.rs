@@ -6,7 +6,7 @@ use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use crate::agents::reply::resume_call;
 use crate::display::{bytes, count, format_time};
 use crate::engine::journal::{Event, Origin, Outcome, Reason};
-use crate::engine::runs::{PruneRule, RunState, RunSummary, live};
+use crate::engine::runs::{PruneRule, RunHistory, RunState, RunSummary, live};
 use crate::engine::step::StepRecord;
 use crate::engine::store::RunStore;
 use crate::exit::Exit;
@@ -321,10 +321,35 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 | RunState::FellBack
                 | RunState::Queued => {}
             }
+            if matches!(summary[0].state, RunState::Active | RunState::Interrupted) {
+                out.push_str(&waiting_on(&id, &contents.events));
+            }
             out!("{out}")?;
         }
     }
     Ok(Exit::Success)
+}
+
+/// The llm step a run waits on for the agent, as its journal says (`handed`): a line naming
+/// it and the first lines of its instructions; nothing when the journal does not say.
+fn waiting_on(id: &str, events: &[Event]) -> String {
+    let Ok(history) = RunHistory::replay(std::path::Path::new(id), events) else {
+        return String::new();
+    };
+    let Some((top, handed)) = history
+        .frames
+        .last()
+        .and_then(|top| Some((top, top.waiting_llm()?)))
+    else {
+        return String::new();
+    };
+    format!(
+        "it waits for the agent on the llm step `{}[{}]`, handed out {}:\n{}\n",
+        shown(&top.push.script),
+        handed.index,
+        format_time(handed.at),
+        indent_lines(&format!("  {}", handed.prompt), "  ")
+    )
 }
 
 /// `mekara runs prune`: removes what `rule` selects (or lists it, for a dry run).
@@ -472,6 +497,8 @@ fn show_event(out: &mut String, event: &Event) {
             ignored.kind,
             format_time(ignored.at)
         )),
+        // Said once, as what the run waits on (`waiting_on`); the step shows once answered.
+        Event::Handed(_) => {}
         Event::Killed(killed) => {
             let indent = "  ".repeat(killed.depth + 1);
             out.push_str(&format!(

@@ -15,8 +15,8 @@ use super::compiled::{CodeError, Evaluation, FrameRun, Loaded, Suspension, Task}
 use super::error::{EngineError, Waiting};
 use super::group_note::{GroupNote, Leftover};
 use super::journal::{
-    AskEvent, Event, FailEvent, KilledEvent, Origin, Outcome, PopEvent, PushEvent, StepEvent,
-    TornTail, now_ms,
+    AskEvent, Event, FailEvent, HandedEvent, KilledEvent, Origin, Outcome, PopEvent, PushEvent,
+    StepEvent, TornTail, now_ms,
 };
 use super::observer::{FrameEvent, Observer};
 use super::rewind::{Rewind, RewindPlan};
@@ -56,6 +56,8 @@ pub(crate) struct Frame {
     /// When the last script it called failed: that script, and the ones under it that
     /// failed with it.
     failed_calls: Vec<FailedCallee>,
+    /// The last llm step it handed to the agent, as journaled.
+    handed: Option<HandedEvent>,
     program: Option<Result<Arc<Loaded>, CodeError>>,
     /// An evaluator child holding the frame's suspended evaluation, if one does: a cache
     /// (see `compiled::child::Warm`).
@@ -534,6 +536,7 @@ impl Executor {
                 failure: state.failure,
                 asked: state.asked,
                 failed_calls: state.failed_calls,
+                handed: state.handed,
                 program: None,
                 warm: None,
                 printed: 0,
@@ -1031,6 +1034,32 @@ impl Executor {
         Ok(asked)
     }
 
+    /// Journals that the top frame's next step, an llm step asking `prompt`, is handed to
+    /// the agent, the first time it is: a reader of the journal can then say what the run
+    /// waits on without evaluating the script.
+    fn hand_out(&mut self, prompt: &str) -> Result<(), EngineError> {
+        if self.journal.is_none() {
+            return Ok(());
+        }
+        let depth = self.stack.len() - 1;
+        let top = self.stack.last().expect("an llm step comes from a frame");
+        // Journaled as every text is: with the secrets this process knows as `${VAR}`.
+        let prompt = crate::secrets::redact(prompt);
+        let handed = HandedEvent::new(depth, top.steps.len(), &prompt);
+        if top
+            .handed
+            .as_ref()
+            .is_some_and(|h| h.index == handed.index && h.prompt == handed.prompt)
+        {
+            return Ok(());
+        }
+        self.append(&Event::Handed(handed.clone()))?;
+        if let Some(top) = self.stack.last_mut() {
+            top.handed = Some(handed);
+        }
+        Ok(())
+    }
+
     /// How long past its timeout the question is, when it is.
     fn timed_out(&self, asked: &AskEvent) -> Option<Duration> {
         let deadline = asked.at.saturating_add(asked.timeout_ms?);
@@ -1119,6 +1148,7 @@ impl Executor {
             };
             match evaluation {
                 Evaluation::Suspended(Suspension::Llm { prompt, expects }) => {
+                    self.hand_out(&prompt)?;
                     self.sync()?;
                     self.note_llm();
                     return Ok(Pending::Llm {
@@ -1424,6 +1454,7 @@ impl Executor {
             failure: None,
             asked: None,
             failed_calls: Vec::new(),
+            handed: None,
             program: None,
             warm: None,
             printed: 0,

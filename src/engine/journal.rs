@@ -237,6 +237,46 @@ pub(crate) struct WaitEvent {
     pub at: u64,
 }
 
+/// An llm step of a compiled frame was handed to the agent: a note of which step the run
+/// waits on and the first lines of its prompt, for whoever reads the run from its journal
+/// while another process holds it or after that process exited (`status` from another
+/// server, `mekara runs show`), which cannot evaluate the script to find out. Written once
+/// per step, when it is first handed out. Replay passes over it (the step's result holds
+/// the whole prompt once answered), and it says `"ignorable": true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HandedEvent {
+    /// Depth of the frame.
+    pub depth: usize,
+    /// The index the llm step gets in its frame once answered.
+    pub index: usize,
+    /// The first lines of its prompt ([`HandedEvent::GIST_LINES`] lines, at most
+    /// [`HandedEvent::GIST_BYTES`] bytes).
+    pub prompt: String,
+    /// Always `true`: a reader that does not know the event may skip it.
+    #[serde(default)]
+    pub ignorable: bool,
+    /// Unix time in milliseconds: when the step was handed out.
+    pub at: u64,
+}
+
+impl HandedEvent {
+    /// How many lines of the prompt it keeps.
+    pub(crate) const GIST_LINES: usize = 2;
+    /// How many bytes of the prompt it keeps at most.
+    pub(crate) const GIST_BYTES: usize = 300;
+
+    /// The note that llm step `index` of the frame at `depth` was handed out with `prompt`.
+    pub(crate) fn new(depth: usize, index: usize, prompt: &str) -> HandedEvent {
+        HandedEvent {
+            depth,
+            index,
+            prompt: crate::display::first_lines(prompt, Self::GIST_LINES, Self::GIST_BYTES),
+            ignorable: true,
+            at: now_ms(),
+        }
+    }
+}
+
 /// An event this mekara does not know that says `"ignorable": true`: an event a later mekara
 /// added that changes nothing a reader derives (a note, such as `wait` is). It keeps its
 /// place, so that line numbers still count every line, and every reader skips it. An unknown
@@ -293,6 +333,8 @@ pub(crate) enum Event {
     Ask(AskEvent),
     /// An unattended run waits out a rate limit before asking its agent again.
     Wait(WaitEvent),
+    /// An llm step was handed to the agent.
+    Handed(HandedEvent),
     /// An ignorable event this mekara does not know; never written.
     #[serde(skip)]
     Ignored(IgnoredEvent),
@@ -314,6 +356,7 @@ impl Event {
             Event::Wait(e) => e.at,
             Event::Ignored(e) => e.at,
             Event::Killed(e) => e.at,
+            Event::Handed(e) => e.at,
         }
     }
 
@@ -330,6 +373,7 @@ impl Event {
             Event::Wait(_) => "wait",
             Event::Ignored(_) => "ignored",
             Event::Killed(_) => "killed",
+            Event::Handed(_) => "handed",
         }
     }
 
@@ -363,6 +407,7 @@ impl Event {
             Some("ask") => read(text, line).map(Event::Ask),
             Some("wait") => read(text, line).map(Event::Wait),
             Some("killed") => read(text, line).map(Event::Killed),
+            Some("handed") => read(text, line).map(Event::Handed),
             Some(other) if line.get("ignorable") == Some(&Json::Bool(true)) => {
                 Ok(Event::Ignored(IgnoredEvent {
                     kind: other.to_string(),

@@ -212,7 +212,8 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
             | Event::Ask(_)
             | Event::Wait(_)
             | Event::Ignored(_)
-            | Event::Killed(_) => {}
+            | Event::Killed(_)
+            | Event::Handed(_) => {}
         }
     }
     while let Some(trace) = stack.pop() {

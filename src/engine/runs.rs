@@ -4,7 +4,9 @@
 use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 
-use super::journal::{self, AskEvent, Contents, Event, JournalError, Outcome, PushEvent};
+use super::journal::{
+    self, AskEvent, Contents, Event, HandedEvent, JournalError, Outcome, PushEvent,
+};
 use super::step::{StepInput, StepRecord};
 use super::tool::NL_TAG_CONTEXT;
 
@@ -22,6 +24,8 @@ pub(crate) struct FrameState {
     /// When the last script it called failed: that script, and the ones under it that
     /// failed with it (see [`failed_calls`]).
     pub failed_calls: Vec<FailedCallee>,
+    /// The last llm step it handed to the agent.
+    pub handed: Option<HandedEvent>,
 }
 
 /// A script called with `call_script` that failed.
@@ -68,6 +72,13 @@ impl FrameState {
         self.asked
             .as_ref()
             .filter(|ask| ask.index == self.steps.len() && self.failure.is_none())
+    }
+
+    /// The llm step the frame waits on, as journaled: handed out, and not answered yet.
+    pub(crate) fn waiting_llm(&self) -> Option<&HandedEvent> {
+        self.handed
+            .as_ref()
+            .filter(|h| h.index == self.steps.len() && self.failure.is_none())
     }
 }
 
@@ -211,6 +222,7 @@ impl RunHistory {
                         failure: None,
                         asked: None,
                         failed_calls: Vec::new(),
+                        handed: None,
                     });
                 }
                 Event::Step(step) => {
@@ -231,6 +243,11 @@ impl RunHistory {
                     let top = top.ok_or_else(|| corrupt("a question with no frame".into()))?;
                     depth_ok(ask.depth, top)?;
                     history.frames[top].asked = Some(ask.clone());
+                }
+                Event::Handed(handed) => {
+                    let top = top.ok_or_else(|| corrupt("an llm step with no frame".into()))?;
+                    depth_ok(handed.depth, top)?;
+                    history.frames[top].handed = Some(handed.clone());
                 }
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}

@@ -564,7 +564,9 @@ fn frames(events: &[Event]) -> Vec<FrameView> {
                     }));
                 }
             }
-            Event::Ignored(_) => {}
+            // The pending step's prompt is for `status` and `runs show`; the step shows
+            // once answered.
+            Event::Ignored(_) | Event::Handed(_) => {}
             Event::Killed(killed) => {
                 if let Some(&top) = open.last() {
                     arena[top].items.push(Slot::Item(Item::Killed {

@@ -832,19 +832,20 @@ fn an_event_that_does_not_fit_the_stack_is_reported_at_its_line() {
     );
 }
 
-/// `mekara runs show` of an interrupted run says how to resume it; of a finished one, not.
-/// Regression: it told to resume over MCP with the bare run id, which the server refuses for
-/// a run with a handle token (every run since handles): it names the handle now, and the
-/// bare id only for a journal written before handles.
+/// `mekara runs show` of an interrupted run says how to resume it, and the llm step it waits
+/// on with its prompt's first lines (issue 28); of a finished one, not. Regression: it told
+/// to resume over MCP with the bare run id, which the server refuses for a run with a
+/// handle token (every run since handles): it names the handle now, and the bare id only
+/// for a journal written before handles.
 #[test]
 fn runs_show_of_an_interrupted_run_says_how_to_resume_it() {
     let (project, id) = run_stopped_at_a_prompt();
     let shown = project.run(&["runs", "show", &id], "");
     shown.expect_code(0);
     assert!(
-        shown.stdout.ends_with(&format!(
-            "interrupted: resume it with `mekara run --resume {id}`; over MCP, only the agent holding its handle can, with `resume` with `{{\"run_id\": \"{id}.<token>\"}}` (the id alone is refused)\n"
-        )),
+        shown.stdout.contains(&format!(
+            "interrupted: resume it with `mekara run --resume {id}`; over MCP, only the agent holding its handle can, with `resume` with `{{\"run_id\": \"{id}.<token>\"}}` (the id alone is refused)\nit waits for the agent on the llm step `ask[1]`, handed out "
+        )) && shown.stdout.ends_with(":\n  Say a word\n"),
         "{}",
         shown.stdout
     );
@@ -864,8 +865,8 @@ fn runs_show_of_an_interrupted_run_says_how_to_resume_it() {
     std::fs::write(&path, format!("{header}\n{rest}")).expect("write");
     let shown = project.run(&["runs", "show", &id], "");
     assert!(
-        shown.stdout.ends_with(&format!(
-            "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP `resume` with `{{\"run_id\": \"{id}\"}}`\n"
+        shown.stdout.contains(&format!(
+            "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP `resume` with `{{\"run_id\": \"{id}\"}}`\nit waits for the agent on the llm step `ask[1]`"
         )),
         "{}",
         shown.stdout

@@ -514,7 +514,7 @@ fn check_finds_a_missing_result_field_and_an_output_not_expected() {
             "did you mean `entry`?",
         ),
         (
-            "`a` is what `ask` returned on line 6, which has no field `anwser`",
+            "The attribute `anwser` is not available on the type `ask_result`",
             "release.star:7:10",
             "did you mean `answer`?",
         ),
@@ -527,6 +527,167 @@ fn check_finds_a_missing_result_field_and_an_output_not_expected() {
         );
     }
     assert_eq!(out.matches("error:").count(), 3, "{out}");
+}
+
+/// The error block of `mekara check`'s output that says `message`: from its `error:` line
+/// to the next one.
+fn error_block<'a>(out: &'a str, message: &str) -> &'a str {
+    let start = out
+        .find(&format!("error: {message}\n"))
+        .unwrap_or_else(|| panic!("no `error: {message}`:\n{out}"));
+    let rest = &out[start + 1..];
+    let end = rest.find("\nerror: ").map_or(out.len(), |e| start + 1 + e);
+    &out[start..end]
+}
+
+/// Issue 28: each step builtin's result has a type starlark's typechecker knows, so
+/// `mekara check` reports its misuse at `file:line:col` (a string field added to a number,
+/// a misspelled field of each builtin's result, a result passed where an `int` is declared,
+/// a method its field's type does not have, a comparison that can never hold), with the
+/// field meant.
+#[test]
+fn check_reports_misuse_of_each_step_result_by_its_type() {
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"files": {"command": "true"}}}"#,
+    );
+    project.script("helper", "1. Help.\n", None);
+    project.script(
+        "typed",
+        "1. Do it all.\n",
+        Some(
+            "def execute(request):\n    \
+             r = auto(\"git log -1\")\n    \
+             n = r.output + 1\n    \
+             print(r.ouput)\n    \
+             f = auto(say, {\"message\": \"hi\"})\n    \
+             print(f.valeu)\n    \
+             e = llm(\"Write it.\", expects = [\"entry\"])\n    \
+             print(e.outptus)\n    \
+             a = ask(\"Go on?\")\n    \
+             print(a.anser)\n    \
+             c = call_script(\"helper\")\n    \
+             print(c.sucess)\n    \
+             m = mcp(\"files\", \"read\", {})\n    \
+             print(m.contetn)\n    \
+             double(r)\n    \
+             r.exit_code.upper()\n    \
+             if r.success == \"yes\":\n        \
+             print(n)\n\n\
+             def say(message):\n    \
+             print(message)\n\n\
+             def double(n: int) -> int:\n    \
+             return n * 2\n",
+        ),
+    );
+    let run = project.run(&["check", "typed"], "");
+    run.expect_code(1);
+    let out = &run.stdout;
+    for (said, at, hint) in [
+        (
+            "Binary operator `+` is not available on the types `str` and `int`",
+            "typed.star:3:9",
+            Some("convert one side: `str(x)` to join text, or `int(s.strip())` to add numbers"),
+        ),
+        (
+            "The attribute `ouput` is not available on the type `auto_result`",
+            "typed.star:4:13",
+            Some("did you mean `output`?"),
+        ),
+        (
+            "The attribute `valeu` is not available on the type `auto_result`",
+            "typed.star:6:13",
+            Some("did you mean `value`?"),
+        ),
+        (
+            "The attribute `outptus` is not available on the type `llm_result`",
+            "typed.star:8:13",
+            Some("did you mean `outputs`?"),
+        ),
+        (
+            "The attribute `anser` is not available on the type `ask_result`",
+            "typed.star:10:13",
+            Some("did you mean `answer`?"),
+        ),
+        (
+            "The attribute `sucess` is not available on the type `call_script_result`",
+            "typed.star:12:13",
+            Some("did you mean `success`?"),
+        ),
+        (
+            "The attribute `contetn` is not available on the type `mcp_result`",
+            "typed.star:14:13",
+            Some("did you mean `content`?"),
+        ),
+        (
+            "Expected type `int` but got `auto_result`",
+            "typed.star:15:12",
+            None,
+        ),
+        (
+            "The attribute `upper` is not available on the type `None | int`",
+            "typed.star:16:17",
+            None,
+        ),
+        (
+            "Expected type `bool` but got `str`",
+            "typed.star:17:21",
+            None,
+        ),
+    ] {
+        let block = error_block(out, said);
+        let location = block.lines().nth(1).unwrap_or_default();
+        assert!(
+            location.trim_start().starts_with("--> ") && location.ends_with(at),
+            "{said}: at {at}?\n{block}"
+        );
+        match hint {
+            Some(hint) => assert!(block.contains(&format!("\nhint: {hint}\n")), "{block}"),
+            None => assert!(!block.contains("hint:"), "{block}"),
+        }
+    }
+    assert_eq!(out.matches("error:").count(), 10, "{out}");
+}
+
+/// The typed results refuse no correct use: a result kept in a list, returned, given to
+/// `json.encode`, compared with `None`, shown in an f-string or with `%`, its optional
+/// fields used where they are set, its untyped values indexed.
+#[test]
+fn check_passes_every_correct_use_of_step_results() {
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"files": {"command": "true"}}}"#,
+    );
+    project.script(
+        "uses",
+        "1. Use them.\n",
+        Some(
+            "def execute(request):\n    \
+             r = auto(\"echo 1\", allow_failure = True)\n    \
+             f = auto(pick, {})\n    \
+             g = llm(\"Say.\", expects = {\"a\": \"the a\"})\n    \
+             a = ask(\"Go on?\")\n    \
+             m = mcp(\"files\", \"read\", {})\n    \
+             kept = [r, f, g, a, m]\n    \
+             print(json.encode(r), r == None, None != g, f\"{r}\", \"%s\" % r, \"%s %s\" % (r, g))\n    \
+             print(str(r), type(r) == \"struct\", getattr(r, \"output\"), hasattr(r, \"x\"), dir(r))\n    \
+             n = int(r.output.strip()) + (r.exit_code or 0)\n    \
+             print(n, \"said: \" + r.output, r.output + g.outputs[\"a\"], (r.error or \"\") + \"!\")\n    \
+             print(f.value[\"k\"], m.structured, m.content.strip(), a.answer, kept)\n    \
+             if r.success and not m.is_error:\n        \
+             return show(r)\n    \
+             return r\n\n\
+             def pick():\n    \
+             return {\"k\": 1}\n\n\
+             def show(result):\n    \
+             return result.output\n",
+        ),
+    );
+    let run = project.run(&["check", "uses"], "");
+    run.expect_code(0);
+    assert!(!run.stdout.contains("error:"), "{}", run.stdout);
 }
 
 /// A `call_script` of a script that does not resolve and an `mcp` call of a server

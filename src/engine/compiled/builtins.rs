@@ -16,7 +16,10 @@ use starlark::values::{Heap, Value};
 
 use super::Suspension;
 use super::context::{StepContext, step_context};
-use super::declared::{Declared, DictOrNone, Expects, Seconds, StepType};
+use super::declared::{
+    AskResult, AutoResult, CallScriptResult, Declared, DictOrNone, Expects, LlmResult, McpResult,
+    Returns, Seconds, StepType,
+};
 use super::diagnostics::{is_limit, locate_in_function, render};
 use super::values::{
     alloc_json, check_depth, error_value, expects_map, function_name, json_of, keyword_values,
@@ -77,7 +80,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         #[starlark(require = named)] env: Option<Declared<'v, DictOrNone>>,
         #[starlark(require = named, default = false)] allow_failure: bool,
         eval: &mut Evaluator<'v, '_, '_>,
-    ) -> anyhow::Result<Value<'v>> {
+    ) -> anyhow::Result<Returns<'v, AutoResult>> {
         let ctx = step_context(eval, "auto")?;
         let (step, kwargs) = (step.value, kwargs.map(|k| k.value));
         let (timeout, env) = (timeout.map(|t| t.value), env.map(|e| e.value));
@@ -183,7 +186,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         #[starlark(require = pos)] prompt: &str,
         #[starlark(require = named)] expects: Option<Declared<'v, Expects>>,
         eval: &mut Evaluator<'v, '_, '_>,
-    ) -> anyhow::Result<Value<'v>> {
+    ) -> anyhow::Result<Returns<'v, LlmResult>> {
         let ctx = step_context(eval, "llm")?;
         let expects = expects.map(|e| e.value);
         // Tags become journaled mcp steps before the llm step, so re-deriving the pending
@@ -238,7 +241,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         #[starlark(require = named)] timeout: Option<Declared<'v, Seconds>>,
         #[starlark(require = named, default = false)] allow_failure: bool,
         eval: &mut Evaluator<'v, '_, '_>,
-    ) -> anyhow::Result<Value<'v>> {
+    ) -> anyhow::Result<Returns<'v, McpResult>> {
         let ctx = step_context(eval, "mcp")?;
         let (arguments, timeout) = (arguments.map(|a| a.value), timeout.map(|t| t.value));
         let arguments = match arguments {
@@ -291,7 +294,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         #[starlark(require = named)] timeout: Option<Declared<'v, Seconds>>,
         #[starlark(require = named, default = false)] allow_failure: bool,
         eval: &mut Evaluator<'v, '_, '_>,
-    ) -> anyhow::Result<Value<'v>> {
+    ) -> anyhow::Result<Returns<'v, AskResult>> {
         let ctx = step_context(eval, "ask")?;
         if question.trim().is_empty() {
             anyhow::bail!("`ask` needs a question: it is empty");
@@ -334,7 +337,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         #[starlark(require = named)] working_dir: Option<&str>,
         #[starlark(require = named, default = false)] allow_failure: bool,
         eval: &mut Evaluator<'v, '_, '_>,
-    ) -> anyhow::Result<Value<'v>> {
+    ) -> anyhow::Result<Returns<'v, CallScriptResult>> {
         let ctx = step_context(eval, "call_script")?;
         let suspension = Suspension::Call {
             script: name.to_string(),

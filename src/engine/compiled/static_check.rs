@@ -20,6 +20,7 @@ use starlark::syntax::ast::{
 use starlark::typing::{AstModuleTypecheck, Interface};
 
 use super::builtins::{dialect, globals};
+use super::declared::ResultRecord;
 use super::diagnostics::{CodeError, closest, render};
 use super::modules::{FindModule, ModuleGraph};
 
@@ -508,7 +509,14 @@ pub(crate) fn typecheck(origin: &str, source: &str, find: &FindModule<'_>) -> Ve
         let calls = Calls::of(&node.ast);
         let (errors, _, interface, _) = node.ast.clone().typecheck(globals(), &loads);
         interfaces.push(interface);
-        problems.extend(super::step_results::problems(&node.ast));
+        // Where both report a field at the same place, the typechecker's words are shown.
+        let typed: Vec<Span> = errors.iter().filter_map(|e| Some(e.span()?.span)).collect();
+        problems.extend(
+            super::step_results::problems(&node.ast)
+                .into_iter()
+                .filter(|(at, _)| !typed.contains(at))
+                .map(|(_, problem)| problem),
+        );
         problems.extend(errors.iter().map(|e| {
             let hint = e
                 .span()
@@ -747,8 +755,11 @@ impl<'a> Calls<'a> {
 }
 
 /// A hint for a typechecker error `message` at `at`: the parameter a misspelled keyword
-/// meant.
+/// meant, or the field of a step's result a misspelled attribute meant.
 fn hint(message: &str, at: Span, calls: &Calls<'_>) -> Option<String> {
+    if let Some(hint) = field_hint(message) {
+        return Some(hint);
+    }
     let wrong = message
         .strip_prefix("Unexpected parameter named `")?
         .strip_suffix('`')?;
@@ -765,6 +776,30 @@ fn hint(message: &str, at: Span, calls: &Calls<'_>) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    })
+}
+
+/// For "The attribute `x` is not available on the type `T`", where `T` is a step's result
+/// (or a union holding some): the field meant, else the fields there are.
+fn field_hint(message: &str) -> Option<String> {
+    let (wrong, ty) = message
+        .strip_prefix("The attribute `")?
+        .split_once("` is not available on the type `")?;
+    let ty = ty.strip_suffix('`')?;
+    let mut fields: Vec<&str> = Vec::new();
+    for record in ty.split(" | ").filter_map(ResultRecord::named) {
+        for field in record.field_names() {
+            if !fields.contains(&field) {
+                fields.push(field);
+            }
+        }
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    Some(match closest(wrong, fields.iter().copied()) {
+        Some(f) => format!("did you mean `{f}`?"),
+        None => format!("its fields are {}", crate::display::quoted(&fields)),
     })
 }
 

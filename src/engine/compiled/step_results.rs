@@ -1,8 +1,15 @@
-//! What `mekara check` finds in how a script uses what its steps return, which starlark's
-//! typechecker does not see (each step builtin returns a struct whose fields depend on the
-//! builtin, and an llm step's outputs on its `expects`): a field the result does not have
-//! (`r.ouput`), and an output the step does not expect (`r.outputs["entyr"]`). Both fail only
-//! at run time, after earlier steps have changed things.
+//! What `mekara check` finds in how a script uses what its steps return, beyond what
+//! starlark's typechecker sees in the result types the builtins declare (`declared.rs`).
+//! The typechecker knows `auto`'s result as one record for both forms, an llm step's outputs
+//! as a dict, and a name by all it is ever assigned in a function at once (`r` assigned a
+//! step's result, then a struct with an `ouput`, lets `r.ouput` pass anywhere). So this
+//! finds a field the result does not have, following each name from its assignment
+//! (`r.ouput`; `r.value` of a command, `r.exit_code` of a function step), and an output the
+//! step does not expect (`r.outputs["entyr"]`). Where the typechecker reports the same field
+//! at the same place, its report is the one shown (`static_check::typecheck`). And starlark
+//! 0.14 types `str + x` as fine whatever `x` is, so this finds a string field added to what
+//! is not a string (`r.output + 1`). All fail only at run time, after earlier steps have
+//! changed things.
 //!
 //! A name is followed within one function (or the module's top level), from its last
 //! assignment before the use, in the order the source is written: a name assigned a step's
@@ -13,10 +20,12 @@
 use starlark::codemap::Span;
 use starlark::syntax::AstModule;
 use starlark::syntax::ast::{
-    ArgumentP, AssignTargetP, AstAssignTarget, AstExpr, AstLiteral, AstNoPayload, AstStmt,
+    ArgumentP, AssignTargetP, AstAssignTarget, AstExpr, AstLiteral, AstNoPayload, AstStmt, BinOp,
     CallArgsP, ExprP, StmtP,
 };
+use starlark::typing::Ty;
 
+use super::declared::ResultRecord;
 use super::diagnostics::{CodeError, closest, render};
 
 /// What a step call returned, as far as the source says.
@@ -26,8 +35,10 @@ struct StepResult {
     builtin: &'static str,
     /// The line of the call, from 1.
     line: usize,
-    /// The fields of its result.
-    fields: &'static [&'static str],
+    /// The fields of its result, in the form the call takes.
+    fields: Vec<&'static str>,
+    /// The builtin's result, as the typechecker knows it.
+    declared: &'static ResultRecord,
     /// For an llm step whose `expects` is written out: the outputs it expects.
     expects: Option<Vec<String>>,
 }
@@ -40,10 +51,34 @@ enum Event {
     Field(String, String, Span),
     /// `name.outputs["key"]`.
     Output(String, String, Span),
+    /// `left + right`, the whole expression at the span.
+    Add(Operand, Operand, Span),
 }
 
-/// The problems in `ast`'s uses of step results, rendered with their location.
-pub(crate) fn problems(ast: &AstModule) -> Vec<CodeError> {
+/// A side of `+` whose type the source shows.
+enum Operand {
+    /// A literal.
+    Literal(Ty),
+    /// `name.field`.
+    Field(String, String),
+}
+
+impl Operand {
+    /// Its type, when it is a literal or a field of a step's result.
+    fn ty(&self, bound: &[(String, Option<StepResult>)]) -> Option<Ty> {
+        match self {
+            Operand::Literal(ty) => Some(ty.clone()),
+            Operand::Field(name, field) => match bound.iter().find(|(n, _)| n == name) {
+                Some((_, Some(result))) => result.declared.field_type(field),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The problems in `ast`'s uses of step results, each at its span, rendered with its
+/// location.
+pub(crate) fn problems(ast: &AstModule) -> Vec<(Span, CodeError)> {
     let mut scopes = Vec::new();
     scope(ast.statement(), &mut scopes);
     let line = |span: Span| ast.file_span(span).resolve_span().begin.line + 1;
@@ -73,6 +108,28 @@ pub(crate) fn problems(ast: &AstModule) -> Vec<CodeError> {
                                 result.builtin, result.line
                             ),
                             &closest_or_all(&field, result.fields.iter().copied(), "fields"),
+                        ));
+                    }
+                }
+                Event::Add(left, right, span) => {
+                    let (Some(left), Some(right)) = (left.ty(&bound), right.ty(&bound)) else {
+                        continue;
+                    };
+                    let text = Ty::string();
+                    // starlark checks every `+` but this one: a string on the left.
+                    let not_text = right != Ty::any()
+                        && !right
+                            .iter_union()
+                            .iter()
+                            .any(|t| text.iter_union().contains(t));
+                    if left == text && not_text {
+                        found.push(located(
+                            ast,
+                            span,
+                            &format!(
+                                "Binary operator `+` is not available on the types `str` and `{right}`"
+                            ),
+                            "convert one side: `str(x)` to join text, or `int(s.strip())` to add numbers",
                         ));
                     }
                 }
@@ -195,6 +252,11 @@ fn uses(expr: &AstExpr, events: &mut Vec<(u32, Event)>) {
                 ));
             }
         }
+        ExprP::Op(left, BinOp::Add, right) => {
+            if let (Some(l), Some(r)) = (operand(left), operand(right)) {
+                events.push((expr.span.begin().get(), Event::Add(l, r, expr.span)));
+            }
+        }
         ExprP::Index(pair) => {
             let (object, key) = &**pair;
             if let ExprP::Dot(inner, field) = &object.node
@@ -213,6 +275,24 @@ fn uses(expr: &AstExpr, events: &mut Vec<(u32, Event)>) {
     expr.node.visit_expr(|e| uses(e, events));
 }
 
+/// `expr` as a side of `+`, when the source shows its type.
+fn operand(expr: &AstExpr) -> Option<Operand> {
+    match &expr.node {
+        ExprP::Literal(AstLiteral::Int(_)) => Some(Operand::Literal(Ty::int())),
+        ExprP::Literal(AstLiteral::Float(_)) => Some(Operand::Literal(Ty::float())),
+        ExprP::Literal(AstLiteral::String(_)) | ExprP::FString(_) => {
+            Some(Operand::Literal(Ty::string()))
+        }
+        ExprP::Dot(object, field) => match &object.node {
+            ExprP::Identifier(name) => {
+                Some(Operand::Field(name.node.ident.clone(), field.node.clone()))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// What the call `expr` returns, when it is a step builtin's call.
 fn step_result(expr: &AstExpr, line: &dyn Fn(Span) -> usize) -> Option<StepResult> {
     let ExprP::Call(callee, args) = &expr.node else {
@@ -225,32 +305,24 @@ fn step_result(expr: &AstExpr, line: &dyn Fn(Span) -> usize) -> Option<StepResul
         ArgumentP::Positional(value) => Some(value),
         _ => None,
     });
-    let (builtin, fields): (&'static str, &'static [&'static str]) = match name.node.ident.as_str()
-    {
-        "auto" => match first.map(|f| &f.node) {
-            Some(ExprP::Literal(AstLiteral::String(_))) => {
-                ("auto", &["success", "exit_code", "output", "error"])
-            }
-            Some(ExprP::Identifier(_)) => ("auto", &["success", "value", "output", "error"]),
-            _ => (
-                "auto",
-                &["success", "exit_code", "value", "output", "error"],
-            ),
-        },
-        "llm" => ("llm", &["success", "outputs"]),
-        "ask" => ("ask", &["success", "answer", "error"]),
-        "call_script" => ("call_script", &["success", "error"]),
-        "mcp" => (
-            "mcp",
-            &["success", "content", "structured", "is_error", "error"],
-        ),
-        _ => return None,
+    let builtin = name.node.ident.as_str();
+    let declared = ResultRecord::of(builtin)?;
+    // The field of `auto`'s other form, when the source shows which form the call takes.
+    let other_form = match (builtin, first.map(|f| &f.node)) {
+        ("auto", Some(ExprP::Literal(AstLiteral::String(_)))) => Some("value"),
+        ("auto", Some(ExprP::Identifier(_))) => Some("exit_code"),
+        _ => None,
     };
+    let fields = declared
+        .field_names()
+        .filter(|f| Some(*f) != other_form)
+        .collect();
     let expects = (builtin == "llm").then(|| expected_outputs(args)).flatten();
     Some(StepResult {
-        builtin,
+        builtin: declared.builtin,
         line: line(expr.span),
         fields,
+        declared,
         expects,
     })
 }
@@ -277,10 +349,13 @@ fn expected_outputs(args: &CallArgsP<AstNoPayload>) -> Option<Vec<String>> {
 }
 
 /// `error: MESSAGE` at `span`, with starlark's snippet, and the hint.
-fn located(ast: &AstModule, span: Span, message: &str, hint: &str) -> CodeError {
+fn located(ast: &AstModule, span: Span, message: &str, hint: &str) -> (Span, CodeError) {
     let mut e = starlark::Error::new_other(anyhow::anyhow!("{message}"));
     e.set_span(span, &ast.file_span(span).file);
-    CodeError::new(format!("{}\nhint: {hint}", render(&e)))
+    (
+        span,
+        CodeError::new(format!("{}\nhint: {hint}", render(&e))),
+    )
 }
 
 /// "did you mean `x`?" for the closest of `names` to `wrong`, else all of them.

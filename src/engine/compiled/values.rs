@@ -11,8 +11,10 @@ use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::list::{AllocList, ListRef};
 use starlark::values::structs::{AllocStruct, StructRef};
 use starlark::values::tuple::TupleRef;
+use starlark::values::type_repr::StarlarkTypeRepr;
 use starlark::values::{Heap, Value};
 
+use super::declared::Returns;
 use crate::engine::runner::{TIMEOUT_RULE, timeout_from_secs};
 use crate::engine::step::{StepResult, oversize};
 
@@ -212,9 +214,12 @@ pub(super) fn string_map(value: Value<'_>, what: &str) -> anyhow::Result<BTreeMa
         .collect()
 }
 
-/// The struct a step builtin returns.
-pub(super) fn result_struct<'v>(heap: Heap<'v>, fields: Vec<(&str, Value<'v>)>) -> Value<'v> {
-    heap.alloc(AllocStruct(fields))
+/// The struct a step builtin returns, declared to the typechecker as the record `T`.
+pub(super) fn result_struct<'v, T: StarlarkTypeRepr>(
+    heap: Heap<'v>,
+    fields: Vec<(&str, Value<'v>)>,
+) -> Returns<'v, T> {
+    Returns::new(heap.alloc(AllocStruct(fields)))
 }
 
 /// A result's `.error`: the reason it failed, or `None`.

@@ -337,7 +337,8 @@ fn failing(project: &Project) {
 /// Found by a model playing the agent (issue 28): `status`, which only reads, was refused as
 /// "in use" from a second server process while the first drove the run. It reads the
 /// journal without taking the run: it says the run is driven elsewhere and that it failed
-/// and waits to be finished by hand, and the first server goes on with it after.
+/// and waits to be finished by hand, or which llm step it waits on, with the first lines of
+/// its prompt (as `mekara runs show` does), and the first server goes on with it after.
 #[tokio::test]
 async fn status_from_another_server_reads_a_driven_run_without_taking_it() {
     let project = Project::new();
@@ -369,9 +370,30 @@ async fn status_from_another_server_reads_a_driven_run_without_taking_it() {
     ] {
         assert!(read.contains(said), "`{said}` is not said:\n{read}");
     }
-    talk.call(&other, "status", json!({"run_id": waiting}))
+    let read = talk
+        .call(&other, "status", json!({"run_id": waiting}))
         .await
         .ok();
+    assert!(
+        read.contains(
+            "The run waits for the agent to do the llm step `two[0]`, whose instructions begin:\n\n<prompt>\nfirst word\n</prompt>"
+        ),
+        "{read}"
+    );
+    let id = waiting
+        .split('.')
+        .next()
+        .expect("a handle starts with the run id");
+    let shown = project.run(&["runs", "show", id], "");
+    shown.expect_code(0);
+    assert!(
+        shown
+            .stdout
+            .contains("it waits for the agent on the llm step `two[0]`, handed out ")
+            && shown.stdout.contains(":\n  first word\n"),
+        "{}",
+        shown.stdout
+    );
     // The driver still holds both.
     give(&mut talk, &driver, &waiting, "one").await;
     talk.call(&driver, "finish_nl_script", json!({"run_id": failed}))
