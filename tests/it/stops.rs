@@ -512,17 +512,7 @@ async fn a_resume_that_kills_leftover_parallel_members_journals_each_over_mcp() 
             }
         } => {}
     }
-    let pid = client.pid;
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(i32::try_from(pid).expect("a pid fits an i32"))
-            .expect("pid"),
-        rustix::process::Signal::KILL,
-    )
-    .expect("kill");
-    drop(client);
-    while crate::mcp::client::alive(pid) {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    crate::mcp::client::kill_server(client).await;
     let id = only_run(&project);
     let pids = [
         crate::durability::pid_in(&root.join("a.pid")),

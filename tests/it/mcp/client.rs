@@ -259,6 +259,27 @@ pub fn find_handle(text: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// SIGKILLs the server of `client` (no chance to clean up) and waits until it is gone: the
+/// run's lock goes with the process, which a loaded machine may take a moment to end, and
+/// before that the run is still held.
+pub async fn kill_server(client: Client) {
+    let pid = client.pid;
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(pid).expect("a pid fits an i32"))
+            .expect("pid"),
+        rustix::process::Signal::KILL,
+    )
+    .expect("kill");
+    drop(client);
+    for _ in 0..400 {
+        if !alive(pid) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the killed server {pid} is still alive");
+}
+
 /// Whether process `pid` is alive.
 pub fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()

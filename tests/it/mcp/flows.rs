@@ -339,24 +339,9 @@ async fn resume_after_the_server_is_killed() {
     let id = run_id(&format!("`{}`", project.run_ids()[0]));
     let handle = handle(&first);
     assert!(handle.starts_with(&format!("{id}.")), "{handle}");
-    // SIGKILL: no chance to clean up.
-    let pid = client.pid;
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(i32::try_from(pid).expect("a pid fits an i32"))
-            .expect("pid"),
-        rustix::process::Signal::KILL,
-    )
-    .expect("kill");
-    drop(client);
-    // The run's lock goes with the process, which a loaded machine may take a moment to end:
-    // before that, the run is still held, not interrupted (the test failed so under load).
-    for _ in 0..200 {
-        if !alive(pid) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(!alive(pid), "the killed server {pid} is still alive");
+    // SIGKILL: no chance to clean up; waited for, or the run is still held, not interrupted
+    // (the test failed so under load).
+    super::client::kill_server(client).await;
 
     let client = Client::start(&project, &[]).await;
     talk.call(&client, "resume", json!({})).await.ok();
