@@ -448,9 +448,18 @@ pub(crate) fn pending(
                          stop, stop"
                     .to_string(),
             };
+            // A failure in a called script names it: its rule may be to stop.
+            let title = match failed_call {
+                Some(call) => format!(
+                    "`{path}` failed in `{}`; stop or finish it by hand, as the instructions \
+                     say",
+                    call.name
+                ),
+                None => format!("`{path}` failed; finish it by hand"),
+            };
             let _ = write!(
                 out,
-                "## Your turn: `{path}` failed; finish it by hand\n\n\
+                "## Your turn: {title}\n\n\
                  What failed:\n\n<error>\n{}</error>\n\n\
                  First do what {whose_rules} (tell the user what failed; do not work around \
                  it). Otherwise, the steps listed as done above ran already: do not repeat \
@@ -983,7 +992,7 @@ pub(crate) fn status(
             depth,
             &frame.script.name.to_string(),
             frame.is_compiled(),
-            frame.steps.len(),
+            &frame.steps,
             &shown_dir(&frame.working_dir, cwd),
             &frame.request,
         );
@@ -1013,22 +1022,29 @@ pub(crate) fn status(
 }
 
 /// One frame of a run's stack, for `status`: `1. \`name\` (compiled, 2 steps done, in
-/// \`.\`) with arguments "…"`.
+/// \`.\`) with arguments "…"`; the steps that failed are counted apart (`1 step done and 1
+/// failed`), so that a failed step is not read as done.
 fn stack_line(
     text: &mut String,
     depth: usize,
     name: &str,
     compiled: bool,
-    steps: usize,
+    steps: &[crate::engine::step::StepRecord],
     dir: &str,
     request: &str,
 ) {
     let kind = if compiled { "compiled" } else { "NL" };
+    let failed = steps.iter().filter(|s| !s.result.success).count();
+    let done = steps.len() - failed;
+    let steps = match (done, failed) {
+        (_, 0) => format!("{} done", count(done, "step")),
+        (0, _) => format!("{} failed", count(failed, "step")),
+        _ => format!("{} done and {failed} failed", count(done, "step")),
+    };
     let _ = write!(
         text,
-        "{}. `{name}` ({kind}, {} done, in `{dir}`)",
+        "{}. `{name}` ({kind}, {steps}, in `{dir}`)",
         depth + 1,
-        count(steps, "step"),
     );
     if !request.is_empty() {
         let shown = crate::display::clipped(request, crate::display::SHOWN_ARGUMENTS);
@@ -1074,7 +1090,7 @@ pub(crate) fn read_status(
             depth,
             &crate::script::name::shown(&frame.push.script),
             frame.push.compiled,
-            frame.steps.len(),
+            &frame.steps,
             &shown_dir(&frame.push.working_dir, cwd),
             &frame.push.request,
         );
