@@ -102,6 +102,14 @@ pub(crate) const SHOWN_ARGUMENTS: usize = 4096;
 /// repeats back: enough to recognise it, and a 120 KB mistake does not make a 120 KB error.
 pub(crate) const ECHOED: usize = 200;
 
+/// The first line of `text` that is not blank, trimmed ("" when there is none).
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
 /// The first `lines` lines of `text` that are not blank, trimmed, clipped to `max` bytes: a
 /// long text's gist.
 pub(crate) fn first_lines(text: &str, lines: usize, max: usize) -> String {

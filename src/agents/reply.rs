@@ -216,7 +216,7 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         }
     }
     if let Some(context) = &record.context {
-        let _ = write!(out, " — {}", first_line(context));
+        let _ = write!(out, " — {}", crate::display::first_line(context));
     }
     out.push('\n');
     if record.failure_allowed() {
@@ -319,13 +319,6 @@ fn indent(text: &str, by: &str) -> String {
         }
     }
     out
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
 }
 
 /// `{"run_id": "<handle>", ` before the rest of a call's arguments, when the run has a

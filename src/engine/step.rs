@@ -91,7 +91,7 @@ impl StepInput {
             StepInput::Function { function, kwargs } => {
                 format!("{function}({})", Json::Object(kwargs.clone()))
             }
-            StepInput::Llm { prompt, .. } => format!("llm: {}", first_line(prompt)),
+            StepInput::Llm { prompt, .. } => format!("llm: {}", crate::display::first_line(prompt)),
             StepInput::Call {
                 script, request, ..
             } => {
@@ -106,7 +106,9 @@ impl StepInput {
                 tool,
                 arguments,
             } => format!("mcp {server}/{tool} {}", Json::Object(arguments.clone())),
-            StepInput::Ask { question, .. } => format!("ask: {}", first_line(question)),
+            StepInput::Ask { question, .. } => {
+                format!("ask: {}", crate::display::first_line(question))
+            }
         }
     }
 
@@ -240,13 +242,6 @@ fn differing(fields: &[(&str, &str, &str)]) -> String {
         .map(|(field, now, was)| format!("{field} is now `{now}` but was `{was}`"))
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
 }
 
 /// What came of a step.
