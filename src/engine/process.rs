@@ -201,34 +201,103 @@ mod imp {
 
     const SECOND_NS: u64 = 1_000_000_000;
 
-    /// `ps -o pid=,pgid=,stat=,etime=` with `selection` (`-p PID` or `-A`), parsed; a
-    /// zombie counts as no process.
-    fn ps(selection: &[&str]) -> Vec<Process> {
-        let asked = clock_ns();
-        let Ok(out) = Command::new("ps")
-            .args(selection)
-            .args(["-o", "pid=", "-o", "pgid=", "-o", "stat=", "-o", "etime="])
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-        else {
-            return Vec::new();
-        };
-        let answered = clock_ns();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|line| parse_line(line, asked, answered))
-            .collect()
+    /// How far the age `ps` prints may be from the true one: a second, and a little more.
+    /// procps takes the age as its uptime (in hundredths) less the start (in clock ticks),
+    /// and prints the whole seconds of that, so it can be a second and a tick short: over
+    /// 400 processes on Linux it printed between 1.0013 s less and 0.0025 s more than the
+    /// age. A window of exactly a second once took a step spawned a few milliseconds
+    /// before its note for another process, and left it running.
+    const SLACK_NS: u64 = SECOND_NS + SECOND_NS / 10;
+
+    /// How many times `ps` is asked when it prints an age that cannot be right.
+    const ATTEMPTS: u32 = 5;
+
+    /// `ps -o pid=,pgid=,stat=,etime=` with `selection` (`-p PID` or `-A`), parsed, keeping
+    /// the processes `wanted` by pid and group; a zombie counts as no process.
+    ///
+    /// procps reads a process in the tick it started as older than the epoch (its uptime
+    /// less the start comes out below zero, and wraps: "441077234-00:18:40" for a `sleep`
+    /// spawned a millisecond before): such a reading is asked again a little later. One that
+    /// stays wrong counts as a process started before anything mekara noted, so nothing is
+    /// killed on its word.
+    fn ps(selection: &[&str], wanted: impl Fn(i32, i32) -> bool) -> Vec<Process> {
+        let mut attempt = 1;
+        loop {
+            let asked = clock_ns();
+            let Ok(out) = Command::new("ps")
+                .args(selection)
+                .args(["-o", "pid=", "-o", "pgid=", "-o", "stat=", "-o", "etime="])
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+            else {
+                return Vec::new();
+            };
+            let answered = clock_ns();
+            let read: Vec<Read> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|line| parse_line(line, asked, answered))
+                .filter(|read| wanted(read.pid(), read.pgid()))
+                .collect();
+            let wrapped = read.iter().any(|r| matches!(r, Read::AgeWrapped { .. }));
+            if wrapped && attempt < ATTEMPTS {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                continue;
+            }
+            return read
+                .into_iter()
+                .map(|read| match read {
+                    Read::Known(process) => process,
+                    Read::AgeWrapped { pid, pgid } => {
+                        tracing::warn!(
+                            "`ps` gave process {pid} an age older than the clock {ATTEMPTS} times; it counts as one started long ago"
+                        );
+                        Process {
+                            pid,
+                            pgid,
+                            started_ns: 0,
+                            started_by_ns: 0,
+                        }
+                    }
+                })
+                .collect();
+        }
+    }
+
+    /// What one line of [`ps`] says of a process.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Read {
+        /// Its group, and when it started.
+        Known(Process),
+        /// Its age reaches back before the wall clock's epoch: not a true reading.
+        AgeWrapped { pid: i32, pgid: i32 },
+    }
+
+    impl Read {
+        fn pid(&self) -> i32 {
+            match self {
+                Read::Known(process) => process.pid,
+                Read::AgeWrapped { pid, .. } => *pid,
+            }
+        }
+
+        fn pgid(&self) -> i32 {
+            match self {
+                Read::Known(process) => process.pgid,
+                Read::AgeWrapped { pgid, .. } => *pgid,
+            }
+        }
     }
 
     /// One line of [`ps`]'s output, asked for at `asked` and read at `answered`.
     ///
     /// `ps` measured the age somewhere in between, and rounds both the start and its own
-    /// clock down to the second, so the true age is within a second of the one it prints:
-    /// the process started between `asked - age - 1s` and `answered - age + 1s`. (A busy
-    /// machine can take well over a second to run `ps`; a window from `asked` alone once
-    /// took such a step for another process and left it running.)
-    pub(super) fn parse_line(line: &str, asked: u64, answered: u64) -> Option<Process> {
+    /// clock down, so the true age is within [`SLACK_NS`] of the one it prints: the process
+    /// started between `asked - age - slack` and `answered - age + slack`. (A busy machine
+    /// can take well over a second to run `ps`; a window from `asked` alone once took such
+    /// a step for another process and left it running.)
+    pub(super) fn parse_line(line: &str, asked: u64, answered: u64) -> Option<Read> {
         let mut fields = line.split_whitespace();
         let pid = fields.next()?.parse().ok()?;
         let pgid = fields.next()?.parse().ok()?;
@@ -238,12 +307,15 @@ mod imp {
             return None;
         }
         let age_ns = age.saturating_mul(SECOND_NS);
-        Some(Process {
+        if age_ns >= asked {
+            return Some(Read::AgeWrapped { pid, pgid });
+        }
+        Some(Read::Known(Process {
             pid,
             pgid,
-            started_ns: asked.saturating_sub(age_ns.saturating_add(SECOND_NS)),
-            started_by_ns: answered.saturating_sub(age_ns).saturating_add(SECOND_NS),
-        })
+            started_ns: asked.saturating_sub(age_ns.saturating_add(SLACK_NS)),
+            started_by_ns: answered.saturating_sub(age_ns).saturating_add(SLACK_NS),
+        }))
     }
 
     /// `ps`'s `etime`: `[[dd-]hh:]mm:ss`, in seconds.
@@ -268,13 +340,11 @@ mod imp {
         if pid <= 0 {
             return None;
         }
-        ps(&["-p", &pid.to_string()])
-            .into_iter()
-            .find(|p| p.pid == pid)
+        ps(&["-p", &pid.to_string()], |p, _| p == pid).pop()
     }
 
     pub(crate) fn group_members(pgid: i32) -> Vec<Process> {
-        ps(&["-A"]).into_iter().filter(|p| p.pgid == pgid).collect()
+        ps(&["-A"], |_, g| g == pgid)
     }
 
     /// No descriptor: the step loop asks `waitid` at each tick.
@@ -338,7 +408,7 @@ mod tests {
     #[cfg(not(all(target_os = "linux", not(feature = "force-portable"))))]
     #[test]
     fn ps_lines_and_ages_parse() {
-        use super::imp::{elapsed_secs, parse_line};
+        use super::imp::{Read, elapsed_secs, parse_line};
         assert_eq!(elapsed_secs("00:05"), Some(5));
         assert_eq!(elapsed_secs("01:02:03"), Some(3723));
         assert_eq!(elapsed_secs("2-01:02:03"), Some(2 * 86_400 + 3723));
@@ -346,16 +416,25 @@ mod tests {
             assert_eq!(elapsed_secs(bad), None, "{bad:?}");
         }
         let s = 1_000_000_000;
+        let slack = s + s / 10;
         // `ps` was asked at 100 s and answered at 102 s: it measured 7 s at 100 s at the
-        // earliest (true age up to 8 s) and at 102 s at the latest (true age down to 6 s).
+        // earliest (true age up to 8.1 s) and at 102 s at the latest (true age down to 5.9 s).
         let (asked, answered) = (100 * s, 102 * s);
         assert_eq!(
             parse_line("  123   120 S+     00:07", asked, answered),
-            Some(Process {
+            Some(Read::Known(Process {
                 pid: 123,
                 pgid: 120,
-                started_ns: 92 * s,
-                started_by_ns: 96 * s,
+                started_ns: 93 * s - slack,
+                started_by_ns: 95 * s + slack,
+            }))
+        );
+        // What procps printed for a `sleep` it read in the tick it started.
+        assert_eq!(
+            parse_line("27577 27577 S    441077234-00:18:40", asked, answered),
+            Some(Read::AgeWrapped {
+                pid: 27577,
+                pgid: 27577
             })
         );
         for line in ["123 120 Z 00:07", "123 120 S", "123 120 S 00:07 extra"] {
