@@ -26,6 +26,15 @@ pub(crate) fn call_chain(names: &[String]) -> String {
     said
 }
 
+/// `a`, `a and b`, `a, b and c`: items said as one list.
+pub(crate) fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// `512 B`, `12.3 KiB`, `4.0 MiB`: a size in bytes, for people.
 pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

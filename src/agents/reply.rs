@@ -431,12 +431,21 @@ pub(crate) fn pending(
         } => {
             // A failure in a called script is handled first by that script's own words.
             let whose_rules = match failed_call {
-                Some(call) => format!(
-                    "the instructions of `{}` (the script that failed, below) and of `{path}` \
-                     say to do when this fails: if they say to stop, stop the whole run, the \
-                     rest of the scripts that called it too",
-                    call.name
-                ),
+                Some(call) => {
+                    let callers: Vec<String> = call
+                        .between
+                        .iter()
+                        .map(|(name, _)| format!("`{name}`"))
+                        .chain([format!("`{path}`")])
+                        .collect();
+                    format!(
+                        "the instructions of `{}` (the script that failed, below) and of {} say \
+                         to do when this fails: if they say to stop, stop the whole run, the \
+                         rest of the scripts that called it too",
+                        call.name,
+                        crate::display::and_list(&callers)
+                    )
+                }
                 None => "the script's instructions say to do when this fails: if they say to \
                          stop, stop"
                     .to_string(),
@@ -479,12 +488,35 @@ pub(crate) fn pending(
                 };
                 let _ = write!(
                     out,
-                    "{whose}, for the part of it that did not run (its steps listed as done above \
-                     ran already):\n\n<called-script-instructions name=\"{}\">\n{}\
+                    "{whose}, for what is left of it, the step that failed and those after it (its \
+                     steps listed as done above ran already):\n\n<called-script-instructions name=\"{}\">\n{}\
                      </called-script-instructions>\n\n",
                     call.name,
                     with_newline(&call.instructions)
                 );
+                // What the scripts between still had to do once their call returned.
+                for (name, callee, instructions) in call.callers_between() {
+                    let _ = write!(
+                        out,
+                        "Then the instructions of `{name}`, which called `{callee}`, for what is \
+                         left of it after that call:\n\n<called-script-instructions \
+                         name=\"{name}\">\n{}</called-script-instructions>\n\n",
+                        with_newline(instructions)
+                    );
+                }
+                if !call.between.is_empty() {
+                    let order: Vec<String> = call
+                        .inside_out(path)
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect();
+                    let _ = write!(
+                        out,
+                        "If you finish by hand, finish them from the inside out: what is left of \
+                         {}.\n\n",
+                        order.join(", then of ")
+                    );
+                }
             }
             let _ = writeln!(
                 out,

@@ -189,6 +189,32 @@ pub(crate) struct FailedCall {
     /// The chain of calls, by name: the script that falls back, the script it called, and
     /// so on down to the one whose step failed (`name`, the last).
     pub chain: Vec<String>,
+    /// The scripts between the one that falls back and the one whose step failed, the
+    /// innermost first (the order what is left of them is done in): each name, and its NL
+    /// instructions with its arguments substituted. Empty when the script that falls back
+    /// called the failing one itself.
+    pub between: Vec<(String, String)>,
+}
+
+impl FailedCall {
+    /// Each script between, with the script it called: `(name, callee, instructions)`.
+    pub(crate) fn callers_between(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        let callees =
+            std::iter::once(self.name.as_str()).chain(self.between.iter().map(|(n, _)| n.as_str()));
+        self.between
+            .iter()
+            .zip(callees)
+            .map(|((name, instructions), callee)| (name.as_str(), callee, instructions.as_str()))
+    }
+
+    /// Whose work is left, in the order to finish it: the failing script, the scripts
+    /// between, then `root` (the script that falls back).
+    pub(crate) fn inside_out<'a>(&'a self, root: &'a str) -> Vec<&'a str> {
+        std::iter::once(self.name.as_str())
+            .chain(self.between.iter().map(|(name, _)| name.as_str()))
+            .chain([root])
+            .collect()
+    }
 }
 
 impl Pending {
@@ -1243,10 +1269,24 @@ impl Executor {
         if chain.len() < 2 {
             chain.push(called.name.to_string());
         }
+        let between = top
+            .failed_calls
+            .iter()
+            .rev()
+            .skip(1)
+            .filter_map(|callee| {
+                let script = self.resolver.resolve(&callee.script).ok()?;
+                Some((
+                    script.name.to_string(),
+                    script.instructions(&callee.request),
+                ))
+            })
+            .collect();
         Some(FailedCall {
             name: called.name.to_string(),
             instructions: called.instructions(request),
             chain,
+            between,
         })
     }
 

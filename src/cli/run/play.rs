@@ -188,9 +188,21 @@ pub(super) fn play(
                         format!("{}, which it called; its own instructions", call.name)
                     };
                     outln!(
-                        "\nThe failure was in {whose} (for the part of it that did not run):\n{}",
+                        "\nThe failure was in {whose} (for what is left of it: the step that failed and those after it):\n{}",
                         call.instructions.trim_end()
                     )?;
+                    for (name, callee, instructions) in call.callers_between() {
+                        outln!(
+                            "\nThen the instructions of {name}, which called {callee}, for what is left of it after that call:\n{}",
+                            instructions.trim_end()
+                        )?;
+                    }
+                    if !call.between.is_empty() {
+                        outln!(
+                            "\nFinish them from the inside out: what is left of {}.",
+                            call.inside_out(&path).join(", then of ")
+                        )?;
+                    }
                 }
                 if std::io::stdin().is_terminal() {
                     match ask_done(

@@ -126,7 +126,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             let exit_code = result
                 .exit_code
                 .map_or_else(Value::new_none, |c| heap.alloc(c));
-            return Ok(result_struct(
+            return result_struct(
                 heap,
                 vec![
                     ("success", Value::new_bool(result.success)),
@@ -134,7 +134,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                     ("output", heap.alloc(result.output.as_str())),
                     ("error", error_value(heap, &result)),
                 ],
-            ));
+            );
         }
         if step.get_type() != "function" {
             anyhow::bail!(
@@ -168,7 +168,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             .value
             .as_ref()
             .map_or_else(Value::new_none, |v| alloc_json(heap, v));
-        Ok(result_struct(
+        result_struct(
             heap,
             vec![
                 ("success", Value::new_bool(result.success)),
@@ -176,7 +176,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 ("output", heap.alloc(result.output.as_str())),
                 ("error", error_value(heap, &result)),
             ],
-        ))
+        )
     }
 
     /// Hands a step to the agent: suspends the script until the agent gives the outputs
@@ -219,13 +219,13 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         let result = ctx.replay_or_suspend(suspension, false)?;
         let heap = eval.heap();
         let outputs = Json::Object(result.outputs.unwrap_or_default());
-        Ok(result_struct(
+        result_struct(
             heap,
             vec![
                 ("success", Value::new_bool(true)),
                 ("outputs", alloc_json(heap, &outputs)),
             ],
-        ))
+        )
     }
 
     /// Calls `tool` of MCP server `server` (declared in `.mcp.json`) with `arguments` (a
@@ -271,7 +271,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             .structured
             .as_ref()
             .map_or_else(Value::new_none, |v| alloc_json(heap, v));
-        Ok(result_struct(
+        result_struct(
             heap,
             vec![
                 ("success", Value::new_bool(result.success)),
@@ -280,7 +280,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 ("is_error", Value::new_bool(result.is_error)),
                 ("error", error_value(heap, &result)),
             ],
-        ))
+        )
     }
 
     /// Asks the person a question and waits for the answer: at the terminal, through the
@@ -319,14 +319,14 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
             .answer
             .as_deref()
             .map_or_else(Value::new_none, |a| heap.alloc(a));
-        Ok(result_struct(
+        result_struct(
             heap,
             vec![
                 ("success", Value::new_bool(result.success)),
                 ("answer", answer),
                 ("error", error_value(heap, &result)),
             ],
-        ))
+        )
     }
 
     /// Runs another script (compiled or NL) as a nested frame and waits for it. Returns
@@ -350,13 +350,13 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         };
         let result = ctx.replay_or_suspend(suspension, allow_failure)?;
         let heap = eval.heap();
-        Ok(result_struct(
+        result_struct(
             heap,
             vec![
                 ("success", Value::new_bool(result.success)),
                 ("error", error_value(heap, &result)),
             ],
-        ))
+        )
     }
 }
 

@@ -224,12 +224,22 @@ impl ResultRecord {
 /// record `T`.
 pub(super) type Returns<'v, T> = ValueOfUnchecked<'v, T>;
 
+/// The type of a step builtin's result, as the typechecker knows it.
+pub(super) trait StepResultType: StarlarkTypeRepr {
+    /// The builtin that returns it, whose record in [`RESULTS`] lists its fields.
+    const BUILTIN: &'static str;
+}
+
 /// Defines the type of a step builtin's result.
 macro_rules! result_type {
     ($($name:ident => $builtin:literal),* $(,)?) => {
         $(
             #[doc = concat!("The result of `", $builtin, "`.")]
             pub(super) struct $name;
+
+            impl StepResultType for $name {
+                const BUILTIN: &'static str = $builtin;
+            }
 
             impl StarlarkTypeRepr for $name {
                 type Canonical = Self;

@@ -11,10 +11,9 @@ use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::list::{AllocList, ListRef};
 use starlark::values::structs::{AllocStruct, StructRef};
 use starlark::values::tuple::TupleRef;
-use starlark::values::type_repr::StarlarkTypeRepr;
 use starlark::values::{Heap, Value};
 
-use super::declared::Returns;
+use super::declared::{ResultRecord, Returns, StepResultType};
 use crate::engine::runner::{TIMEOUT_RULE, timeout_from_secs};
 use crate::engine::step::{StepResult, oversize};
 
@@ -215,11 +214,26 @@ pub(super) fn string_map(value: Value<'_>, what: &str) -> anyhow::Result<BTreeMa
 }
 
 /// The struct a step builtin returns, declared to the typechecker as the record `T`.
-pub(super) fn result_struct<'v, T: StarlarkTypeRepr>(
+///
+/// Each field must be one its type declares to `mekara check` (the record of `T` in
+/// [`RESULTS`](super::declared::RESULTS)), so the typechecker never refuses a field a
+/// script reads at run time: a field it does not declare is mekara's own mistake, and fails
+/// the step saying so (every builtin's result is built in the tests).
+pub(super) fn result_struct<'v, T: StepResultType>(
     heap: Heap<'v>,
     fields: Vec<(&str, Value<'v>)>,
-) -> Returns<'v, T> {
-    Returns::new(heap.alloc(AllocStruct(fields)))
+) -> anyhow::Result<Returns<'v, T>> {
+    let record = ResultRecord::of(T::BUILTIN);
+    if let Some((undeclared, _)) = fields
+        .iter()
+        .find(|(name, _)| record.is_none_or(|r| !r.field_names().any(|n| n == *name)))
+    {
+        anyhow::bail!(
+            "mekara's own error: the result of `{}` has a field `{undeclared}` its declared type does not have (please report it)",
+            T::BUILTIN
+        );
+    }
+    Ok(Returns::new(heap.alloc(AllocStruct(fields))))
 }
 
 /// A result's `.error`: the reason it failed, or `None`.

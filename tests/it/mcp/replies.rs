@@ -201,8 +201,8 @@ async fn start_outside_a_project_says_where_it_looked() {
 
 /// Regression (issue 28): in a chain of calls `ship` → `release` → `publish` where a step
 /// of `publish` failed, the fallback gave the agent only `release`'s instructions (the
-/// script `ship` called). It gives `publish`'s, the script whose step failed, and names the
-/// chain.
+/// script `ship` called). It gives `publish`'s, the script whose step failed, names the
+/// chain, and gives what `release` still had to do after its call, and the order.
 #[tokio::test]
 async fn a_failure_two_calls_down_hands_over_the_failing_scripts_instructions() {
     let project = crate::transcripts::chain_project();
@@ -211,7 +211,9 @@ async fn a_failure_two_calls_down_hands_over_the_failing_scripts_instructions() 
     assert!(
         reply.contains("<called-script-instructions name=\"publish\">\nUpload v3 to the registry, then tag it. If the registry is down, stop and tell the user.\n</called-script-instructions>")
             && reply.contains("`ship` called `release`, which called `publish`")
-            && !reply.contains("<called-script-instructions name=\"release\">"),
+            && reply.contains("Then the instructions of `release`, which called `publish`, for what is left of it after that call:\n\n<called-script-instructions name=\"release\">\nPublish v3, then write its release notes.\n</called-script-instructions>")
+            && reply.contains("the instructions of `publish` (the script that failed, below) and of `release` and `ship` say")
+            && reply.contains("finish them from the inside out: what is left of `publish`, then of `release`, then of `ship`."),
         "{reply}"
     );
     insta::assert_snapshot!("call_chain_fails", project.scrub(&reply));
