@@ -574,6 +574,8 @@ fn check_reports_misuse_of_each_step_result_by_its_type() {
              double(r)\n    \
              r.exit_code.upper()\n    \
              if r.success == \"yes\":\n        \
+             print(n)\n    \
+             if r.output < 1:\n        \
              print(n)\n\n\
              def say(message):\n    \
              print(message)\n\n\
@@ -635,6 +637,13 @@ fn check_reports_misuse_of_each_step_result_by_its_type() {
             "typed.star:17:21",
             None,
         ),
+        (
+            "Binary operator `<` is not available on the types `str` and `int`",
+            "typed.star:19:8",
+            Some(
+                "compare like with like: `int(s.strip())` to compare numbers, or `str(x)` to compare text",
+            ),
+        ),
     ] {
         let block = error_block(out, said);
         let location = block.lines().nth(1).unwrap_or_default();
@@ -647,7 +656,14 @@ fn check_reports_misuse_of_each_step_result_by_its_type() {
             None => assert!(!block.contains("hint:"), "{block}"),
         }
     }
-    assert_eq!(out.matches("error:").count(), 10, "{out}");
+    assert_eq!(out.matches("error:").count(), 11, "{out}");
+    // In the order of the source, whichever check found them.
+    let lines: Vec<usize> = out
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--> "))
+        .filter_map(|at| at.rsplit(':').nth(1)?.parse().ok())
+        .collect();
+    assert!(lines.is_sorted() && lines.len() == 11, "{lines:?}\n{out}");
 }
 
 /// The typed results refuse no correct use: a result kept in a list, returned, given to
@@ -676,6 +692,7 @@ fn check_passes_every_correct_use_of_step_results() {
              n = int(r.output.strip()) + (r.exit_code or 0)\n    \
              print(n, \"said: \" + r.output, r.output + g.outputs[\"a\"], (r.error or \"\") + \"!\")\n    \
              print(f.value[\"k\"], m.structured, m.content.strip(), a.answer, kept)\n    \
+             print(r.output < \"b\", r.output >= g.outputs[\"a\"], 1 <= len(r.output))\n    \
              if r.success and not m.is_error:\n        \
              return show(r)\n    \
              return r\n\n\

@@ -511,22 +511,24 @@ pub(crate) fn typecheck(origin: &str, source: &str, find: &FindModule<'_>) -> Ve
         interfaces.push(interface);
         // Where both report a field at the same place, the typechecker's words are shown.
         let typed: Vec<Span> = errors.iter().filter_map(|e| Some(e.span()?.span)).collect();
-        problems.extend(
-            super::step_results::problems(&node.ast)
-                .into_iter()
-                .filter(|(at, _)| !typed.contains(at))
-                .map(|(_, problem)| problem),
-        );
-        problems.extend(errors.iter().map(|e| {
-            let hint = e
-                .span()
-                .and_then(|at| hint(&e.without_diagnostic().to_string(), at.span, &calls));
+        let mut found: Vec<(Option<Span>, CodeError)> = super::step_results::problems(&node.ast)
+            .into_iter()
+            .filter(|(at, _)| !typed.contains(at))
+            .map(|(at, problem)| (Some(at), problem))
+            .collect();
+        found.extend(errors.iter().map(|e| {
+            let at = e.span().map(|at| at.span);
+            let hint = at.and_then(|at| hint(&e.without_diagnostic().to_string(), at, &calls));
             let message = render(e);
-            CodeError::new(match hint {
+            let problem = CodeError::new(match hint {
                 Some(hint) => format!("{message}\nhint: {hint}"),
                 None => message,
-            })
+            });
+            (at, problem)
         }));
+        // In the order of the source, as a reader goes through it.
+        found.sort_by_key(|(at, _)| at.map(|at| at.begin().get()));
+        problems.extend(found.into_iter().map(|(_, problem)| problem));
     }
     problems
 }

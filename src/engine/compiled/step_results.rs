@@ -51,11 +51,12 @@ enum Event {
     Field(String, String, Span),
     /// `name.outputs["key"]`.
     Output(String, String, Span),
-    /// `left + right`, the whole expression at the span.
-    Add(Operand, Operand, Span),
+    /// `left + right`, `left < right` and the other orderings: the operator, its sides,
+    /// and the whole expression's span.
+    Op(BinOp, Operand, Operand, Span),
 }
 
-/// A side of `+` whose type the source shows.
+/// A side of an operator whose type the source shows.
 enum Operand {
     /// A literal.
     Literal(Ty),
@@ -111,25 +112,33 @@ pub(crate) fn problems(ast: &AstModule) -> Vec<(Span, CodeError)> {
                         ));
                     }
                 }
-                Event::Add(left, right, span) => {
+                Event::Op(op, left, right, span) => {
                     let (Some(left), Some(right)) = (left.ty(&bound), right.ty(&bound)) else {
                         continue;
                     };
                     let text = Ty::string();
-                    // starlark checks every `+` but this one: a string on the left.
+                    // starlark checks `+` and the orderings but with a string on the left.
                     let not_text = right != Ty::any()
                         && !right
                             .iter_union()
                             .iter()
                             .any(|t| text.iter_union().contains(t));
                     if left == text && not_text {
+                        let hint = if op == BinOp::Add {
+                            "convert one side: `str(x)` to join text, or `int(s.strip())` to add numbers"
+                        } else {
+                            "compare like with like: `int(s.strip())` to compare numbers, or `str(x)` to compare text"
+                        };
+                        // `BinOp` displays with a space each side.
+                        let op = op.to_string();
                         found.push(located(
                             ast,
                             span,
                             &format!(
-                                "Binary operator `+` is not available on the types `str` and `{right}`"
+                                "Binary operator `{}` is not available on the types `str` and `{right}`",
+                                op.trim()
                             ),
-                            "convert one side: `str(x)` to join text, or `int(s.strip())` to add numbers",
+                            hint,
                         ));
                     }
                 }
@@ -252,9 +261,17 @@ fn uses(expr: &AstExpr, events: &mut Vec<(u32, Event)>) {
                 ));
             }
         }
-        ExprP::Op(left, BinOp::Add, right) => {
+        ExprP::Op(
+            left,
+            op @ (BinOp::Add
+            | BinOp::Less
+            | BinOp::LessOrEqual
+            | BinOp::Greater
+            | BinOp::GreaterOrEqual),
+            right,
+        ) => {
             if let (Some(l), Some(r)) = (operand(left), operand(right)) {
-                events.push((expr.span.begin().get(), Event::Add(l, r, expr.span)));
+                events.push((expr.span.begin().get(), Event::Op(*op, l, r, expr.span)));
             }
         }
         ExprP::Index(pair) => {
@@ -275,7 +292,7 @@ fn uses(expr: &AstExpr, events: &mut Vec<(u32, Event)>) {
     expr.node.visit_expr(|e| uses(e, events));
 }
 
-/// `expr` as a side of `+`, when the source shows its type.
+/// `expr` as a side of an operator, when the source shows its type.
 fn operand(expr: &AstExpr) -> Option<Operand> {
     match &expr.node {
         ExprP::Literal(AstLiteral::Int(_)) => Some(Operand::Literal(Ty::int())),
