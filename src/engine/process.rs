@@ -205,8 +205,7 @@ mod imp {
     /// procps takes the age as its uptime (in hundredths) less the start (in clock ticks),
     /// and prints the whole seconds of that, so it can be a second and a tick short: over
     /// 400 processes on Linux it printed between 1.0013 s less and 0.0025 s more than the
-    /// age. A window of exactly a second once took a step spawned a few milliseconds
-    /// before its note for another process, and left it running.
+    /// age, so a window of exactly a second can miss a step's start by that tick.
     const SLACK_NS: u64 = SECOND_NS + SECOND_NS / 10;
 
     /// How many times `ps` is asked when it prints an age that cannot be right.
