@@ -517,6 +517,15 @@ pub(crate) fn pending(
                         order.join(", then of ")
                     );
                 }
+                // A model that read "(the `release` script)" in the instructions wondered
+                // whether to `start` it again.
+                out.push_str(if call.between.is_empty() {
+                    "Do the called script's part by hand from its instructions: do not `start` it \
+                     again, which would run its done steps twice.\n\n"
+                } else {
+                    "Do the called scripts' part by hand from their instructions: do not `start` \
+                     them again, which would run their done steps twice.\n\n"
+                });
             }
             let _ = writeln!(
                 out,

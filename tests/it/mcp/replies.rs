@@ -213,7 +213,8 @@ async fn a_failure_two_calls_down_hands_over_the_failing_scripts_instructions() 
             && reply.contains("`ship` called `release`, which called `publish`")
             && reply.contains("Then the instructions of `release`, which called `publish`, for what is left of it after that call:\n\n<called-script-instructions name=\"release\">\nPublish v3, then write its release notes.\n</called-script-instructions>")
             && reply.contains("the instructions of `publish` (the script that failed, below) and of `release` and `ship` say")
-            && reply.contains("finish them from the inside out: what is left of `publish`, then of `release`, then of `ship`."),
+            && reply.contains("finish them from the inside out: what is left of `publish`, then of `release`, then of `ship`.")
+            && reply.contains("do not `start` them again"),
         "{reply}"
     );
     insta::assert_snapshot!("call_chain_fails", project.scrub(&reply));
