@@ -199,11 +199,7 @@ fn llm_run(session: &mut Session, n: usize) -> Vec<f64> {
 /// the run, and with it the evaluator child whose time is counted): wall time on a shared
 /// machine swings with the scheduler, CPU time shows whether the work per call grows.
 fn llm_run_with_cpu(session: &mut Session, n: usize, cpu_ends: usize) -> (Vec<f64>, [f64; 2]) {
-    session.request(
-        "tools/call",
-        &format!(r#"{{"name":"start","arguments":{{"name":"steps-{n}"}}}}"#),
-    );
-    session.expect("Step 0: answer.");
+    start_steps(session, n);
     let server = session.child.id();
     let marks = [0, cpu_ends, n - 1 - cpu_ends, n - 1];
     let mut cpu = [0.0; 4];
@@ -214,17 +210,7 @@ fn llm_run_with_cpu(session: &mut Session, n: usize, cpu_ends: usize) -> (Vec<f6
         {
             cpu[at] = tree_cpu_ms(server);
         }
-        let started = Instant::now();
-        session.request(
-            "tools/call",
-            r#"{"name":"continue_compiled_script","arguments":{"outputs":{"answer":"42"}}}"#,
-        );
-        times.push(ms(started.elapsed()));
-        if i < n {
-            session.expect(&format!("Step {i}: answer."));
-        } else {
-            session.expect("ompleted");
-        }
+        times.push(continue_step(session, None, i, n));
     }
     let per_call = |from: f64, to: f64| (to - from) / cpu_ends.max(1) as f64;
     (times, [per_call(cpu[0], cpu[1]), per_call(cpu[2], cpu[3])])
@@ -236,11 +222,7 @@ fn llm_run_with_cpu(session: &mut Session, n: usize, cpu_ends: usize) -> (Vec<f6
 /// first, untimed, then the new run starts. Each call names its run by its handle.
 fn ends_side_by_side(session: &mut Session, n: usize, ends: usize) -> (Vec<f64>, Vec<f64>) {
     let start = |session: &mut Session| -> String {
-        session.request(
-            "tools/call",
-            &format!(r#"{{"name":"start","arguments":{{"name":"steps-{n}"}}}}"#),
-        );
-        session.expect("Step 0: answer.");
+        start_steps(session, n);
         let line = &session.line;
         let from = line.find("handle is `").map(|at| at + "handle is `".len());
         let handle = from.and_then(|from| Some(&line[from..from + line[from..].find('`')?]));
@@ -249,33 +231,47 @@ fn ends_side_by_side(session: &mut Session, n: usize, ends: usize) -> (Vec<f64>,
             None => session.fail("no handle in the reply to `start`"),
         }
     };
-    let step = |session: &mut Session, handle: &str, i: usize| -> f64 {
-        let started = Instant::now();
-        session.request(
-            "tools/call",
-            &format!(
-                r#"{{"name":"continue_compiled_script","arguments":{{"run_id":"{handle}","outputs":{{"answer":"42"}}}}}}"#
-            ),
-        );
-        let elapsed = ms(started.elapsed());
-        if i < n {
-            session.expect(&format!("Step {i}: answer."));
-        } else {
-            session.expect("ompleted");
-        }
-        elapsed
-    };
     let late = start(session);
     for i in 1..=n - ends {
-        step(session, &late, i);
+        continue_step(session, Some(&late), i, n);
     }
     let early = start(session);
     let (mut firsts, mut lasts) = (Vec::new(), Vec::new());
     for k in 1..=ends {
-        firsts.push(step(session, &early, k));
-        lasts.push(step(session, &late, n - ends + k));
+        firsts.push(continue_step(session, Some(&early), k, n));
+        lasts.push(continue_step(session, Some(&late), n - ends + k, n));
     }
     (firsts, lasts)
+}
+
+/// Starts a run of `steps-N` and checks that it hands out its first step.
+fn start_steps(session: &mut Session, n: usize) {
+    session.request(
+        "tools/call",
+        &format!(r#"{{"name":"start","arguments":{{"name":"steps-{n}"}}}}"#),
+    );
+    session.expect("Step 0: answer.");
+}
+
+/// Answers the llm step of run `run_id` (of the session's one run, when `None`), step `i`
+/// of a run of `n`: the call's wall time in ms, its reply checked (the next step, or the
+/// run's end).
+fn continue_step(session: &mut Session, run_id: Option<&str>, i: usize, n: usize) -> f64 {
+    let run = run_id.map_or_else(String::new, |id| format!(r#""run_id":"{id}","#));
+    let started = Instant::now();
+    session.request(
+        "tools/call",
+        &format!(
+            r#"{{"name":"continue_compiled_script","arguments":{{{run}"outputs":{{"answer":"42"}}}}}}"#
+        ),
+    );
+    let elapsed = ms(started.elapsed());
+    if i < n {
+        session.expect(&format!("Step {i}: answer."));
+    } else {
+        session.expect("ompleted");
+    }
+    elapsed
 }
 
 /// The CPU time (user and system, ms) that process `pid` and its descendants have used, from

@@ -432,11 +432,12 @@ pub(crate) fn pending(
             // A failure in a called script is handled first by that script's own words.
             let whose_rules = match failed_call {
                 Some(call) => {
+                    // Those that called it, from the inside out.
                     let callers: Vec<String> = call
-                        .between
+                        .inside_out(path)
                         .iter()
-                        .map(|(name, _)| format!("`{name}`"))
-                        .chain([format!("`{path}`")])
+                        .skip(1)
+                        .map(|name| format!("`{name}`"))
                         .collect();
                     format!(
                         "the instructions of `{}` (the script that failed, below) and of {} say \

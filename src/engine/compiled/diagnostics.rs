@@ -235,3 +235,20 @@ pub(super) fn closest<'a>(wrong: &str, names: impl Iterator<Item = &'a str>) -> 
         .min()
         .map(|(_, n)| n)
 }
+
+/// "did you mean `x`?" for the closest of `names` to `wrong`, else all of them.
+pub(super) fn closest_or_all<'a>(
+    wrong: &str,
+    names: impl Iterator<Item = &'a str> + Clone,
+    what: &str,
+) -> String {
+    if let Some(n) = closest(wrong, names.clone()) {
+        return format!("did you mean `{n}`?");
+    }
+    let all: Vec<&str> = names.collect();
+    if all.is_empty() {
+        format!("it has no {what}")
+    } else {
+        format!("its {what} are {}", crate::display::quoted(&all))
+    }
+}

@@ -21,7 +21,7 @@ use starlark::typing::{AstModuleTypecheck, Interface};
 
 use super::builtins::{dialect, globals};
 use super::declared::ResultRecord;
-use super::diagnostics::{CodeError, closest, render};
+use super::diagnostics::{CodeError, closest, closest_or_all, render};
 use super::modules::{FindModule, ModuleGraph};
 
 /// A step builtin called in a script's source, as `mekara run --dry-run` lists it.
@@ -799,10 +799,7 @@ fn field_hint(message: &str) -> Option<String> {
     if fields.is_empty() {
         return None;
     }
-    Some(match closest(wrong, fields.iter().copied()) {
-        Some(f) => format!("did you mean `{f}`?"),
-        None => format!("its fields are {}", crate::display::quoted(&fields)),
-    })
+    Some(closest_or_all(wrong, fields.iter().copied(), "fields"))
 }
 
 /// Where the constant expression of `source` that would take the most memory once computed

@@ -26,7 +26,7 @@ use starlark::syntax::ast::{
 use starlark::typing::Ty;
 
 use super::declared::ResultRecord;
-use super::diagnostics::{CodeError, closest, render};
+use super::diagnostics::{CodeError, closest_or_all, render};
 
 /// What a step call returned, as far as the source says.
 #[derive(Debug, Clone)]
@@ -373,21 +373,4 @@ fn located(ast: &AstModule, span: Span, message: &str, hint: &str) -> (Span, Cod
         span,
         CodeError::new(format!("{}\nhint: {hint}", render(&e))),
     )
-}
-
-/// "did you mean `x`?" for the closest of `names` to `wrong`, else all of them.
-fn closest_or_all<'a>(
-    wrong: &str,
-    names: impl Iterator<Item = &'a str> + Clone,
-    what: &str,
-) -> String {
-    if let Some(n) = closest(wrong, names.clone()) {
-        return format!("did you mean `{n}`?");
-    }
-    let all: Vec<&str> = names.collect();
-    if all.is_empty() {
-        format!("it has no {what}")
-    } else {
-        format!("its {what} are {}", crate::display::quoted(&all))
-    }
 }
