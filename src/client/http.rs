@@ -118,7 +118,7 @@ impl HyperClient {
         ca_file: Option<&Path>,
     ) -> Result<HyperClient, String> {
         let tls = if https {
-            Some(crate::client::tls::tls_config(ca_file)?)
+            Some(crate::client::tls::tls_config(ca_file, "ca_file")?)
         } else {
             None
         };

@@ -58,8 +58,12 @@ fn system_trusted() -> Result<Trusted, String> {
         .clone()
 }
 
-/// The TLS set-up of a client: the system's trusted certificates, plus those in `ca_file`.
-pub(crate) fn tls_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
+/// The TLS set-up of a client: the system's trusted certificates, plus those in `ca_file`,
+/// which messages call `setting` (`ca_file`, `sslrootcert`).
+pub(crate) fn tls_config(
+    ca_file: Option<&Path>,
+    setting: &str,
+) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut trusted = match (system_trusted(), ca_file) {
         (Ok(trusted), _) => trusted,
         // A server's own CA is enough for that server.
@@ -72,17 +76,16 @@ pub(crate) fn tls_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientCon
     if let Some(file) = ca_file {
         let shown = file.display();
         let certs = CertificateDer::pem_file_iter(file)
-            .map_err(|e| format!("cannot read `ca_file` `{shown}`: {e}"))?
+            .map_err(|e| format!("cannot read `{setting}` `{shown}`: {e}"))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("`ca_file` `{shown}` is not a PEM file of certificates: {e}"))?;
+            .map_err(|e| format!("`{setting}` `{shown}` is not a PEM file of certificates: {e}"))?;
         if certs.is_empty() {
-            return Err(format!("`ca_file` `{shown}` holds no PEM certificate"));
+            return Err(format!("`{setting}` `{shown}` holds no PEM certificate"));
         }
         for cert in certs {
-            trusted
-                .roots
-                .add(cert.clone())
-                .map_err(|e| format!("a certificate in `ca_file` `{shown}` cannot be used: {e}"))?;
+            trusted.roots.add(cert.clone()).map_err(|e| {
+                format!("a certificate in `{setting}` `{shown}` cannot be used: {e}")
+            })?;
             trusted.certs.push(cert);
         }
     }

@@ -56,7 +56,7 @@ impl SessionPlan {
         settings: Settings,
     ) -> Result<SessionPlan, EngineError> {
         let cwd = &locations.cwd;
-        let store = crate::store::config::run_store(locations)?;
+        let store = crate::store::config::run_store_or_refusal(locations)?;
         Ok(SessionPlan {
             resolver: Resolver::new(locations),
             store,

@@ -1,14 +1,18 @@
 //! Which run store a project uses: the journal files, or the shared PostgreSQL store that
-//! `MEKARA_STORE_URL` or `[store]` in `.mekara/config.toml` names (`url`, with `${VAR}`
-//! expanded as `.mcp.json` is, and `project`). The engine gets the settings; this is the one
-//! place that reads them.
+//! `MEKARA_STORE_URL`, `[store] url` of `~/.mekara/config.toml` or `[store]` of the
+//! project's `.mekara/config.toml` names (`url` and `project`). `${VAR}` is expanded, as in
+//! `.mcp.json`, only in what the person wrote (the variable and `~/.mekara/config.toml`),
+//! never in a project's file. The engine gets the settings; this is the one place that reads
+//! them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::engine::EngineError;
-use crate::engine::store::RunStore;
+use crate::engine::journal::{Contents, JournalError, StoreFailure};
+use crate::engine::runs::RunSummary;
+use crate::engine::store::{RunLog, RunStore, Store};
 use crate::paths::Locations;
 use crate::store::postgres::{PgStore, Settings, StoreError, redact};
 
@@ -29,6 +33,63 @@ pub(crate) fn run_store(locations: &Locations) -> Result<RunStore, EngineError> 
         Some(watch) => store.watched(watch),
         None => store,
     })
+}
+
+/// The run store of an MCP server in `locations`: as [`run_store`], except that a store
+/// setting that cannot be used leaves the server up, and every tool that reaches a run
+/// says why (a client shows a server that did not start as a bare failure).
+pub(crate) fn run_store_or_refusal(locations: &Locations) -> Result<RunStore, EngineError> {
+    match run_store(locations) {
+        Err(EngineError::Journal(JournalError::Store(failure))) => {
+            Ok(RunStore::with(Arc::new(Unusable {
+                reason: failure.error.to_string(),
+                usage: failure.usage,
+            })))
+        }
+        other => other,
+    }
+}
+
+/// A store whose setting cannot be used: every call fails with the reason.
+#[derive(Debug)]
+struct Unusable {
+    reason: String,
+    usage: bool,
+}
+
+impl Unusable {
+    fn refused<T>(&self) -> Result<T, EngineError> {
+        Err(EngineError::Journal(JournalError::Store(StoreFailure {
+            error: self.reason.clone().into(),
+            usage: self.usage,
+        })))
+    }
+}
+
+impl Store for Unusable {
+    fn place(&self) -> String {
+        "the run store, whose setting cannot be used".to_string()
+    }
+
+    fn create(&self, _: &str, _: Option<String>) -> Result<Box<dyn RunLog>, EngineError> {
+        self.refused()
+    }
+
+    fn open(&self, _: &str) -> Result<(Box<dyn RunLog>, Contents), EngineError> {
+        self.refused()
+    }
+
+    fn read(&self, _: &str) -> Result<Contents, EngineError> {
+        self.refused()
+    }
+
+    fn list(&self, _: Option<&str>) -> Result<Vec<RunSummary>, EngineError> {
+        self.refused()
+    }
+
+    fn remove(&self, _: &str) -> Result<u64, EngineError> {
+        self.refused()
+    }
 }
 
 /// The shared store `locations` name, if they name one. Its step group notes stay in the
@@ -55,6 +116,23 @@ struct ConfigFile {
     store: Option<Section>,
     #[serde(default)]
     queue: BTreeMap<String, QueueLimits>,
+}
+
+impl ConfigFile {
+    /// `[store] url` of the person's own settings `file`, the only setting of the store
+    /// that belongs there (the project id and the queues are the project's).
+    fn user_store(self, file: &Path) -> Result<Option<String>, StoreError> {
+        let Some(store) = self.store else {
+            return Ok(None);
+        };
+        if store.project.is_some() || !self.queue.is_empty() {
+            return Err(StoreError::Config {
+                file: file.to_path_buf(),
+                reason: "`[store] project` and `[queue.NAME]` are a project's settings; move them to the project's `.mekara/config.toml` (here only `[store] url` is read)".to_string(),
+            });
+        }
+        Ok(store.url)
+    }
 }
 
 /// The limits of one queue, `[queue.NAME]` of `.mekara/config.toml`: how many of its runs
@@ -128,7 +206,12 @@ pub(crate) fn queue_limits(
 }
 
 /// The shared store `locations` name: `MEKARA_STORE_URL`, else `[store] url` of the
-/// project's `.mekara/config.toml` (with `${VAR}` expanded); `None` for the files.
+/// person's `~/.mekara/config.toml`, else that of the project's `.mekara/config.toml`;
+/// `None` for the files.
+///
+/// `${VAR}` is expanded in the first two, which the person wrote, and refused in the
+/// project's (a cloned repository's): there it would send the person's environment to a
+/// server the repository chose (DESIGN, "What a cloned repository may make mekara do").
 fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
     let root = locations.project_root.as_deref();
     let file = crate::config::path(root);
@@ -136,11 +219,20 @@ fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
         Some(file) => read_section(file)?,
         None => Section::default(),
     };
+    let user_file = locations.user_dir().map(|d| d.join("config.toml"));
+    let user_url = match &user_file {
+        Some(file) => read_config(file)?.user_store(file)?,
+        None => None,
+    };
     let (raw, from) = match std::env::var(URL_VAR) {
         Ok(url) if !url.trim().is_empty() => (url, format!("`{URL_VAR}`")),
-        _ => match section.url {
-            Some(url) => (url, "`[store] url` of `.mekara/config.toml`".to_string()),
-            None => return Ok(None),
+        _ => match (user_url, section.url, &file) {
+            (Some(url), _, _) => (url, "`[store] url` of `~/.mekara/config.toml`".to_string()),
+            (None, Some(url), Some(file)) => {
+                refuse_variables(&url, file)?;
+                (url, "`[store] url` of `.mekara/config.toml`".to_string())
+            }
+            _ => return Ok(None),
         },
     };
     let mut secrets = crate::client::Secrets::default();
@@ -160,6 +252,24 @@ fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
         })
         .unwrap_or_else(|| "~".to_string());
     Ok(Some(Settings { url, from, project }))
+}
+
+/// Refuses `url`, the `[store] url` of the project's settings `file`, when it names a
+/// variable of the environment (`${VAR}` or `${VAR:-default}`).
+fn refuse_variables(url: &str, file: &Path) -> Result<(), StoreError> {
+    let mut ignored = crate::client::Secrets::default();
+    let named = crate::client::config::expand(url, &|_| Some(String::new()), &mut ignored)
+        .map(|(_, vars)| vars)
+        .unwrap_or_default();
+    match named.first() {
+        None => Ok(()),
+        Some(var) => Err(StoreError::Config {
+            file: file.to_path_buf(),
+            reason: format!(
+                "`[store] url` names the environment variable `{var}`, and mekara does not expand variables in a project's settings: a cloned repository could send their values to a server it chose; set the URL with its password in `{URL_VAR}` or in `[store] url` of `~/.mekara/config.toml`: both come before the project's, and `${{VAR}}` is expanded there"
+            ),
+        }),
+    }
 }
 
 fn read_section(file: &Path) -> Result<Section, StoreError> {

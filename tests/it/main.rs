@@ -54,6 +54,7 @@ mod standin;
 mod stops;
 mod terminal;
 mod transcripts;
+mod trust;
 mod tutorial;
 mod ui;
 mod unattended;

@@ -327,14 +327,14 @@ fn a_run_in_postgres_is_listed_and_shown_from_another_host() {
 
 #[test]
 #[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
-fn the_url_in_config_toml_expands_variables_and_files_refuse_host_filters() {
+fn the_url_in_the_persons_config_toml_expands_variables_and_files_refuse_host_filters() {
     let shared = tempfile::tempdir().expect("tempdir");
     let project = checkout(shared.path());
     let db = Db::migrated(&project);
-    project.write(
-        ".mekara/config.toml",
+    crate::common::write_file(
+        &project.home().join(".mekara/config.toml"),
         &format!(
-            "[store]\nurl = \"postgres://mekara:${{PG_PW}}@127.0.0.1:{}/{}\"\nproject = \"acme\"\n",
+            "[store]\nurl = \"postgres://mekara:${{PG_PW}}@127.0.0.1:{}/{}\"\n",
             db.port, db.name
         ),
     );

@@ -37,6 +37,7 @@ use crate::engine::runs::{self, RunSummary, summarize};
 use crate::engine::store::{RunLog, Store};
 
 mod queue;
+mod tls;
 
 pub(crate) use queue::{Cancel, Job, JobState, NewJob, QueueRow, Worker};
 
@@ -66,6 +67,16 @@ pub(crate) enum StoreError {
         from: String,
         /// What is wrong.
         reason: String,
+    },
+    /// A store off this machine, with TLS turned off.
+    #[error(
+        "the run store `{url}` (from {from}) is not on this machine, and mekara sends its password and runs to such a store only over TLS; remove `sslmode=disable` (TLS is then required and the server's certificate checked, trusting the CA in `sslrootcert=FILE` too), or reach the store through a Unix socket, `localhost` or a loopback address"
+    )]
+    Plaintext {
+        /// The URL, its password hidden.
+        url: String,
+        /// Where it was set.
+        from: String,
     },
     /// `.mekara/config.toml` could not be read.
     #[error("`{}`: {reason}", .file.display())]
@@ -170,6 +181,8 @@ pub(crate) fn redact(text: &str, url: &str) -> String {
 #[derive(Debug)]
 struct Db {
     config: postgres::Config,
+    /// The TLS connector; `None`: a store on this machine, reached without TLS.
+    tls: Option<tls::Tls>,
     url: String,
     shown: String,
     from: String,
@@ -202,7 +215,11 @@ impl Db {
 
     /// A connection, whatever its schema.
     fn connect_any(&self) -> Result<Client, StoreError> {
-        self.config.connect(NoTls).map_err(|e| StoreError::Connect {
+        let connected = match &self.tls {
+            None => self.config.connect(NoTls),
+            Some(tls) => self.config.connect(tls.0.clone()),
+        };
+        connected.map_err(|e| StoreError::Connect {
             url: self.shown.clone(),
             from: self.from.clone(),
             reason: redact(&reason(&e), &self.url),
@@ -283,7 +300,10 @@ impl Db {
 
 impl From<StoreError> for JournalError {
     fn from(e: StoreError) -> JournalError {
-        let usage = matches!(e, StoreError::BadUrl { .. } | StoreError::Config { .. });
+        let usage = matches!(
+            e,
+            StoreError::BadUrl { .. } | StoreError::Config { .. } | StoreError::Plaintext { .. }
+        );
         JournalError::Store(StoreFailure {
             error: Box::new(e),
             usage,
@@ -355,11 +375,22 @@ impl PgStore {
     /// The store `settings` name; group notes go to the local `notes` folder.
     pub(crate) fn new(settings: Settings, notes: PathBuf) -> Result<PgStore, StoreError> {
         let shown = redact_url(&settings.url);
-        let mut config =
-            postgres::Config::from_str(&settings.url).map_err(|e| StoreError::BadUrl {
+        let bad = |reason: &str| StoreError::BadUrl {
+            from: settings.from.clone(),
+            reason: redact(reason, &settings.url),
+        };
+        let (rest, params) = tls::take_params(&settings.url);
+        let mut config = postgres::Config::from_str(&rest).map_err(|e| bad(&e.to_string()))?;
+        let tls = tls::apply(&mut config, &params).map_err(|refusal| match refusal {
+            tls::Refusal::UnknownMode(mode) => bad(&format!(
+                "`sslmode={mode}` is not one of `disable`, `prefer`, `require`, `verify-ca` and `verify-full`"
+            )),
+            tls::Refusal::Setup(reason) => bad(&reason),
+            tls::Refusal::Plain => StoreError::Plaintext {
+                url: shown.clone(),
                 from: settings.from.clone(),
-                reason: redact(&e.to_string(), &settings.url),
-            })?;
+            },
+        })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -367,6 +398,7 @@ impl PgStore {
         Ok(PgStore {
             db: Arc::new(Db {
                 config,
+                tls,
                 url: settings.url,
                 shown,
                 from: settings.from,
