@@ -823,7 +823,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 /// A CA and a certificate it signed for `localhost` and `127.0.0.1`, made with the
 /// `openssl` command in `dir`: returns the CA's PEM file, the server's certificate and its
 /// key.
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+pub(crate) fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let openssl = |args: &[&str]| openssl(dir, args);
     let ec = [
         "-newkey",

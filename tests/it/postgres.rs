@@ -13,11 +13,17 @@ const BIN: &str = "/usr/lib/postgresql/15/bin";
 const PASSWORD: &str = "pg-s3cret-pw";
 const NEEDS: &str = "needs PostgreSQL 15 (`apt-get install postgresql`)";
 
+/// The role that the server lets in only over TLS (`hostnossl … reject` in `pg_hba.conf`).
+const TLS_ONLY: &str = "tls_only";
+
 /// One PostgreSQL server for the whole test process, on a free loopback port, its data and
 /// socket in a temporary folder. It runs as `nobody` (initdb refuses root) under a shell
-/// that stops it and removes the folder when this process's end closes its stdin.
+/// that stops it and removes the folder when this process's end closes its stdin. It
+/// speaks TLS too, with a certificate for `localhost` and `127.0.0.1` signed by the CA in
+/// `ca`, and lets [`TLS_ONLY`] in over TLS only.
 struct Server {
     port: u16,
+    ca: std::path::PathBuf,
     _keeper: Child,
 }
 
@@ -58,6 +64,18 @@ fn server() -> &'static Server {
             "initdb: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let (ca, cert, key) = crate::mcp_client::certificates(&dir);
+        if root {
+            for path in [&cert, &key] {
+                std::os::unix::fs::chown(path, Some(65534), Some(65534)).expect("chown");
+            }
+        }
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .expect("chmod key");
+        let hba = dir.join("data/pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).expect("pg_hba.conf");
+        std::fs::write(&hba, format!("hostnossl all {TLS_ONLY} all reject\n{rules}"))
+            .expect("pg_hba.conf");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
@@ -68,11 +86,12 @@ fn server() -> &'static Server {
             "env".to_string()
         };
         let d = dir.display();
+        let (cert, key) = (cert.display(), key.display());
         let keeper = Command::new("/bin/sh")
             .arg("-c")
             .arg(format!(
                 "{run_as} {BIN}/postgres -D {d}/data -p {port} -k {d} -c listen_addresses=127.0.0.1 \
-                 -c fsync=off -c max_connections=200 >{d}/log 2>&1 & p=$!; read _; kill -INT $p; wait $p; rm -rf {d}"
+                 -c fsync=off -c max_connections=200 -c ssl=on -c ssl_cert_file={cert} -c ssl_key_file={key} >{d}/log 2>&1 & p=$!; read _; kill -INT $p; wait $p; rm -rf {d}"
             ))
             .stdin(Stdio::piped())
             .spawn()
@@ -86,8 +105,15 @@ fn server() -> &'static Server {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        connect("postgres", port)
+            .expect("connect")
+            .batch_execute(&format!(
+                "CREATE ROLE {TLS_ONLY} LOGIN PASSWORD '{PASSWORD}'"
+            ))
+            .expect("create role");
         Server {
             port,
+            ca,
             _keeper: keeper,
         }
     })
@@ -772,4 +798,50 @@ fn status_reads_only_the_runs_whose_last_event_does_not_end_them() {
     for id in &completed {
         assert!(!status.contains(id.as_str()), "{status}");
     }
+}
+
+/// A store reached over TLS (`sslmode=verify-full`): the server lets the role in only over
+/// TLS, so runs that reach it prove TLS was used; the certificate is checked against
+/// `sslrootcert`, and without it the store is refused as untrusted.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn a_store_reached_over_tls_checks_the_servers_certificate() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let project = checkout(shared.path());
+    let db = Db::empty();
+    db.client()
+        .batch_execute(&format!("ALTER DATABASE {} OWNER TO {TLS_ONLY}", db.name))
+        .expect("owner");
+    let plain = format!(
+        "postgres://{TLS_ONLY}:{PASSWORD}@127.0.0.1:{}/{}",
+        db.port, db.name
+    );
+    let ca = server().ca.display().to_string();
+    let with = |url: &str, args: &[&str]| {
+        let mut cmd = project.command(args);
+        cmd.env("MEKARA_STORE_URL", url);
+        run_with_stdin(cmd, "")
+    };
+
+    // On this machine a URL without `sslmode` goes without TLS, and this role is refused.
+    let refused = with(&plain, &["store", "migrate"]);
+    assert!(
+        refused.stderr.contains("no encryption"),
+        "{}",
+        refused.stderr
+    );
+
+    let tls = format!("{plain}?sslmode=verify-full&sslrootcert={ca}");
+    with(&tls, &["store", "migrate"]).expect_code(0);
+    with(&tls, &["run", "steps"]).expect_code(0);
+    assert_eq!(db.ids().len(), 1, "the run went to the database over TLS");
+
+    let untrusted = with(&format!("{plain}?sslmode=require"), &["runs"]);
+    untrusted.expect_code(1);
+    assert!(
+        untrusted.stderr.contains("certificate is not trusted")
+            && !untrusted.stderr.contains(PASSWORD),
+        "{}",
+        untrusted.stderr
+    );
 }

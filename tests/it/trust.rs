@@ -144,3 +144,16 @@ fn the_persons_own_config_still_expands_the_environment() {
         "the person's URL was used, with the variable's value"
     );
 }
+
+/// A store off this machine is reached only over TLS: `sslmode=disable` is refused before
+/// anything is looked up or sent (`db.invalid` is never resolved).
+#[test]
+fn a_store_off_this_machine_without_tls_is_refused_before_connecting() {
+    let project = Project::new();
+    let mut cmd = project.command(&["runs"]);
+    cmd.env(
+        "MEKARA_STORE_URL",
+        "postgres://u:pw-in-url@db.invalid:5432/runs?sslmode=disable",
+    );
+    mekara_snapshot!(project, cmd);
+}

@@ -98,6 +98,16 @@ pub(crate) enum StoreError {
         /// Why.
         reason: String,
     },
+    /// The TLS handshake failed (an untrusted certificate, a name it does not cover).
+    #[error("cannot use the run store `{url}` (from {from}): {reason}")]
+    Handshake {
+        /// The URL, its password hidden.
+        url: String,
+        /// Where it was set.
+        from: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The database has no mekara schema, or an older one.
     #[error(
         "the run store `{url}` has schema version {found} and this mekara needs version {SCHEMA}: run `mekara store migrate`"
@@ -219,10 +229,17 @@ impl Db {
             None => self.config.connect(NoTls),
             Some(tls) => self.config.connect(tls.0.clone()),
         };
-        connected.map_err(|e| StoreError::Connect {
-            url: self.shown.clone(),
-            from: self.from.clone(),
-            reason: redact(&reason(&e), &self.url),
+        connected.map_err(|e| match tls::handshake_failure(&e, &self.config) {
+            Some(reason) => StoreError::Handshake {
+                url: self.shown.clone(),
+                from: self.from.clone(),
+                reason,
+            },
+            None => StoreError::Connect {
+                url: self.shown.clone(),
+                from: self.from.clone(),
+                reason: redact(&reason(&e), &self.url),
+            },
         })
     }
 

@@ -134,6 +134,32 @@ pub(super) fn apply(
     Ok(Some(Tls(MakeRustlsConnect::new((*client).clone()))))
 }
 
+/// Why the TLS handshake of a failed connection failed, in words and with what to do, when
+/// that is why it failed.
+pub(super) fn handshake_failure(e: &postgres::Error, config: &postgres::Config) -> Option<String> {
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+        {
+            let host = match config.get_hosts().first() {
+                Some(Host::Tcp(name)) => name.clone(),
+                _ => "localhost".to_string(),
+            };
+            let port = config.get_ports().first().copied().unwrap_or(5432);
+            return Some(crate::client::tls::handshake_failure(
+                &format!("{host}:{port}"),
+                io,
+                "`sslrootcert=FILE` in the URL (or a PEM bundle in `SSL_CERT_FILE`)",
+            ));
+        }
+        source = cause.source();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use std::str::FromStr as _;
