@@ -266,7 +266,7 @@ fn refuse_variables(url: &str, file: &Path) -> Result<(), StoreError> {
         Some(var) => Err(StoreError::Config {
             file: file.to_path_buf(),
             reason: format!(
-                "`[store] url` names the environment variable `{var}`, and mekara does not expand variables in a project's settings: a cloned repository could send their values to a server it chose; set the URL with its password in `{URL_VAR}` or in `[store] url` of `~/.mekara/config.toml`: both come before the project's, and `${{VAR}}` is expanded there"
+                "`[store] url` names the environment variable `{var}`, and mekara does not expand variables in a project's settings: a cloned repository could send their values to a server it chose; leave the password out of the URL and put it in your `~/.pgpass` (a line `HOST:PORT:DATABASE:USER:PASSWORD`, sent only to that server), or set the whole URL in `{URL_VAR}` or in `[store] url` of `~/.mekara/config.toml`, which come before the project's and where `${{VAR}}` is expanded"
             ),
         }),
     }

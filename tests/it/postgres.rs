@@ -845,3 +845,28 @@ fn a_store_reached_over_tls_checks_the_servers_certificate() {
         untrusted.stderr
     );
 }
+
+/// A project's config names its store without a password, and the password is the
+/// person's, in `~/.pgpass`: what a team commits now that `${VAR}` is refused there.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn the_password_of_a_project_store_url_comes_from_the_persons_pgpass() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let project = checkout(shared.path());
+    let db = Db::migrated(&project);
+    project.write(
+        ".mekara/config.toml",
+        &format!(
+            "[store]\nurl = \"postgres://mekara@127.0.0.1:{}/{}\"\nproject = \"acme\"\n",
+            db.port, db.name
+        ),
+    );
+    let pgpass = crate::common::write_file(
+        &project.home().join(".pgpass"),
+        &format!("127.0.0.1:{}:{}:mekara:{PASSWORD}\n", db.port, db.name),
+    );
+    std::fs::set_permissions(&pgpass, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
+    project.run(&["run", "steps"], "").expect_code(0);
+    assert_eq!(db.ids().len(), 1, "the run went to the database");
+}

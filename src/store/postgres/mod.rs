@@ -36,6 +36,7 @@ use crate::engine::journal::{self, Contents, Event, JournalError, StoreFailure};
 use crate::engine::runs::{self, RunSummary, summarize};
 use crate::engine::store::{RunLog, Store};
 
+mod pgpass;
 mod queue;
 mod tls;
 
@@ -408,6 +409,14 @@ impl PgStore {
                 from: settings.from.clone(),
             },
         })?;
+        // libpq's `~/.pgpass` (its `HOME` as `Locations` reads it): a password the person
+        // wrote for this server, where the URL has none.
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        if let Some(password) = pgpass::password(&config, home) {
+            config.password(password);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
