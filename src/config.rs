@@ -7,6 +7,10 @@
 //! - `[store]` and `[queue.NAME]`: the shared run store and its queues' limits
 //!   (`crate::store::config`);
 //! - `[traces]`: what exported traces carry (`crate::traces`).
+//!
+//! The person's own `~/.mekara/config.toml` is read for `[store] url` only (by
+//! `crate::store::config`): a project's file is a cloned repository's word, so the
+//! environment is never expanded into it, and the person's settings come first.
 
 use std::path::{Path, PathBuf};
 

@@ -146,14 +146,23 @@ fn the_persons_own_config_still_expands_the_environment() {
 }
 
 /// A store off this machine is reached only over TLS: `sslmode=disable` is refused before
-/// anything is looked up or sent (`db.invalid` is never resolved).
+/// anything is looked up or sent (`db.invalid` is never resolved); a CA file that cannot be
+/// read is refused before connecting too.
 #[test]
 fn a_store_off_this_machine_without_tls_is_refused_before_connecting() {
     let project = Project::new();
-    let mut cmd = project.command(&["runs"]);
-    cmd.env(
-        "MEKARA_STORE_URL",
-        "postgres://u:pw-in-url@db.invalid:5432/runs?sslmode=disable",
+    let runs = |url: &str| {
+        let mut cmd = project.command(&["runs"]);
+        cmd.env("MEKARA_STORE_URL", url);
+        cmd
+    };
+    mekara_snapshot!(
+        project,
+        runs("postgres://u:pw-in-url@db.invalid:5432/runs?sslmode=disable")
     );
-    mekara_snapshot!(project, cmd);
+    mekara_snapshot!(
+        "no_ca_file",
+        project,
+        runs("postgres://u@db.invalid/runs?sslrootcert=/nonexistent/ca.pem")
+    );
 }

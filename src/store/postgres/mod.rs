@@ -99,6 +99,16 @@ pub(crate) enum StoreError {
         /// Why.
         reason: String,
     },
+    /// TLS is needed and cannot be set up (`sslrootcert` unreadable, no trusted CA).
+    #[error("the run store `{url}` (from {from}) needs TLS, and it cannot be set up: {reason}")]
+    TlsSetup {
+        /// The URL, its password hidden.
+        url: String,
+        /// Where it was set.
+        from: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The TLS handshake failed (an untrusted certificate, a name it does not cover).
     #[error("cannot use the run store `{url}` (from {from}): {reason}")]
     Handshake {
@@ -320,7 +330,10 @@ impl From<StoreError> for JournalError {
     fn from(e: StoreError) -> JournalError {
         let usage = matches!(
             e,
-            StoreError::BadUrl { .. } | StoreError::Config { .. } | StoreError::Plaintext { .. }
+            StoreError::BadUrl { .. }
+                | StoreError::Config { .. }
+                | StoreError::Plaintext { .. }
+                | StoreError::TlsSetup { .. }
         );
         JournalError::Store(StoreFailure {
             error: Box::new(e),
@@ -403,7 +416,11 @@ impl PgStore {
             tls::Refusal::UnknownMode(mode) => bad(&format!(
                 "`sslmode={mode}` is not one of `disable`, `prefer`, `require`, `verify-ca` and `verify-full`"
             )),
-            tls::Refusal::Setup(reason) => bad(&reason),
+            tls::Refusal::Setup(reason) => StoreError::TlsSetup {
+                url: shown.clone(),
+                from: settings.from.clone(),
+                reason,
+            },
             tls::Refusal::Plain => StoreError::Plaintext {
                 url: shown.clone(),
                 from: settings.from.clone(),
