@@ -361,7 +361,7 @@ pub(crate) fn python_check() -> &'static str {
 fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
     let rust = detected(&rust_project());
     assert_eq!(rust["ecosystems"], json!(["cargo"]));
-    assert_eq!(rust["checks"], json!(["cargo test"]));
+    assert_eq!(rust["checks"], json!(["cargo test", "cargo fmt --check"]));
     assert_eq!(rust["build"], json!(["cargo build"]));
 
     let python = detected(&python_project());
@@ -378,7 +378,15 @@ fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
     ]);
     let js = detected(&js);
     assert_eq!(js["runner"], "pnpm");
-    assert_eq!(js["checks"], json!(["pnpm run lint", "pnpm test"]));
+    if on_path("pnpm", None) {
+        assert_eq!(js["checks"], json!(["pnpm run lint", "pnpm test"]));
+    } else {
+        let not_installed = "`pnpm` not installed";
+        assert_eq!(
+            js["skipped"],
+            json!([{"check": "pnpm run lint", "why": not_installed}, {"check": "pnpm test", "why": not_installed}])
+        );
+    }
     assert_eq!(js["build"], json!(["pnpm run build"]));
 
     // A Makefile's own check targets win over the ecosystem's defaults.
@@ -406,8 +414,318 @@ fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
     let ci = detected(&ci);
     assert_eq!(ci["ecosystems"], json!([]));
     assert_eq!(
-        ci["checks"],
+        ci["ci"],
         json!(["./scripts/test.sh --all", "shellcheck scripts/*.sh"])
+    );
+    if on_path("shellcheck", None) {
+        assert_eq!(
+            ci["checks"],
+            json!(["./scripts/test.sh --all", "shellcheck scripts/*.sh"])
+        );
+    } else {
+        assert_eq!(ci["checks"], json!(["./scripts/test.sh --all"]));
+        assert_eq!(
+            ci["skipped"],
+            json!([{"check": "shellcheck scripts/*.sh", "why": "`shellcheck` not installed"}])
+        );
+    }
+}
+
+// ---- the project's checks are what its CI runs (issue 39) ----
+
+/// Whether `tool` is on `path` (the test's `PATH` when `None`).
+fn on_path(tool: &str, path: Option<&str>) -> bool {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &format!("command -v {tool}")]);
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    cmd.output().is_ok_and(|o| o.status.success())
+}
+
+/// A stand-in for `ruff`, written where the test's `PATH` finds it first (this machine has no
+/// ruff, and a test must not depend on one): `ruff check` fails on an unused `import os`, as
+/// ruff's F401 does; `ruff format --check` passes.
+const FAKE_RUFF: &str = "#!/bin/sh\n[ \"$1\" = check ] || exit 0\nif grep -n '^import os$' $(git ls-files '*.py') /dev/null; then echo 'F401 `os` imported but unused'; exit 1; fi\necho 'All checks passed!'\n";
+
+/// The `PATH` with the project's `fake-bin` (under its home, out of the repository) first,
+/// holding `tools` (name and script).
+fn fake_tools(project: &Project, tools: &[(&str, &str)]) -> String {
+    let bin = project.home().join("fake-bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    for (name, script) in tools {
+        executable(&crate::common::write_file(&bin.join(name), script));
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// `mekara ARGS` with `PATH` set to `path`.
+fn mekara_on(project: &Project, args: &[&str], path: &str) -> Run {
+    let mut cmd = with_tools(project.command(args));
+    cmd.env("PATH", path);
+    crate::common::run_with_stdin(cmd, "")
+}
+
+/// What the detection finds, run with `PATH` set to `path`.
+fn detected_on(project: &Project, path: &str) -> Json {
+    project
+        .run(&["scripts", "eject", "flow:fix-ci"], "")
+        .expect_code(0);
+    project.script("detect", "Detect the project's checks.\n", Some(DETECT));
+    mekara_on(project, &["run", "detect"], path).expect_code(0);
+    serde_json::from_str(&read(project, "facts.json")).expect("facts")
+}
+
+const LINTED_PYPROJECT: &str = "[project]\nname = \"stats\"\nversion = \"0.1.0\"\n\n[tool.ruff]\nline-length = 100\n\n[tool.ruff.lint]\nselect = [\"F\"]\n\n[tool.mypy]\nstrict = true\n";
+
+const PRE_COMMIT: &str = "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.0\n    hooks:\n      - id: ruff\n      - id: ruff-format\n  - repo: https://github.com/pre-commit/pre-commit-hooks\n    rev: v4.6.0\n    hooks:\n      - id: trailing-whitespace\n";
+
+const TOX_INI: &str = "[tox]\nenvlist = py3, lint\n\n[testenv]\ndeps = pytest\ncommands = python3 -m unittest discover {posargs}\n\n[testenv:lint]\ncommands =\n    ruff check {toxinidir}\n    mypy stats.py\n";
+
+/// A GitHub workflow whose lint job runs ruff and mypy in `run: |` and `run: >-` blocks, a
+/// test job that needs a database service, and a publish job.
+const PY_CI: &str = "name: CI\non: [push]\njobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: pip install ruff mypy\n      - name: lint\n        run: |\n          ruff check .\n          ruff format --check .\n      - run: >-\n          mypy\n          stats.py\n  test:\n    runs-on: ubuntu-latest\n    services:\n      postgres:\n        image: postgres\n    steps:\n      - run: python -m pytest -x\n  publish:\n    runs-on: ubuntu-latest\n    steps:\n      - run: twine upload dist/*\n";
+
+/// The Python project of the issue, without `uv.lock`: ruff and mypy configured, pre-commit,
+/// tox, and a CI that lints.
+fn linted_python_project() -> Project {
+    repository(&[
+        ("pyproject.toml", LINTED_PYPROJECT),
+        (".pre-commit-config.yaml", PRE_COMMIT),
+        ("tox.ini", TOX_INI),
+        (".github/workflows/ci.yml", PY_CI),
+        ("stats.py", PY_STATS),
+        ("test_stats.py", PY_TEST),
+    ])
+}
+
+/// Regression: the probe kept only the tests of a Python project whose CI, pre-commit and
+/// config run ruff and mypy; nothing said what was left out.
+#[test]
+fn detection_reads_the_ci_jobs_pre_commit_tox_and_linter_configuration_of_a_python_project() {
+    let project = linted_python_project();
+    let path = fake_tools(&project, &[("ruff", FAKE_RUFF)]);
+    let facts = detected_on(&project, &path);
+    assert_eq!(
+        facts["ci"],
+        json!([
+            "ruff check .",
+            "ruff format --check .",
+            "mypy stats.py",
+            "python -m pytest -x"
+        ]),
+        "the `run: |` and `run: >-` blocks, not the install"
+    );
+    let mut checks = vec!["ruff check .", "ruff format --check ."];
+    if on_path("mypy", Some(&path)) {
+        checks.push("mypy stats.py");
+    }
+    checks.push(python_check());
+    assert_eq!(facts["checks"], json!(checks), "{facts:#}");
+    let skipped: Vec<(String, String)> = facts["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .map(|s| {
+            (
+                s["check"].as_str().unwrap_or_default().to_string(),
+                s["why"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let why = |check: &str| {
+        skipped
+            .iter()
+            .find(|(c, _)| c == check)
+            .map(|(_, w)| w.as_str())
+    };
+    if !on_path("mypy", Some(&path)) {
+        assert_eq!(
+            why("mypy stats.py"),
+            Some("`mypy` not installed"),
+            "{skipped:?}"
+        );
+    }
+    assert_eq!(
+        why("python -m pytest -x"),
+        Some("needs the services its CI job starts")
+    );
+    assert_eq!(why("twine upload dist/*"), Some("a deploy/publish step"));
+    if !on_path("pre-commit", Some(&path)) {
+        assert_eq!(
+            why("pre-commit run --all-files"),
+            Some("`pre-commit` not installed (its hooks trailing-whitespace did not run)")
+        );
+    }
+    // A check that cannot run is never also a check that runs.
+    for (check, _) in &skipped {
+        assert!(!checks.contains(&check.as_str()), "{check}");
+    }
+    // One line per check, shown once, in the detection's step.
+    let out = outputs(&project);
+    assert!(
+        out.contains("check: ruff check . (.github/workflows/ci.yml job lint)"),
+        "{out}"
+    );
+    assert!(out.contains("skipped: twine upload dist/* (.github/workflows/ci.yml job publish): a deploy/publish step"), "{out}");
+}
+
+/// Regression: `fix-ci` ended "green" on an unused import that the CI's linter fails on.
+#[test]
+fn fix_ci_hands_the_ci_linters_failure_to_the_agent() {
+    let project = linted_python_project();
+    project.write("stats.py", &format!("import os\n\n\n{PY_STATS}"));
+    commit_all(&project, "Import os");
+    let path = fake_tools(&project, &[("ruff", FAKE_RUFF)]);
+    let plan = json!([{
+        "when": "Step 3: `ruff check .` fails",
+        "run": "sed -i '1,3d' stats.py",
+        "outputs": {"fix": "removed the unused import"},
+    }]);
+    project.write("agent/plan.json", &plan.to_string());
+    let run = mekara_on(
+        &project,
+        &[
+            "run",
+            "--agent-command",
+            AGENT_COMMAND,
+            "--json",
+            "flow/fix-ci",
+        ],
+        &path,
+    );
+    completed(&run);
+    assert_eq!(read(&project, "stats.py"), PY_STATS);
+    assert_eq!(calls(&project).len(), 1, "{:#?}", calls(&project));
+    let ruff: Vec<bool> = steps(&project)
+        .iter()
+        .filter(|s| {
+            s["result"]["exit_code"].is_i64()
+                && s["context"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("`ruff check .`"))
+        })
+        .map(|s| s["result"]["exit_code"] == 0)
+        .collect();
+    assert_eq!(
+        ruff,
+        [false, true, true],
+        "failed, passed again, passed with the rest"
+    );
+}
+
+/// A check whose tool is missing is listed as skipped when it is found, said not to have run
+/// when it is found missing only at run time (a Makefile target's tool: exit 127), and never
+/// shown as passed; the agent is not asked to fix it.
+#[test]
+fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
+    let project = repository(&[
+        ("check.sh", "#!/bin/sh\necho checked\n"),
+        ("Makefile", "lint:\n\tno-such-linter-xyz src\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  check:\n    steps:\n      - run: sh ./check.sh\n      - run: no-such-typechecker-xyz --strict src\n",
+        ),
+    ]);
+    let plan = json!([]);
+    let run = flow(&project, &plan, "flow/fix-ci", &[]);
+    completed(&run);
+    assert!(calls(&project).is_empty(), "nothing for the agent to fix");
+    let out = outputs(&project);
+    assert!(
+        out.contains("skipped: no-such-typechecker-xyz --strict src (.github/workflows/ci.yml job check): `no-such-typechecker-xyz` not installed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not run: make lint: `no-such-linter-xyz` not installed"),
+        "{out}"
+    );
+    let said = format!("{}\n{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `make lint`: `no-such-linter-xyz` not installed)"),
+        "{said}"
+    );
+    assert!(!said.contains("Every check passes"), "{said}");
+}
+
+#[test]
+fn detection_reads_a_gitlab_ci_file() {
+    let project = repository(&[(
+        ".gitlab-ci.yml",
+        "stages: [test, deploy]\n\nlint:\n  stage: test\n  before_script:\n    - pip install ruff\n  script:\n    - ./lint.sh --strict\n    - sh -c 'test -d .'\n\ntest:\n  script: |\n    ./run-tests.sh\n    ./check-docs.sh\n\ndeploy:\n  stage: deploy\n  script:\n  - ./deploy.sh production\n",
+    )]);
+    let facts = detected(&project);
+    assert_eq!(
+        facts["checks"],
+        json!([
+            "./lint.sh --strict",
+            "sh -c 'test -d .'",
+            "./run-tests.sh",
+            "./check-docs.sh"
+        ])
+    );
+    assert_eq!(
+        facts["skipped"],
+        json!([{"check": "./deploy.sh production", "why": "a deploy/publish step"}])
+    );
+}
+
+#[test]
+fn detection_takes_clippy_and_rustfmt_as_the_ci_runs_them() {
+    let project = repository(&[
+        ("Cargo.toml", RUST_TOML),
+        ("src/lib.rs", RUST_LIB),
+        (
+            ".github/workflows/rust.yml",
+            "jobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: dtolnay/rust-toolchain@stable\n      - run: cargo clippy --all-targets -- -D warnings\n      - run: cargo fmt --all -- --check\n  test:\n    steps:\n      - run: cargo test --workspace\n      - run: cargo publish --dry-run\n",
+        ),
+    ]);
+    let facts = detected(&project);
+    assert_eq!(
+        facts["checks"],
+        json!([
+            "cargo clippy --all-targets -- -D warnings",
+            "cargo fmt --all -- --check",
+            "cargo test --workspace"
+        ]),
+        "the CI's own commands stand for `cargo test` and `cargo fmt --check`"
+    );
+    assert_eq!(
+        facts["skipped"],
+        json!([{"check": "cargo publish --dry-run", "why": "a deploy/publish step"}])
+    );
+}
+
+#[test]
+fn detection_finds_eslint_and_tsc_of_a_javascript_project() {
+    let project = repository(&[
+        (
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "node test.js"}, "devDependencies": {"typescript": "^5.4.0", "eslint": "^9.0.0"}}"#,
+        ),
+        ("eslint.config.js", "export default [];\n"),
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+    ]);
+    // eslint is installed in the project, tsc is not (npx would download it).
+    let eslint = project.write("node_modules/.bin/eslint", "#!/bin/sh\necho linted\n");
+    executable(&eslint);
+    let facts = detected(&project);
+    assert_eq!(facts["checks"], json!(["npm test", "npx eslint ."]));
+    assert_eq!(
+        facts["skipped"],
+        json!([{"check": "npx tsc --noEmit", "why": "needs the network (`tsc` is not in `node_modules`: install the dependencies first)"}])
     );
 }
 
