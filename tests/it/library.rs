@@ -661,7 +661,7 @@ fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
 fn detection_reads_a_gitlab_ci_file() {
     let project = repository(&[(
         ".gitlab-ci.yml",
-        "stages: [test, deploy]\n\nlint:\n  stage: test\n  before_script:\n    - pip install ruff\n  script:\n    - ./lint.sh --strict\n    - sh -c 'test -d .'\n\ntest:\n  script: |\n    ./run-tests.sh\n    ./check-docs.sh\n\ndeploy:\n  stage: deploy\n  script:\n  - ./deploy.sh production\n",
+        "stages: [test, deploy]\n\nlint:\n  stage: test\n  before_script:\n    - pip install ruff\n  script:\n    - ./lint.sh --strict\n    - sh -c 'test -d .'\n    - $LINTER check .\n\ntest:\n  script: |\n    ./run-tests.sh\n    ./check-docs.sh\n\ndeploy:\n  stage: deploy\n  script:\n  - ./deploy.sh production\n",
     )]);
     let facts = detected(&project);
     assert_eq!(
@@ -675,7 +675,10 @@ fn detection_reads_a_gitlab_ci_file() {
     );
     assert_eq!(
         facts["skipped"],
-        json!([{"check": "./deploy.sh production", "why": "a deploy/publish step"}])
+        json!([
+            {"check": "$LINTER check .", "why": "needs the CI's variables (`$LINTER`)"},
+            {"check": "./deploy.sh production", "why": "a deploy/publish step"},
+        ])
     );
 }
 
@@ -686,7 +689,7 @@ fn detection_takes_clippy_and_rustfmt_as_the_ci_runs_them() {
         ("src/lib.rs", RUST_LIB),
         (
             ".github/workflows/rust.yml",
-            "jobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: dtolnay/rust-toolchain@stable\n      - run: cargo clippy --all-targets -- -D warnings\n      - run: cargo fmt --all -- --check\n  test:\n    steps:\n      - run: cargo test --workspace\n      - run: cargo publish --dry-run\n",
+            "jobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: dtolnay/rust-toolchain@stable\n      - run: cargo clippy --all-targets -- -D warnings\n      - run: cargo fmt --all -- --check\n  test:\n    steps:\n      - run: cargo test --workspace\n      - run: cargo publish --dry-run\n  msrv:\n    steps:\n      - run: CARGO_TERM_COLOR=always cargo test --workspace\n      - run: cargo test --locked \"${MSRV_FEATURES}\"\n",
         ),
     ]);
     let facts = detected(&project);
@@ -701,7 +704,9 @@ fn detection_takes_clippy_and_rustfmt_as_the_ci_runs_them() {
     );
     assert_eq!(
         facts["skipped"],
-        json!([{"check": "cargo publish --dry-run", "why": "a deploy/publish step"}])
+        json!([{"check": "cargo publish --dry-run", "why": "a deploy/publish step"}]),
+        "the same command with other settings, and a test run `cargo test --workspace` covers, \
+         are left out"
     );
 }
 
