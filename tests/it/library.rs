@@ -1314,3 +1314,54 @@ fn upgrade_deps_refuses_a_pnpm_project_rather_than_writing_an_npm_lock_file_besi
     );
     assert!(!project.root().join("package-lock.json").exists());
 }
+
+/// `pr` ran no checks: it proposed a change its CI fails on.
+#[test]
+fn pr_runs_the_checks_and_a_failing_one_stops_it_before_anything_is_pushed() {
+    let project = repository(&[
+        ("check.sh", "#!/bin/sh\necho 'lint: 1 problem'\nexit 1\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  lint:\n    steps:\n      - run: sh ./check.sh\n",
+        ),
+    ]);
+    let remote = project.dir.path().join("remote.git");
+    let init = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .output()
+        .expect("git");
+    assert!(init.status.success());
+    git(
+        &project,
+        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
+    );
+    git(&project, &["push", "-q", "origin", "main"]);
+    git(&project, &["switch", "-q", "-c", "feature"]);
+    project.write("notes.md", "one\n");
+    commit_all(&project, "Notes");
+    let run = flow(&project, &json!([]), "flow/pr", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let id = last_run(&project);
+    assert!(
+        project
+            .journal(&id)
+            .contains("These checks fail: `sh ./check.sh`. Propose the change anyway?"),
+        "{}",
+        project.journal(&id)
+    );
+    let run = answer_and_resume(&project, "stop");
+    assert_ne!(state(&run), "completed");
+    assert!(
+        project
+            .journal(&id)
+            .contains("stopped before proposing: the checks fail (`sh ./check.sh`)")
+    );
+    assert!(calls(&project).is_empty(), "the agent wrote nothing");
+    let branches = Command::new("git")
+        .args(["branch", "--list"])
+        .current_dir(&remote)
+        .output()
+        .expect("git");
+    assert!(!String::from_utf8_lossy(&branches.stdout).contains("feature"));
+}
