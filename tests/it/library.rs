@@ -1208,18 +1208,7 @@ fn review_asks_again_for_findings_without_a_place_and_reports_them() {
 /// it) and no `gh`: the person says yes.
 pub(crate) fn pr() -> Case {
     let project = rust_project();
-    let remote = project.dir.path().join("remote.git");
-    let init = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&remote)
-        .output()
-        .expect("git");
-    assert!(init.status.success());
-    git(
-        &project,
-        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
-    );
-    git(&project, &["push", "-q", "origin", "main"]);
+    let remote = with_remote(&project);
     project.write(
         "src/lib.rs",
         &RUST_LIB.replace("a + b", "a.saturating_add(b)"),
@@ -1229,14 +1218,7 @@ pub(crate) fn pr() -> Case {
         {"when": "Choose a short branch name", "outputs": {"branch": "saturating-add"}},
         {"when": "Step 4: write the pull request", "outputs": {"title": "Saturating add", "body": "Adds without overflow.\n\nTested with cargo test."}},
     ]);
-    let remote_branches = move || {
-        let out = Command::new("git")
-            .args(["branch", "--list"])
-            .current_dir(&remote)
-            .output()
-            .expect("git");
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let remote_branches = move || branches(&remote);
     let pushed = remote_branches.clone();
     let mut case = Case::new(
         project,
@@ -1325,18 +1307,7 @@ fn pr_runs_the_checks_and_a_failing_one_stops_it_before_anything_is_pushed() {
             "jobs:\n  lint:\n    steps:\n      - run: sh ./check.sh\n",
         ),
     ]);
-    let remote = project.dir.path().join("remote.git");
-    let init = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&remote)
-        .output()
-        .expect("git");
-    assert!(init.status.success());
-    git(
-        &project,
-        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
-    );
-    git(&project, &["push", "-q", "origin", "main"]);
+    let remote = with_remote(&project);
     git(&project, &["switch", "-q", "-c", "feature"]);
     project.write("notes.md", "one\n");
     commit_all(&project, "Notes");
@@ -1358,10 +1329,32 @@ fn pr_runs_the_checks_and_a_failing_one_stops_it_before_anything_is_pushed() {
             .contains("stopped before proposing: the checks fail (`sh ./check.sh`)")
     );
     assert!(calls(&project).is_empty(), "the agent wrote nothing");
-    let branches = Command::new("git")
-        .args(["branch", "--list"])
-        .current_dir(&remote)
+    assert!(!branches(&remote).contains("feature"));
+}
+
+/// Gives the project a remote `origin` (a bare repository beside it) holding its `main`.
+fn with_remote(project: &Project) -> PathBuf {
+    let remote = project.dir.path().join("remote.git");
+    let init = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
         .output()
         .expect("git");
-    assert!(!String::from_utf8_lossy(&branches.stdout).contains("feature"));
+    assert!(init.status.success());
+    git(
+        project,
+        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
+    );
+    git(project, &["push", "-q", "origin", "main"]);
+    remote
+}
+
+/// The branches of the bare repository `remote`, as `git branch --list` shows them.
+fn branches(remote: &std::path::Path) -> String {
+    let out = Command::new("git")
+        .args(["branch", "--list"])
+        .current_dir(remote)
+        .output()
+        .expect("git");
+    String::from_utf8_lossy(&out.stdout).to_string()
 }
