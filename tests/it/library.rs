@@ -625,7 +625,9 @@ fn fix_ci_hands_the_ci_linters_failure_to_the_agent() {
 
 /// A check whose tool is missing is listed as skipped when it is found, said not to have run
 /// when it is found missing only at run time (a Makefile target's tool: exit 127), and never
-/// shown as passed; the agent is not asked to fix it.
+/// shown as passed; the agent is not asked to fix it. Nor is a check whose container cannot
+/// start (cobra's CI runs its license check with `docker run`; here no Docker daemon runs:
+/// a stand-in `docker` says so, as the real one does).
 #[test]
 fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
     let project = repository(&[
@@ -633,11 +635,23 @@ fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
         ("Makefile", "lint:\n\tno-such-linter-xyz src\n"),
         (
             ".github/workflows/ci.yml",
-            "jobs:\n  check:\n    steps:\n      - run: sh ./check.sh\n      - run: no-such-typechecker-xyz --strict src\n",
+            "jobs:\n  check:\n    steps:\n      - run: sh ./check.sh\n      - run: no-such-typechecker-xyz --strict src\n  licenses:\n    steps:\n      - run: docker run --rm -v $(pwd):/src addlicense -check .\n",
         ),
     ]);
-    let plan = json!([]);
-    let run = flow(&project, &plan, "flow/fix-ci", &[]);
+    let docker = "#!/bin/sh\necho 'docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 125\n";
+    let path = fake_tools(&project, &[("docker", docker)]);
+    project.write("agent/plan.json", "[]");
+    let run = mekara_on(
+        &project,
+        &[
+            "run",
+            "--agent-command",
+            AGENT_COMMAND,
+            "--json",
+            "flow/fix-ci",
+        ],
+        &path,
+    );
     completed(&run);
     assert!(calls(&project).is_empty(), "nothing for the agent to fix");
     let out = outputs(&project);
@@ -651,7 +665,7 @@ fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
     );
     let said = format!("{}\n{}", run.stdout, run.stderr);
     assert!(
-        said.contains("The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `make lint`: `no-such-linter-xyz` not installed)"),
+        said.contains("The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `docker run --rm -v $(pwd):/src addlicense -check .`: needs a running Docker daemon; `make lint`: `no-such-linter-xyz` not installed)"),
         "{said}"
     );
     assert!(!said.contains("Every check passes"), "{said}");
