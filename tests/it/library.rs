@@ -1372,3 +1372,51 @@ fn branches(remote: &std::path::Path) -> String {
         .expect("git");
     String::from_utf8_lossy(&out.stdout).to_string()
 }
+
+/// A project that keeps its tox environments in `pyproject.toml` (TOML lists of commands, a
+/// `{replace = "posargs"}` table, a watching docs server) and gives mypy its `files`: mypy runs
+/// as configured (`mypy`, not `mypy .`, which would check the tests too), the environments'
+/// commands run directly without tox's substitutions, and a server that never ends is no check.
+#[test]
+fn detection_reads_tox_environments_in_pyproject_and_mypys_files() {
+    let project = repository(&[(
+        "pyproject.toml",
+        "[project]\nname = \"pkg\"\nversion = \"1.0.0\"\n\n[tool.mypy]\nfiles = [\"src\"]\nstrict = true\n\n[tool.tox]\nenv_list = [\"py3\", \"typing\"]\n\n[tool.tox.env_run_base]\ncommands = [[\n    \"pytest\", \"-v\", \"--basetemp={env_tmp_dir}\",\n    {replace = \"posargs\", default = [], extend = true},\n]]\n\n[tool.tox.env.typing]\ncommands = [\n    [\"mypy\"],\n    [\"pyright\", \"--verifytypes\", \"pkg\"],\n]\n\n[tool.tox.env.docs-auto]\ncommands = [[\"sphinx-autobuild\", \"--watch\", \"src\", \"docs\", \"docs/_build\"]]\n",
+    )]);
+    let path = fake_tools(
+        &project,
+        &[("mypy", "#!/bin/sh\necho 'Success: no issues found'\n")],
+    );
+    let facts = detected_on(&project, &path);
+    let checks = facts["checks"].as_array().expect("checks").clone();
+    let skipped: Vec<Json> = facts["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .map(|s| s["check"].clone())
+        .collect();
+    assert!(checks.contains(&json!("mypy")), "{facts:#}");
+    let pyright = json!("pyright --verifytypes pkg");
+    assert!(
+        checks.contains(&pyright) || skipped.contains(&pyright),
+        "{facts:#}"
+    );
+    let all = format!("{checks:?} {skipped:?}");
+    assert!(!all.contains("mypy ."), "{all}");
+    assert!(
+        !all.contains('{'),
+        "tox's substitutions are not commands: {all}"
+    );
+    assert!(!all.contains("sphinx-autobuild"), "{all}");
+    if on_path("pytest", Some(&path)) || python_check() == "python3 -m pytest" {
+        assert!(all.contains("pytest"), "{all}");
+    } else {
+        assert!(
+            facts["skipped"]
+                .as_array()
+                .expect("skipped")
+                .contains(&json!({"check": "python3 -m pytest", "why": "`pytest` not installed"})),
+            "a project that names pytest is not run with unittest: {facts:#}"
+        );
+    }
+}
