@@ -1420,3 +1420,50 @@ fn detection_reads_tox_environments_in_pyproject_and_mypys_files() {
         );
     }
 }
+
+/// requests' CI runs `make ci` (a target whose name says nothing; its recipe runs pytest):
+/// that is the check, and `python -m MODULE` without the module is a check that did not run,
+/// while a test's own failed import is a failure the agent gets.
+#[test]
+fn a_ci_make_target_is_the_check_and_a_missing_python_module_is_not_run() {
+    let project = repository(&[
+        (
+            "Makefile",
+            "init:\n\tpip install -r requirements.txt\nci:\n\tpython3 -m no_such_module_xyz tests\n",
+        ),
+        (
+            "test.sh",
+            "echo \"ModuleNotFoundError: No module named 'stats'\"\nexit 1\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  build:\n    steps:\n      - run: |\n          make\n          make ci\n          sh ./test.sh\n",
+        ),
+    ]);
+    let plan = json!([{
+        "when": "Step 3: `sh ./test.sh` fails",
+        "run": "printf 'echo ok\\n' > test.sh",
+        "outputs": {"fix": "the module is back"},
+    }]);
+    let run = flow(&project, &plan, "flow/fix-ci", &[]);
+    completed(&run);
+    assert_eq!(
+        calls(&project).len(),
+        1,
+        "only the real failure goes to the agent"
+    );
+    let out = outputs(&project);
+    assert!(
+        out.contains("check: make ci (.github/workflows/ci.yml job build)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not run: make ci: `no_such_module_xyz` not installed"),
+        "{out}"
+    );
+    let said = format!("{}\n{}", run.stdout, run.stderr);
+    assert!(
+        said.contains("The checks that ran pass: sh ./test.sh (not run: `make ci`: `no_such_module_xyz` not installed)"),
+        "{said}"
+    );
+}
