@@ -475,6 +475,20 @@ fn mekara_on(project: &Project, args: &[&str], path: &str) -> Run {
     crate::common::run_with_stdin(cmd, "")
 }
 
+/// Runs `flow/fix-ci` unattended, the scripted agent following `plan`, with `PATH` set to
+/// `path`.
+fn fix_ci_on(project: &Project, plan: &Json, path: &str) -> Run {
+    project.write("agent/plan.json", &plan.to_string());
+    let args = [
+        "run",
+        "--agent-command",
+        AGENT_COMMAND,
+        "--json",
+        "flow/fix-ci",
+    ];
+    mekara_on(project, &args, path)
+}
+
 /// What the detection finds, run with `PATH` set to `path`.
 fn detected_on(project: &Project, path: &str) -> Json {
     project
@@ -591,18 +605,7 @@ fn fix_ci_hands_the_ci_linters_failure_to_the_agent() {
         "run": "sed -i '1,3d' stats.py",
         "outputs": {"fix": "removed the unused import"},
     }]);
-    project.write("agent/plan.json", &plan.to_string());
-    let run = mekara_on(
-        &project,
-        &[
-            "run",
-            "--agent-command",
-            AGENT_COMMAND,
-            "--json",
-            "flow/fix-ci",
-        ],
-        &path,
-    );
+    let run = fix_ci_on(&project, &plan, &path);
     completed(&run);
     assert_eq!(read(&project, "stats.py"), PY_STATS);
     assert_eq!(calls(&project).len(), 1, "{:#?}", calls(&project));
@@ -640,34 +643,29 @@ fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
     ]);
     let docker = "#!/bin/sh\necho 'docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 125\n";
     let path = fake_tools(&project, &[("docker", docker)]);
-    project.write("agent/plan.json", "[]");
-    let run = mekara_on(
-        &project,
-        &[
-            "run",
-            "--agent-command",
-            AGENT_COMMAND,
-            "--json",
-            "flow/fix-ci",
-        ],
-        &path,
-    );
+    let run = fix_ci_on(&project, &json!([]), &path);
     completed(&run);
     assert!(calls(&project).is_empty(), "nothing for the agent to fix");
-    let out = outputs(&project);
-    assert!(
-        out.contains("skipped: no-such-typechecker-xyz --strict src (.github/workflows/ci.yml job check): `no-such-typechecker-xyz` not installed"),
-        "{out}"
+    told(
+        &project,
+        &run,
+        &[
+            "skipped: no-such-typechecker-xyz --strict src (.github/workflows/ci.yml job check): `no-such-typechecker-xyz` not installed",
+            "not run: make lint: `no-such-linter-xyz` not installed",
+        ],
+        "The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `docker run --rm -v $(pwd):/src addlicense -check .`: needs a running Docker daemon; `make lint`: `no-such-linter-xyz` not installed)",
     );
-    assert!(
-        out.contains("not run: make lint: `no-such-linter-xyz` not installed"),
-        "{out}"
-    );
+}
+
+/// Checks that the run's steps printed each of `lines` and that its last words were `last`,
+/// never that every check passes.
+fn told(project: &Project, run: &Run, lines: &[&str], last: &str) {
+    let out = outputs(project);
+    for line in lines {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
     let said = format!("{}\n{}", run.stdout, run.stderr);
-    assert!(
-        said.contains("The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `docker run --rm -v $(pwd):/src addlicense -check .`: needs a running Docker daemon; `make lint`: `no-such-linter-xyz` not installed)"),
-        "{said}"
-    );
+    assert!(said.contains(last), "{said}");
     assert!(!said.contains("Every check passes"), "{said}");
 }
 
@@ -1452,18 +1450,13 @@ fn a_ci_make_target_is_the_check_and_a_missing_python_module_is_not_run() {
         1,
         "only the real failure goes to the agent"
     );
-    let out = outputs(&project);
-    assert!(
-        out.contains("check: make ci (.github/workflows/ci.yml job build)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("not run: make ci: `no_such_module_xyz` not installed"),
-        "{out}"
-    );
-    let said = format!("{}\n{}", run.stdout, run.stderr);
-    assert!(
-        said.contains("The checks that ran pass: sh ./test.sh (not run: `make ci`: `no_such_module_xyz` not installed)"),
-        "{said}"
+    told(
+        &project,
+        &run,
+        &[
+            "check: make ci (.github/workflows/ci.yml job build)",
+            "not run: make ci: `no_such_module_xyz` not installed",
+        ],
+        "The checks that ran pass: sh ./test.sh (not run: `make ci`: `no_such_module_xyz` not installed)",
     );
 }
