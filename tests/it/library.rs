@@ -1460,3 +1460,40 @@ fn a_ci_make_target_is_the_check_and_a_missing_python_module_is_not_run() {
         "The checks that ran pass: sh ./test.sh (not run: `make ci`: `no_such_module_xyz` not installed)",
     );
 }
+
+/// A Go module with golangci-lint configured: go vet, go test, gofmt and golangci-lint, each
+/// run when its tool is here and listed with why when it is not.
+#[test]
+fn detection_finds_the_go_checks_and_golangci_lint() {
+    let project = repository(&[
+        ("go.mod", "module example.com/x\n\ngo 1.22\n"),
+        (".golangci.yml", "linters:\n  enable:\n    - errcheck\n"),
+    ]);
+    let facts = detected(&project);
+    let expected = [
+        ("go vet ./...", "go"),
+        ("go test ./...", "go"),
+        ("test -z \"$(gofmt -l .)\"", "gofmt"),
+        ("golangci-lint run", "golangci-lint"),
+    ];
+    for (check, tool) in expected {
+        let skipped = json!({"check": check, "why": format!("`{tool}` not installed")});
+        if on_path(tool, None) {
+            assert!(
+                facts["checks"]
+                    .as_array()
+                    .expect("checks")
+                    .contains(&json!(check)),
+                "{facts:#}"
+            );
+        } else {
+            assert!(
+                facts["skipped"]
+                    .as_array()
+                    .expect("skipped")
+                    .contains(&skipped),
+                "{facts:#}"
+            );
+        }
+    }
+}
