@@ -361,7 +361,7 @@ pub(crate) fn python_check() -> &'static str {
 fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
     let rust = detected(&rust_project());
     assert_eq!(rust["ecosystems"], json!(["cargo"]));
-    assert_eq!(rust["checks"], json!(["cargo test"]));
+    assert_eq!(rust["checks"], json!(["cargo test", "cargo fmt --check"]));
     assert_eq!(rust["build"], json!(["cargo build"]));
 
     let python = detected(&python_project());
@@ -378,7 +378,15 @@ fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
     ]);
     let js = detected(&js);
     assert_eq!(js["runner"], "pnpm");
-    assert_eq!(js["checks"], json!(["pnpm run lint", "pnpm test"]));
+    if on_path("pnpm", None) {
+        assert_eq!(js["checks"], json!(["pnpm run lint", "pnpm test"]));
+    } else {
+        let not_installed = "`pnpm` not installed";
+        assert_eq!(
+            js["skipped"],
+            json!([{"check": "pnpm run lint", "why": not_installed}, {"check": "pnpm test", "why": not_installed}])
+        );
+    }
     assert_eq!(js["build"], json!(["pnpm run build"]));
 
     // A Makefile's own check targets win over the ecosystem's defaults.
@@ -406,8 +414,335 @@ fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
     let ci = detected(&ci);
     assert_eq!(ci["ecosystems"], json!([]));
     assert_eq!(
-        ci["checks"],
+        ci["ci"],
         json!(["./scripts/test.sh --all", "shellcheck scripts/*.sh"])
+    );
+    if on_path("shellcheck", None) {
+        assert_eq!(
+            ci["checks"],
+            json!(["./scripts/test.sh --all", "shellcheck scripts/*.sh"])
+        );
+    } else {
+        assert_eq!(ci["checks"], json!(["./scripts/test.sh --all"]));
+        assert_eq!(
+            ci["skipped"],
+            json!([{"check": "shellcheck scripts/*.sh", "why": "`shellcheck` not installed"}])
+        );
+    }
+}
+
+// ---- the project's checks are what its CI runs (issue 39) ----
+
+/// Whether `tool` is on `path` (the test's `PATH` when `None`).
+fn on_path(tool: &str, path: Option<&str>) -> bool {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &format!("command -v {tool}")]);
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    cmd.output().is_ok_and(|o| o.status.success())
+}
+
+/// A stand-in for `ruff`, written where the test's `PATH` finds it first (this machine has no
+/// ruff, and a test must not depend on one): `ruff check` fails on an unused `import os`, as
+/// ruff's F401 does; `ruff format --check` passes.
+const FAKE_RUFF: &str = "#!/bin/sh\n[ \"$1\" = check ] || exit 0\nif grep -n '^import os$' $(git ls-files '*.py') /dev/null; then echo 'F401 `os` imported but unused'; exit 1; fi\necho 'All checks passed!'\n";
+
+/// The `PATH` with the project's `fake-bin` (under its home, out of the repository) first,
+/// holding `tools` (name and script).
+fn fake_tools(project: &Project, tools: &[(&str, &str)]) -> String {
+    let bin = project.home().join("fake-bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    for (name, script) in tools {
+        executable(&crate::common::write_file(&bin.join(name), script));
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// `mekara ARGS` with `PATH` set to `path`.
+fn mekara_on(project: &Project, args: &[&str], path: &str) -> Run {
+    let mut cmd = with_tools(project.command(args));
+    cmd.env("PATH", path);
+    crate::common::run_with_stdin(cmd, "")
+}
+
+/// Runs `flow/fix-ci` unattended, the scripted agent following `plan`, with `PATH` set to
+/// `path`.
+fn fix_ci_on(project: &Project, plan: &Json, path: &str) -> Run {
+    project.write("agent/plan.json", &plan.to_string());
+    let args = [
+        "run",
+        "--agent-command",
+        AGENT_COMMAND,
+        "--json",
+        "flow/fix-ci",
+    ];
+    mekara_on(project, &args, path)
+}
+
+/// What the detection finds, run with `PATH` set to `path`.
+fn detected_on(project: &Project, path: &str) -> Json {
+    project
+        .run(&["scripts", "eject", "flow:fix-ci"], "")
+        .expect_code(0);
+    project.script("detect", "Detect the project's checks.\n", Some(DETECT));
+    mekara_on(project, &["run", "detect"], path).expect_code(0);
+    serde_json::from_str(&read(project, "facts.json")).expect("facts")
+}
+
+const LINTED_PYPROJECT: &str = "[project]\nname = \"stats\"\nversion = \"0.1.0\"\n\n[tool.ruff]\nline-length = 100\n\n[tool.ruff.lint]\nselect = [\"F\"]\n\n[tool.mypy]\nstrict = true\n";
+
+const PRE_COMMIT: &str = "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.6.0\n    hooks:\n      - id: ruff\n      - id: ruff-format\n  - repo: https://github.com/pre-commit/pre-commit-hooks\n    rev: v4.6.0\n    hooks:\n      - id: trailing-whitespace\n";
+
+const TOX_INI: &str = "[tox]\nenvlist = py3, lint\n\n[testenv]\ndeps = pytest\ncommands = python3 -m unittest discover {posargs}\n\n[testenv:lint]\ncommands =\n    ruff check {toxinidir}\n    mypy stats.py\n";
+
+/// A GitHub workflow whose lint job runs ruff and mypy in `run: |` and `run: >-` blocks, a
+/// test job that needs a database service, and a publish job.
+const PY_CI: &str = "name: CI\non: [push]\njobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: pip install ruff mypy\n      - name: lint\n        run: |\n          ruff check .\n          ruff format --check .\n      - run: >-\n          mypy\n          stats.py\n  test:\n    runs-on: ubuntu-latest\n    services:\n      postgres:\n        image: postgres\n    steps:\n      - run: python -m pytest -x\n  publish:\n    runs-on: ubuntu-latest\n    steps:\n      - run: twine upload dist/*\n";
+
+/// The Python project of the issue, without `uv.lock`: ruff and mypy configured, pre-commit,
+/// tox, and a CI that lints.
+fn linted_python_project() -> Project {
+    repository(&[
+        ("pyproject.toml", LINTED_PYPROJECT),
+        (".pre-commit-config.yaml", PRE_COMMIT),
+        ("tox.ini", TOX_INI),
+        (".github/workflows/ci.yml", PY_CI),
+        ("stats.py", PY_STATS),
+        ("test_stats.py", PY_TEST),
+    ])
+}
+
+/// Regression: the probe kept only the tests of a Python project whose CI, pre-commit and
+/// config run ruff and mypy; nothing said what was left out.
+#[test]
+fn detection_reads_the_ci_jobs_pre_commit_tox_and_linter_configuration_of_a_python_project() {
+    let project = linted_python_project();
+    let path = fake_tools(&project, &[("ruff", FAKE_RUFF)]);
+    let facts = detected_on(&project, &path);
+    assert_eq!(
+        facts["ci"],
+        json!([
+            "ruff check .",
+            "ruff format --check .",
+            "mypy stats.py",
+            "python -m pytest -x"
+        ]),
+        "the `run: |` and `run: >-` blocks, not the install"
+    );
+    let mut checks = vec!["ruff check .", "ruff format --check ."];
+    if on_path("mypy", Some(&path)) {
+        checks.push("mypy stats.py");
+    }
+    checks.push(python_check());
+    assert_eq!(facts["checks"], json!(checks), "{facts:#}");
+    let skipped: Vec<(String, String)> = facts["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .map(|s| {
+            (
+                s["check"].as_str().unwrap_or_default().to_string(),
+                s["why"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let why = |check: &str| {
+        skipped
+            .iter()
+            .find(|(c, _)| c == check)
+            .map(|(_, w)| w.as_str())
+    };
+    if !on_path("mypy", Some(&path)) {
+        assert_eq!(
+            why("mypy stats.py"),
+            Some("`mypy` not installed"),
+            "{skipped:?}"
+        );
+    }
+    assert_eq!(
+        why("python -m pytest -x"),
+        Some("needs the services its CI job starts")
+    );
+    assert_eq!(why("twine upload dist/*"), Some("a deploy/publish step"));
+    if !on_path("pre-commit", Some(&path)) {
+        assert_eq!(
+            why("pre-commit run --all-files"),
+            Some("`pre-commit` not installed (its hooks trailing-whitespace did not run)")
+        );
+    }
+    // A check that cannot run is never also a check that runs.
+    for (check, _) in &skipped {
+        assert!(!checks.contains(&check.as_str()), "{check}");
+    }
+    // One line per check, shown once, in the detection's step.
+    let out = outputs(&project);
+    assert!(
+        out.contains("check: ruff check . (.github/workflows/ci.yml job lint)"),
+        "{out}"
+    );
+    assert!(out.contains("skipped: twine upload dist/* (.github/workflows/ci.yml job publish): a deploy/publish step"), "{out}");
+}
+
+/// Regression: `fix-ci` ended "green" on an unused import that the CI's linter fails on.
+#[test]
+fn fix_ci_hands_the_ci_linters_failure_to_the_agent() {
+    let project = linted_python_project();
+    project.write("stats.py", &format!("import os\n\n\n{PY_STATS}"));
+    commit_all(&project, "Import os");
+    let path = fake_tools(&project, &[("ruff", FAKE_RUFF)]);
+    let plan = json!([{
+        "when": "Step 3: `ruff check .` fails",
+        "run": "sed -i '1,3d' stats.py",
+        "outputs": {"fix": "removed the unused import"},
+    }]);
+    let run = fix_ci_on(&project, &plan, &path);
+    completed(&run);
+    assert_eq!(read(&project, "stats.py"), PY_STATS);
+    assert_eq!(calls(&project).len(), 1, "{:#?}", calls(&project));
+    let ruff: Vec<bool> = steps(&project)
+        .iter()
+        .filter(|s| {
+            s["result"]["exit_code"].is_i64()
+                && s["context"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("`ruff check .`"))
+        })
+        .map(|s| s["result"]["exit_code"] == 0)
+        .collect();
+    assert_eq!(
+        ruff,
+        [false, true, true],
+        "failed, passed again, passed with the rest"
+    );
+}
+
+/// A check whose tool is missing is listed as skipped when it is found, said not to have run
+/// when it is found missing only at run time (a Makefile target's tool: exit 127), and never
+/// shown as passed; the agent is not asked to fix it. Nor is a check whose container cannot
+/// start (cobra's CI runs its license check with `docker run`; here no Docker daemon runs:
+/// a stand-in `docker` says so, as the real one does).
+#[test]
+fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
+    let project = repository(&[
+        ("check.sh", "#!/bin/sh\necho checked\n"),
+        ("Makefile", "lint:\n\tno-such-linter-xyz src\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  check:\n    steps:\n      - run: sh ./check.sh\n      - run: no-such-typechecker-xyz --strict src\n  licenses:\n    steps:\n      - run: docker run --rm -v $(pwd):/src addlicense -check .\n",
+        ),
+    ]);
+    let docker = "#!/bin/sh\necho 'docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 125\n";
+    let path = fake_tools(&project, &[("docker", docker)]);
+    let run = fix_ci_on(&project, &json!([]), &path);
+    completed(&run);
+    assert!(calls(&project).is_empty(), "nothing for the agent to fix");
+    told(
+        &project,
+        &run,
+        &[
+            "skipped: no-such-typechecker-xyz --strict src (.github/workflows/ci.yml job check): `no-such-typechecker-xyz` not installed",
+            "not run: make lint: `no-such-linter-xyz` not installed",
+        ],
+        "The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `docker run --rm -v $(pwd):/src addlicense -check .`: needs a running Docker daemon; `make lint`: `no-such-linter-xyz` not installed)",
+    );
+}
+
+/// Checks that the run's steps printed each of `lines` and that its last words were `last`,
+/// never that every check passes.
+fn told(project: &Project, run: &Run, lines: &[&str], last: &str) {
+    let out = outputs(project);
+    for line in lines {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    let said = format!("{}\n{}", run.stdout, run.stderr);
+    assert!(said.contains(last), "{said}");
+    assert!(!said.contains("Every check passes"), "{said}");
+}
+
+#[test]
+fn detection_reads_a_gitlab_ci_file() {
+    let project = repository(&[(
+        ".gitlab-ci.yml",
+        "stages: [test, deploy]\n\nlint:\n  stage: test\n  before_script:\n    - pip install ruff\n  script:\n    - ./lint.sh --strict\n    - sh -c 'test -d .'\n    - $LINTER check .\n\ntest:\n  script: |\n    ./run-tests.sh\n    ./check-docs.sh\n\ndeploy:\n  stage: deploy\n  script:\n  - ./deploy.sh production\n",
+    )]);
+    let facts = detected(&project);
+    assert_eq!(
+        facts["checks"],
+        json!([
+            "./lint.sh --strict",
+            "sh -c 'test -d .'",
+            "./run-tests.sh",
+            "./check-docs.sh"
+        ])
+    );
+    assert_eq!(
+        facts["skipped"],
+        json!([
+            {"check": "$LINTER check .", "why": "needs the CI's variables (`$LINTER`)"},
+            {"check": "./deploy.sh production", "why": "a deploy/publish step"},
+        ])
+    );
+}
+
+#[test]
+fn detection_takes_clippy_and_rustfmt_as_the_ci_runs_them() {
+    let project = repository(&[
+        ("Cargo.toml", RUST_TOML),
+        ("src/lib.rs", RUST_LIB),
+        (
+            ".github/workflows/rust.yml",
+            "jobs:\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: dtolnay/rust-toolchain@stable\n      - run: cargo clippy --all-targets -- -D warnings\n      - run: cargo fmt --all -- --check\n  test:\n    steps:\n      - run: cargo test --workspace\n      - run: cargo publish --dry-run\n  msrv:\n    steps:\n      - run: CARGO_TERM_COLOR=always cargo test --workspace\n      - run: cargo test --locked \"${MSRV_FEATURES}\"\n",
+        ),
+    ]);
+    let facts = detected(&project);
+    assert_eq!(
+        facts["checks"],
+        json!([
+            "cargo clippy --all-targets -- -D warnings",
+            "cargo fmt --all -- --check",
+            "cargo test --workspace"
+        ]),
+        "the CI's own commands stand for `cargo test` and `cargo fmt --check`"
+    );
+    assert_eq!(
+        facts["skipped"],
+        json!([{"check": "cargo publish --dry-run", "why": "a deploy/publish step"}]),
+        "the same command with other settings, and a test run `cargo test --workspace` covers, \
+         are left out"
+    );
+}
+
+#[test]
+fn detection_finds_eslint_and_tsc_of_a_javascript_project() {
+    let project = repository(&[
+        (
+            "package.json",
+            r#"{"name": "x", "scripts": {"test": "node test.js"}, "devDependencies": {"typescript": "^5.4.0", "eslint": "^9.0.0"}}"#,
+        ),
+        ("eslint.config.js", "export default [];\n"),
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+    ]);
+    // eslint is installed in the project, tsc is not (npx would download it).
+    let eslint = project.write("node_modules/.bin/eslint", "#!/bin/sh\necho linted\n");
+    executable(&eslint);
+    let facts = detected(&project);
+    assert_eq!(facts["checks"], json!(["npm test", "npx eslint ."]));
+    assert_eq!(
+        facts["skipped"],
+        json!([{"check": "npx tsc --noEmit", "why": "needs the network (`tsc` is not in `node_modules`: install the dependencies first)"}])
     );
 }
 
@@ -885,18 +1220,7 @@ fn review_asks_again_for_findings_without_a_place_and_reports_them() {
 /// it) and no `gh`: the person says yes.
 pub(crate) fn pr() -> Case {
     let project = rust_project();
-    let remote = project.dir.path().join("remote.git");
-    let init = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&remote)
-        .output()
-        .expect("git");
-    assert!(init.status.success());
-    git(
-        &project,
-        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
-    );
-    git(&project, &["push", "-q", "origin", "main"]);
+    let remote = with_remote(&project);
     project.write(
         "src/lib.rs",
         &RUST_LIB.replace("a + b", "a.saturating_add(b)"),
@@ -906,14 +1230,7 @@ pub(crate) fn pr() -> Case {
         {"when": "Choose a short branch name", "outputs": {"branch": "saturating-add"}},
         {"when": "Step 4: write the pull request", "outputs": {"title": "Saturating add", "body": "Adds without overflow.\n\nTested with cargo test."}},
     ]);
-    let remote_branches = move || {
-        let out = Command::new("git")
-            .args(["branch", "--list"])
-            .current_dir(&remote)
-            .output()
-            .expect("git");
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let remote_branches = move || branches(&remote);
     let pushed = remote_branches.clone();
     let mut case = Case::new(
         project,
@@ -990,4 +1307,193 @@ fn upgrade_deps_refuses_a_pnpm_project_rather_than_writing_an_npm_lock_file_besi
         "{journal}"
     );
     assert!(!project.root().join("package-lock.json").exists());
+}
+
+/// `pr` ran no checks: it proposed a change its CI fails on.
+#[test]
+fn pr_runs_the_checks_and_a_failing_one_stops_it_before_anything_is_pushed() {
+    let project = repository(&[
+        ("check.sh", "#!/bin/sh\necho 'lint: 1 problem'\nexit 1\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  lint:\n    steps:\n      - run: sh ./check.sh\n",
+        ),
+    ]);
+    let remote = with_remote(&project);
+    git(&project, &["switch", "-q", "-c", "feature"]);
+    project.write("notes.md", "one\n");
+    commit_all(&project, "Notes");
+    let run = flow(&project, &json!([]), "flow/pr", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let id = last_run(&project);
+    assert!(
+        project
+            .journal(&id)
+            .contains("These checks fail: `sh ./check.sh`. Propose the change anyway?"),
+        "{}",
+        project.journal(&id)
+    );
+    let run = answer_and_resume(&project, "stop");
+    assert_ne!(state(&run), "completed");
+    assert!(
+        project
+            .journal(&id)
+            .contains("stopped before proposing: the checks fail (`sh ./check.sh`)")
+    );
+    assert!(calls(&project).is_empty(), "the agent wrote nothing");
+    assert!(!branches(&remote).contains("feature"));
+}
+
+/// Gives the project a remote `origin` (a bare repository beside it) holding its `main`.
+fn with_remote(project: &Project) -> PathBuf {
+    let remote = project.dir.path().join("remote.git");
+    let init = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .output()
+        .expect("git");
+    assert!(init.status.success());
+    git(
+        project,
+        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
+    );
+    git(project, &["push", "-q", "origin", "main"]);
+    remote
+}
+
+/// The branches of the bare repository `remote`, as `git branch --list` shows them.
+fn branches(remote: &std::path::Path) -> String {
+    let out = Command::new("git")
+        .args(["branch", "--list"])
+        .current_dir(remote)
+        .output()
+        .expect("git");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// A project that keeps its tox environments in `pyproject.toml` (TOML lists of commands, a
+/// `{replace = "posargs"}` table, a watching docs server) and gives mypy its `files`: mypy runs
+/// as configured (`mypy`, not `mypy .`, which would check the tests too), the environments'
+/// commands run directly without tox's substitutions, and a server that never ends is no check.
+#[test]
+fn detection_reads_tox_environments_in_pyproject_and_mypys_files() {
+    let project = repository(&[(
+        "pyproject.toml",
+        "[project]\nname = \"pkg\"\nversion = \"1.0.0\"\n\n[tool.mypy]\nfiles = [\"src\"]\nstrict = true\n\n[tool.tox]\nenv_list = [\"py3\", \"typing\"]\n\n[tool.tox.env_run_base]\ncommands = [[\n    \"pytest\", \"-v\", \"--basetemp={env_tmp_dir}\",\n    {replace = \"posargs\", default = [], extend = true},\n]]\n\n[tool.tox.env.typing]\ncommands = [\n    [\"mypy\"],\n    [\"pyright\", \"--verifytypes\", \"pkg\"],\n]\n\n[tool.tox.env.docs-auto]\ncommands = [[\"sphinx-autobuild\", \"--watch\", \"src\", \"docs\", \"docs/_build\"]]\n",
+    )]);
+    let path = fake_tools(
+        &project,
+        &[("mypy", "#!/bin/sh\necho 'Success: no issues found'\n")],
+    );
+    let facts = detected_on(&project, &path);
+    let checks = facts["checks"].as_array().expect("checks").clone();
+    let skipped: Vec<Json> = facts["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .map(|s| s["check"].clone())
+        .collect();
+    assert!(checks.contains(&json!("mypy")), "{facts:#}");
+    let pyright = json!("pyright --verifytypes pkg");
+    assert!(
+        checks.contains(&pyright) || skipped.contains(&pyright),
+        "{facts:#}"
+    );
+    let all = format!("{checks:?} {skipped:?}");
+    assert!(!all.contains("mypy ."), "{all}");
+    assert!(
+        !all.contains('{'),
+        "tox's substitutions are not commands: {all}"
+    );
+    assert!(!all.contains("sphinx-autobuild"), "{all}");
+    if on_path("pytest", Some(&path)) || python_check() == "python3 -m pytest" {
+        assert!(all.contains("pytest"), "{all}");
+    } else {
+        assert!(
+            facts["skipped"]
+                .as_array()
+                .expect("skipped")
+                .contains(&json!({"check": "python3 -m pytest", "why": "`pytest` not installed"})),
+            "a project that names pytest is not run with unittest: {facts:#}"
+        );
+    }
+}
+
+/// requests' CI runs `make ci` (a target whose name says nothing; its recipe runs pytest):
+/// that is the check, and `python -m MODULE` without the module is a check that did not run,
+/// while a test's own failed import is a failure the agent gets.
+#[test]
+fn a_ci_make_target_is_the_check_and_a_missing_python_module_is_not_run() {
+    let project = repository(&[
+        (
+            "Makefile",
+            "init:\n\tpip install -r requirements.txt\nci:\n\tpython3 -m no_such_module_xyz tests\n",
+        ),
+        (
+            "test.sh",
+            "echo \"ModuleNotFoundError: No module named 'stats'\"\nexit 1\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  build:\n    steps:\n      - run: |\n          make\n          make ci\n          sh ./test.sh\n",
+        ),
+    ]);
+    let plan = json!([{
+        "when": "Step 3: `sh ./test.sh` fails",
+        "run": "printf 'echo ok\\n' > test.sh",
+        "outputs": {"fix": "the module is back"},
+    }]);
+    let run = flow(&project, &plan, "flow/fix-ci", &[]);
+    completed(&run);
+    assert_eq!(
+        calls(&project).len(),
+        1,
+        "only the real failure goes to the agent"
+    );
+    told(
+        &project,
+        &run,
+        &[
+            "check: make ci (.github/workflows/ci.yml job build)",
+            "not run: make ci: `no_such_module_xyz` not installed",
+        ],
+        "The checks that ran pass: sh ./test.sh (not run: `make ci`: `no_such_module_xyz` not installed)",
+    );
+}
+
+/// A Go module with golangci-lint configured: go vet, go test, gofmt and golangci-lint, each
+/// run when its tool is here and listed with why when it is not.
+#[test]
+fn detection_finds_the_go_checks_and_golangci_lint() {
+    let project = repository(&[
+        ("go.mod", "module example.com/x\n\ngo 1.22\n"),
+        (".golangci.yml", "linters:\n  enable:\n    - errcheck\n"),
+    ]);
+    let facts = detected(&project);
+    let expected = [
+        ("go vet ./...", "go"),
+        ("go test ./...", "go"),
+        ("test -z \"$(gofmt -l .)\"", "gofmt"),
+        ("golangci-lint run", "golangci-lint"),
+    ];
+    for (check, tool) in expected {
+        let skipped = json!({"check": check, "why": format!("`{tool}` not installed")});
+        if on_path(tool, None) {
+            assert!(
+                facts["checks"]
+                    .as_array()
+                    .expect("checks")
+                    .contains(&json!(check)),
+                "{facts:#}"
+            );
+        } else {
+            assert!(
+                facts["skipped"]
+                    .as_array()
+                    .expect("skipped")
+                    .contains(&skipped),
+                "{facts:#}"
+            );
+        }
+    }
 }
