@@ -188,7 +188,7 @@ impl Case {
     }
 
     /// `mekara ARGS` with the tools the checks need and the case's `PATH`.
-    pub(crate) fn mekara(&self, args: &[&str]) -> Run {
+    fn mekara(&self, args: &[&str]) -> Run {
         let mut cmd = with_tools(self.project.command(args));
         if let Some(path) = self.path {
             cmd.env("PATH", path);
@@ -196,14 +196,20 @@ impl Case {
         crate::common::run_with_stdin(cmd, "")
     }
 
-    /// Runs the workflow with `mekara run --agent-command` (the scripted agent following the
-    /// plan), answers each question with `mekara answer` and resumes, then checks the effects.
-    fn unattended(&self) {
+    /// Starts the workflow with `mekara run --agent-command`, the scripted agent following the
+    /// plan; the run goes on until it ends or asks a question.
+    fn started(&self) -> Run {
         self.project
             .write("agent/plan.json", &self.plan.to_string());
         let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", self.name];
         args.extend(self.arguments.iter().map(String::as_str));
-        let mut run = self.mekara(&args);
+        self.mekara(&args)
+    }
+
+    /// Runs the workflow with `mekara run --agent-command` (the scripted agent following the
+    /// plan), answers each question with `mekara answer` and resumes, then checks the effects.
+    fn unattended(&self) {
+        let mut run = self.started();
         for (index, answer) in self.answers.iter().enumerate() {
             assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
             self.before_answer(index);
@@ -321,6 +327,24 @@ pub(crate) fn js_project() -> Project {
             "# greet\n\nGreets someone.\n\n    node cli.js NAME\n\n`--loud` shouts the greeting.\n",
         ),
     ])
+}
+
+/// A `package-lock.json` of `lines` lines (a multiple of 4), as npm writes one: a change of
+/// the dependencies that is long and nobody reads.
+pub(crate) fn package_lock(lines: usize) -> String {
+    use std::fmt::Write as _;
+    // 5 lines of head, 4 a package, 3 of tail.
+    let mut lock = String::from(
+        "{\n  \"name\": \"fixture\",\n  \"lockfileVersion\": 3,\n  \"requires\": true,\n  \"packages\": {\n",
+    );
+    for n in 0..(lines - 8) / 4 {
+        let _ = write!(
+            lock,
+            "    \"node_modules/dep-{n}\": {{\n      \"version\": \"1.{n}.0\",\n      \"integrity\": \"sha512-{n:0>40}\"\n    }},\n"
+        );
+    }
+    lock.push_str("    \"\": {}\n  }\n}\n");
+    lock
 }
 
 // ---- project detection ----
@@ -915,15 +939,7 @@ fn python_change(conftest: &str) -> Case {
 #[test]
 fn test_gaps_measures_coverage_with_the_checks_python_and_counts_only_source_lines() {
     let case = python_change("");
-    case.project
-        .write("agent/plan.json", &case.plan.to_string());
-    let run = case.mekara(&[
-        "run",
-        "--agent-command",
-        AGENT_COMMAND,
-        "--json",
-        "flow/test-gaps",
-    ]);
+    let run = case.started();
     completed(&run);
     let prompt = first_prompt(&case.project);
     let asked = instructions(&prompt);
@@ -942,15 +958,7 @@ fn test_gaps_measures_coverage_with_the_checks_python_and_counts_only_source_lin
 #[test]
 fn test_gaps_says_a_crashed_measurement_failed_rather_than_that_no_test_runs_the_lines() {
     let case = python_change("raise RuntimeError(\"the fixture is broken\")\n");
-    case.project
-        .write("agent/plan.json", &case.plan.to_string());
-    case.mekara(&[
-        "run",
-        "--agent-command",
-        AGENT_COMMAND,
-        "--json",
-        "flow/test-gaps",
-    ]);
+    case.started();
     let prompt = first_prompt(&case.project);
     let asked = instructions(&prompt);
     assert!(
@@ -1002,14 +1010,10 @@ fn review_reads_the_whole_change_without_the_lock_file_and_sends_back_findings_t
     let project = js_project();
     project.write("package-lock.json", "{}\n");
     commit_all(&project, "Lock the dependencies");
-    let lock: String = (0..3000)
-        .map(|n| format!("  \"dep-{n}\": \"1.0.{n}\",\n"))
-        .collect();
-    project.write(
-        "package-lock.json",
-        &format!("{{\n{lock}  \"end\": 0\n}}\n"),
-    );
-    let many: String = (0..150).map(|n| format!("const c{n} = {n};\n")).collect();
+    project.write("package-lock.json", &package_lock(3000));
+    let many = (0..150).fold(String::new(), |all, n| {
+        all + &format!("const c{n} = {n};\n")
+    });
     project.write("cli.js", &format!("{JS_CLI}{many}"));
     let plan = json!([
         {"when": "do not name a `path:line`", "outputs": {"findings": "cli.js:157: c149 is unused\nnowhere.js:1: still made up"}},

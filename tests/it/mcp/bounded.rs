@@ -1,8 +1,6 @@
 //! Every reply stays small enough for an agent to read whole: each workflow of the library
 //! (`flow/*`) played over MCP on a change with a 30,000-line lock file.
 
-use std::fmt::Write as _;
-
 use super::vcr::{play, start_case};
 use crate::library::{self, Case};
 
@@ -15,22 +13,6 @@ const LOCK_LINES: usize = 30_000;
 /// The pending items each workflow is played for: its first few llm steps and questions.
 const TURNS: usize = 4;
 
-/// A `package-lock.json` of `LOCK_LINES` lines, as npm writes one.
-fn package_lock() -> String {
-    // 5 lines of head, 4 a package, 3 of tail.
-    let mut lock = String::from(
-        "{\n  \"name\": \"fixture\",\n  \"lockfileVersion\": 3,\n  \"requires\": true,\n  \"packages\": {\n",
-    );
-    for n in 0..(LOCK_LINES - 8) / 4 {
-        let _ = write!(
-            lock,
-            "    \"node_modules/dep-{n}\": {{\n      \"version\": \"1.{n}.0\",\n      \"integrity\": \"sha512-{n:0>40}\"\n    }},\n"
-        );
-    }
-    lock.push_str("    \"\": {}\n  }\n}\n");
-    lock
-}
-
 /// The case's project with a small `package-lock.json` committed and then, uncommitted,
 /// grown to [`LOCK_LINES`] lines: what an upgrade of the dependencies leaves.
 fn with_a_big_lock_change(case: Case) -> Case {
@@ -41,7 +23,8 @@ fn with_a_big_lock_change(case: Case) -> Case {
         &case.project,
         &["commit", "-q", "-m", "Lock the JavaScript dependencies"],
     );
-    case.project.write("package-lock.json", &package_lock());
+    case.project
+        .write("package-lock.json", &library::package_lock(LOCK_LINES));
     case
 }
 
