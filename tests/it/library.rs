@@ -952,6 +952,43 @@ fn test_gaps_measures_coverage_with_the_checks_python_and_counts_only_source_lin
     );
 }
 
+/// Regression (issue 39): in a project that keeps its environment with uv (`uv.lock`, checked
+/// with `uv run pytest`), coverage ran with the `python3` on `PATH` instead of in uv's
+/// environment. The `uv` here stands in for the real one: it logs each call and runs the
+/// command in the test's virtualenv.
+#[cfg_attr(not(feature = "clients"), ignore = "needs pytest and coverage")]
+#[test]
+fn test_gaps_measures_coverage_in_uvs_environment_in_a_uv_project() {
+    let mut case = python_change("");
+    case.project.write("uv.lock", "version = 1\n");
+    let bin = case.project.dir.path().join("uv-bin");
+    let log = case.project.dir.path().join("uv.log");
+    let uv = crate::common::write_file(
+        &bin.join("uv"),
+        &format!(
+            "#!/bin/sh\necho \"uv $*\" >> '{}'\n[ \"$1\" = run ] && shift\n[ \"$1\" = --with ] && shift 2\nexec \"$@\"\n",
+            log.display()
+        ),
+    );
+    std::fs::set_permissions(&uv, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!("{}:{}", bin.display(), python_with_coverage());
+    case.path = Some(Box::leak(path.into_boxed_str()));
+    completed(&case.started());
+    let prompt = first_prompt(&case.project);
+    assert!(
+        instructions(&prompt).ends_with(
+            "Measured with `uv run --with coverage coverage`: no test runs these lines.\n\nstats.py: lines 20, 21, 22\n"
+        ),
+        "{prompt}"
+    );
+    let calls = std::fs::read_to_string(&log).expect("uv ran");
+    assert!(
+        calls.contains("uv run --with coverage coverage run --source=. -m pytest\n"),
+        "{calls}"
+    );
+}
+
 /// Regression (issue 39): pytest's crash was hidden and every changed line was reported as
 /// "no test runs these lines".
 #[cfg_attr(not(feature = "clients"), ignore = "needs pytest and coverage")]
@@ -1003,14 +1040,18 @@ fn review_asks_again_for_findings_without_a_place_and_reports_them() {
 }
 
 /// Regression (issue 39): `flow/review` got the diff cut in the middle of the code change (a
-/// lock file filled the rest), and took findings in files and lines that do not exist.
+/// lock file filled the rest), and took findings in files and lines that do not exist. The
+/// lock file and a file `.gitattributes` marks generated are left out of the diff.
 #[test]
 fn review_reads_the_whole_change_without_the_lock_file_and_sends_back_findings_that_name_no_real_place()
  {
     let project = js_project();
     project.write("package-lock.json", "{}\n");
+    project.write(".gitattributes", "api.js linguist-generated=true\n");
+    project.write("api.js", "// generated\n");
     commit_all(&project, "Lock the dependencies");
     project.write("package-lock.json", &package_lock(3000));
+    project.write("api.js", "// generated again\n");
     let many = (0..150).fold(String::new(), |all, n| {
         all + &format!("const c{n} = {n};\n")
     });
@@ -1032,6 +1073,7 @@ fn review_reads_the_whole_change_without_the_lock_file_and_sends_back_findings_t
         "the whole code change: {diff}"
     );
     assert!(!diff.contains("package-lock.json"), "no lock file");
+    assert!(!diff.contains("api.js"), "no generated file");
     let retry = instructions(calls(&project)[1]["prompt"].as_str().unwrap_or_default()).to_string();
     assert!(
         retry.contains("cli.js:400: past the end (`cli.js` has 157 lines)"),
