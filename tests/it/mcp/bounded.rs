@@ -13,18 +13,50 @@ const LOCK_LINES: usize = 30_000;
 /// The pending items each workflow is played for: its first few llm steps and questions.
 const TURNS: usize = 4;
 
-/// The case's project with a small `package-lock.json` committed and then, uncommitted,
-/// grown to [`LOCK_LINES`] lines: what an upgrade of the dependencies leaves.
+/// The case's project with its ecosystem's lock file grown by [`LOCK_LINES`] lines,
+/// uncommitted, beside the case's own change: what an upgrade of the dependencies leaves. A
+/// Rust project's `Cargo.lock` gets packages nothing uses (cargo drops them), a Python
+/// project's `uv.lock` is new, a JavaScript project's `package-lock.json` was `{}`.
 fn with_a_big_lock_change(case: Case) -> Case {
-    case.project.write("package-lock.json", "{}\n");
+    let root = case.project.root();
+    let rows = |row: &dyn Fn(usize) -> String| (0..LOCK_LINES / 5).map(row).collect::<String>();
+    let (file, before, grown) = if root.join("Cargo.toml").exists() {
+        let lock = std::fs::read_to_string(root.join("Cargo.lock")).expect("Cargo.lock");
+        let unused = rows(&|n| {
+            format!(
+                "\n[[package]]\nname = \"unused-{n}\"\nversion = \"1.0.{n}\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n"
+            )
+        });
+        ("Cargo.lock", lock.clone(), lock + &unused)
+    } else if root.join("pyproject.toml").exists() {
+        let head = "version = 1\nrequires-python = \">=3.9\"\n".to_string();
+        let packages = rows(&|n| {
+            format!(
+                "\n[[package]]\nname = \"dep-{n}\"\nversion = \"1.0.{n}\"\nsource = {{ registry = \"https://pypi.org/simple\" }}\n"
+            )
+        });
+        ("uv.lock", head.clone(), head + &packages)
+    } else {
+        (
+            "package-lock.json",
+            "{}\n".to_string(),
+            library::package_lock(LOCK_LINES),
+        )
+    };
+    case.project.write(file, &before);
     // Only the lock file: the case's own change stays uncommitted.
-    library::git(&case.project, &["add", "package-lock.json"]);
+    library::git(&case.project, &["add", file]);
     library::git(
         &case.project,
-        &["commit", "-q", "-m", "Lock the JavaScript dependencies"],
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "Lock the dependencies",
+        ],
     );
-    case.project
-        .write("package-lock.json", &library::package_lock(LOCK_LINES));
+    case.project.write(file, &grown);
     case
 }
 
@@ -49,12 +81,14 @@ async fn no_reply_of_a_workflow_passes_80_kb_on_a_change_with_a_big_lock_file() 
     let mut stopped = Vec::new();
     for case in cases {
         let case = with_a_big_lock_change(case());
-        assert_eq!(
-            std::fs::read_to_string(case.project.root().join("package-lock.json"))
-                .expect("lock")
+        let added = library::git(&case.project, &["diff", "--numstat"]);
+        assert!(
+            added
                 .lines()
-                .count(),
-            LOCK_LINES
+                .any(|l| l.starts_with(&LOCK_LINES.to_string()))
+                || case.project.root().join("uv.lock").exists(),
+            "{}: {added}",
+            case.name
         );
         let client = start_case(&case, None).await;
         let played = play(&case, &client, TURNS).await;
