@@ -862,7 +862,7 @@ pub(crate) fn test_gaps() -> Case {
         plan,
         Box::new(|project| {
             let prompt = first_prompt(project);
-            assert!(prompt.contains("stats.py: lines 9, 10, 11"), "{prompt}");
+            assert!(prompt.contains("stats.py: lines 9-11"), "{prompt}");
             assert!(!prompt.contains("test_stats.py"), "{prompt}");
             let ran = outputs(project);
             assert!(
@@ -946,7 +946,7 @@ fn test_gaps_measures_coverage_with_the_checks_python_and_counts_only_source_lin
     // `def root(x):` is run at import; its body (after the docstring and the comment) is not.
     assert!(
         asked.ends_with(
-            "Measured with `python3 -m coverage`: no test runs these lines.\n\nstats.py: lines 20, 21, 22\n"
+            "Measured with `python3 -m coverage`: no test runs these lines.\n\nstats.py: lines 20-22\n"
         ),
         "{prompt}"
     );
@@ -978,7 +978,7 @@ fn test_gaps_measures_coverage_in_uvs_environment_in_a_uv_project() {
     let prompt = first_prompt(&case.project);
     assert!(
         instructions(&prompt).ends_with(
-            "Measured with `uv run --with coverage coverage`: no test runs these lines.\n\nstats.py: lines 20, 21, 22\n"
+            "Measured with `uv run --with coverage coverage`: no test runs these lines.\n\nstats.py: lines 20-22\n"
         ),
         "{prompt}"
     );
