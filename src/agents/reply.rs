@@ -38,8 +38,20 @@ use crate::script::{Listing, ScriptEntry};
 /// The most lines of one step's output a reply shows; the rest stays in the journal.
 const HEAD_LINES: usize = 40;
 const TAIL_LINES: usize = 20;
-/// The most characters of one output line a reply shows.
+/// The most characters of one output line (or of a function step's echoed call) a reply
+/// shows.
 const MAX_LINE: usize = 400;
+/// The most bytes of the "steps executed" part of a reply before older steps' outputs are
+/// shortened further: Claude Code cuts a tool result at 25,000 tokens (about 100 KB), and a
+/// reply must stay well under it however many steps ran since the last one.
+const STEPS_BUDGET: usize = 64 * 1024;
+/// The steps, counted from the last, whose outputs keep [`HEAD_LINES`] and [`TAIL_LINES`]
+/// when the budget is passed: the ones the agent is about to act on.
+const RECENT_STEPS: usize = 2;
+/// The lines of an older step's output a reply over [`STEPS_BUDGET`] keeps (head, tail), and
+/// then, if the reply is still over it, its first line only.
+const OLDER_LINES: (usize, usize) = (6, 3);
+const OLDEST_LINES: (usize, usize) = (1, 0);
 
 /// What a tool call gives back: Markdown, and whether it is an error the agent must act on.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,12 +166,37 @@ pub(crate) struct JournalRef<'a> {
     pub run: &'a str,
 }
 
-/// The "steps executed" part of a reply; empty when nothing ran.
+/// The "steps executed" part of a reply; empty when nothing ran. When it would pass
+/// [`STEPS_BUDGET`], the outputs of all but the [`RECENT_STEPS`] last steps keep only
+/// [`OLDER_LINES`], and if that is still too much, [`OLDEST_LINES`]: the journal has them all.
 pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'_>>) -> String {
     if events.is_empty() {
         return String::new();
     }
+    let steps = events
+        .iter()
+        .filter(|e| matches!(e, CallEvent::Step { .. }))
+        .count();
+    let mut out = String::new();
+    for older in [(HEAD_LINES, TAIL_LINES), OLDER_LINES, OLDEST_LINES] {
+        out = steps_with(events, journal, steps.saturating_sub(RECENT_STEPS), older);
+        if out.len() <= STEPS_BUDGET {
+            break;
+        }
+    }
+    out
+}
+
+/// [`steps_executed`] with the first `older_steps` steps' outputs cut to `older` lines (head,
+/// tail).
+fn steps_with(
+    events: &[CallEvent],
+    journal: Option<&JournalRef<'_>>,
+    older_steps: usize,
+    older: (usize, usize),
+) -> String {
     let mut out = String::from("## Steps executed\n\n");
+    let mut seen = 0;
     for event in events {
         match event {
             CallEvent::Called { path } => {
@@ -184,7 +221,19 @@ pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'
                 );
             }
             CallEvent::Step { frame, record } => {
-                step(&mut out, &step_path(frame, record.index), record, journal);
+                let lines = if seen < older_steps {
+                    older
+                } else {
+                    (HEAD_LINES, TAIL_LINES)
+                };
+                seen += 1;
+                step(
+                    &mut out,
+                    &step_path(frame, record.index),
+                    record,
+                    journal,
+                    lines,
+                );
             }
         }
     }
@@ -192,7 +241,14 @@ pub(crate) fn steps_executed(events: &[CallEvent], journal: Option<&JournalRef<'
     out
 }
 
-fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&JournalRef<'_>>) {
+/// One step of the "steps executed" part, its output cut to `lines` (head, tail).
+fn step(
+    out: &mut String,
+    path: &str,
+    record: &StepRecord,
+    journal: Option<&JournalRef<'_>>,
+    lines: (usize, usize),
+) {
     let _ = write!(out, "- {} `{path}` ", record.mark());
     match &record.input {
         StepInput::Shell { command, .. } if !command.contains('\n') => {
@@ -206,7 +262,8 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
             );
         }
         StepInput::Function { function, kwargs } => {
-            let _ = write!(out, "`{}`", function_call(function, kwargs));
+            // The arguments may be a whole diff: the journal keeps them, the reply a line.
+            let _ = write!(out, "`{}`", clip_line(&function_call(function, kwargs)));
         }
         StepInput::Mcp { .. } => {
             let _ = write!(out, "`{}`", record.input.summary());
@@ -248,7 +305,7 @@ fn step(out: &mut String, path: &str, record: &StepRecord, journal: Option<&Jour
         let _ = writeln!(output, "→ {}", compact(value));
     }
     if !output.trim().is_empty() {
-        let shown = shorten(&output, journal.map(|j| (j.run, path)));
+        let shown = shorten(&output, journal.map(|j| (j.run, path)), lines);
         let _ = writeln!(out, "  <output>\n{}  </output>", indent(&shown, "  "));
     }
 }
@@ -266,29 +323,31 @@ fn compact(value: &Json) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
-/// Keeps the head and tail of a long output, with a line saying what was cut and where
-/// the whole of it is.
-fn shorten(output: &str, source: Option<(&str, &str)>) -> String {
+/// `line` whole, or its first [`MAX_LINE`] characters and a note that it was cut.
+fn clip_line(line: &str) -> String {
+    if line.chars().count() <= MAX_LINE {
+        line.to_string()
+    } else {
+        let kept: String = line.chars().take(MAX_LINE).collect();
+        format!("{kept}… [line cut at {MAX_LINE} characters]")
+    }
+}
+
+/// Keeps the head and tail of a long output (`lines`: how many of each), with a line saying
+/// what was cut and where the whole of it is.
+fn shorten(output: &str, source: Option<(&str, &str)>, (head, tail): (usize, usize)) -> String {
     let lines: Vec<&str> = output.lines().collect();
-    let clip = |line: &str| -> String {
-        if line.chars().count() <= MAX_LINE {
-            line.to_string()
-        } else {
-            let kept: String = line.chars().take(MAX_LINE).collect();
-            format!("{kept}… [line cut at {MAX_LINE} characters]")
-        }
-    };
     let mut shown = String::new();
-    if lines.len() <= HEAD_LINES + TAIL_LINES {
+    if lines.len() <= head + tail {
         for line in &lines {
-            let _ = writeln!(shown, "{}", clip(line));
+            let _ = writeln!(shown, "{}", clip_line(line));
         }
         return shown;
     }
-    for line in &lines[..HEAD_LINES] {
-        let _ = writeln!(shown, "{}", clip(line));
+    for line in &lines[..head] {
+        let _ = writeln!(shown, "{}", clip_line(line));
     }
-    let cut = lines.len() - HEAD_LINES - TAIL_LINES;
+    let cut = lines.len() - head - tail;
     let whole = match source {
         Some((run, step)) => {
             format!("the whole output is in the journal: `mekara runs show {run}`, step {step}")
@@ -298,12 +357,12 @@ fn shorten(output: &str, source: Option<(&str, &str)>) -> String {
     let _ = writeln!(
         shown,
         "… {cut} lines cut here (lines {}–{} of {}); {whole} …",
-        HEAD_LINES + 1,
-        HEAD_LINES + cut,
+        head + 1,
+        head + cut,
         lines.len()
     );
-    for line in &lines[lines.len() - TAIL_LINES..] {
-        let _ = writeln!(shown, "{}", clip(line));
+    for line in &lines[lines.len() - tail..] {
+        let _ = writeln!(shown, "{}", clip_line(line));
     }
     shown
 }

@@ -196,14 +196,20 @@ impl Case {
         crate::common::run_with_stdin(cmd, "")
     }
 
-    /// Runs the workflow with `mekara run --agent-command` (the scripted agent following the
-    /// plan), answers each question with `mekara answer` and resumes, then checks the effects.
-    fn unattended(&self) {
+    /// Starts the workflow with `mekara run --agent-command`, the scripted agent following the
+    /// plan; the run goes on until it ends or asks a question.
+    fn started(&self) -> Run {
         self.project
             .write("agent/plan.json", &self.plan.to_string());
         let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", self.name];
         args.extend(self.arguments.iter().map(String::as_str));
-        let mut run = self.mekara(&args);
+        self.mekara(&args)
+    }
+
+    /// Runs the workflow with `mekara run --agent-command` (the scripted agent following the
+    /// plan), answers each question with `mekara answer` and resumes, then checks the effects.
+    fn unattended(&self) {
+        let mut run = self.started();
         for (index, answer) in self.answers.iter().enumerate() {
             assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
             self.before_answer(index);
@@ -321,6 +327,24 @@ pub(crate) fn js_project() -> Project {
             "# greet\n\nGreets someone.\n\n    node cli.js NAME\n\n`--loud` shouts the greeting.\n",
         ),
     ])
+}
+
+/// A `package-lock.json` of `lines` lines (a multiple of 4), as npm writes one: a change of
+/// the dependencies that is long and nobody reads.
+pub(crate) fn package_lock(lines: usize) -> String {
+    use std::fmt::Write as _;
+    // 5 lines of head, 4 a package, 3 of tail.
+    let mut lock = String::from(
+        "{\n  \"name\": \"fixture\",\n  \"lockfileVersion\": 3,\n  \"requires\": true,\n  \"packages\": {\n",
+    );
+    for n in 0..(lines - 8) / 4 {
+        let _ = write!(
+            lock,
+            "    \"node_modules/dep-{n}\": {{\n      \"version\": \"1.{n}.0\",\n      \"integrity\": \"sha512-{n:0>40}\"\n    }},\n"
+        );
+    }
+    lock.push_str("    \"\": {}\n  }\n}\n");
+    lock
 }
 
 // ---- project detection ----
@@ -748,6 +772,14 @@ fn detection_finds_eslint_and_tsc_of_a_javascript_project() {
 
 // ---- the workflows, one end-to-end run each ----
 
+/// What the agent is told to do in an llm step's `prompt`: its `<instructions>`.
+fn instructions(prompt: &str) -> &str {
+    prompt
+        .rsplit_once("<instructions>\n")
+        .and_then(|(_, rest)| rest.split_once("</instructions>"))
+        .map_or("", |(text, _)| text)
+}
+
 /// The text of the first llm step the agent got.
 fn first_prompt(project: &Project) -> String {
     calls(project)[0]["prompt"]
@@ -1165,10 +1197,7 @@ pub(crate) fn test_gaps() -> Case {
         plan,
         Box::new(|project| {
             let prompt = first_prompt(project);
-            assert!(
-                prompt.contains("stats.py: lines 7, 8, 9, 10, 11"),
-                "{prompt}"
-            );
+            assert!(prompt.contains("stats.py: lines 9-11"), "{prompt}");
             assert!(!prompt.contains("test_stats.py"), "{prompt}");
             let ran = outputs(project);
             assert!(
@@ -1184,13 +1213,142 @@ fn test_gaps_hands_the_agent_the_changed_lines_and_runs_the_tests_it_writes() {
     test_gaps().unattended();
 }
 
+/// Regression (issue 39): with a clean tree and no argument, `flow/test-gaps` ended with `{}`
+/// and no word.
+#[test]
+fn test_gaps_on_a_clean_tree_says_nothing_changed_and_what_to_give() {
+    let project = python_project();
+    let run = flow(&project, &json!([]), "flow/test-gaps", &[]);
+    completed(&run);
+    assert!(calls(&project).is_empty());
+    let out = outputs(&project);
+    assert!(
+        out.contains("Nothing changed since HEAD: give a base ref or commit something."),
+        "{out}"
+    );
+}
+
+/// A `PATH` whose `python3` has pytest and coverage: the virtualenv `tests/python/install.sh`
+/// makes in `target/test-clients/py`.
+fn python_with_coverage() -> String {
+    let python = crate::common::outside_client(
+        "py/bin/python3",
+        "the Python virtualenv with pytest and coverage",
+        "tests/python/install.sh",
+    );
+    let bin = python.parent().expect("bin").display().to_string();
+    format!("{bin}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+/// A Python project checked with pytest, with an uncommitted change: a tested function, an
+/// untested one, and lines that are not code to test (an import, a docstring, a comment, an
+/// `if TYPE_CHECKING:` block, `docs/conf.py`, `conftest.py`).
+fn python_change(conftest: &str) -> Case {
+    let project = repository(&[
+        ("pyproject.toml", PY_PROJECT),
+        ("stats.py", PY_STATS),
+        (
+            "test_stats.py",
+            "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n",
+        ),
+        ("docs/conf.py", "project = \"stats\"\n"),
+    ]);
+    project.write(
+        "stats.py",
+        &format!(
+            "from typing import TYPE_CHECKING\nimport math\n\nif TYPE_CHECKING:\n    from collections.abc import Sequence\n\n{PY_STATS}\n\ndef root(x):\n    \"\"\"The square root of `x`,\n    or nothing.\n    \"\"\"\n    # for negative numbers\n    if x < 0:\n        return None\n    return math.sqrt(x)\n"
+        ),
+    );
+    project.write("docs/conf.py", "project = \"stats\"\nextensions = []\n");
+    project.write("conftest.py", conftest);
+    let plan = json!([{"when": "Step 3: write tests", "outputs": {"tests": "none"}}]);
+    let mut case = Case::new(project, "flow/test-gaps", plan, Box::new(|_| {}));
+    case.path = Some(Box::leak(python_with_coverage().into_boxed_str()));
+    case
+}
+
+/// Regression (issue 39): `flow/test-gaps` measured coverage with another interpreter than the
+/// checks, and counted `docs/conf.py`, docstrings and imports. Measured with pytest's own
+/// interpreter, only the untested function's code lines are gaps.
+#[cfg_attr(not(feature = "clients"), ignore = "needs pytest and coverage")]
+#[test]
+fn test_gaps_measures_coverage_with_the_checks_python_and_counts_only_source_lines() {
+    let case = python_change("");
+    let run = case.started();
+    completed(&run);
+    let prompt = first_prompt(&case.project);
+    let asked = instructions(&prompt);
+    // `def root(x):` is run at import; its body (after the docstring and the comment) is not.
+    assert!(
+        asked.ends_with(
+            "Measured with `python3 -m coverage`: no test runs these lines.\n\nstats.py: lines 20-22\n"
+        ),
+        "{prompt}"
+    );
+}
+
+/// Regression (issue 39): in a project that keeps its environment with uv (`uv.lock`, checked
+/// with `uv run pytest`), coverage ran with the `python3` on `PATH` instead of in uv's
+/// environment. The `uv` here stands in for the real one: it logs each call and runs the
+/// command in the test's virtualenv.
+#[cfg_attr(not(feature = "clients"), ignore = "needs pytest and coverage")]
+#[test]
+fn test_gaps_measures_coverage_in_uvs_environment_in_a_uv_project() {
+    let mut case = python_change("");
+    case.project.write("uv.lock", "version = 1\n");
+    let bin = case.project.dir.path().join("uv-bin");
+    let log = case.project.dir.path().join("uv.log");
+    let uv = crate::common::write_file(
+        &bin.join("uv"),
+        &format!(
+            "#!/bin/sh\necho \"uv $*\" >> '{}'\n[ \"$1\" = run ] && shift\n[ \"$1\" = --with ] && shift 2\nexec \"$@\"\n",
+            log.display()
+        ),
+    );
+    std::fs::set_permissions(&uv, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!("{}:{}", bin.display(), python_with_coverage());
+    case.path = Some(Box::leak(path.into_boxed_str()));
+    completed(&case.started());
+    let prompt = first_prompt(&case.project);
+    assert!(
+        instructions(&prompt).ends_with(
+            "Measured with `uv run --with coverage coverage`: no test runs these lines.\n\nstats.py: lines 20-22\n"
+        ),
+        "{prompt}"
+    );
+    let calls = std::fs::read_to_string(&log).expect("uv ran");
+    assert!(
+        calls.contains("uv run --with coverage coverage run --source=. -m pytest\n"),
+        "{calls}"
+    );
+}
+
+/// Regression (issue 39): pytest's crash was hidden and every changed line was reported as
+/// "no test runs these lines".
+#[cfg_attr(not(feature = "clients"), ignore = "needs pytest and coverage")]
+#[test]
+fn test_gaps_says_a_crashed_measurement_failed_rather_than_that_no_test_runs_the_lines() {
+    let case = python_change("raise RuntimeError(\"the fixture is broken\")\n");
+    case.started();
+    let prompt = first_prompt(&case.project);
+    let asked = instructions(&prompt);
+    assert!(
+        asked.contains("Coverage could not be measured (`python3 -m coverage run -m pytest` failed, exit code 4"),
+        "{prompt}"
+    );
+    assert!(!asked.contains("no test runs these lines"), "{prompt}");
+    // The crash itself is in the reply, for the agent to tell.
+    assert!(prompt.contains("the fixture is broken"), "{prompt}");
+}
+
 /// `flow/review` of an uncommitted change that breaks the JavaScript project's test; the
 /// agent's first findings name no place.
 pub(crate) fn review() -> Case {
     let project = js_project();
     project.write("cli.js", &JS_CLI.replace("\"Hello, \"", "\"Hi, \""));
     let plan = json!([
-        {"when": "do not start with `path:line:`", "outputs": {"findings": "cli.js:3: the greeting changed but test.js still expects `Hello`"}},
+        {"when": "do not name a `path:line`", "outputs": {"findings": "cli.js:3: the greeting changed but test.js still expects `Hello`"}},
         {"when": "Step 4: review", "outputs": {"findings": "the greeting changed"}},
     ]);
     Case::new(
@@ -1214,6 +1372,59 @@ pub(crate) fn review() -> Case {
 #[test]
 fn review_asks_again_for_findings_without_a_place_and_reports_them() {
     review().unattended();
+}
+
+/// Regression (issue 39): `flow/review` got the diff cut in the middle of the code change (a
+/// lock file filled the rest), and took findings in files and lines that do not exist. The
+/// lock file and a file `.gitattributes` marks generated are left out of the diff.
+#[test]
+fn review_reads_the_whole_change_without_the_lock_file_and_sends_back_findings_that_name_no_real_place()
+ {
+    let project = js_project();
+    project.write("package-lock.json", "{}\n");
+    project.write(".gitattributes", "api.js linguist-generated=true\n");
+    project.write("api.js", "// generated\n");
+    commit_all(&project, "Lock the dependencies");
+    project.write("package-lock.json", &package_lock(3000));
+    project.write("api.js", "// generated again\n");
+    let many = (0..150).fold(String::new(), |all, n| {
+        all + &format!("const c{n} = {n};\n")
+    });
+    project.write("cli.js", &format!("{JS_CLI}{many}"));
+    let plan = json!([
+        {"when": "do not name a `path:line`", "outputs": {"findings": "cli.js:157: c149 is unused\nnowhere.js:1: still made up"}},
+        {"when": "Step 4: review", "outputs": {"findings": "cli.js:400: past the end\nnowhere.js:1: made up\ncli.js:8: c0 is unused"}},
+    ]);
+    let run = flow(&project, &plan, "flow/review", &[]);
+    completed(&run);
+    let prompt = first_prompt(&project);
+    assert!(
+        prompt.contains("read all of it with `cat .git/mekara/review.diff`"),
+        "{prompt}"
+    );
+    let diff = read(&project, ".git/mekara/review.diff");
+    assert!(
+        diff.contains("+const c149 = 149;"),
+        "the whole code change: {diff}"
+    );
+    assert!(!diff.contains("package-lock.json"), "no lock file");
+    assert!(!diff.contains("api.js"), "no generated file");
+    let retry = instructions(calls(&project)[1]["prompt"].as_str().unwrap_or_default()).to_string();
+    assert!(
+        retry.contains("cli.js:400: past the end (`cli.js` has 157 lines)"),
+        "{retry}"
+    );
+    assert!(
+        retry.contains("nowhere.js:1: made up (no file `nowhere.js`"),
+        "{retry}"
+    );
+    assert!(!retry.contains("cli.js:8:"), "{retry}");
+    let out = outputs(&project);
+    assert!(
+        out.contains("cli.js:157: c149 is unused\n\nUnverified"),
+        "{out}"
+    );
+    assert!(out.contains("Unverified (the file or line does not exist; check them by hand):\nnowhere.js:1: still made up (no file `nowhere.js`"), "{out}");
 }
 
 /// `flow/pr` of a commit on `main` of a Rust project with a remote (a bare repository beside

@@ -270,3 +270,52 @@ async fn a_fallback_derived_again_after_a_restart_keeps_the_called_scripts_instr
     let resumed = second.call("resume", json!({"run_id": handle})).await.ok();
     assert_eq!(fallback(&resumed), fallback(&started), "{resumed}");
 }
+
+/// Twelve steps of long output and a function step given a 200 KB argument, then an llm step.
+const MANY_LONG_STEPS: &str = r#"
+def execute(request):
+    big = "\n".join(["line %d of the argument, padded to be long enough to matter" % n for n in range(3000)])
+    auto(count, {"text": big}, context = "Count the argument's lines")
+    for n in range(12):
+        auto("for i in $(seq 1 300); do printf 'step %s line %s %0100d\n' " + str(n) + " $i 0; done", context = "Step " + str(n))
+    llm("Say what you saw")
+
+def count(text):
+    print(len(text.splitlines()))
+"#;
+
+/// Regression (issue 39): a function step's reply echoed its whole arguments (297 KB on a real
+/// project), and many steps of long output made a reply no agent reads whole. The call is cut
+/// to a line, and past the budget the older steps keep a few lines each; the last two keep
+/// their head and tail.
+#[tokio::test]
+async fn a_reply_of_many_long_steps_and_a_big_argument_stays_bounded() {
+    let project = Project::new();
+    project.script("many", "1. Many steps.\n", Some(MANY_LONG_STEPS));
+    let client = Client::start(&project, &[]).await;
+    let reply = client.call("start", json!({"name": "many"})).await.ok();
+    assert!(reply.len() < 64 * 1024, "{} bytes", reply.len());
+    assert!(
+        reply.contains("`count(text=\"line 0 of the argument")
+            && reply.contains("… [line cut at 400 characters]`"),
+        "{reply}"
+    );
+    // An older step: 6 lines of head and 3 of tail; the last: 40 and 20.
+    assert!(
+        reply.contains("… 291 lines cut here (lines 7–297 of 300)"),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("step 0 line 6 ") && !reply.contains("step 0 line 7 "),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("… 240 lines cut here (lines 41–280 of 300)"),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("step 11 line 40 ") && reply.contains("step 10 line 40 "),
+        "{reply}"
+    );
+    assert!(!reply.contains("step 9 line 40 "), "{reply}");
+}

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use super::client::{Client, fixed_shuf_path};
+use super::client::{Client, Reply, fixed_shuf_path};
 use crate::common::Project;
 use crate::library::{self, Case};
 
@@ -323,60 +323,24 @@ async fn a_step_that_prints_the_projects_folder_replays_in_another_checkout() {
 /// another folder, without the fixture's files and with nothing on `PATH` (no git, cargo, npm
 /// or python): every shell step's result comes from the cassette, and each reply must match
 /// the recorded one.
-///
-/// Each reply's pending item decides the next call, as it would for the agent: a question
-/// gets the person's next answer and an llm step the case's plan (its first rule whose `when`
-/// is in the step: `run` runs in the project, `outputs` are given), both through
-/// `continue_compiled_script`. The llm steps are logged in `agent/calls.jsonl` as the
-/// scripted agent of the unattended tests logs them, for the case's checks.
 async fn recorded_and_replayed(case: Case) {
     let project = &case.project;
     let cassette = project.dir.path().join("cassette.toml");
-    let mut env: Vec<(String, PathBuf)> = library::with_tools(Command::new("mekara"))
-        .get_envs()
-        .filter_map(|(key, value)| Some((key.to_str()?.to_string(), PathBuf::from(value?))))
-        .collect();
-    env.push(("MEKARA_VCR_CASSETTE".to_string(), cassette.clone()));
-    if let Some(path) = case.path {
-        env.push(("PATH".to_string(), PathBuf::from(path)));
-    }
-    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
-    let client = Client::start(project, &env).await;
-    let start = json!({"name": case.name, "arguments": case.arguments.join(" ")});
-    let mut reply = client.call("start", start).await.ok();
-    let mut calls = 1;
-    let mut answers = case.answers.iter().enumerate();
-    let mut log = String::new();
-    while let Some((_, turn)) = reply.rsplit_once("## Your turn") {
-        let outputs = if turn.starts_with(": ask the user") {
-            let (index, answer) = answers
-                .next()
-                .unwrap_or_else(|| panic!("a question the case has no answer for:\n{reply}"));
-            case.before_answer(index);
-            json!({ "answer": answer })
-        } else {
-            assert!(turn.starts_with(": llm step"), "not an llm step:\n{reply}");
-            log.push_str(&format!("{}\n", json!({"kind": "llm", "prompt": reply})));
-            project.write("agent/calls.jsonl", &log);
-            let rule = case
-                .plan
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|rule| rule["when"].as_str().is_some_and(|w| turn.contains(w)))
-                .unwrap_or_else(|| panic!("the plan has no rule for this llm step:\n{reply}"));
-            if let Some(run) = rule["run"].as_str() {
-                let ran = project.shell(run).output().expect("sh");
-                assert!(ran.status.success(), "{run}: {ran:?}");
-            }
-            rule["outputs"].clone()
-        };
-        reply = client.continue_with(outputs).await.ok();
-        calls += 1;
-    }
+    let client = start_case(&case, Some(&cassette)).await;
+    let played = play(&case, &client, usize::MAX).await;
+    let reply = played
+        .replies
+        .last()
+        .map(|r| r.text.clone())
+        .unwrap_or_default();
+    let calls = played.replies.len();
     client.service.cancel().await.expect("close");
     assert!(reply.contains("The script completed"), "{reply}");
-    assert!(answers.next().is_none(), "every answer is asked for");
+    assert_eq!(
+        played.answered,
+        case.answers.len(),
+        "every answer is asked for"
+    );
     case.check_effects();
 
     let recorded = std::fs::read_to_string(&cassette).expect("cassette");
@@ -399,6 +363,86 @@ async fn recorded_and_replayed(case: Case) {
         run.stdout,
         run.stderr
     );
+}
+
+/// `mekara mcp` for `case`: in its project, with the tools its checks need, its `PATH` and,
+/// when `cassette` is given, recording to it.
+pub(crate) async fn start_case(case: &Case, cassette: Option<&Path>) -> Client {
+    let mut env: Vec<(String, PathBuf)> = library::with_tools(Command::new("mekara"))
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_str()?.to_string(), PathBuf::from(value?))))
+        .collect();
+    if let Some(cassette) = cassette {
+        env.push(("MEKARA_VCR_CASSETTE".to_string(), cassette.to_path_buf()));
+    }
+    if let Some(path) = case.path {
+        env.push(("PATH".to_string(), PathBuf::from(path)));
+    }
+    let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
+    Client::start(&case.project, &env).await
+}
+
+/// What [`play`] saw: every reply, in order, and how many questions it answered.
+pub(crate) struct Played {
+    pub(crate) replies: Vec<Reply>,
+    pub(crate) answered: usize,
+}
+
+/// Starts `case`'s workflow and plays at most `turns` of its pending items as an agent does.
+/// Each reply's pending item decides the next call: a question gets the person's next answer
+/// and an llm step the case's plan (its first rule whose `when` is in the step: `run` runs in
+/// the project, `outputs` are given), both through `continue_compiled_script`. The llm steps
+/// are logged in `agent/calls.jsonl` as the scripted agent of the unattended tests logs them,
+/// for the case's checks. Stops at a reply that is an error, has nothing pending or a failure
+/// to finish by hand, or has an item the case has no answer or rule for (the caller says
+/// whether that is wrong).
+pub(crate) async fn play(case: &Case, client: &Client, turns: usize) -> Played {
+    let project = &case.project;
+    let start = json!({"name": case.name, "arguments": case.arguments.join(" ")});
+    let mut replies = vec![client.call("start", start).await];
+    let mut answers = case.answers.iter().enumerate();
+    let mut answered = 0;
+    let mut log = String::new();
+    for _ in 0..turns {
+        let Some(reply) = replies.last().filter(|r| !r.is_error) else {
+            break;
+        };
+        let Some((_, turn)) = reply.text.rsplit_once("## Your turn") else {
+            break;
+        };
+        let outputs = if turn.starts_with(": ask the user") {
+            let Some((index, answer)) = answers.next() else {
+                break;
+            };
+            case.before_answer(index);
+            answered += 1;
+            json!({ "answer": answer })
+        } else if turn.starts_with(": llm step") {
+            log.push_str(&format!(
+                "{}\n",
+                json!({"kind": "llm", "prompt": reply.text})
+            ));
+            project.write("agent/calls.jsonl", &log);
+            let Some(rule) = case
+                .plan
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|rule| rule["when"].as_str().is_some_and(|w| turn.contains(w)))
+            else {
+                break;
+            };
+            if let Some(run) = rule["run"].as_str() {
+                let ran = project.shell(run).output().expect("sh");
+                assert!(ran.status.success(), "{run}: {ran:?}");
+            }
+            rule["outputs"].clone()
+        } else {
+            break;
+        };
+        replies.push(client.continue_with(outputs).await);
+    }
+    Played { replies, answered }
 }
 
 /// One test per workflow of the library: `NAME` is played by [`recorded_and_replayed`] on
