@@ -433,3 +433,43 @@ fn release_whose_check_failed_goes_on_with_retry_once_the_code_is_fixed() {
     completed(&run);
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.1.1");
 }
+
+/// Issue 39's failure: the version read was not one it could release, and `--retry` after
+/// correcting the file replayed the step on the version read before. Now it stops before
+/// asking, and the retried step reads the project again.
+#[test]
+fn release_stopped_on_a_version_it_cannot_read_goes_on_with_retry_once_the_file_is_corrected() {
+    let project = repository(&[(
+        "pyproject.toml",
+        "[project]\nname = \"x\"\nversion = \"latest\"\n",
+    )]);
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Works."}}]);
+    let (run, _) = release(&project, &plan, &[]);
+    assert_ne!(state(&run), "waiting", "{}", run.stdout);
+    assert!(
+        stopped_by(&run).contains("the version `latest` in pyproject.toml is not a version")
+            || run
+                .stderr
+                .contains("the version `latest` in pyproject.toml is not a version"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    project.write(
+        "pyproject.toml",
+        "[project]\nname = \"x\"\nversion = \"0.2.0\"\n",
+    );
+    commit_all(&project, "A version");
+    let id = last_run(&project);
+    let mut args = resume(&id).to_vec();
+    args.push("--retry");
+    let retried = mekara(&project, &args, None);
+    let (run, questions) = answer_all(&project, retried, &["as it is", "yes"], None);
+    completed(&run);
+    assert!(
+        questions[0].contains("`as it is`: 0.2.0"),
+        "{}",
+        questions[0]
+    );
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.2.0");
+}
