@@ -473,3 +473,30 @@ fn release_stopped_on_a_version_it_cannot_read_goes_on_with_retry_once_the_file_
     );
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.2.0");
 }
+
+/// A crate whose dependencies are not in the registry cache (as a cloned project often is,
+/// offline): `cargo update -w --offline` cannot resolve, so the crate's own version is
+/// written into `Cargo.lock` by hand, and a dependency at the same version is left alone.
+#[test]
+fn release_writes_the_crates_version_into_cargo_lock_when_cargo_cannot_update_it_offline() {
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"tool\"\nversion = \"1.0.0\"\nedition = \"2021\"\n\n[dependencies]\nnot-cached-anywhere = \"1\"\n",
+        ),
+        (
+            "Cargo.lock",
+            "version = 4\n\n[[package]]\nname = \"not-cached-anywhere\"\nversion = \"1.0.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"0000000000000000000000000000000000000000000000000000000000000000\"\n\n[[package]]\nname = \"tool\"\nversion = \"1.0.0\"\ndependencies = [\n \"not-cached-anywhere\",\n]\n",
+        ),
+        ("src/main.rs", "fn main() {}\n"),
+        ("Makefile", "check:\n\ttrue\n"),
+    ]);
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Faster."}}]);
+    let (run, _) = release(&project, &plan, &["patch", "yes"]);
+    completed(&run);
+    assert_eq!(
+        read(&project, "Cargo.lock"),
+        "version = 4\n\n[[package]]\nname = \"not-cached-anywhere\"\nversion = \"1.0.0\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\nchecksum = \"0000000000000000000000000000000000000000000000000000000000000000\"\n\n[[package]]\nname = \"tool\"\nversion = \"1.0.1\"\ndependencies = [\n \"not-cached-anywhere\",\n]\n"
+    );
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+}
