@@ -500,3 +500,47 @@ fn release_writes_the_crates_version_into_cargo_lock_when_cargo_cannot_update_it
     );
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
 }
+
+/// `uv.lock` holds the project's own version (`2.3.0.dev` written `2.3.0.dev0`): after the
+/// release, `uv lock --locked` (what CI's `uv run --locked` checks) accepts it. Needs `uv`:
+/// without it the test says so and checks nothing (the stop without `uv` is tested above).
+#[test]
+fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
+    if Command::new("uv").arg("--version").output().is_err() {
+        eprintln!("uv is not installed: the uv.lock update is not tested here");
+        return;
+    }
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"signer\"\nversion = \"2.3.0.dev\"\nrequires-python = \">=3.8\"\ndependencies = []\n",
+        ),
+        ("Makefile", "check:\n\ttrue\n"),
+    ]);
+    let locked = with_tools(project.shell("uv lock --offline"))
+        .output()
+        .expect("uv");
+    assert!(
+        locked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&locked.stderr)
+    );
+    commit_all(&project, "Lock");
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Signed."}}]);
+    let (run, _) = release(&project, &plan, &["in progress", "yes"]);
+    completed(&run);
+    assert!(
+        read(&project, "uv.lock").contains("name = \"signer\"\nversion = \"2.3.0\"\n"),
+        "{}",
+        read(&project, "uv.lock")
+    );
+    let check = with_tools(project.shell("uv lock --locked --offline"))
+        .output()
+        .expect("uv");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+}
