@@ -544,3 +544,76 @@ fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
     );
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
 }
+
+/// Changelogs kept by a tool: changesets (use `changeset version`) and towncrier when it is
+/// not installed stop the release before it asks or changes anything.
+#[test]
+fn release_stops_before_asking_where_changesets_or_a_missing_towncrier_keep_the_changelog() {
+    for (files, expected) in [
+        (
+            vec![
+                (
+                    "package.json",
+                    "{\n  \"name\": \"a\",\n  \"version\": \"1.0.0\"\n}\n",
+                ),
+                (".changeset/config.json", "{}\n"),
+            ],
+            "run `npx changeset version`",
+        ),
+        (
+            vec![
+                (
+                    "pyproject.toml",
+                    "[project]\nname = \"a\"\nversion = \"1.0.0\"\n\n[tool.towncrier]\ndirectory = \"changes\"\n",
+                ),
+                ("changes/12.feature.rst", "Faster.\n"),
+            ],
+            "towncrier (its news fragments), which is not installed",
+        ),
+    ] {
+        let project = repository(&files);
+        let head = git(&project, &["rev-parse", "HEAD"]);
+        let (run, questions) = release_with_path(&project, &json!([]), &[], Some("/usr/bin:/bin"));
+        assert!(questions.is_empty());
+        let said = format!("{}\n{}", stopped_by(&run), run.stderr);
+        assert!(said.contains(expected), "{said}");
+        assert_eq!(git(&project, &["rev-parse", "HEAD"]), head);
+        assert_eq!(git(&project, &["status", "--porcelain"]), "");
+    }
+}
+
+/// A version from the tags (setuptools_scm): no file holds it, the release is the tag, and
+/// the commit holds only the changelog entry.
+#[test]
+fn release_of_a_version_from_the_tags_writes_no_version_file_and_tags() {
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[build-system]\nrequires = [\"setuptools>=64\", \"setuptools_scm>=8\"]\n\n[project]\nname = \"a\"\ndynamic = [\"version\"]\n",
+        ),
+        ("NEWS.md", "# News\n\n## v0.9.0\n\n- Old.\n"),
+        ("Makefile", "check:\n\ttrue\n"),
+    ]);
+    git(&project, &["tag", "v0.9.0"]);
+    project.write("a.py", "A = 1\n");
+    commit_all(&project, "Add a");
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- New."}}]);
+    let (run, questions) = release(&project, &plan, &["minor", "yes"]);
+    completed(&run);
+    assert!(
+        questions[0].contains("the version is 0.9.0"),
+        "{}",
+        questions[0]
+    );
+    assert!(
+        questions[1].contains("Files to change: `NEWS.md`\n"),
+        "{}",
+        questions[1]
+    );
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.10.0");
+    assert_eq!(
+        read(&project, "NEWS.md"),
+        "# News\n\n## v0.10.0\n\n- New.\n\n## v0.9.0\n\n- Old.\n"
+    );
+    assert!(read(&project, "pyproject.toml").contains("dynamic = [\"version\"]"));
+}
