@@ -291,7 +291,7 @@ fn rust_project() -> Project {
 }
 
 /// Writes and commits the Rust project's `Cargo.lock`, from the registry cache.
-fn lock(project: &Project) {
+pub(crate) fn lock(project: &Project) {
     let lock = with_tools(project.shell("cargo generate-lockfile --offline"))
         .output()
         .expect("cargo");

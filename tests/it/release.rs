@@ -12,8 +12,8 @@ use serde_json::{Value as Json, json};
 
 use crate::common::{Project, Run};
 use crate::library::{
-    AGENT_COMMAND, calls, commit_all, completed, git, last_run, read, repository, resume, state,
-    with_tools,
+    AGENT_COMMAND, calls, commit_all, completed, git, last_run, lock, read, repository, resume,
+    state, with_tools,
 };
 
 /// `mekara ARGS` in the project with the tools the checks need, and `path` as `PATH` when
@@ -85,6 +85,24 @@ fn today() -> String {
         .output()
         .expect("date");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `mekara run --resume ID --retry` of the project's last run, unattended.
+fn retry(project: &Project) -> Run {
+    let id = last_run(project);
+    let mut args = resume(&id).to_vec();
+    args.push("--retry");
+    mekara(project, &args, None)
+}
+
+/// Runs `line` in the project with the person's tools; panics with its stderr when it fails.
+fn succeeds(project: &Project, line: &str) {
+    let out = with_tools(project.shell(line)).output().expect("a shell");
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn tag_message(project: &Project, tag: &str) -> String {
@@ -296,15 +314,7 @@ fn release_of_a_cargo_workspace_writes_the_workspace_version_and_the_lock() {
             "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
         ),
     ]);
-    let lock = with_tools(project.shell("cargo generate-lockfile --offline"))
-        .output()
-        .expect("cargo");
-    assert!(
-        lock.status.success(),
-        "{}",
-        String::from_utf8_lossy(&lock.stderr)
-    );
-    commit_all(&project, "Lock");
+    lock(&project);
     let plan = json!([{"when": "Step 5", "outputs": {"entry": "### Added\n\n- `add`."}}]);
     let (run, _) = release(&project, &plan, &["minor", "yes"]);
     completed(&run);
@@ -425,10 +435,7 @@ fn release_whose_check_failed_goes_on_with_retry_once_the_code_is_fixed() {
     assert_ne!(state(&run), "completed", "{}", run.stdout);
     project.write("test_x.py", PY_TEST);
     commit_all(&project, "Fix the test");
-    let id = last_run(&project);
-    let mut args = resume(&id).to_vec();
-    args.push("--retry");
-    let retried = mekara(&project, &args, None);
+    let retried = retry(&project);
     let (run, _) = answer_all(&project, retried, &["patch", "yes"], None);
     completed(&run);
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.1.1");
@@ -460,10 +467,7 @@ fn release_stopped_on_a_version_it_cannot_read_goes_on_with_retry_once_the_file_
         "[project]\nname = \"x\"\nversion = \"0.2.0\"\n",
     );
     commit_all(&project, "A version");
-    let id = last_run(&project);
-    let mut args = resume(&id).to_vec();
-    args.push("--retry");
-    let retried = mekara(&project, &args, None);
+    let retried = retry(&project);
     let (run, questions) = answer_all(&project, retried, &["as it is", "yes"], None);
     completed(&run);
     assert!(
@@ -517,14 +521,7 @@ fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
         ),
         ("Makefile", "check:\n\ttrue\n"),
     ]);
-    let locked = with_tools(project.shell("uv lock --offline"))
-        .output()
-        .expect("uv");
-    assert!(
-        locked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&locked.stderr)
-    );
+    succeeds(&project, "uv lock --offline");
     commit_all(&project, "Lock");
     let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Signed."}}]);
     let (run, _) = release(&project, &plan, &["in progress", "yes"]);
@@ -534,14 +531,7 @@ fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
         "{}",
         read(&project, "uv.lock")
     );
-    let check = with_tools(project.shell("uv lock --locked --offline"))
-        .output()
-        .expect("uv");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    succeeds(&project, "uv lock --locked --offline");
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
 }
 
