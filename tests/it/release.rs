@@ -607,3 +607,45 @@ fn release_of_a_version_from_the_tags_writes_no_version_file_and_tags() {
     );
     assert!(read(&project, "pyproject.toml").contains("dynamic = [\"version\"]"));
 }
+
+/// The versions offered for each scheme: a pre-release offers the version in progress, a
+/// version never tagged is offered as it is, a calendar version offers the next one.
+#[test]
+fn release_offers_the_versions_each_scheme_can_go_to() {
+    for (version, tag, offers) in [
+        (
+            "1.3.0-rc.1",
+            None,
+            "- `in progress`: 1.3.0\n  - `patch`: 1.3.1\n",
+        ),
+        (
+            "2.3.0rc1",
+            Some("2.2.0"),
+            "- `in progress`: 2.3.0\n  - `patch`: 2.2.1\n",
+        ),
+        (
+            "2024.11.3",
+            Some("v2024.11.3"),
+            "- `next`: 2024.11.4\n  - `type a version`",
+        ),
+        (
+            "2.3.0.post1",
+            None,
+            "- `as it is`: 2.3.0.post1\n  - `patch`: 2.3.1\n",
+        ),
+    ] {
+        let project = repository(&[(
+            "package.json",
+            &format!("{{\n  \"name\": \"a\",\n  \"version\": \"{version}\"\n}}\n"),
+        )]);
+        if let Some(tag) = tag {
+            git(&project, &["tag", tag]);
+        }
+        let (run, _) = release(&project, &json!([]), &[]);
+        assert!(
+            stopped_by(&run).contains(offers),
+            "{version}: {}",
+            stopped_by(&run)
+        );
+    }
+}
