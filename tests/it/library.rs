@@ -33,7 +33,7 @@ for rule in json.load(open(os.path.join(here, "plan.json"))):
 print(json.dumps({"error": "the scripted agent has no rule for this %s item: %s" % (req["kind"], turn[:400])}))
 "###;
 
-const AGENT_COMMAND: &str = "python3 agent/agent.py";
+pub(crate) const AGENT_COMMAND: &str = "python3 agent/agent.py";
 
 /// What every fixture repository leaves out of git: mekara's runs, the scripted agent, builds.
 const GITIGNORE: &str = ".mekara/\nagent/\ntarget/\n__pycache__/\nnode_modules/\n";
@@ -92,7 +92,7 @@ pub(crate) fn with_tools(mut cmd: Command) -> Command {
 }
 
 /// `mekara ARGS` with the tools the checks need.
-fn mekara(project: &Project, args: &[&str]) -> Run {
+pub(crate) fn mekara(project: &Project, args: &[&str]) -> Run {
     crate::common::run_with_stdin(with_tools(project.command(args)), "")
 }
 
@@ -112,7 +112,7 @@ fn answer_and_resume(project: &Project, answer: &str) -> Run {
 }
 
 /// The arguments that resume run `id` with the scripted agent.
-fn resume(id: &str) -> [&str; 6] {
+pub(crate) fn resume(id: &str) -> [&str; 6] {
     [
         "run",
         "--resume",
@@ -297,7 +297,7 @@ fn rust_project() -> Project {
 }
 
 /// Writes and commits the Rust project's `Cargo.lock`, from the registry cache.
-fn lock(project: &Project) {
+pub(crate) fn lock(project: &Project) {
     let lock = with_tools(project.shell("cargo generate-lockfile --offline"))
         .output()
         .expect("cargo");

@@ -44,6 +44,7 @@ mod prune;
 mod python_client;
 mod queue;
 mod qwen;
+mod release;
 mod resolution;
 mod rewind;
 mod runs_index;
