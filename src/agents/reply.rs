@@ -269,6 +269,19 @@ fn compact(value: &Json) -> String {
 /// Keeps the head and tail of a long output, with a line saying what was cut and where
 /// the whole of it is.
 fn shorten(output: &str, source: Option<(&str, &str)>) -> String {
+    let whole = match source {
+        Some((run, step)) => {
+            format!("the whole output is in the journal: `mekara runs show {run}`, step {step}")
+        }
+        None => "the whole output is in the run's journal".to_string(),
+    };
+    head_and_tail(output, &whole)
+}
+
+/// `output`'s first and last lines (each line cut at [`MAX_LINE`] characters), with a line
+/// saying what was cut and, in `whole`, where the whole of it is: what MCP replies and the
+/// viewer show of a step's output.
+pub(crate) fn head_and_tail(output: &str, whole: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     let clip = |line: &str| -> String {
         if line.chars().count() <= MAX_LINE {
@@ -289,12 +302,6 @@ fn shorten(output: &str, source: Option<(&str, &str)>) -> String {
         let _ = writeln!(shown, "{}", clip(line));
     }
     let cut = lines.len() - HEAD_LINES - TAIL_LINES;
-    let whole = match source {
-        Some((run, step)) => {
-            format!("the whole output is in the journal: `mekara runs show {run}`, step {step}")
-        }
-        None => "the whole output is in the run's journal".to_string(),
-    };
     let _ = writeln!(
         shown,
         "… {cut} lines cut here (lines {}–{} of {}); {whole} …",

@@ -338,6 +338,26 @@ pub(crate) struct StepView {
     pub waited_ms: Option<u64>,
     /// A retry or rewind superseded it; the attempt that replaced it follows.
     pub superseded: bool,
+    /// Its event's place in the run's journal (from 0): the address of its whole output.
+    pub event: usize,
+    /// Set when `result.output` holds only the head and tail of the output.
+    pub output_clipped: Option<ClippedOutput>,
+}
+
+/// A step output shown clipped ([`crate::agents::reply::head_and_tail`], as MCP replies
+/// show it): a run's page and `/api` stay small however much a step printed.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ClippedOutput {
+    /// The whole output's size.
+    pub bytes: usize,
+    pub lines: usize,
+    /// Where the whole output is served as text (with the token, as every page).
+    pub whole: String,
+}
+
+/// Where the viewer serves the whole output of the step at `event` of run `id`.
+pub(crate) fn output_path(id: &str, event: usize) -> String {
+    format!("/runs/{id}/output/{event}")
 }
 
 /// A frame being built: where it sits, and what it holds so far.
@@ -397,7 +417,7 @@ pub(crate) fn detail(
     };
     let events = &contents.events;
     let spent = Spent::of(events);
-    let frames = frames(events);
+    let frames = frames(id, events);
     let last = events
         .iter()
         .map(Event::at)
@@ -486,7 +506,7 @@ fn last_step_failed(frame: &FrameView) -> bool {
 }
 
 /// The frames of `events` as a tree, superseded attempts kept and marked.
-fn frames(events: &[Event]) -> Vec<FrameView> {
+fn frames(id: &str, events: &[Event]) -> Vec<FrameView> {
     let live = live(events).unwrap_or_else(|_| vec![true; events.len()]);
     let mut arena: Vec<Building> = Vec::new();
     let mut roots: Vec<usize> = Vec::new();
@@ -541,7 +561,8 @@ fn frames(events: &[Event]) -> Vec<FrameView> {
                         .asked_at
                         .filter(|(i, _)| *i == step.record.index)
                         .map(|(_, at)| at);
-                    let view = step_view(&step.record, step.at, previous_at, asked, !is_live);
+                    let mut view = step_view(&step.record, step.at, previous_at, asked, !is_live);
+                    clip_output(&mut view, id, index);
                     arena[top]
                         .items
                         .push(Slot::Item(Item::Step(Box::new(view))));
@@ -643,6 +664,25 @@ fn assemble(arena: &mut [Building], at: usize) -> FrameView {
     view
 }
 
+/// Clips `view`'s output to its head and tail, noting where the whole is.
+fn clip_output(view: &mut StepView, id: &str, event: usize) {
+    view.event = event;
+    let output = &view.result.output;
+    let whole = output_path(id, event);
+    let shown = crate::agents::reply::head_and_tail(
+        output,
+        &format!("the whole output ({} bytes) is at {whole}", output.len()),
+    );
+    if shown.trim_end() != output.trim_end() {
+        view.output_clipped = Some(ClippedOutput {
+            bytes: output.len(),
+            lines: output.lines().count(),
+            whole,
+        });
+        view.result.output = shown;
+    }
+}
+
 fn step_view(
     record: &StepRecord,
     at: u64,
@@ -678,5 +718,7 @@ fn step_view(
         ended_at: at,
         waited_ms,
         superseded,
+        event: 0,
+        output_clipped: None,
     }
 }
