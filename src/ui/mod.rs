@@ -365,7 +365,12 @@ impl Viewer {
                 let (me, id) = (self.clone(), id.to_string());
                 let shared = self.store.is_shared();
                 let _reading = self.reads.acquire().await;
-                let detail = blocking(move || view::detail(&me.locations, &me.store, &id)).await;
+                let detail = blocking(move || {
+                    let detail = view::detail(&me.locations, &me.store, &id);
+                    crate::memory::give_back_freed();
+                    detail
+                })
+                .await;
                 match detail {
                     Err(e) => error(api, &page, status_of(&e), &e),
                     Ok(detail) if api => json_response(StatusCode::OK, &json!(detail)),
@@ -381,7 +386,12 @@ impl Viewer {
             Route::Output { id, event } => {
                 let (me, run) = (self.clone(), id.to_string());
                 let _reading = self.reads.acquire().await;
-                let output = blocking(move || step_output(&me.store, &run, event)).await;
+                let output = blocking(move || {
+                    let output = step_output(&me.store, &run, event);
+                    crate::memory::give_back_freed();
+                    output
+                })
+                .await;
                 match output {
                     Ok(output) => respond(
                         StatusCode::OK,

@@ -401,7 +401,7 @@ pub(crate) fn detail(
     let summary = summary
         .pop()
         .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })?;
-    let Some(contents) = contents else {
+    let Some(mut contents) = contents else {
         let now = now_ms();
         return Ok(RunDetail {
             until: now,
@@ -415,9 +415,10 @@ pub(crate) fn detail(
             now: None,
         });
     };
+    let spent = Spent::of(&contents.events);
+    let clipped = clip_outputs(id, &mut contents.events);
     let events = &contents.events;
-    let spent = Spent::of(events);
-    let frames = frames(id, events);
+    let frames = frames(events, &clipped);
     let last = events
         .iter()
         .map(Event::at)
@@ -506,7 +507,7 @@ fn last_step_failed(frame: &FrameView) -> bool {
 }
 
 /// The frames of `events` as a tree, superseded attempts kept and marked.
-fn frames(id: &str, events: &[Event]) -> Vec<FrameView> {
+fn frames(events: &[Event], clipped: &HashMap<usize, ClippedOutput>) -> Vec<FrameView> {
     let live = live(events).unwrap_or_else(|_| vec![true; events.len()]);
     let mut arena: Vec<Building> = Vec::new();
     let mut roots: Vec<usize> = Vec::new();
@@ -562,7 +563,8 @@ fn frames(id: &str, events: &[Event]) -> Vec<FrameView> {
                         .filter(|(i, _)| *i == step.record.index)
                         .map(|(_, at)| at);
                     let mut view = step_view(&step.record, step.at, previous_at, asked, !is_live);
-                    clip_output(&mut view, id, index);
+                    view.event = index;
+                    view.output_clipped = clipped.get(&index).cloned();
                     arena[top]
                         .items
                         .push(Slot::Item(Item::Step(Box::new(view))));
@@ -664,23 +666,32 @@ fn assemble(arena: &mut [Building], at: usize) -> FrameView {
     view
 }
 
-/// Clips `view`'s output to its head and tail, noting where the whole is.
-fn clip_output(view: &mut StepView, id: &str, event: usize) {
-    view.event = event;
-    let output = &view.result.output;
-    let whole = output_path(id, event);
-    let shown = crate::agents::reply::head_and_tail(
-        output,
-        &format!("the whole output ({} bytes) is at {whole}", output.len()),
-    );
-    if shown.trim_end() != output.trim_end() {
-        view.output_clipped = Some(ClippedOutput {
-            bytes: output.len(),
-            lines: output.lines().count(),
-            whole,
-        });
-        view.result.output = shown;
+/// Clips the output of every step of run `id`'s `events` to its head and tail, in place
+/// (the whole is dropped at once, not copied into the page's values); says which were
+/// clipped, by their events' places, and where their whole outputs are.
+fn clip_outputs(id: &str, events: &mut [Event]) -> HashMap<usize, ClippedOutput> {
+    let mut clipped = HashMap::new();
+    for (index, event) in events.iter_mut().enumerate() {
+        let Event::Step(step) = event else { continue };
+        let output = &mut step.record.result.output;
+        let whole = output_path(id, index);
+        let shown = crate::agents::reply::head_and_tail(
+            output,
+            &format!("the whole output ({} bytes) is at {whole}", output.len()),
+        );
+        if shown.trim_end() != output.trim_end() {
+            clipped.insert(
+                index,
+                ClippedOutput {
+                    bytes: output.len(),
+                    lines: output.lines().count(),
+                    whole,
+                },
+            );
+            *output = shown;
+        }
     }
+    clipped
 }
 
 fn step_view(
