@@ -910,6 +910,14 @@ pub(crate) fn refusal(
             ),
             Unchanged::Run,
         ),
+        EngineError::Oversize { .. } => refused(
+            &format!(
+                "{error}. It is too large: call `continue_compiled_script` again with a \
+                 smaller value, at most {} bytes of JSON in all.",
+                crate::engine::step::MAX_KEPT
+            ),
+            Unchanged::Run,
+        ),
         EngineError::NotAChoice { .. } => refused(
             &format!(
                 "{error}. Ask the user again, showing the choices, and call \

@@ -956,3 +956,17 @@ fn the_event_streams_past_the_cap_are_refused() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Regression (issue 40): the refusal (and warning) of an address other machines reach said
+/// whoever reaches it reads every run, when without the token they get only the stylesheet
+/// and the script. Refused before it listens: nothing binds beyond loopback here.
+#[test]
+fn a_non_loopback_address_says_exactly_what_it_exposes() {
+    let project = Project::new();
+    let run = run(&project, &["ui", "--bind", "0.0.0.0:0"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr.trim(),
+        "error: `0.0.0.0:0` is not a loopback address: without the printed token, whoever reaches it gets only the viewer's stylesheet and script; with the token, they read every run of this store (outputs included) and answer and cancel runs, and the token travels unencrypted (plain HTTP). To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+    );
+}
