@@ -1404,16 +1404,7 @@ fn a_run_killed_during_a_wait_resumes_and_asks_the_step_once_more() {
     );
     // Regression (issue 40): the resume asked the agent at once, in the wait the model had
     // asked for. It waits out the rest (scaled a thousandfold here: about 600 ms).
-    let mut command = project.command(&[
-        "run",
-        "--resume",
-        &id,
-        "--agent-command",
-        AGENT_COMMAND,
-        "--json",
-    ]);
-    command.env("MEKARA_BACKOFF_SCALE", "0.001");
-    let resumed = crate::common::run_with_stdin(command, "");
+    let resumed = run_scaled(&project, &["--resume", &id]);
     resumed.expect_code(0);
     assert!(
         resumed.stderr.contains("`colour[1]`: the run stopped during a wait for a rate limit of the model; waiting out the rest (")
