@@ -252,3 +252,21 @@ pub(crate) fn quiet_size_overflows() {
         }
     }));
 }
+
+/// Hands memory the process has freed back to the system where the allocator keeps it:
+/// glibc keeps freed blocks, large ones too once its mmap threshold has grown, for later
+/// allocations, so a process that once held a whole journal would go on holding its size.
+/// Called after such a peak (the viewer, once a request that read a journal is answered).
+pub(crate) fn give_back_freed() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: `malloc_trim` takes no pointer and only returns free pages of glibc's
+        // own heaps to the kernel; it is safe to call from any thread at any time.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}

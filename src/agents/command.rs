@@ -96,7 +96,11 @@ fn read_answer(stdout: &str) -> Reply {
         let error = error
             .as_str()
             .map_or_else(|| error.to_string(), str::to_string);
-        if answer.get("rate_limited").and_then(Json::as_bool) == Some(true) {
+        // No credit, no plan, a daily quota: waiting does not help, whatever the wrapper
+        // says (`docs/agent-command.md`, "Rate limits and overloads").
+        if answer.get("rate_limited").and_then(Json::as_bool) == Some(true)
+            && !super::rate_limit::says_final(&error)
+        {
             let mut limited = RateLimited::from_said(format!("the agent said: {error}"));
             if let Some(seconds) = answer.get("retry_after").and_then(Json::as_f64) {
                 limited.retry_after = Duration::try_from_secs_f64(seconds.min(3600.0)).ok();
@@ -135,5 +139,29 @@ fn report_of(answer: &Map<String, Json>) -> AgentReport {
         input_tokens: answer.get("input_tokens").and_then(Json::as_u64),
         output_tokens: answer.get("output_tokens").and_then(Json::as_u64),
         ..AgentReport::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Reply, read_answer};
+
+    /// Regression (issue 40): `rate_limited: true` was waited out for an account out of
+    /// credit or quota, which no wait brings back.
+    #[test]
+    fn a_billing_or_quota_error_fails_even_when_said_rate_limited() {
+        for error in [
+            "Your credit balance is too low to access the API",
+            "429 insufficient_quota: check your plan and billing details",
+            "You have exhausted your daily quota",
+        ] {
+            let answer = serde_json::json!({"error": error, "rate_limited": true}).to_string();
+            match read_answer(&answer) {
+                Reply::Failed(said, _) => assert_eq!(said, format!("the agent said: {error}")),
+                other => panic!("{error}: {other:?}"),
+            }
+        }
+        let answer = r#"{"error": "429 Too Many Requests", "rate_limited": true}"#;
+        assert!(matches!(read_answer(answer), Reply::RateLimited(..)));
     }
 }

@@ -272,14 +272,18 @@ pub(super) fn run_agent(
         ran
     });
     let stdout = read_answer_file(&answer);
-    if oversized.load(Ordering::SeqCst) || stdout.len() > MAX_KEPT {
+    if oversized.load(Ordering::SeqCst) {
+        // Stopped midway: what it had written then is not the size its answer would have
+        // had, so say the limit it passed.
+        return Err(Stopped::failed(format!(
+            "the agent's answer passed the {MAX_KEPT} bytes a step keeps, so the agent was stopped before it finished writing it; have it give a smaller answer (a file's path instead of its text, for example)"
+        )));
+    }
+    if stdout.len() > MAX_KEPT {
         let size = std::fs::metadata(&answer).map_or(stdout.len(), |m| {
             usize::try_from(m.len()).unwrap_or(usize::MAX)
         });
-        return Err(Stopped::failed(format!(
-            "{}; it was stopped",
-            too_large("the agent's answer", size)
-        )));
+        return Err(Stopped::failed(too_large("the agent's answer", size)));
     }
     let result = match ran {
         Ran::Cancelled => return Err(Stopped::Cancelled),

@@ -192,6 +192,11 @@ impl Backoff {
         }
     }
 
+    /// `wait` as this backoff waits it (`MEKARA_BACKOFF_SCALE`).
+    pub(crate) fn scaled(&self, wait: Duration) -> Duration {
+        wait.mul_f64(self.scale)
+    }
+
     /// What to do after the model turned the agent away with `limited`, when the run may
     /// go on for at most `left` more (`--max-duration`).
     pub(crate) fn next(&mut self, limited: &RateLimited, left: Option<Duration>) -> Next {

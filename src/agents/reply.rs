@@ -38,6 +38,9 @@ use crate::script::{Listing, ScriptEntry};
 /// The most lines of one step's output a reply shows; the rest stays in the journal.
 const HEAD_LINES: usize = 40;
 const TAIL_LINES: usize = 20;
+/// How many lines of a long output are shown, first and last, where nothing else crowds
+/// it: the newest steps of a reply, and the viewer.
+pub(crate) const SHOWN_LINES: (usize, usize) = (HEAD_LINES, TAIL_LINES);
 /// The most characters of one output line (or of a function step's echoed call) a reply
 /// shows.
 const MAX_LINE: usize = 400;
@@ -335,7 +338,20 @@ fn clip_line(line: &str) -> String {
 
 /// Keeps the head and tail of a long output (`lines`: how many of each), with a line saying
 /// what was cut and where the whole of it is.
-fn shorten(output: &str, source: Option<(&str, &str)>, (head, tail): (usize, usize)) -> String {
+fn shorten(output: &str, source: Option<(&str, &str)>, lines: (usize, usize)) -> String {
+    let whole = match source {
+        Some((run, step)) => {
+            format!("the whole output is in the journal: `mekara runs show {run}`, step {step}")
+        }
+        None => "the whole output is in the run's journal".to_string(),
+    };
+    head_and_tail(output, &whole, lines)
+}
+
+/// `output`'s first `head` and last `tail` lines (each line cut at [`MAX_LINE`] characters),
+/// with a line saying what was cut and, in `whole`, where the whole of it is: what MCP
+/// replies and the viewer show of a step's output.
+pub(crate) fn head_and_tail(output: &str, whole: &str, (head, tail): (usize, usize)) -> String {
     let lines: Vec<&str> = output.lines().collect();
     let mut shown = String::new();
     if lines.len() <= head + tail {
@@ -348,12 +364,6 @@ fn shorten(output: &str, source: Option<(&str, &str)>, (head, tail): (usize, usi
         let _ = writeln!(shown, "{}", clip_line(line));
     }
     let cut = lines.len() - head - tail;
-    let whole = match source {
-        Some((run, step)) => {
-            format!("the whole output is in the journal: `mekara runs show {run}`, step {step}")
-        }
-        None => "the whole output is in the run's journal".to_string(),
-    };
     let _ = writeln!(
         shown,
         "… {cut} lines cut here (lines {}–{} of {}); {whole} …",
@@ -959,6 +969,14 @@ pub(crate) fn refusal(
             &format!(
                 "{error}. Call `continue_compiled_script` again with a number a script can \
                  hold, or with the number as a string."
+            ),
+            Unchanged::Run,
+        ),
+        EngineError::Oversize { .. } => refused(
+            &format!(
+                "{error}. It is too large: call `continue_compiled_script` again with a \
+                 smaller value, at most {} bytes of JSON in all.",
+                crate::engine::step::MAX_KEPT
             ),
             Unchanged::Run,
         ),

@@ -10,9 +10,10 @@ use crate::exit::Exit;
 
 #[derive(Debug, Args)]
 pub(super) struct UiArgs {
-    /// Listen here instead of a free port of 127.0.0.1 (`IP:PORT`, or `localhost:PORT`). An
-    /// address other machines reach shows them every run of this store, and lets whoever
-    /// has the printed token answer and cancel runs: it needs `--allow-host`.
+    /// Listen here instead of a free port of 127.0.0.1 (`IP:PORT`, or `localhost:PORT`). On
+    /// an address other machines reach, whoever has the printed token reads every run of
+    /// this store and answers and cancels runs (without it, only the viewer's stylesheet and
+    /// script): it needs `--allow-host`.
     #[arg(long, value_name = "ADDR", value_parser = super::mcp::http_addr, default_value = "127.0.0.1:0")]
     bind: SocketAddr,
     /// Also accept this host name in the `Host` and `Origin` headers (loopback names and
@@ -27,10 +28,14 @@ pub(super) struct UiArgs {
     poll: Duration,
 }
 
+/// What a viewer on an address other machines reach exposes to them. Every page and action
+/// wants the token (`crate::ui`); the stylesheet and the script do not.
+const EXPOSED: &str = "without the printed token, whoever reaches it gets only the viewer's stylesheet and script; with the token, they read every run of this store (outputs included) and answer and cancel runs, and the token travels unencrypted (plain HTTP)";
+
 pub(super) fn run(args: UiArgs) -> anyhow::Result<Exit> {
     if !args.bind.ip().is_loopback() && args.allow_hosts.is_empty() {
         return super::usage(format!(
-            "`{}` is not a loopback address: whoever reaches it can read every run of this store (outputs included), and with the printed token answer and cancel runs. To serve other machines anyway, name the host they will use with `--allow-host HOST`",
+            "`{}` is not a loopback address: {EXPOSED}. To serve other machines anyway, name the host they will use with `--allow-host HOST`",
             args.bind
         ));
     }
@@ -50,9 +55,7 @@ pub(super) fn run(args: UiArgs) -> anyhow::Result<Exit> {
             println!("{url}");
             eprintln!("mekara ui: the runs of {place}; open the address above (Ctrl-C stops)");
             if exposed {
-                eprintln!(
-                    "mekara ui: listening beyond this machine: whoever reaches the address reads every run, and with the token answers and cancels them"
-                );
+                eprintln!("mekara ui: listening beyond this machine: {EXPOSED}");
             }
             if open {
                 open_browser(url);

@@ -232,6 +232,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
     };
     let store = parts.store.clone();
+    let mut stopped_in_wait = None;
     let (mut session, first) = match start {
         Start::New {
             name,
@@ -254,6 +255,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             (session, call)
         }
         Start::Resume(id, rewind) => {
+            stopped_in_wait = wait_left(&parts.store, &id);
             let (session, torn, plan) = Session::resume(
                 parts.resolver,
                 parts.store,
@@ -286,6 +288,17 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     let _ctrl_c = signal_hook::flag::register(signal_hook::consts::SIGINT, cancel.flag());
     if args.stop_when_stdin_closes {
         super::queue::stop_when_stdin_closes(cancel.flag());
+    }
+    if let Some((step, left)) = stopped_in_wait {
+        let left = Backoff::new().scaled(left);
+        eprintln!(
+            "  `{step}`: the run stopped during a wait for a rate limit of the model; waiting out the rest ({}) before asking the agent again",
+            rate_limit::shown(left)
+        );
+        let until = Instant::now() + left;
+        while !cancel.is_cancelled() && Instant::now() < until {
+            std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
+        }
     }
     let mut reply = session.call(&first, &progress, String::new(), None);
     let mut agent = args.agent();
@@ -961,4 +974,25 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
     }
     outln!("{}", out.trim_end())?;
     Ok(Exit::Success)
+}
+
+/// The rest of the rate-limit wait run `id` stopped in, and its step: its journal ends with
+/// a wait (a step's hand-over aside) whose end has not come. A resume waits it out rather
+/// than ask the agent at once, which the model had asked not to be.
+fn wait_left(store: &RunStore, id: &str) -> Option<(String, Duration)> {
+    let contents = store.read(id).ok()?;
+    let last = contents
+        .events
+        .iter()
+        .rev()
+        .find(|e| !matches!(e, Event::Handed(_) | Event::Ignored(_)))?;
+    let Event::Wait(wait) = last else {
+        return None;
+    };
+    let left = wait
+        .at
+        .saturating_add(wait.wait_ms)
+        .checked_sub(crate::engine::journal::now_ms())
+        .filter(|ms| *ms > 0)?;
+    Some((wait.step.clone(), Duration::from_millis(left)))
 }

@@ -88,6 +88,13 @@ pub(crate) enum EngineError {
         /// What is wrong, e.g. "output `n` at `.a[2]` is the number `1e400`, ...".
         detail: String,
     },
+    /// A value from outside is larger than a step keeps
+    /// ([`MAX_KEPT`](super::step::MAX_KEPT)); it was not journaled.
+    #[error("{detail}; the step is still pending")]
+    Oversize {
+        /// What is too large, and the limit ([`super::step::too_large`]).
+        detail: String,
+    },
     /// A script's arguments are longer than a run keeps.
     #[error(
         "the script's arguments are {bytes} bytes, more than the {limit} bytes a run keeps; pass a file's path instead of its text"
@@ -245,6 +252,7 @@ impl EngineError {
             | EngineError::WrongCall { .. }
             | EngineError::Outputs { .. }
             | EngineError::Unfit { .. }
+            | EngineError::Oversize { .. }
             | EngineError::NotAChoice { .. }
             | EngineError::ArgumentsTooLong { .. }
             | EngineError::TooDeep { .. } => Exit::Failure,

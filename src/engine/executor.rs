@@ -984,7 +984,7 @@ impl Executor {
             return Ok(Answer::TooLate(late));
         }
         if let Some(detail) = super::step::oversize(&answer, "the answer") {
-            return Err(EngineError::Unfit { detail });
+            return Err(EngineError::Oversize { detail });
         }
         let answer = choose(answer, asked.choices.as_deref())?;
         self.record_ask(
@@ -1794,7 +1794,7 @@ pub(crate) fn check_outputs(
         return Err(EngineError::Unfit { detail });
     }
     if let Some(detail) = super::step::oversize(outputs, "the object of outputs") {
-        return Err(EngineError::Unfit { detail });
+        return Err(EngineError::Oversize { detail });
     }
     Ok(())
 }

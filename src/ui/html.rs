@@ -207,13 +207,14 @@ pub(crate) fn duration(ms: u64) -> String {
     }
 }
 
-/// The time axis of a run page: from `start` to `end`, in Unix ms.
-struct Axis {
+/// The time axis of a run page: from `start` to `end`, in Unix ms; and the page, for links.
+struct Axis<'a> {
     start: u64,
     end: u64,
+    page: &'a Page<'a>,
 }
 
-impl Axis {
+impl Axis<'_> {
     /// A bar from `from` to `to` on the axis, as an SVG (no inline style: the page's
     /// content security policy allows none).
     fn bar(&self, from: u64, to: u64, class: &str) -> String {
@@ -276,6 +277,7 @@ pub(crate) fn run_page(page: &Page<'_>, run: &RunDetail, shared: bool) -> String
     let axis = Axis {
         start: run.submitted_at.unwrap_or(r.started_at).min(r.started_at),
         end: run.until,
+        page,
     };
     body.push_str("<section class=\"waterfall\"><h2>Steps</h2>");
     if let Some(submitted) = run.submitted_at
@@ -397,7 +399,7 @@ fn actions(page: &Page<'_>, run: &RunDetail, shared: bool, body: &mut String) {
     }
 }
 
-fn frame_html(axis: &Axis, frame: &FrameView, body: &mut String) {
+fn frame_html(axis: &Axis<'_>, frame: &FrameView, body: &mut String) {
     let outcome = frame.outcome.unwrap_or("running");
     let class = match (frame.superseded, frame.outcome) {
         (true, _) => "superseded",
@@ -498,7 +500,7 @@ fn frame_html(axis: &Axis, frame: &FrameView, body: &mut String) {
     body.push_str("</div></details>");
 }
 
-fn step_html(axis: &Axis, step: &StepView, body: &mut String) {
+fn step_html(axis: &Axis<'_>, step: &StepView, body: &mut String) {
     let kind = step.input.kind();
     let mark = match step.mark {
         "ok" => "✓",
@@ -604,6 +606,15 @@ fn step_html(axis: &Axis, step: &StepView, body: &mut String) {
     }
     if !result.output.is_empty() {
         output_html("output", &result.output, body);
+    }
+    if let Some(clipped) = &step.output_clipped {
+        let _ = write!(
+            body,
+            "<p class=\"whole\">clipped to its first and last lines: <a class=\"whole-output\" href=\"{}\">the whole output</a> ({} bytes, {} lines, as plain text)</p>",
+            escape(&axis.page.link(&clipped.whole)),
+            clipped.bytes,
+            clipped.lines
+        );
     }
     if let Some(value) = &result.value {
         let _ = write!(

@@ -55,6 +55,12 @@ const READ_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BODY: usize = 1024 * 1024;
 /// A comment line sent on an idle event stream, so a closed one is noticed.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The most event streams open at once: each looks at the store every `poll`, and a page
+/// holds one, so more are pages left open by the dozen or a client gone wrong.
+pub(crate) const MAX_EVENT_STREAMS: usize = 32;
+/// The most requests reading a whole journal (a run's page, a step's output) at once: each
+/// holds the journal's events while it builds its answer, so this bounds the memory held.
+const MAX_JOURNAL_READS: usize = 2;
 
 const CSS: &str = include_str!("assets/app.css");
 const JS: &str = include_str!("assets/app.js");
@@ -73,6 +79,10 @@ struct Viewer {
     hosts: Vec<String>,
     poll: Duration,
     costs: view::CostCache,
+    /// One permit per open event stream ([`MAX_EVENT_STREAMS`]).
+    streams: Arc<tokio::sync::Semaphore>,
+    /// One permit per whole journal being read ([`MAX_JOURNAL_READS`]).
+    reads: tokio::sync::Semaphore,
 }
 
 /// Serves the viewer of `store` until the process is stopped. `ready` is called with the
@@ -115,6 +125,8 @@ pub(crate) async fn serve(
         hosts,
         poll: options.poll,
         costs: view::CostCache::default(),
+        streams: Arc::new(tokio::sync::Semaphore::new(MAX_EVENT_STREAMS)),
+        reads: tokio::sync::Semaphore::new(MAX_JOURNAL_READS),
     });
     ready(&format!(
         "http://{shown_host}:{port}/?token={}",
@@ -206,11 +218,27 @@ fn same_token(given: &str, expected: &str) -> bool {
 /// What a request is after, from its method and path.
 enum Route<'a> {
     Asset(&'static str, &'static str),
-    Runs { api: bool },
-    Run { api: bool, id: &'a str },
+    Runs {
+        api: bool,
+    },
+    Run {
+        api: bool,
+        id: &'a str,
+    },
+    /// The whole output of the step at event `event` of run `id`, as text.
+    Output {
+        id: &'a str,
+        event: usize,
+    },
     Events,
-    Answer { api: bool, id: &'a str },
-    Cancel { api: bool, id: &'a str },
+    Answer {
+        api: bool,
+        id: &'a str,
+    },
+    Cancel {
+        api: bool,
+        id: &'a str,
+    },
 }
 
 fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
@@ -231,6 +259,10 @@ fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
             let rest = rest.strip_prefix("/runs/")?;
             match (rest.split_once('/'), get) {
                 (None, true) => Some(Route::Run { api, id: rest }),
+                (Some((id, tail)), true) => {
+                    let event = tail.strip_prefix("output/")?.parse().ok()?;
+                    Some(Route::Output { id, event })
+                }
                 (Some((id, "answer")), false) if method == Method::POST => {
                     Some(Route::Answer { api, id })
                 }
@@ -255,7 +287,7 @@ impl Viewer {
             return text(
                 StatusCode::NOT_FOUND,
                 &format!(
-                    "no page `{} {path}` here: the viewer serves `/`, `/runs/ID`, `/api/runs`, `/api/runs/ID`, and POSTs to `/runs/ID/answer` and `/runs/ID/cancel`",
+                    "no page `{} {path}` here: the viewer serves `/`, `/runs/ID`, `/runs/ID/output/N`, `/api/runs`, `/api/runs/ID`, and POSTs to `/runs/ID/answer` and `/runs/ID/cancel`",
                     parts.method
                 ),
             );
@@ -332,7 +364,13 @@ impl Viewer {
             Route::Run { api, id } => {
                 let (me, id) = (self.clone(), id.to_string());
                 let shared = self.store.is_shared();
-                let detail = blocking(move || view::detail(&me.locations, &me.store, &id)).await;
+                let _reading = self.reads.acquire().await;
+                let detail = blocking(move || {
+                    let detail = view::detail(&me.locations, &me.store, &id);
+                    crate::memory::give_back_freed();
+                    detail
+                })
+                .await;
                 match detail {
                     Err(e) => error(api, &page, status_of(&e), &e),
                     Ok(detail) if api => json_response(StatusCode::OK, &json!(detail)),
@@ -343,6 +381,24 @@ impl Viewer {
                         };
                         html_response(StatusCode::OK, html::run_page(&page, &detail, shared))
                     }
+                }
+            }
+            Route::Output { id, event } => {
+                let (me, run) = (self.clone(), id.to_string());
+                let _reading = self.reads.acquire().await;
+                let output = blocking(move || {
+                    let output = step_output(&me.store, &run, event);
+                    crate::memory::give_back_freed();
+                    output
+                })
+                .await;
+                match output {
+                    Ok(output) => respond(
+                        StatusCode::OK,
+                        "text/plain; charset=utf-8",
+                        Bytes::from(output),
+                    ),
+                    Err(e) => text(status_of(&e), &e),
                 }
             }
             Route::Events => self.events(value(&pairs, "run").map(str::to_string)),
@@ -465,7 +521,20 @@ impl Viewer {
 
     /// Server-sent events: `change` whenever what the runs page (or run `run`'s page) shows
     /// changed, found by looking at the store every `poll`.
+    /// At most [`MAX_EVENT_STREAMS`] are open at once; one more is refused (503).
     fn events(self: Arc<Self>, run: Option<String>) -> Response<Body> {
+        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
+            let mut refused = text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "the viewer already has {MAX_EVENT_STREAMS} event streams open, the most it serves at once; close some of its pages (or reload this one later)"
+                ),
+            );
+            refused
+                .headers_mut()
+                .insert(header::RETRY_AFTER, http::HeaderValue::from_static("10"));
+            return refused;
+        };
         let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(4);
         tokio::spawn(async move {
             let mut last: Option<String> = None;
@@ -492,13 +561,19 @@ impl Viewer {
                         return;
                     }
                 }
-                tokio::time::sleep(self.poll).await;
+                // A stream whose page went away ends now, not at its next message.
+                tokio::select! {
+                    () = sender.closed() => return,
+                    () = tokio::time::sleep(self.poll) => {}
+                }
             }
         });
-        let stream = futures::stream::unfold(receiver, |mut receiver| async move {
-            let bytes = receiver.recv().await?;
-            Some((Ok::<_, Infallible>(Frame::data(bytes)), receiver))
-        });
+        // The permit goes with the body: it is given back when the connection drops it.
+        let stream =
+            futures::stream::unfold((receiver, permit), |(mut receiver, permit)| async move {
+                let bytes = receiver.recv().await?;
+                Some((Ok::<_, Infallible>(Frame::data(bytes)), (receiver, permit)))
+            });
         let mut response = Response::new(StreamBody::new(stream).boxed());
         let headers = response.headers_mut();
         headers.insert(
@@ -547,6 +622,20 @@ async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(format!("the viewer failed reading the store: {e}")),
+    }
+}
+
+/// The whole output of the step journaled at event `event` of run `id`. The journal is
+/// read for this request only; nothing of it is kept.
+fn step_output(store: &RunStore, id: &str, event: usize) -> Result<String, String> {
+    let contents = store.read(id).map_err(|e| e.to_string())?;
+    match contents.events.into_iter().nth(event) {
+        Some(crate::engine::journal::Event::Step(mut step)) => {
+            Ok(std::mem::take(&mut step.record.result.output))
+        }
+        _ => Err(format!(
+            "step not found: run `{id}` has no step at event {event} of its journal; follow the link under a clipped output on the run's page"
+        )),
     }
 }
 

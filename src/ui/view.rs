@@ -338,6 +338,26 @@ pub(crate) struct StepView {
     pub waited_ms: Option<u64>,
     /// A retry or rewind superseded it; the attempt that replaced it follows.
     pub superseded: bool,
+    /// Its event's place in the run's journal (from 0): the address of its whole output.
+    pub event: usize,
+    /// Set when `result.output` holds only the head and tail of the output.
+    pub output_clipped: Option<ClippedOutput>,
+}
+
+/// A step output shown clipped ([`crate::agents::reply::head_and_tail`], as MCP replies
+/// show it): a run's page and `/api` stay small however much a step printed.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ClippedOutput {
+    /// The whole output's size.
+    pub bytes: usize,
+    pub lines: usize,
+    /// Where the whole output is served as text (with the token, as every page).
+    pub whole: String,
+}
+
+/// Where the viewer serves the whole output of the step at `event` of run `id`.
+pub(crate) fn output_path(id: &str, event: usize) -> String {
+    format!("/runs/{id}/output/{event}")
 }
 
 /// A frame being built: where it sits, and what it holds so far.
@@ -381,7 +401,7 @@ pub(crate) fn detail(
     let summary = summary
         .pop()
         .ok_or_else(|| EngineError::RunNotFound { id: id.to_string() })?;
-    let Some(contents) = contents else {
+    let Some(mut contents) = contents else {
         let now = now_ms();
         return Ok(RunDetail {
             until: now,
@@ -395,9 +415,10 @@ pub(crate) fn detail(
             now: None,
         });
     };
+    let spent = Spent::of(&contents.events);
+    let clipped = clip_outputs(id, &mut contents.events);
     let events = &contents.events;
-    let spent = Spent::of(events);
-    let frames = frames(events);
+    let frames = frames(events, &clipped);
     let last = events
         .iter()
         .map(Event::at)
@@ -486,7 +507,7 @@ fn last_step_failed(frame: &FrameView) -> bool {
 }
 
 /// The frames of `events` as a tree, superseded attempts kept and marked.
-fn frames(events: &[Event]) -> Vec<FrameView> {
+fn frames(events: &[Event], clipped: &HashMap<usize, ClippedOutput>) -> Vec<FrameView> {
     let live = live(events).unwrap_or_else(|_| vec![true; events.len()]);
     let mut arena: Vec<Building> = Vec::new();
     let mut roots: Vec<usize> = Vec::new();
@@ -541,7 +562,9 @@ fn frames(events: &[Event]) -> Vec<FrameView> {
                         .asked_at
                         .filter(|(i, _)| *i == step.record.index)
                         .map(|(_, at)| at);
-                    let view = step_view(&step.record, step.at, previous_at, asked, !is_live);
+                    let mut view = step_view(&step.record, step.at, previous_at, asked, !is_live);
+                    view.event = index;
+                    view.output_clipped = clipped.get(&index).cloned();
                     arena[top]
                         .items
                         .push(Slot::Item(Item::Step(Box::new(view))));
@@ -643,6 +666,35 @@ fn assemble(arena: &mut [Building], at: usize) -> FrameView {
     view
 }
 
+/// Clips the output of every step of run `id`'s `events` to its head and tail, in place
+/// (the whole is dropped at once, not copied into the page's values); says which were
+/// clipped, by their events' places, and where their whole outputs are.
+fn clip_outputs(id: &str, events: &mut [Event]) -> HashMap<usize, ClippedOutput> {
+    let mut clipped = HashMap::new();
+    for (index, event) in events.iter_mut().enumerate() {
+        let Event::Step(step) = event else { continue };
+        let output = &mut step.record.result.output;
+        let whole = output_path(id, index);
+        let shown = crate::agents::reply::head_and_tail(
+            output,
+            &format!("the whole output ({} bytes) is at {whole}", output.len()),
+            crate::agents::reply::SHOWN_LINES,
+        );
+        if shown.trim_end() != output.trim_end() {
+            clipped.insert(
+                index,
+                ClippedOutput {
+                    bytes: output.len(),
+                    lines: output.lines().count(),
+                    whole,
+                },
+            );
+            *output = shown;
+        }
+    }
+    clipped
+}
+
 fn step_view(
     record: &StepRecord,
     at: u64,
@@ -678,5 +730,7 @@ fn step_view(
         ended_at: at,
         waited_ms,
         superseded,
+        event: 0,
+        output_clipped: None,
     }
 }

@@ -307,3 +307,79 @@ async fn the_plugins_server_finds_scripts_written_after_it_started_in_a_new_proj
         "the run is the project's"
     );
 }
+
+/// The launcher run as [`launch`] does, stopped after 10 s (`timeout` exits 124 then).
+fn launch_bounded(project: &Project, path: &str, args: &[&str]) -> Run {
+    let mut command = Command::new("timeout");
+    command
+        .arg("10")
+        .arg(launcher())
+        .args(args)
+        .current_dir(project.root())
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", project.home());
+    run_with_stdin(command, "")
+}
+
+/// Regression (issue 40): a `mekara` wrapper on PATH that execs the launcher made it run the
+/// wrapper again, forever (a hook never returned). It now ends at once with a clear error,
+/// or runs the real mekara further down PATH.
+#[test]
+fn a_wrapper_that_runs_the_launcher_again_does_not_loop() {
+    let project = Project::new();
+    let wrap = project.home().join("wrap");
+    std::fs::create_dir_all(&wrap).expect("create");
+    let wrapper = wrap.join("mekara");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", launcher().display()),
+    )
+    .expect("write");
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!("{}:{NO_MEKARA}", wrap.display());
+    let started = std::time::Instant::now();
+    let run = launch_bounded(&project, &path, &["--version"]);
+    run.expect_code(127);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(
+        run.stderr,
+        format!(
+            "mekara was not found: `{}` ran this launcher again instead of mekara (a wrapper named `mekara`?); set MEKARA_BIN to the mekara program, or take the wrapper off PATH\n",
+            wrapper.display()
+        )
+    );
+    // A hook still returns, and quietly.
+    launch_bounded(
+        &project,
+        &path,
+        &["hook", "reroute-user-commands", "--plugin"],
+    )
+    .expect_code(0);
+    // With the real mekara further down PATH, that one runs.
+    let path = format!("{}:{}", wrap.display(), crate::common::path_with_mekara());
+    let run = launch_bounded(&project, &path, &["--version"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout,
+        format!("mekara {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// Regression (issue 40): the launcher split PATH unquoted, so a folder `a/*` on it was
+/// globbed and matched `a/b`, where a `mekara` was run.
+#[test]
+fn a_path_folder_with_a_star_is_not_globbed() {
+    let project = Project::new();
+    let inner = project.home().join("glob/b");
+    std::fs::create_dir_all(&inner).expect("create");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mekara"), inner.join("mekara")).expect("link");
+    let path = format!("{}/glob/*:{NO_MEKARA}", project.home().display());
+    let run = launch_bounded(&project, &path, &["--version"]);
+    run.expect_code(127);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}

@@ -856,3 +856,117 @@ fn the_shared_store_lists_a_run_waiting_for_an_llm_step() {
     assert!(at_terminal.wait().expect("wait").success());
     wait_for_state(&viewer, &id, "completed");
 }
+
+/// Regression (issue 40): a step that printed 50 MB made a run's page as big as its journal
+/// (58.7 MB) and the server held it all. The page and `/api` show the head and tail of the
+/// output with a link to the whole, which serves it as plain text, with the token only.
+#[test]
+fn a_huge_output_is_clipped_on_the_page_and_in_the_api_with_a_link_to_the_whole() {
+    let project = Project::new();
+    project.script(
+        "loud",
+        "Print a lot.",
+        Some("def execute(request):\n    auto(\"seq 1 7000000\")\n    auto(\"echo quiet\")\n"),
+    );
+    run(&project, &["run", "loud"]).expect_code(0);
+    let id = project.run_ids().pop().expect("a run");
+    assert!(project.journal(&id).len() > 8_000_000);
+    let viewer = Viewer::start(&project);
+    let (status, page) = curl(&[&viewer.with_token(&format!("/runs/{id}"))]);
+    assert_eq!(status, 200);
+    assert!(page.len() < 200_000, "a page of {} bytes", page.len());
+    let link = format!("/runs/{id}/output/2?token={}", viewer.token);
+    assert!(
+        page.contains("lines cut here")
+            && page.contains(&format!(
+                "<a class=\"whole-output\" href=\"{link}\">the whole output</a>"
+            )),
+        "{}",
+        &page[..page.len().min(3000)]
+    );
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    let steps = api_steps(&detail);
+    let loud = &steps[0].1;
+    let clipped = &loud["output_clipped"];
+    assert_eq!(clipped["whole"], format!("/runs/{id}/output/2"), "{loud}");
+    assert!(loud["result"]["output"].as_str().expect("output").len() < 100_000);
+    assert_eq!(
+        steps[1].1["output_clipped"],
+        Json::Null,
+        "a short output is whole"
+    );
+    let (status, whole) = curl(&[&format!("{}{link}", viewer.base)]);
+    assert_eq!(status, 200);
+    assert_eq!(Some(whole.len() as u64), clipped["bytes"].as_u64());
+    assert!(whole.starts_with("1\n2\n3\n") && whole.ends_with("6999999\n7000000\n"));
+    let (status, _) = curl(&[&format!("{}/runs/{id}/output/2", viewer.base)]);
+    assert_eq!(status, 403, "the whole output wants the token");
+    let (status, body) = curl(&[&viewer.with_token(&format!("/runs/{id}/output/1"))]);
+    assert_eq!((status, body.trim()), (404, format!("step not found: run `{id}` has no step at event 1 of its journal; follow the link under a clipped output on the run's page").as_str()));
+}
+
+/// Regression (issue 40): event streams had no cap. One past the cap is refused with 503
+/// and a body that says why; one closed gives its place back.
+#[test]
+fn the_event_streams_past_the_cap_are_refused() {
+    use std::io::Write as _;
+    let project = project();
+    let viewer = Viewer::start(&project);
+    let address = viewer.base.trim_start_matches("http://").to_string();
+    let open = |address: &str| {
+        let mut stream = std::net::TcpStream::connect(address).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        write!(
+            stream,
+            "GET /events?token={} HTTP/1.1\r\nHost: {address}\r\n\r\n",
+            viewer.token
+        )
+        .expect("request");
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).expect("a status line");
+        (stream, String::from_utf8_lossy(&head).into_owned())
+    };
+    let mut streams = Vec::new();
+    for _ in 0..32 {
+        let (stream, head) = open(&address);
+        assert_eq!(head, "HTTP/1.1 200");
+        streams.push(stream);
+    }
+    let (status, body) = curl(&[&viewer.with_token("/events")]);
+    assert_eq!(
+        (status, body.trim()),
+        (
+            503,
+            "the viewer already has 32 event streams open, the most it serves at once; close some of its pages (or reload this one later)"
+        )
+    );
+    drop(streams.pop());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, head) = open(&address);
+        if head == "HTTP/1.1 200" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a closed stream never gave its place back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Regression (issue 40): the refusal (and warning) of an address other machines reach said
+/// whoever reaches it reads every run, when without the token they get only the stylesheet
+/// and the script. Refused before it listens: nothing binds beyond loopback here.
+#[test]
+fn a_non_loopback_address_says_exactly_what_it_exposes() {
+    let project = Project::new();
+    let run = run(&project, &["ui", "--bind", "0.0.0.0:0"]);
+    run.expect_code(2);
+    assert_eq!(
+        run.stderr.trim(),
+        "error: `0.0.0.0:0` is not a loopback address: without the printed token, whoever reaches it gets only the viewer's stylesheet and script; with the token, they read every run of this store (outputs included) and answer and cancel runs, and the token travels unencrypted (plain HTTP). To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+    );
+}

@@ -1166,7 +1166,7 @@ def bad():
 #[test]
 fn an_agent_answer_past_the_cap_is_stopped_and_refused() {
     for agent in [
-        "python3 -c 'import json, sys; sys.stdin.read(); print(json.dumps({\"outputs\": {\"colour\": \"r\" * 12000000}}))'",
+        "python3 -c 'import json, sys; sys.stdin.read(); print(json.dumps({\"outputs\": {\"colour\": \"r\" * 50000000}}))'",
         "yes '{\"outputs\": {}}'",
     ] {
         let project = project();
@@ -1182,11 +1182,12 @@ fn an_agent_answer_past_the_cap_is_stopped_and_refused() {
             "",
         );
         run.expect_code(1);
+        // Regression (issue 40): a 50 MB answer was said to be "16777216 bytes", what it
+        // had written when it was stopped. Its size is said only when whole (50000028 bytes
+        // with print's newline); stopped midway, the limit it passed.
         assert!(
-            run.stderr.contains("the agent's answer is ")
-                && run
-                    .stderr
-                    .contains("bytes of JSON, more than the 8388608 bytes a step keeps"),
+            run.stderr.contains("the agent's answer is 50000028 bytes of JSON, more than the 8388608 bytes a step keeps")
+                || run.stderr.contains("the agent's answer passed the 8388608 bytes a step keeps, so the agent was stopped before it finished writing it; have it give a smaller answer"),
             "{agent}: {}",
             &run.stderr[run.stderr.len().saturating_sub(3000)..]
         );
@@ -1401,7 +1402,17 @@ fn a_run_killed_during_a_wait_resumes_and_asks_the_step_once_more() {
         "{}",
         shown.stdout
     );
-    let (resumed, steps) = resume_to_the_end(&project, &id);
+    // Regression (issue 40): the resume asked the agent at once, in the wait the model had
+    // asked for. It waits out the rest (scaled a thousandfold here: about 600 ms).
+    let resumed = run_scaled(&project, &["--resume", &id]);
+    resumed.expect_code(0);
+    assert!(
+        resumed.stderr.contains("`colour[1]`: the run stopped during a wait for a rate limit of the model; waiting out the rest (")
+            && resumed.stderr.contains(") before asking the agent again"),
+        "{}",
+        resumed.stderr
+    );
+    let steps = asked_steps(&project);
     assert!(
         resumed.stdout.contains("completed"),
         "{}\n{}",

@@ -328,6 +328,13 @@ async fn a_huge_llm_output_or_answer_is_refused_and_the_step_stays_pending() {
         "{}",
         &text[..text.len().min(2000)]
     );
+    // Regression (issue 40): the refusal ended with a hint about numbers.
+    assert!(
+        text.contains("the step is still pending. It is too large: call `continue_compiled_script` again with a smaller value, at most 8388608 bytes of JSON in all.")
+            && !text.contains("number"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
     let asked = client
         .call(
             "continue_compiled_script",
