@@ -17,7 +17,7 @@ use crate::common::{Project, Run};
 /// The scripted agent: logs each request to `calls.jsonl`, then takes the first rule of
 /// `plan.json` whose `when` is in the item's instructions, runs its `run` (a shell command, in
 /// the project) and answers its `outputs`; with no rule, it says it cannot.
-const AGENT: &str = r###"
+pub(crate) const AGENT: &str = r###"
 import json, os, subprocess, sys
 req = json.load(sys.stdin)
 here = os.path.dirname(os.path.abspath(__file__))
@@ -33,7 +33,7 @@ for rule in json.load(open(os.path.join(here, "plan.json"))):
 print(json.dumps({"error": "the scripted agent has no rule for this %s item: %s" % (req["kind"], turn[:400])}))
 "###;
 
-const AGENT_COMMAND: &str = "python3 agent/agent.py";
+pub(crate) const AGENT_COMMAND: &str = "python3 agent/agent.py";
 
 /// What every fixture repository leaves out of git: mekara's runs, the scripted agent, builds.
 const GITIGNORE: &str = ".mekara/\nagent/\ntarget/\n__pycache__/\nnode_modules/\n";
@@ -92,12 +92,12 @@ pub(crate) fn with_tools(mut cmd: Command) -> Command {
 }
 
 /// `mekara ARGS` with the tools the checks need.
-fn mekara(project: &Project, args: &[&str]) -> Run {
+pub(crate) fn mekara(project: &Project, args: &[&str]) -> Run {
     crate::common::run_with_stdin(with_tools(project.command(args)), "")
 }
 
 /// Runs workflow `name` unattended with the scripted agent following `plan`.
-fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
+pub(crate) fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
     project.write("agent/plan.json", &plan.to_string());
     let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", name];
     args.extend_from_slice(arguments);
@@ -105,14 +105,14 @@ fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
 }
 
 /// Resumes the project's last run after answering its question with `answer`.
-fn answer_and_resume(project: &Project, answer: &str) -> Run {
+pub(crate) fn answer_and_resume(project: &Project, answer: &str) -> Run {
     let id = last_run(project);
     project.run(&["answer", &id, answer], "").expect_code(0);
     mekara(project, &resume(&id))
 }
 
 /// The arguments that resume run `id` with the scripted agent.
-fn resume(id: &str) -> [&str; 6] {
+pub(crate) fn resume(id: &str) -> [&str; 6] {
     [
         "run",
         "--resume",
@@ -243,7 +243,7 @@ pub(crate) fn steps(project: &Project) -> Vec<Json> {
 }
 
 /// The output of every shell or function step of the last run, joined.
-fn outputs(project: &Project) -> String {
+pub(crate) fn outputs(project: &Project) -> String {
     steps(project)
         .iter()
         .filter_map(|s| s["result"]["output"].as_str().map(str::to_string))
@@ -796,11 +796,19 @@ pub(crate) fn triage() -> Case {
             );
         }),
     )
-    .answering(&["apply"], |project, _| {
+    .answering(&["run", "apply"], |project, index| {
         assert!(
             read(project, "stats.py").contains("return sum(xs) / len(xs)\n"),
             "not applied before the answer"
         );
+        if index == 0 {
+            // The agent's command is shown to the person, and not run before the yes.
+            assert!(steps(project).iter().all(|s| {
+                !s["context"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("the new test"))
+            }));
+        }
     });
     case.arguments = vec!["mean of an empty list crashes".to_string()];
     case
