@@ -889,10 +889,8 @@ fn review_asks_again_for_findings_without_a_place_and_reports_them() {
     review().unattended();
 }
 
-/// `flow/pr` of a commit on `main` of a Rust project with a remote (a bare repository beside
-/// it) and no `gh`: the person says yes.
-pub(crate) fn pr() -> Case {
-    let project = rust_project();
+/// A bare repository beside the project, its remote `origin`, with `main` pushed to it.
+pub(crate) fn with_remote(project: &Project) -> PathBuf {
     let remote = project.dir.path().join("remote.git");
     let init = Command::new("git")
         .args(["init", "-q", "--bare"])
@@ -901,10 +899,18 @@ pub(crate) fn pr() -> Case {
         .expect("git");
     assert!(init.status.success());
     git(
-        &project,
+        project,
         &["remote", "add", "origin", remote.to_str().expect("utf-8")],
     );
-    git(&project, &["push", "-q", "origin", "main"]);
+    git(project, &["push", "-q", "origin", "main"]);
+    remote
+}
+
+/// `flow/pr` of a commit on `main` of a Rust project with a remote (a bare repository beside
+/// it) and no `gh`: the person says yes.
+pub(crate) fn pr() -> Case {
+    let project = rust_project();
+    let remote = with_remote(&project);
     project.write(
         "src/lib.rs",
         &RUST_LIB.replace("a + b", "a.saturating_add(b)"),
