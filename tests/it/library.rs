@@ -17,7 +17,7 @@ use crate::common::{Project, Run};
 /// The scripted agent: logs each request to `calls.jsonl`, then takes the first rule of
 /// `plan.json` whose `when` is in the item's instructions, runs its `run` (a shell command, in
 /// the project) and answers its `outputs`; with no rule, it says it cannot.
-const AGENT: &str = r###"
+pub(crate) const AGENT: &str = r###"
 import json, os, subprocess, sys
 req = json.load(sys.stdin)
 here = os.path.dirname(os.path.abspath(__file__))
@@ -97,7 +97,7 @@ pub(crate) fn mekara(project: &Project, args: &[&str]) -> Run {
 }
 
 /// Runs workflow `name` unattended with the scripted agent following `plan`.
-fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
+pub(crate) fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
     project.write("agent/plan.json", &plan.to_string());
     let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", name];
     args.extend_from_slice(arguments);
@@ -105,7 +105,7 @@ fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
 }
 
 /// Resumes the project's last run after answering its question with `answer`.
-fn answer_and_resume(project: &Project, answer: &str) -> Run {
+pub(crate) fn answer_and_resume(project: &Project, answer: &str) -> Run {
     let id = last_run(project);
     project.run(&["answer", &id, answer], "").expect_code(0);
     mekara(project, &resume(&id))
@@ -249,7 +249,7 @@ pub(crate) fn steps(project: &Project) -> Vec<Json> {
 }
 
 /// The output of every shell or function step of the last run, joined.
-fn outputs(project: &Project) -> String {
+pub(crate) fn outputs(project: &Project) -> String {
     steps(project)
         .iter()
         .filter_map(|s| s["result"]["output"].as_str().map(str::to_string))
@@ -1163,11 +1163,19 @@ pub(crate) fn triage() -> Case {
             );
         }),
     )
-    .answering(&["apply"], |project, _| {
+    .answering(&["run", "apply"], |project, index| {
         assert!(
             read(project, "stats.py").contains("return sum(xs) / len(xs)\n"),
             "not applied before the answer"
         );
+        if index == 0 {
+            // The agent's command is shown to the person, and not run before the yes.
+            assert!(steps(project).iter().all(|s| {
+                !s["context"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("the new test"))
+            }));
+        }
     });
     case.arguments = vec!["mean of an empty list crashes".to_string()];
     case
@@ -1427,6 +1435,23 @@ fn review_reads_the_whole_change_without_the_lock_file_and_sends_back_findings_t
     assert!(out.contains("Unverified (the file or line does not exist; check them by hand):\nnowhere.js:1: still made up (no file `nowhere.js`"), "{out}");
 }
 
+/// A bare repository beside the project, its remote `origin`, with `main` pushed to it.
+pub(crate) fn with_remote(project: &Project) -> PathBuf {
+    let remote = project.dir.path().join("remote.git");
+    let init = Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&remote)
+        .output()
+        .expect("git");
+    assert!(init.status.success());
+    git(
+        project,
+        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
+    );
+    git(project, &["push", "-q", "origin", "main"]);
+    remote
+}
+
 /// `flow/pr` of a commit on `main` of a Rust project with a remote (a bare repository beside
 /// it) and no `gh`: the person says yes.
 pub(crate) fn pr() -> Case {
@@ -1553,23 +1578,6 @@ fn pr_runs_the_checks_and_a_failing_one_stops_it_before_anything_is_pushed() {
     );
     assert!(calls(&project).is_empty(), "the agent wrote nothing");
     assert!(!branches(&remote).contains("feature"));
-}
-
-/// Gives the project a remote `origin` (a bare repository beside it) holding its `main`.
-fn with_remote(project: &Project) -> PathBuf {
-    let remote = project.dir.path().join("remote.git");
-    let init = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&remote)
-        .output()
-        .expect("git");
-    assert!(init.status.success());
-    git(
-        project,
-        &["remote", "add", "origin", remote.to_str().expect("utf-8")],
-    );
-    git(project, &["push", "-q", "origin", "main"]);
-    remote
 }
 
 /// The branches of the bare repository `remote`, as `git branch --list` shows them.

@@ -29,6 +29,7 @@ mod hooks;
 mod inspector;
 mod install;
 mod library;
+mod library_hostile;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
