@@ -830,6 +830,36 @@ fn docs_sync_reads_sphinx_rst_and_class_methods_and_says_the_docs_build_did_not_
     docs_sync_sphinx().unattended();
 }
 
+#[test]
+fn docs_sync_runs_the_makefile_docs_build_and_hands_its_failure_to_the_agent() {
+    let project = js_project();
+    project.write(
+        "Makefile",
+        "docs:\n\t@echo 'README.md:7: unknown option --loud' >&2; exit 1\n",
+    );
+    commit_all(&project, "A docs build");
+    let plan = json!([{"when": "Step 3: compare", "outputs": {"drifts": ""}}]);
+    Case::new(
+        project,
+        "flow/docs-sync",
+        plan,
+        Box::new(|project| {
+            let out = outputs(project);
+            assert!(
+                out.contains("docs build: Makefile (`make docs`) failed"),
+                "{out}"
+            );
+            assert!(!out.contains("passed"), "{out}");
+            let compare = first_prompt(project);
+            assert!(
+                compare.contains("README.md:7: unknown option --loud"),
+                "{compare}"
+            );
+        }),
+    )
+    .unattended();
+}
+
 /// `flow/triage` of "the mean of an empty list crashes" in a Python project: the person
 /// accepts the fix.
 pub(crate) fn triage() -> Case {
