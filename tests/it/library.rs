@@ -1120,6 +1120,113 @@ fn docs_sync_finds_the_option_the_readme_names_that_the_code_no_longer_has_and_f
     docs_sync().unattended();
 }
 
+/// A Python library documented with Sphinx: `docs/conf.py` and `.rst` pages that name a class's
+/// method with a `:meth:` role, as libraries on Read the Docs do.
+const PY_SERIALIZER: &str = "class Serializer:\n    def __init__(self, indent=2):\n        self.indent = indent\n\n    def dumps_old(self, value):\n        return repr(value)\n";
+
+/// `flow/docs-sync` in a Python project whose Sphinx docs name `Serializer.dumps_old`, which
+/// the code renamed to `dumps`.
+fn docs_sync_sphinx() -> Case {
+    let project = repository(&[
+        ("pyproject.toml", PY_PROJECT),
+        ("serializer.py", PY_SERIALIZER),
+        (
+            "docs/conf.py",
+            "project = \"serializer\"\nextensions = [\"sphinx.ext.autodoc\"]\n",
+        ),
+        (
+            "docs/index.rst",
+            "Serializer\n==========\n\n.. autoclass:: serializer.Serializer\n\nCall :meth:`Serializer.dumps_old` to turn a value into text.\n",
+        ),
+    ]);
+    project.write(
+        "serializer.py",
+        &PY_SERIALIZER.replace("dumps_old", "dumps"),
+    );
+    commit_all(&project, "Rename Serializer.dumps_old to dumps");
+    let drift =
+        "docs/index.rst:6: names `Serializer.dumps_old`; serializer.py has `Serializer.dumps`";
+    let plan = json!([
+        {"when": "Step 3: compare", "outputs": {"drifts": drift}},
+        {
+            "when": "Step 4: fix these drifts",
+            "run": "sed -i 's/dumps_old/dumps/' docs/index.rst",
+            "outputs": {"fixed": "docs/index.rst names Serializer.dumps"},
+        },
+    ]);
+    Case::new(
+        project,
+        "flow/docs-sync",
+        plan,
+        Box::new(|project| {
+            assert!(read(project, "docs/index.rst").contains(":meth:`Serializer.dumps`"));
+            let out = outputs(project);
+            // The rst line with the role and the directive, and the class with its method.
+            for seen in [
+                "docs/index.rst:6:Call :meth:`Serializer.dumps_old` to turn a value into text.",
+                "docs/index.rst:4:.. autoclass:: serializer.Serializer",
+                "serializer.py:1:class Serializer:",
+                "serializer.py:5:    def dumps(self, value):",
+            ] {
+                assert!(out.contains(seen), "{seen} not in:\n{out}");
+            }
+            let has_sphinx = Command::new("sh")
+                .args(["-c", "command -v sphinx-build"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if has_sphinx {
+                assert!(
+                    out.contains("docs build: Sphinx (`sphinx-build -W -b html docs`)"),
+                    "{out}"
+                );
+            } else {
+                assert!(
+                    out.contains(
+                        "docs build: Sphinx (docs/conf.py) not run: `sphinx-build` is not installed"
+                    ),
+                    "{out}"
+                );
+                assert!(!out.contains("passed"), "{out}");
+            }
+        }),
+    )
+}
+
+#[test]
+fn docs_sync_reads_sphinx_rst_and_class_methods_and_says_the_docs_build_did_not_run() {
+    docs_sync_sphinx().unattended();
+}
+
+#[test]
+fn docs_sync_runs_the_makefile_docs_build_and_hands_its_failure_to_the_agent() {
+    let project = js_project();
+    project.write(
+        "Makefile",
+        "docs:\n\t@echo 'README.md:7: unknown option --loud' >&2; exit 1\n",
+    );
+    commit_all(&project, "A docs build");
+    let plan = json!([{"when": "Step 3: compare", "outputs": {"drifts": ""}}]);
+    Case::new(
+        project,
+        "flow/docs-sync",
+        plan,
+        Box::new(|project| {
+            let out = outputs(project);
+            assert!(
+                out.contains("docs build: Makefile (`make docs`) failed"),
+                "{out}"
+            );
+            assert!(!out.contains("passed"), "{out}");
+            let compare = first_prompt(project);
+            assert!(
+                compare.contains("README.md:7: unknown option --loud"),
+                "{compare}"
+            );
+        }),
+    )
+    .unattended();
+}
+
 /// `flow/triage` of "the mean of an empty list crashes" in a Python project: the person
 /// accepts the fix.
 pub(crate) fn triage() -> Case {
