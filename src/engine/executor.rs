@@ -1336,7 +1336,7 @@ impl Executor {
                 }
                 let path = self.label();
                 let index = self.stack.last().map_or(0, |f| f.steps.len());
-                observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT));
+                observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT), false);
                 let result = match self.runner.call_tool(&call, &self.cancel) {
                     Ran::Done(result) => result,
                     Ran::Cancelled => {

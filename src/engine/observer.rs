@@ -8,13 +8,15 @@ use super::step::{StepInput, StepRecord};
 /// Replayed steps (answered from the journal) are not reported: they ran before.
 pub(crate) trait Observer {
     /// A new step of frame `frame` (a stack path such as `test:nested[0] > test:random`)
-    /// starts.
+    /// starts; `allow_failure` is what its record will say (the evaluator child tells it its
+    /// parent, which journals the step itself should the child die before it does).
     fn step_started(
         &self,
         _frame: &str,
         _index: usize,
         _input: &StepInput,
         _context: Option<&str>,
+        _allow_failure: bool,
     ) {
     }
 

@@ -942,3 +942,80 @@ fn a_group_note_that_is_a_link_is_not_written_through() {
         "precious\n"
     );
 }
+
+/// How many seeds [`a_killed_evaluator_child_never_makes_a_step_run_twice`] tries: each is a
+/// run of [`CHILD_KILL_STEPS`] short steps whose evaluator child is killed at a moment the
+/// seed picks, and its resume.
+const CHILD_KILL_SEEDS: u64 = 16;
+const CHILD_KILL_STEPS: usize = 6;
+
+/// Regression (issue 40): an evaluator child killed mid-step (SIGKILL, as the kernel's OOM
+/// killer would) left the step its parent ran to its end unjournaled, mekara exited 2, and
+/// the resume ran that step again. The parent journals the result now, ends as an
+/// interrupted run (130) saying how to resume, and the resume runs no step twice.
+#[test]
+fn a_killed_evaluator_child_never_makes_a_step_run_twice() {
+    let project = Project::new();
+    project.script(
+        "steps",
+        "Run the steps.",
+        Some(&format!(
+            "def execute(request):\n    for i in range({CHILD_KILL_STEPS}):\n        auto(\"echo %d >> steps.log; sleep 0.04\" % i)\n"
+        )),
+    );
+    let root = project.root();
+    let mut interrupted = 0;
+    for seed in 0..CHILD_KILL_SEEDS {
+        let _ = std::fs::remove_file(root.join("steps.log"));
+        let before = project.run_ids();
+        let mut run = project.spawn(&["run", "steps"]);
+        // A moment within the run's steps, spread by the seed (a fixed spread, so that a
+        // failure is seen again with the same seed).
+        let delay = Duration::from_millis(seed.wrapping_mul(7919) % 260);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let child = loop {
+            if let Some(pid) = crate::mcp::warm::evaluators(run.id()).first() {
+                break Some(*pid);
+            }
+            if run.try_wait().expect("try_wait").is_some() || Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        std::thread::sleep(delay);
+        if let Some(pid) = child {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        let out = crate::common::Run::from_output(run.wait_with_output().expect("wait"));
+        let id = project
+            .run_ids()
+            .into_iter()
+            .find(|id| !before.contains(id))
+            .expect("the run's id");
+        let steps = std::fs::read_to_string(root.join("steps.log")).unwrap_or_default();
+        if out.code != Some(0) {
+            out.expect_code(130);
+            assert!(
+                out.stderr
+                    .contains(&format!("resume with `mekara run --resume {id}`")),
+                "seed {seed}:\n{}",
+                out.stderr
+            );
+            interrupted += 1;
+            project.run(&["run", "--resume", &id], "").expect_code(0);
+        }
+        let steps = std::fs::read_to_string(root.join("steps.log")).unwrap_or(steps);
+        let expected: Vec<String> = (0..CHILD_KILL_STEPS).map(|i| i.to_string()).collect();
+        assert_eq!(
+            steps.lines().collect::<Vec<_>>(),
+            expected,
+            "seed {seed}: each step ran once, in order"
+        );
+    }
+    assert!(
+        interrupted >= CHILD_KILL_SEEDS / 2,
+        "most kills land while the run goes on ({interrupted} of {CHILD_KILL_SEEDS})"
+    );
+}

@@ -408,7 +408,7 @@ impl StepContext<'_> {
         }
         let index = self.next_index();
         self.observer
-            .step_started(self.path, index, input, context.as_deref());
+            .step_started(self.path, index, input, context.as_deref(), allow_failure);
         match run() {
             Ran::Done(result) => self.record(input.clone(), context, allow_failure, result),
             Ran::Cancelled => Err(self.interrupt(Interrupt::Engine(EngineError::Cancelled {

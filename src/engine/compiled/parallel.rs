@@ -231,7 +231,13 @@ fn run_round(
                     let input = planned.step.input();
                     let index = numbers[at];
                     let context = planned.context.as_deref();
-                    ctx.observer.step_started(ctx.path, index, &input, context);
+                    ctx.observer.step_started(
+                        ctx.path,
+                        index,
+                        &input,
+                        context,
+                        planned.allow_failure,
+                    );
                     if !result.output.is_empty() {
                         ctx.observer.output(result.output.as_bytes());
                     }

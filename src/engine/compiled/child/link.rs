@@ -172,12 +172,20 @@ impl StepRunner for Link {
 }
 
 impl Observer for Link {
-    fn step_started(&self, frame: &str, index: usize, input: &StepInput, context: Option<&str>) {
+    fn step_started(
+        &self,
+        frame: &str,
+        index: usize,
+        input: &StepInput,
+        context: Option<&str>,
+        allow_failure: bool,
+    ) {
         self.tell(&Ask::StepStarted {
             frame: frame.to_string(),
             index,
             input: input.clone(),
             context: context.map(str::to_string),
+            allow_failure,
         });
     }
 

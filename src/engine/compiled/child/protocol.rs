@@ -121,12 +121,17 @@ pub(super) enum Ask {
     Tool(ToolCall),
     /// Journal a step; the answer is [`Answer::Journaled`].
     Journal(StepRecord),
-    /// The observer's calls, which take no answer.
+    /// The observer's calls, which take no answer. A step started outside a `parallel`
+    /// round is the one the next [`Ask::Shell`] or [`Ask::Tool`] runs: should the child be
+    /// gone before it journals that step's result, the parent journals it (see
+    /// `parent_side`), so `allow_failure` comes along for its record.
     StepStarted {
         frame: String,
         index: usize,
         input: StepInput,
         context: Option<String>,
+        #[serde(default)]
+        allow_failure: bool,
     },
     /// Output for the observer, as text (what it shows of it).
     Output(String),
