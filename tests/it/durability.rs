@@ -332,41 +332,56 @@ fn a_finished_run_cannot_be_resumed_and_an_unknown_one_is_named() {
     );
 }
 
-#[test]
-fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
+/// Sends `signal` (`INT`, `TERM`, `HUP`) to a `mekara run` whose step waits, and checks that
+/// the step's process group is stopped, mekara ends with 130 saying how to resume (the
+/// transcript is pinned as `snapshot`), and the run resumes with each step run once.
+fn a_signal_stops_the_running_step_and_leaves_the_run_resumable(signal: &str, snapshot: &str) {
     let project = Project::new();
     project.script("steps", "Run the steps.", Some(SCRIPT));
     let root = project.root();
     let child = project.spawn(&["run", "steps"]);
     wait_for(&root.join("started"));
-    let step_pid = std::fs::read_to_string(root.join("step.pid"))
-        .expect("pid")
-        .trim()
-        .to_string();
-    // A terminal's Ctrl-C reaches mekara's process group; the step has a group of its own.
-    press_ctrl_c(&child);
+    let (step, background) = (
+        pid_in(&root.join("step.pid")),
+        pid_in(&root.join("background.pid")),
+    );
+    // A terminal's Ctrl-C reaches mekara's process group, a CI runner's cancel or a closed
+    // terminal mekara itself; the step has a group of its own, which none of them reaches.
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
     let out = crate::common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(130);
-    let id = project.run_ids().remove(0);
+    mekara_snapshot!(snapshot, project, out);
     assert!(
-        out.stdout.contains(&format!(
-            "interrupted: step steps[3] was stopped; resume with `mekara run --resume {id}`"
-        )),
-        "{}",
-        out.stdout
+        wait_until_dead(&step) && wait_until_dead(&background),
+        "the step's group survived SIG{signal}"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{step_pid}")).exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the step's shell survived Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let id = project.run_ids().remove(0);
     std::fs::remove_file(root.join("started")).expect("rm");
     std::fs::write(root.join("go"), "").expect("go");
     project.run(&["run", "--resume", &id], "x\n").expect_code(0);
     each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
+}
+
+#[test]
+fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
+    a_signal_stops_the_running_step_and_leaves_the_run_resumable("INT", "ctrl_c_mid_step");
+}
+
+/// Regression (issue 40): SIGTERM (a CI job cancelled) ended `mekara run` and left the
+/// running step alive, with no word on how to resume.
+#[test]
+fn sigterm_stops_the_running_step_and_leaves_the_run_resumable() {
+    a_signal_stops_the_running_step_and_leaves_the_run_resumable("TERM", "sigterm_mid_step");
+}
+
+/// Regression (issue 40): SIGHUP (the terminal closed) did the same.
+#[test]
+fn sighup_stops_the_running_step_and_leaves_the_run_resumable() {
+    a_signal_stops_the_running_step_and_leaves_the_run_resumable("HUP", "sighup_mid_step");
 }
 
 /// Regression: Ctrl-C at a prompt used to be taken for a running step, so mekara went on
@@ -1018,4 +1033,42 @@ fn a_killed_evaluator_child_never_makes_a_step_run_twice() {
         interrupted >= CHILD_KILL_SEEDS / 2,
         "most kills land while the run goes on ({interrupted} of {CHILD_KILL_SEEDS})"
     );
+}
+
+/// Regression (issue 40): SIGTERM or SIGHUP of `mekara mcp` (its client closing, a terminal
+/// closed) ended the server with the running step's process group left running until a
+/// resume. The server stops its running steps first, as when its client goes away.
+#[tokio::test]
+async fn sigterm_or_sighup_of_the_mcp_server_stops_the_running_step() {
+    for signal in ["TERM", "HUP"] {
+        let project = Project::new();
+        project.script("steps", "Run the steps.", Some(SCRIPT));
+        let client = crate::mcp::client::Client::start(&project, &[]).await;
+        let (root, server) = (project.root(), client.pid);
+        let killer = std::thread::spawn(move || {
+            wait_for(&root.join("started"));
+            let pids = (
+                pid_in(&root.join("step.pid")),
+                pid_in(&root.join("background.pid")),
+            );
+            let sent = std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &server.to_string()])
+                .status()
+                .expect("kill");
+            assert!(sent.success());
+            pids
+        });
+        let start = crate::mcp::client::params("start", serde_json::json!({"name": "steps"}));
+        // The server goes away: the call gets no answer, or the one of a stopped step.
+        let _ = client.service.call_tool(start).await;
+        let (step, background) = killer.join().expect("killer");
+        assert!(
+            wait_until_dead(&server.to_string()),
+            "the server ended on SIG{signal}"
+        );
+        assert!(
+            !alive(&step) && !alive(&background),
+            "the server stopped its running step's group before it ended on SIG{signal}"
+        );
+    }
 }

@@ -360,10 +360,8 @@ fn converse<'a>(
                     format!("its process ended ({how}) before the evaluation did, saying: {said}")
                 };
                 match orphan {
-                    Some(Ok(record)) => detail.push_str(&format!(
-                        "; step {} ({}) had ended, and its result is journaled",
-                        record.index,
-                        record.input.summary()
+                    Some(Ok(step)) => detail.push_str(&format!(
+                        "; step `{step}` had ended, and its result is journaled"
                     )),
                     Some(Err(e)) => journal_error = Some(e),
                     None => {}
@@ -811,14 +809,15 @@ impl Parent<'_> {
     }
 
     /// Journals the step that ran for a child that is gone before it journaled it, and
-    /// tells the observer, as the child would have: the record, or why it could not be
-    /// written (`None`: no step waited for its record).
-    fn journal_orphan(&mut self) -> Option<Result<StepRecord, JournalError>> {
+    /// tells the observer, as the child would have: the step's label (`steps[3]`), or why
+    /// its record could not be written (`None`: no step waited for its record).
+    fn journal_orphan(&mut self) -> Option<Result<String, JournalError>> {
         let (frame, record) = self.unjournaled.take()?;
         Some((self.run.journal)(&record).map(|()| {
             self.run.observer.step_finished(&frame, &record);
-            self.run.steps.push(record.clone());
-            record
+            let label = format!("{frame}[{}]", record.index);
+            self.run.steps.push(record);
+            label
         }))
     }
 
