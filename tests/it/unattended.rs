@@ -508,12 +508,10 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
     );
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap mekara");
-    // Nothing is left to stop the agent mekara was waiting for: it works on.
+    // The agent mekara was waiting for dies with it (issue 40; before, it worked on until a
+    // resume killed its group).
     let pid = hang_pid(&project);
-    assert!(
-        !gone(pid),
-        "the orphaned agent's child {pid} ended by itself"
-    );
+    assert!(gone(pid), "the agent's child {pid} outlived mekara");
     let id = project.run_ids().pop().expect("a run");
     let (resumed, steps) = resume_to_the_end(&project, &id);
     assert_eq!(
@@ -521,11 +519,6 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
         "the answered step was not asked again; the one killed was"
     );
     assert!(resumed.stderr.contains(&format!("resuming run {id}")));
-    // The resume killed the agent's process group, as it kills a shell step's.
-    assert!(
-        gone(pid),
-        "the agent a killed mekara left working ({pid}) still runs after the resume"
-    );
 }
 
 #[test]
@@ -1426,4 +1419,35 @@ fn a_run_killed_during_a_wait_resumes_and_asks_the_step_once_more() {
         "the shell step before it did not run again"
     );
     assert_eq!(journaled_waits(&project).len(), 1);
+}
+
+/// Regression (issue 40): an unattended run's agent went on after its mekara was killed
+/// (SIGKILL, as the OOM killer does), working, and spending, for nobody. Its process group
+/// dies with mekara now.
+#[test]
+fn an_agent_does_not_outlive_a_killed_mekara() {
+    let project = Project::new();
+    project.script(
+        "word",
+        "Say a word.",
+        Some("def execute(request):\n    llm(\"Say a word.\", expects = [\"word\"])\n"),
+    );
+    let root = project.root();
+    // The stand-in says it started, and only later what it did.
+    let agent = "echo $$ > agent.tmp && mv agent.tmp agent.pid; sleep 1; touch late.marker; \
+                 echo '{\"outputs\": {\"word\": \"w\"}}'";
+    let mut mekara = project.spawn(&["run", "--agent-command", agent, "word"]);
+    crate::common::wait_for(&root.join("agent.pid"));
+    mekara.kill().expect("SIGKILL mekara");
+    mekara.wait().expect("reap");
+    let pid = crate::durability::pid_in(&root.join("agent.pid"));
+    assert!(
+        crate::durability::wait_until_dead(&pid),
+        "the agent {pid} outlived mekara"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !root.join("late.marker").exists(),
+        "the agent went on after mekara was killed"
+    );
 }
