@@ -1451,3 +1451,40 @@ fn an_agent_does_not_outlive_a_killed_mekara() {
         "the agent went on after mekara was killed"
     );
 }
+
+/// Regression (issue 40): SIGTERM of an unattended run (a CI job cancelled) ended mekara and
+/// left its agent working, with no word on how to resume. It stops the agent and leaves the
+/// run resumable, as Ctrl-C does.
+#[test]
+fn sigterm_stops_the_agent_and_leaves_the_run_resumable() {
+    let project = Project::new();
+    project.script(
+        "word",
+        "Say a word.",
+        Some("def execute(request):\n    llm(\"Say a word.\", expects = [\"word\"])\n"),
+    );
+    let root = project.root();
+    let agent = "echo $$ > agent.tmp && mv agent.tmp agent.pid; sleep 30";
+    let mekara = project.spawn(&["run", "--agent-command", agent, "word"]);
+    crate::common::wait_for(&root.join("agent.pid"));
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &mekara.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let out = Run::from_output(mekara.wait_with_output().expect("wait"));
+    out.expect_code(130);
+    let id = project.run_ids().remove(0);
+    assert!(
+        out.stderr.contains(&format!(
+            "resume it with `mekara run --resume {id} --agent-command"
+        )),
+        "{}",
+        out.stderr
+    );
+    let pid = crate::durability::pid_in(&root.join("agent.pid"));
+    assert!(
+        crate::durability::wait_until_dead(&pid),
+        "the agent {pid} outlived the run"
+    );
+}
