@@ -1421,23 +1421,31 @@ fn a_run_killed_during_a_wait_resumes_and_asks_the_step_once_more() {
     assert_eq!(journaled_waits(&project).len(), 1);
 }
 
-/// Regression (issue 40): an unattended run's agent went on after its mekara was killed
-/// (SIGKILL, as the OOM killer does), working, and spending, for nobody. Its process group
-/// dies with mekara now.
-#[test]
-fn an_agent_does_not_outlive_a_killed_mekara() {
+/// A project whose one llm step is being answered by `agent` (which notes its shell's pid in
+/// `agent.pid` first), and the unattended `mekara run` waiting for it.
+fn waiting_for_the_agent(agent: &str) -> (Project, std::process::Child) {
     let project = Project::new();
     project.script(
         "word",
         "Say a word.",
         Some("def execute(request):\n    llm(\"Say a word.\", expects = [\"word\"])\n"),
     );
+    let agent = format!("echo $$ > agent.tmp && mv agent.tmp agent.pid; {agent}");
+    let mekara = project.spawn(&["run", "--agent-command", &agent, "word"]);
+    crate::common::wait_for(&project.root().join("agent.pid"));
+    (project, mekara)
+}
+
+/// Regression (issue 40): an unattended run's agent went on after its mekara was killed
+/// (SIGKILL, as the OOM killer does), working, and spending, for nobody. Its process group
+/// dies with mekara now.
+#[test]
+fn an_agent_does_not_outlive_a_killed_mekara() {
+    // The stand-in says only later what it did.
+    let (project, mut mekara) = waiting_for_the_agent(
+        "sleep 1; touch late.marker; echo '{\"outputs\": {\"word\": \"w\"}}'",
+    );
     let root = project.root();
-    // The stand-in says it started, and only later what it did.
-    let agent = "echo $$ > agent.tmp && mv agent.tmp agent.pid; sleep 1; touch late.marker; \
-                 echo '{\"outputs\": {\"word\": \"w\"}}'";
-    let mut mekara = project.spawn(&["run", "--agent-command", agent, "word"]);
-    crate::common::wait_for(&root.join("agent.pid"));
     mekara.kill().expect("SIGKILL mekara");
     mekara.wait().expect("reap");
     let pid = crate::durability::pid_in(&root.join("agent.pid"));
@@ -1457,16 +1465,7 @@ fn an_agent_does_not_outlive_a_killed_mekara() {
 /// run resumable, as Ctrl-C does.
 #[test]
 fn sigterm_stops_the_agent_and_leaves_the_run_resumable() {
-    let project = Project::new();
-    project.script(
-        "word",
-        "Say a word.",
-        Some("def execute(request):\n    llm(\"Say a word.\", expects = [\"word\"])\n"),
-    );
-    let root = project.root();
-    let agent = "echo $$ > agent.tmp && mv agent.tmp agent.pid; sleep 30";
-    let mekara = project.spawn(&["run", "--agent-command", agent, "word"]);
-    crate::common::wait_for(&root.join("agent.pid"));
+    let (project, mekara) = waiting_for_the_agent("sleep 30");
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &mekara.id().to_string()])
         .status()
@@ -1482,7 +1481,7 @@ fn sigterm_stops_the_agent_and_leaves_the_run_resumable() {
         "{}",
         out.stderr
     );
-    let pid = crate::durability::pid_in(&root.join("agent.pid"));
+    let pid = crate::durability::pid_in(&project.root().join("agent.pid"));
     assert!(
         crate::durability::wait_until_dead(&pid),
         "the agent {pid} outlived the run"
