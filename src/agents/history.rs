@@ -87,7 +87,7 @@ impl Observer for History<'_> {
         index: usize,
         input: &StepInput,
         _context: Option<&str>,
-        _allow_failure: bool,
+        _recorded: crate::engine::observer::Recorded,
     ) {
         self.line.borrow_mut().clear();
         (self.progress)(Progress::Started(StepStarted {

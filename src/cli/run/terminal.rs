@@ -72,7 +72,7 @@ impl Observer for Terminal {
         index: usize,
         input: &StepInput,
         context: Option<&str>,
-        _allow_failure: bool,
+        _recorded: crate::engine::observer::Recorded,
     ) {
         if let Some(context) = context {
             self.line(format_args!("# {context}"));

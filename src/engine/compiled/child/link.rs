@@ -10,6 +10,7 @@ use crate::engine::compiled::context::Holder;
 use crate::engine::compiled::{Evaluation, Suspension};
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
 use crate::engine::step::{StepInput, StepRecord};
 
@@ -178,14 +179,14 @@ impl Observer for Link {
         index: usize,
         input: &StepInput,
         context: Option<&str>,
-        allow_failure: bool,
+        recorded: Recorded,
     ) {
         self.tell(&Ask::StepStarted {
             frame: frame.to_string(),
             index,
             input: input.clone(),
             context: context.map(str::to_string),
-            allow_failure,
+            recorded,
         });
     }
 

@@ -16,6 +16,7 @@ use crate::engine::compiled::static_check::largest_constant;
 use crate::engine::compiled::{Called, CodeError, DirectCall, Evaluation, FrameRun};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::{StepInput, StepRecord};
 
@@ -626,7 +627,7 @@ struct Started {
     index: usize,
     input: StepInput,
     context: Option<String>,
-    allow_failure: bool,
+    recorded: Recorded,
 }
 
 /// How the child ended an evaluation, or suspended it.
@@ -759,16 +760,16 @@ impl Parent<'_> {
                 index,
                 input,
                 context,
-                allow_failure,
+                recorded,
             } => {
                 run.observer
-                    .step_started(&frame, index, &input, context.as_deref(), allow_failure);
+                    .step_started(&frame, index, &input, context.as_deref(), recorded);
                 self.started = Some(Started {
                     frame,
                     index,
                     input,
                     context,
-                    allow_failure,
+                    recorded,
                 });
                 Some(())
             }
@@ -800,8 +801,8 @@ impl Parent<'_> {
                     input: started.input,
                     context: started.context,
                     result: result.clone(),
-                    allow_failure: started.allow_failure,
-                    parallel: None,
+                    allow_failure: started.recorded.allow_failure,
+                    parallel: started.recorded.parallel,
                 },
             )),
             _ => None,

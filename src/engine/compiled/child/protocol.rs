@@ -14,6 +14,7 @@ use super::sources::Sources;
 use crate::engine::compiled::{Called, Evaluation, FrameRun, Limits};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{Ran, ShellStep, ToolCall};
 use crate::engine::step::{StepInput, StepRecord};
 
@@ -124,14 +125,14 @@ pub(super) enum Ask {
     /// The observer's calls, which take no answer. A step started outside a `parallel`
     /// round is the one the next [`Ask::Shell`] or [`Ask::Tool`] runs: should the child be
     /// gone before it journals that step's result, the parent journals it (see
-    /// `parent_side`), so `allow_failure` comes along for its record.
+    /// `parent_side`), so the rest of its record comes along.
     StepStarted {
         frame: String,
         index: usize,
         input: StepInput,
         context: Option<String>,
         #[serde(default)]
-        allow_failure: bool,
+        recorded: Recorded,
     },
     /// Output for the observer, as text (what it shows of it).
     Output(String),
