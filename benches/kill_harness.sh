@@ -14,13 +14,18 @@
 #   unfinished   a step that never finished in a run that mekara reports as completed (must
 #                be 0)
 #
-#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN] [LOAD] [STORE]
+#   bash benches/kill_harness.sh [MEKARA] [RUNS] [KILLS_PER_RUN] [LOAD] [STORE] [TARGET]
 #
 # MEKARA (default: target/release/mekara) is the binary tested; RUNS (default 20) runs of 8
 # rounds each; up to KILLS_PER_RUN (default 8) kills per run; LOAD (default 0) busy loops kept
 # running meanwhile, so that mekara is descheduled at any point (the kill window it once had
 # showed only under load); STORE (default `files`) is where runs are kept: `files`, or `pg`
 # for a PostgreSQL server started here (benches/common/pg.sh; MEKARA_STORE_URL names another).
+# TARGET (default `mekara`) is what is killed: `mekara`, or `child` for mekara's evaluator child
+# (`mekara __evaluate`, the bigger process, which the kernel's OOM killer would pick) while
+# mekara runs on: mekara then journals the step it ran for the child, ends interrupted, and
+# the resume goes on (issue 40: the step was run again). With `child`, `again` must be 0 too:
+# mekara itself is never killed, so every step it started ends under it and is journaled.
 # A round is a pure function step (which the PostgreSQL store holds back for the next write),
 # the shell step counted here, and an llm step answered by an agent command (held by a warm
 # evaluator between steps), so the kills land in all three. Loopback only: nothing leaves the
@@ -32,6 +37,8 @@ runs=${2:-20}
 kills_per_run=${3:-8}
 load=${4:-0}
 store=${5:-files}
+target=${6:-mekara}
+case $target in mekara | child) ;; *) echo "TARGET is mekara or child, not $target" >&2; exit 2 ;; esac
 [ -x "$mekara" ] || { echo "no mekara binary at $mekara: cargo build --release" >&2; exit 2; }
 mekara=$(cd "$(dirname "$mekara")" && pwd)/$(basename "$mekara")
 work=$(mktemp -d)
@@ -124,7 +131,16 @@ for run in $(seq 1 "$runs"); do
   id=
   for _ in $(seq 1 "$kills_per_run"); do
     sleep "$(random_delay)"
-    if kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null; then
+    if [ "$target" = child ]; then
+      # The evaluator children of this mekara (of no other process); none between two
+      # evaluations, when the kill is tried again later.
+      kids=$(pgrep -P "$pid" -f __evaluate 2>/dev/null || true)
+      if [ -z "$kids" ]; then
+        if kill -0 "$pid" 2>/dev/null; then continue; fi
+      elif kill -KILL $kids 2>/dev/null; then
+        kills=$((kills + 1))
+      fi
+    elif kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null; then
       kills=$((kills + 1))
     fi
     wait "$pid" 2>/dev/null || true
@@ -187,5 +203,5 @@ for run in $(seq 1 "$runs"); do
   done
 done
 elapsed=$(( $(date +%s) - started ))
-printf 'store %s  runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  load %d  (%d s)\n' \
- "$store" "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$load" "$elapsed"
+printf 'target %s  store %s  runs %d (completed %d)  kills %d  overlapping %d  rerun %d  again %d  unfinished %d  load %d  (%d s)\n' \
+ "$target" "$store" "$runs" "$completed" "$kills" "$overlapping" "$rerun" "$again" "$unfinished" "$load" "$elapsed"

@@ -32,6 +32,16 @@ impl Exit {
     }
 }
 
+/// The signals that interrupt a run as Ctrl-C does ([`Exit::Interrupted`]): SIGINT, SIGTERM
+/// (a CI job cancelled) and SIGHUP (its terminal closed). Each stops the running step's
+/// process group and leaves the run resumable; left to their default, the last two ended
+/// mekara and left that group (one of its own, which neither reaches) running on.
+pub(crate) const INTERRUPTING_SIGNALS: [std::ffi::c_int; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> ExitCode {
         ExitCode::from(exit.code())

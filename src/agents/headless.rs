@@ -214,8 +214,9 @@ impl From<Stopped> for Reply {
 
 /// Runs `command` for `request` through the shell as shell steps run (in the request's
 /// folder, its own process group noted and killed whole when it ends, times out or is
-/// cancelled), with `stdin` as its input. Its stdout is the answer; its stderr goes on to
-/// mekara's, and when it fails the end of its stderr is in the error.
+/// cancelled, or mekara ends: [`ShellRunner::tied`]), with `stdin` as its input. Its stdout
+/// is the answer; its stderr goes on to mekara's, and when it fails the end of its stderr is
+/// in the error.
 pub(super) fn run_agent(
     command: &str,
     stdin: &[u8],
@@ -259,7 +260,7 @@ pub(super) fn run_agent(
     let (done, finished) = std::sync::mpsc::channel::<()>();
     let ran = std::thread::scope(|scope| {
         scope.spawn(|| watch_answer(&answer, cancel, &stop, &oversized, finished));
-        let ran = ShellRunner::new().run_shell(
+        let ran = ShellRunner::new().tied().run_shell(
             &step,
             &mut |chunk| {
                 use std::io::Write as _;

@@ -81,7 +81,14 @@ impl<'a> History<'a> {
 }
 
 impl Observer for History<'_> {
-    fn step_started(&self, frame: &str, index: usize, input: &StepInput, _context: Option<&str>) {
+    fn step_started(
+        &self,
+        frame: &str,
+        index: usize,
+        input: &StepInput,
+        _context: Option<&str>,
+        _recorded: crate::engine::observer::Recorded,
+    ) {
         self.line.borrow_mut().clear();
         (self.progress)(Progress::Started(StepStarted {
             frame,

@@ -1022,6 +1022,12 @@ pub(crate) fn refusal(
              the run is resumed: call {}.",
             resume_call(run.unwrap_or_default())
         ),
+        // Its evaluator child died (the OOM killer, say): the journal holds every step that
+        // ended, and the run goes on from it with its handle.
+        EngineError::Evaluation { .. } => format!(
+            "Stopped: {error}. Call {} to go on from the run's journal.",
+            resume_call(run.unwrap_or_default())
+        ),
         _ => format!("Error: {error}."),
     }
 }

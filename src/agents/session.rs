@@ -333,7 +333,7 @@ impl Session {
                 Reply::ok(text)
             }
             Err(error) => {
-                if let EngineError::Cancelled { .. } = &error {
+                if let EngineError::Cancelled { .. } | EngineError::Evaluation { .. } = &error {
                     self.interrupted = Some(error.to_string());
                 }
                 text.push_str(&reply::refusal(

@@ -219,6 +219,8 @@ pub(super) fn serve_until_done(
             return server.await;
         }
         tokio::select! {
+            // The server first: `mekara mcp` watches Ctrl-C itself, to stop its steps.
+            biased;
             served = server => served,
             _ = tokio::signal::ctrl_c() => Ok(()),
         }

@@ -283,9 +283,12 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             (session, call)
         }
     };
-    // Ctrl-C stops the running step or agent, and the run ends resumable (exit 130).
+    // Ctrl-C stops the running step or agent, and the run ends resumable (exit 130); so do
+    // SIGTERM (a CI job cancelled) and SIGHUP (the terminal closed).
     let cancel = session.cancel_token();
-    let _ctrl_c = signal_hook::flag::register(signal_hook::consts::SIGINT, cancel.flag());
+    for signal in crate::exit::INTERRUPTING_SIGNALS {
+        let _ = signal_hook::flag::register(signal, cancel.flag());
+    }
     if args.stop_when_stdin_closes {
         super::queue::stop_when_stdin_closes(cancel.flag());
     }

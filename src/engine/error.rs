@@ -226,7 +226,8 @@ pub(crate) enum EngineError {
 
 impl EngineError {
     /// How a command that ends with this error exits: the caller asked for something that
-    /// is not there ([`Exit::Usage`]), or the run could not go on ([`Exit::Failure`]).
+    /// is not there ([`Exit::Usage`]), the run could not go on ([`Exit::Failure`]), or it
+    /// was cut short and resumes ([`Exit::Interrupted`]).
     pub(crate) fn exit_code(&self) -> Exit {
         match self {
             EngineError::Script(e) => e.exit_code(),
@@ -242,7 +243,6 @@ impl EngineError {
             | EngineError::AmbiguousStep { .. }
             | EngineError::NotWaitingForAnswer { .. }
             | EngineError::NoRunsDir
-            | EngineError::Evaluation { .. }
             | EngineError::Journal(JournalError::Store(StoreFailure { usage: true, .. })) => {
                 Exit::Usage
             }
@@ -256,6 +256,9 @@ impl EngineError {
             | EngineError::NotAChoice { .. }
             | EngineError::ArgumentsTooLong { .. }
             | EngineError::TooDeep { .. } => Exit::Failure,
+            // The run was cut short, not refused (an evaluator child killed, say by the
+            // OOM killer): it resumes, as after Ctrl-C.
+            EngineError::Evaluation { .. } => Exit::Interrupted,
         }
     }
 }

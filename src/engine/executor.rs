@@ -29,6 +29,7 @@ use super::step::{
 use super::store::RunLog;
 use super::store::RunStore;
 use super::tool::NL_TAG_CONTEXT;
+use crate::engine::observer::Recorded;
 use crate::script::nl::{ARGUMENTS, NlText};
 use crate::script::{Resolver, Script};
 
@@ -1336,7 +1337,13 @@ impl Executor {
                 }
                 let path = self.label();
                 let index = self.stack.last().map_or(0, |f| f.steps.len());
-                observer.step_started(&path, index, &input, Some(NL_TAG_CONTEXT));
+                observer.step_started(
+                    &path,
+                    index,
+                    &input,
+                    Some(NL_TAG_CONTEXT),
+                    Recorded::default(),
+                );
                 let result = match self.runner.call_tool(&call, &self.cancel) {
                     Ran::Done(result) => result,
                     Ran::Cancelled => {

@@ -7,7 +7,9 @@
 //! `PR_SET_PDEATHSIG`, does not fit: it needs a `pre_exec` hook (which turns the cheap
 //! `posix_spawn` into a `fork`, costing more than the whole per-step budget), and it fires
 //! when the *thread* that spawned the child ends, which in `mekara mcp` is a pooled worker
-//! thread that may be retired between steps.
+//! thread that may be retired between steps. An agent's process, which must not outlive
+//! mekara, is tied to it another way, through a pipe (`ShellRunner::tied`), which also
+//! reaches the agent the shell starts (`PR_SET_PDEATHSIG` reaches only the shell).
 //!
 //! So the runner notes each step's group in `<run>.group` (one `pwrite` on a file kept open
 //! for the run). Whoever takes the run up again holds its journal lock, so the writer is

@@ -1,6 +1,6 @@
 //! `Observer`: how the engine tells its caller what is happening while it works.
 
-use super::step::{StepInput, StepRecord};
+use super::step::{ParallelMember, StepInput, StepRecord};
 
 /// Receives steps as they run: the terminal prints them live, the MCP server turns them
 /// into progress notifications and into the "steps executed" part of its reply.
@@ -8,13 +8,16 @@ use super::step::{StepInput, StepRecord};
 /// Replayed steps (answered from the journal) are not reported: they ran before.
 pub(crate) trait Observer {
     /// A new step of frame `frame` (a stack path such as `test:nested[0] > test:random`)
-    /// starts.
+    /// starts; `recorded` is what its record will say besides its input and context (the
+    /// evaluator child tells it its parent, which journals the step itself should the child
+    /// die before it does).
     fn step_started(
         &self,
         _frame: &str,
         _index: usize,
         _input: &StepInput,
         _context: Option<&str>,
+        _recorded: Recorded,
     ) {
     }
 
@@ -34,6 +37,15 @@ pub(crate) trait Observer {
 
     /// A frame was pushed (`call`) or ended (`end`), for the history of a reply.
     fn frame_event(&self, _event: FrameEvent<'_>) {}
+}
+
+/// What a step's record says besides its input, context and result, told as it starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Recorded {
+    /// The script said `allow_failure = True`.
+    pub allow_failure: bool,
+    /// The `parallel` member whose step it is.
+    pub parallel: Option<ParallelMember>,
 }
 
 /// A change of the stack worth showing.

@@ -42,10 +42,19 @@ thread_local! {
 /// into a `fork`; see `group_note`.)
 const GATE: &str = "read -r _ || exit 125; exec </dev/null; ";
 
-/// `command` held at the [`GATE`].
-fn gated(command: &str) -> String {
-    let mut text = String::with_capacity(GATE.len() + command.len());
-    text.push_str(GATE);
+/// The [`GATE`] of a step that must not outlive mekara (see [`ShellRunner::tied`]): past it,
+/// the shell hands the gate's pipe to a watcher in its group, which kills the group when the
+/// pipe reaches its end. mekara holds the other end until the step returns, so the pipe
+/// ends when mekara does, however it ends (SIGKILL, the OOM killer): the kernel closes a
+/// dead process's descriptors. The watcher writes nowhere, so it never holds the step's
+/// output open, and dies with the group when the step ends.
+const TIED_GATE: &str = "read -r _ || exit 125; exec 3<&0 </dev/null; \
+                         { read -r _ <&3; kill -s KILL 0; } >/dev/null 2>&1 & exec 3<&-; ";
+
+/// `command` held at `gate`.
+fn gated(gate: &str, command: &str) -> String {
+    let mut text = String::with_capacity(gate.len() + command.len());
+    text.push_str(gate);
     text.push_str(command);
     text
 }
@@ -64,6 +73,8 @@ pub(crate) struct ShellRunner {
     /// `/dev/null`, opened once: every step's stdin is a duplicate of it, which is cheaper
     /// than opening the device again for each step.
     dev_null: Option<Arc<std::fs::File>>,
+    /// Whether its steps' groups die with mekara (see [`ShellRunner::tied`]).
+    tied: bool,
 }
 
 impl Default for ShellRunner {
@@ -83,7 +94,17 @@ impl ShellRunner {
         ShellRunner {
             shell: shell.into(),
             dev_null: std::fs::File::open("/dev/null").ok().map(Arc::new),
+            tied: false,
         }
+    }
+
+    /// This runner, with each step's process group killed when mekara ends however it ends,
+    /// SIGKILL included (see [`TIED_GATE`]): for an agent's process (an unattended run's
+    /// `claude -p`), which must not go on working, and spending, for a mekara that is gone.
+    /// Shell steps are not tied: a step left running is found and killed by the resume
+    /// (`group_note`), and the watcher would cost every step a process.
+    pub(crate) fn tied(self) -> ShellRunner {
+        ShellRunner { tied: true, ..self }
     }
 }
 
@@ -236,18 +257,20 @@ impl ShellRunner {
         // A step whose group is noted starts held at a gate (see `GATE`): it runs nothing
         // until its group is on disk, so a mekara killed in between leaves nothing running
         // that a resume could not find.
-        let gate = match &step.group_note {
-            Some(_) => match std::io::pipe() {
+        let gate = if step.group_note.is_some() || self.tied {
+            match std::io::pipe() {
                 Ok(pair) => Some(pair),
                 Err(e) => return failed_to_start(e),
-            },
-            None => None,
+            }
+        } else {
+            None
         };
         let mut gate_release = None;
         let mut command = Command::new(&self.shell);
         command.arg("-c");
         let stdin = if let Some((gate_in, gate_out)) = gate {
-            command.arg(gated(&step.command));
+            let gate = if self.tied { TIED_GATE } else { GATE };
+            command.arg(gated(gate, &step.command));
             gate_release = Some(gate_out);
             Stdio::from(gate_in)
         } else {
@@ -275,10 +298,12 @@ impl ShellRunner {
             note.note(pid, after, clock_ns());
         }
         // The note is written: open the gate. A shell that already died of a syntax error
-        // closed its end, which only makes this write fail.
-        if let Some(mut release) = gate_release.take() {
+        // closed its end, which only makes this write fail. A tied step's gate stays open
+        // until the step returns (its end is the watcher's signal).
+        let _lifeline = gate_release.take().and_then(|mut release| {
             let _ = release.write_all(b"\n");
-        }
+            self.tied.then_some(release)
+        });
         // The parent's copies of the write end must be gone for the pipe to reach EOF.
         drop(command);
         let group = Pid::from_child(&child);

@@ -107,17 +107,45 @@ pub(crate) async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> a
     };
     let server = Server::new(Arc::new(registry), recorder);
     let stopper = server.clone();
-    transport::serve_stdio(server).await?;
+    tokio::select! {
+        served = transport::serve_stdio(server) => served?,
+        () = interrupted() => {}
+    }
     stopper.stop();
     Ok(())
+}
+
+/// Waits for a signal that interrupts a run ([`INTERRUPTING_SIGNALS`]): the server then stops
+/// its running steps (their process groups are killed as their calls end) before it ends, as
+/// when its client goes away, instead of dying with the steps left running. A signal that
+/// cannot be watched is never waited for.
+///
+/// [`INTERRUPTING_SIGNALS`]: crate::exit::INTERRUPTING_SIGNALS
+async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut watched: Vec<_> = crate::exit::INTERRUPTING_SIGNALS
+        .into_iter()
+        .filter_map(|s| signal(SignalKind::from_raw(s)).ok())
+        .collect();
+    if watched.is_empty() {
+        return std::future::pending().await;
+    }
+    let any = watched.iter_mut().map(|s| Box::pin(s.recv()));
+    let _ = futures::future::select_all(any).await;
+    tracing::info!("stopped by a signal: stopping the running steps");
 }
 
 /// Serves Streamable HTTP at `http://ADDR/mcp` until the process is stopped: every MCP
 /// session and every stateless request is a connection to the same runs.
 pub(crate) async fn serve_http(plan: SessionPlan, options: HttpOptions) -> anyhow::Result<()> {
     let registry = Arc::new(plan.registry());
-    transport::serve_http("mekara mcp", options, move || {
-        Server::new(registry.clone(), None)
-    })
-    .await
+    let sessions = registry.clone();
+    tokio::select! {
+        served = transport::serve_http("mekara mcp", options, move || {
+            Server::new(sessions.clone(), None)
+        }) => served?,
+        () = interrupted() => {}
+    }
+    registry.stop();
+    Ok(())
 }

@@ -332,41 +332,56 @@ fn a_finished_run_cannot_be_resumed_and_an_unknown_one_is_named() {
     );
 }
 
-#[test]
-fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
+/// Sends `signal` (`INT`, `TERM`, `HUP`) to a `mekara run` whose step waits, and checks that
+/// the step's process group is stopped, mekara ends with 130 saying how to resume (the
+/// transcript is pinned as `snapshot`), and the run resumes with each step run once.
+fn a_signal_stops_the_running_step_and_leaves_the_run_resumable(signal: &str, snapshot: &str) {
     let project = Project::new();
     project.script("steps", "Run the steps.", Some(SCRIPT));
     let root = project.root();
     let child = project.spawn(&["run", "steps"]);
     wait_for(&root.join("started"));
-    let step_pid = std::fs::read_to_string(root.join("step.pid"))
-        .expect("pid")
-        .trim()
-        .to_string();
-    // A terminal's Ctrl-C reaches mekara's process group; the step has a group of its own.
-    press_ctrl_c(&child);
+    let (step, background) = (
+        pid_in(&root.join("step.pid")),
+        pid_in(&root.join("background.pid")),
+    );
+    // A terminal's Ctrl-C reaches mekara's process group, a CI runner's cancel or a closed
+    // terminal mekara itself; the step has a group of its own, which none of them reaches.
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
     let out = crate::common::Run::from_output(child.wait_with_output().expect("wait"));
     out.expect_code(130);
-    let id = project.run_ids().remove(0);
+    mekara_snapshot!(snapshot, project, out);
     assert!(
-        out.stdout.contains(&format!(
-            "interrupted: step steps[3] was stopped; resume with `mekara run --resume {id}`"
-        )),
-        "{}",
-        out.stdout
+        wait_until_dead(&step) && wait_until_dead(&background),
+        "the step's group survived SIG{signal}"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{step_pid}")).exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the step's shell survived Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let id = project.run_ids().remove(0);
     std::fs::remove_file(root.join("started")).expect("rm");
     std::fs::write(root.join("go"), "").expect("go");
     project.run(&["run", "--resume", &id], "x\n").expect_code(0);
     each_ran_once(&root, &["a", "b", "c", "d", "e"], "");
+}
+
+#[test]
+fn ctrl_c_stops_the_running_step_and_leaves_the_run_resumable() {
+    a_signal_stops_the_running_step_and_leaves_the_run_resumable("INT", "ctrl_c_mid_step");
+}
+
+/// Regression (issue 40): SIGTERM (a CI job cancelled) ended `mekara run` and left the
+/// running step alive, with no word on how to resume.
+#[test]
+fn sigterm_stops_the_running_step_and_leaves_the_run_resumable() {
+    a_signal_stops_the_running_step_and_leaves_the_run_resumable("TERM", "sigterm_mid_step");
+}
+
+/// Regression (issue 40): SIGHUP (the terminal closed) did the same.
+#[test]
+fn sighup_stops_the_running_step_and_leaves_the_run_resumable() {
+    a_signal_stops_the_running_step_and_leaves_the_run_resumable("HUP", "sighup_mid_step");
 }
 
 /// Regression: Ctrl-C at a prompt used to be taken for a running step, so mekara went on
@@ -941,4 +956,119 @@ fn a_group_note_that_is_a_link_is_not_written_through() {
         std::fs::read_to_string(&victim).expect("victim"),
         "precious\n"
     );
+}
+
+/// How many seeds [`a_killed_evaluator_child_never_makes_a_step_run_twice`] tries: each is a
+/// run of [`CHILD_KILL_STEPS`] short steps whose evaluator child is killed at a moment the
+/// seed picks, and its resume.
+const CHILD_KILL_SEEDS: u64 = 16;
+const CHILD_KILL_STEPS: usize = 6;
+
+/// Regression (issue 40): an evaluator child killed mid-step (SIGKILL, as the kernel's OOM
+/// killer would) left the step its parent ran to its end unjournaled, mekara exited 2, and
+/// the resume ran that step again. The parent journals the result now, ends as an
+/// interrupted run (130) saying how to resume, and the resume runs no step twice.
+#[test]
+fn a_killed_evaluator_child_never_makes_a_step_run_twice() {
+    let project = Project::new();
+    project.script(
+        "steps",
+        "Run the steps.",
+        Some(&format!(
+            "def execute(request):\n    for i in range({CHILD_KILL_STEPS}):\n        auto(\"echo %d >> steps.log; sleep 0.04\" % i)\n"
+        )),
+    );
+    let root = project.root();
+    let mut interrupted = 0;
+    for seed in 0..CHILD_KILL_SEEDS {
+        let _ = std::fs::remove_file(root.join("steps.log"));
+        let before = project.run_ids();
+        let mut run = project.spawn(&["run", "steps"]);
+        // A moment within the run's steps, spread by the seed (a fixed spread, so that a
+        // failure is seen again with the same seed).
+        let delay = Duration::from_millis(seed.wrapping_mul(7919) % 260);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let child = loop {
+            if let Some(pid) = crate::mcp::warm::evaluators(run.id()).first() {
+                break Some(*pid);
+            }
+            if run.try_wait().expect("try_wait").is_some() || Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        std::thread::sleep(delay);
+        if let Some(pid) = child {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        let out = crate::common::Run::from_output(run.wait_with_output().expect("wait"));
+        let id = project
+            .run_ids()
+            .into_iter()
+            .find(|id| !before.contains(id))
+            .expect("the run's id");
+        let steps = std::fs::read_to_string(root.join("steps.log")).unwrap_or_default();
+        if out.code != Some(0) {
+            out.expect_code(130);
+            assert!(
+                out.stderr
+                    .contains(&format!("resume with `mekara run --resume {id}`")),
+                "seed {seed}:\n{}",
+                out.stderr
+            );
+            interrupted += 1;
+            project.run(&["run", "--resume", &id], "").expect_code(0);
+        }
+        let steps = std::fs::read_to_string(root.join("steps.log")).unwrap_or(steps);
+        let expected: Vec<String> = (0..CHILD_KILL_STEPS).map(|i| i.to_string()).collect();
+        assert_eq!(
+            steps.lines().collect::<Vec<_>>(),
+            expected,
+            "seed {seed}: each step ran once, in order"
+        );
+    }
+    assert!(
+        interrupted >= CHILD_KILL_SEEDS / 2,
+        "most kills land while the run goes on ({interrupted} of {CHILD_KILL_SEEDS})"
+    );
+}
+
+/// Regression (issue 40): SIGTERM or SIGHUP of `mekara mcp` (its client closing, a terminal
+/// closed) ended the server with the running step's process group left running until a
+/// resume. The server stops its running steps first, as when its client goes away.
+#[tokio::test]
+async fn sigterm_or_sighup_of_the_mcp_server_stops_the_running_step() {
+    for signal in ["TERM", "HUP"] {
+        let project = Project::new();
+        project.script("steps", "Run the steps.", Some(SCRIPT));
+        let client = crate::mcp::client::Client::start(&project, &[]).await;
+        let (root, server) = (project.root(), client.pid);
+        let killer = std::thread::spawn(move || {
+            wait_for(&root.join("started"));
+            let pids = (
+                pid_in(&root.join("step.pid")),
+                pid_in(&root.join("background.pid")),
+            );
+            let sent = std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &server.to_string()])
+                .status()
+                .expect("kill");
+            assert!(sent.success());
+            pids
+        });
+        let start = crate::mcp::client::params("start", serde_json::json!({"name": "steps"}));
+        // The server goes away: the call gets no answer, or the one of a stopped step.
+        let _ = client.service.call_tool(start).await;
+        let (step, background) = killer.join().expect("killer");
+        assert!(
+            wait_until_dead(&server.to_string()),
+            "the server ended on SIG{signal}"
+        );
+        assert!(
+            !alive(&step) && !alive(&background),
+            "the server stopped its running step's group before it ended on SIG{signal}"
+        );
+    }
 }

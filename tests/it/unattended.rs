@@ -508,12 +508,10 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
     );
     child.kill().expect("SIGKILL mekara");
     child.wait().expect("reap mekara");
-    // Nothing is left to stop the agent mekara was waiting for: it works on.
+    // The agent mekara was waiting for dies with it (issue 40; before, it worked on until a
+    // resume killed its group).
     let pid = hang_pid(&project);
-    assert!(
-        !gone(pid),
-        "the orphaned agent's child {pid} ended by itself"
-    );
+    assert!(gone(pid), "the agent's child {pid} outlived mekara");
     let id = project.run_ids().pop().expect("a run");
     let (resumed, steps) = resume_to_the_end(&project, &id);
     assert_eq!(
@@ -521,11 +519,6 @@ fn a_killed_run_resumes_without_asking_the_agent_again_for_answered_steps() {
         "the answered step was not asked again; the one killed was"
     );
     assert!(resumed.stderr.contains(&format!("resuming run {id}")));
-    // The resume killed the agent's process group, as it kills a shell step's.
-    assert!(
-        gone(pid),
-        "the agent a killed mekara left working ({pid}) still runs after the resume"
-    );
 }
 
 #[test]
@@ -1437,4 +1430,71 @@ fn a_run_killed_during_a_wait_resumes_and_asks_the_step_once_more() {
         "the shell step before it did not run again"
     );
     assert_eq!(journaled_waits(&project).len(), 1);
+}
+
+/// A project whose one llm step is being answered by `agent` (which notes its shell's pid in
+/// `agent.pid` first), and the unattended `mekara run` waiting for it.
+fn waiting_for_the_agent(agent: &str) -> (Project, std::process::Child) {
+    let project = Project::new();
+    project.script(
+        "word",
+        "Say a word.",
+        Some("def execute(request):\n    llm(\"Say a word.\", expects = [\"word\"])\n"),
+    );
+    let agent = format!("echo $$ > agent.tmp && mv agent.tmp agent.pid; {agent}");
+    let mekara = project.spawn(&["run", "--agent-command", &agent, "word"]);
+    crate::common::wait_for(&project.root().join("agent.pid"));
+    (project, mekara)
+}
+
+/// Regression (issue 40): an unattended run's agent went on after its mekara was killed
+/// (SIGKILL, as the OOM killer does), working, and spending, for nobody. Its process group
+/// dies with mekara now.
+#[test]
+fn an_agent_does_not_outlive_a_killed_mekara() {
+    // The stand-in says only later what it did.
+    let (project, mut mekara) = waiting_for_the_agent(
+        "sleep 1; touch late.marker; echo '{\"outputs\": {\"word\": \"w\"}}'",
+    );
+    let root = project.root();
+    mekara.kill().expect("SIGKILL mekara");
+    mekara.wait().expect("reap");
+    let pid = crate::durability::pid_in(&root.join("agent.pid"));
+    assert!(
+        crate::durability::wait_until_dead(&pid),
+        "the agent {pid} outlived mekara"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !root.join("late.marker").exists(),
+        "the agent went on after mekara was killed"
+    );
+}
+
+/// Regression (issue 40): SIGTERM of an unattended run (a CI job cancelled) ended mekara and
+/// left its agent working, with no word on how to resume. It stops the agent and leaves the
+/// run resumable, as Ctrl-C does.
+#[test]
+fn sigterm_stops_the_agent_and_leaves_the_run_resumable() {
+    let (project, mekara) = waiting_for_the_agent("sleep 30");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &mekara.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let out = Run::from_output(mekara.wait_with_output().expect("wait"));
+    out.expect_code(130);
+    let id = project.run_ids().remove(0);
+    assert!(
+        out.stderr.contains(&format!(
+            "resume it with `mekara run --resume {id} --agent-command"
+        )),
+        "{}",
+        out.stderr
+    );
+    let pid = crate::durability::pid_in(&project.root().join("agent.pid"));
+    assert!(
+        crate::durability::wait_until_dead(&pid),
+        "the agent {pid} outlived the run"
+    );
 }

@@ -1,4 +1,5 @@
-//! [`CtrlC`]: Ctrl-C in `mekara run`, which stops the running step or leaves a prompt.
+//! [`CtrlC`]: Ctrl-C in `mekara run`, which stops the running step or leaves a prompt; and
+//! SIGTERM (a CI job cancelled) and SIGHUP (its terminal closed), which do the same.
 
 use std::os::unix::net::UnixStream;
 
@@ -14,6 +15,8 @@ use crate::exit::Exit;
 /// which wakes a prompt, so that Ctrl-C while the person is typing leaves at once (the
 /// journal is synced whenever mekara waits for input). A second Ctrl-C before the first was
 /// acted on (say, during a long evaluation between steps) leaves at once, exit code 130.
+///
+/// SIGTERM and SIGHUP do the same (see [`STOPPING_SIGNALS`](crate::exit::INTERRUPTING_SIGNALS)).
 pub(super) struct CtrlC {
     /// Readable once Ctrl-C was pressed.
     pub(super) pressed: UnixStream,
@@ -24,18 +27,19 @@ impl CtrlC {
     /// the default way, and the run still resumes.
     pub(super) fn install(executor: &Executor) -> Option<CtrlC> {
         let installed = (|| -> std::io::Result<CtrlC> {
-            use signal_hook::consts::SIGINT;
             let (pressed, wake) = UnixStream::pair()?;
             pressed.set_nonblocking(true)?;
             let flag = executor.cancel_token().flag();
-            // The order matters: the shutdown checks the flag before this press sets it.
-            signal_hook::flag::register_conditional_shutdown(
-                SIGINT,
-                Exit::Interrupted.code().into(),
-                flag.clone(),
-            )?;
-            signal_hook::flag::register(SIGINT, flag)?;
-            signal_hook::low_level::pipe::register(SIGINT, wake)?;
+            for signal in crate::exit::INTERRUPTING_SIGNALS {
+                // The order matters: the shutdown checks the flag before this press sets it.
+                signal_hook::flag::register_conditional_shutdown(
+                    signal,
+                    Exit::Interrupted.code().into(),
+                    flag.clone(),
+                )?;
+                signal_hook::flag::register(signal, flag.clone())?;
+                signal_hook::low_level::pipe::register(signal, wake.try_clone()?)?;
+            }
             Ok(CtrlC { pressed })
         })();
         installed

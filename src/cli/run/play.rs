@@ -46,6 +46,12 @@ pub(super) fn play(
                 )?;
                 return Ok(Exit::Interrupted);
             }
+            // Cut short (its evaluator child was killed): how to go on, as after Ctrl-C.
+            Err(e @ EngineError::Evaluation { .. }) => {
+                let id = executor.run_id().unwrap_or_default();
+                eprintln!("error: {e}; resume with `mekara run --resume {id}`");
+                return Ok(Exit::Interrupted);
+            }
             Err(e) => return Err(e.into()),
             Ok(Pending::Finished {
                 run,

@@ -66,7 +66,14 @@ impl Terminal {
 const BAR: &str = "  │ ";
 
 impl Observer for Terminal {
-    fn step_started(&self, frame: &str, index: usize, input: &StepInput, context: Option<&str>) {
+    fn step_started(
+        &self,
+        frame: &str,
+        index: usize,
+        input: &StepInput,
+        context: Option<&str>,
+        _recorded: crate::engine::observer::Recorded,
+    ) {
         if let Some(context) = context {
             self.line(format_args!("# {context}"));
         }

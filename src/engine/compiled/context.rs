@@ -18,6 +18,7 @@ use crate::engine::error::EngineError;
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{CancelToken, Ran, ShellStep, StepRunner};
 use crate::engine::step::{Kept, ParallelMember, StepInput, StepRecord, StepResult};
 
@@ -407,8 +408,12 @@ impl StepContext<'_> {
             return Ok(result);
         }
         let index = self.next_index();
+        let recorded = Recorded {
+            allow_failure,
+            parallel: self.member.borrow().as_ref().map(|m| m.tag),
+        };
         self.observer
-            .step_started(self.path, index, input, context.as_deref());
+            .step_started(self.path, index, input, context.as_deref(), recorded);
         match run() {
             Ran::Done(result) => self.record(input.clone(), context, allow_failure, result),
             Ran::Cancelled => Err(self.interrupt(Interrupt::Engine(EngineError::Cancelled {

@@ -32,6 +32,7 @@ use starlark::values::tuple::TupleRef;
 
 use super::context::{Interrupt, MemberRun, Planned, StepContext, step_context};
 use crate::engine::error::EngineError;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::{ParallelMember, StepRecord};
 
@@ -231,7 +232,12 @@ fn run_round(
                     let input = planned.step.input();
                     let index = numbers[at];
                     let context = planned.context.as_deref();
-                    ctx.observer.step_started(ctx.path, index, &input, context);
+                    let recorded = Recorded {
+                        allow_failure: planned.allow_failure,
+                        parallel: Some(*tag),
+                    };
+                    ctx.observer
+                        .step_started(ctx.path, index, &input, context, recorded);
                     if !result.output.is_empty() {
                         ctx.observer.output(result.output.as_bytes());
                     }

@@ -169,3 +169,50 @@ fn an_unattended_run_starts_one_evaluator_for_all_its_llm_steps() {
     assert_eq!(evaluators, 1, "{execs}");
     assert_eq!(ran(&project).len(), 11, "{:?}", ran(&project));
 }
+
+/// Regression (issue 40): a `start` whose evaluator child was killed while a step ran
+/// replied that the run "can be resumed" without its handle, so `resume` had nothing to take
+/// up. The reply names the handle now, `resume` with it goes on, and the step that ran while
+/// the child died is not run again.
+#[tokio::test]
+async fn a_start_whose_evaluator_dies_names_the_handle_that_resumes_it() {
+    let project = Project::new();
+    project.script(
+        "gated",
+        "Run the steps.",
+        Some(
+            r#"def execute(request):
+    auto("echo 0 >> ran.txt")
+    auto("touch started; while [ ! -e go ]; do sleep 0.02; done; echo 1 >> ran.txt")
+    auto("echo 2 >> ran.txt")
+"#,
+        ),
+    );
+    let client = Client::start(&project, &[]).await;
+    let (root, server) = (project.root(), client.pid);
+    // The child is killed while its parent runs the second step, which then ends.
+    let killer = std::thread::spawn(move || {
+        crate::common::wait_for(&root.join("started"));
+        let children = evaluators(server);
+        assert_eq!(children.len(), 1, "{children:?}");
+        std::process::Command::new("kill")
+            .args(["-9", &children[0].to_string()])
+            .status()
+            .expect("kill");
+        while !evaluators(server).is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::write(root.join("go"), "").expect("go");
+    });
+    let reply = client.call("start", json!({"name": "gated"})).await.err();
+    killer.join().expect("killer");
+    let handle = crate::common::run_handle(&reply)
+        .unwrap_or_else(|| panic!("the reply names the run's handle:\n{reply}"));
+    assert!(
+        reply.contains(&format!("`resume` with `{{\"run_id\": \"{handle}\"}}`")),
+        "{reply}"
+    );
+    let reply = client.call("resume", json!({"run_id": handle})).await.ok();
+    assert!(reply.contains("completed"), "{reply}");
+    assert_eq!(ran(&project), ["0", "1", "2"], "no step ran twice");
+}

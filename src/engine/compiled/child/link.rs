@@ -10,6 +10,7 @@ use crate::engine::compiled::context::Holder;
 use crate::engine::compiled::{Evaluation, Suspension};
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Observer;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{CancelToken, Ran, ShellStep, StepRunner, ToolCall};
 use crate::engine::step::{StepInput, StepRecord};
 
@@ -172,12 +173,20 @@ impl StepRunner for Link {
 }
 
 impl Observer for Link {
-    fn step_started(&self, frame: &str, index: usize, input: &StepInput, context: Option<&str>) {
+    fn step_started(
+        &self,
+        frame: &str,
+        index: usize,
+        input: &StepInput,
+        context: Option<&str>,
+        recorded: Recorded,
+    ) {
         self.tell(&Ask::StepStarted {
             frame: frame.to_string(),
             index,
             input: input.clone(),
             context: context.map(str::to_string),
+            recorded,
         });
     }
 

@@ -16,8 +16,9 @@ use crate::engine::compiled::static_check::largest_constant;
 use crate::engine::compiled::{Called, CodeError, DirectCall, Evaluation, FrameRun};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
-use crate::engine::runner::ShellStep;
-use crate::engine::step::StepRecord;
+use crate::engine::observer::Recorded;
+use crate::engine::runner::{Ran, ShellStep};
+use crate::engine::step::{StepInput, StepRecord};
 
 /// Evaluates the script of `sources` over the frame's journal in a child process `exe
 /// __evaluate`, doing what it asks with `run`'s runner, journal and observer; ends as
@@ -301,13 +302,22 @@ fn converse<'a>(
         live,
         journal_error: None,
         heard: false,
+        started: None,
+        unjournaled: None,
     };
     let said = parent.serve(first);
+    // A child gone between a step's end and its record leaves the result here: the step
+    // ran, so it is journaled, and a resume goes on after it instead of running it again.
+    let orphan = match said {
+        None => parent.journal_orphan(),
+        Some(_) => None,
+    };
     let Parent {
         run,
         live,
-        journal_error,
+        mut journal_error,
         heard,
+        ..
     } = parent;
     let end = match said {
         Some(Said::Suspended {
@@ -345,11 +355,18 @@ fn converse<'a>(
                     Err(e) => format!("cannot wait for it: {e}"),
                 };
                 let said = said.trim();
-                let detail = if said.is_empty() {
+                let mut detail = if said.is_empty() {
                     format!("its process ended ({how}) before the evaluation did")
                 } else {
                     format!("its process ended ({how}) before the evaluation did, saying: {said}")
                 };
+                match orphan {
+                    Some(Ok(step)) => detail.push_str(&format!(
+                        "; step `{step}` had ended, and its result is journaled"
+                    )),
+                    Some(Err(e)) => journal_error = Some(e),
+                    None => {}
+                }
                 End::Stopped(stopped(run.path, &detail))
             }
         }
@@ -597,6 +614,20 @@ struct Parent<'a> {
     journal_error: Option<JournalError>,
     /// Whether the child said anything.
     heard: bool,
+    /// The step the child said started (outside a `parallel` round), until it runs.
+    started: Option<Started>,
+    /// A step run for the child whose result the child has not journaled yet: the record
+    /// it would write, and the frame's stack path.
+    unjournaled: Option<(String, StepRecord)>,
+}
+
+/// A step the child said started: what its record holds besides the result.
+struct Started {
+    frame: String,
+    index: usize,
+    input: StepInput,
+    context: Option<String>,
+    recorded: Recorded,
 }
 
 /// How the child ended an evaluation, or suspended it.
@@ -684,6 +715,7 @@ impl Parent<'_> {
                     &mut |chunk| run.observer.output(chunk),
                     run.cancel,
                 );
+                self.ran(&step.input(), &ran);
                 self.send(&Answer::Ran(ran))
             }
             Ask::Shells { steps, max } => {
@@ -705,9 +737,11 @@ impl Parent<'_> {
             }
             Ask::Tool(call) => {
                 let ran = run.runner.call_tool(&call, run.cancel);
+                self.ran(&call.input(), &ran);
                 self.send(&Answer::Ran(ran))
             }
             Ask::Journal(record) => {
+                self.unjournaled = None;
                 let written = (self.run.journal)(&record);
                 let ok = match written {
                     Ok(()) => {
@@ -726,9 +760,17 @@ impl Parent<'_> {
                 index,
                 input,
                 context,
+                recorded,
             } => {
                 run.observer
-                    .step_started(&frame, index, &input, context.as_deref());
+                    .step_started(&frame, index, &input, context.as_deref(), recorded);
+                self.started = Some(Started {
+                    frame,
+                    index,
+                    input,
+                    context,
+                    recorded,
+                });
                 Some(())
             }
             Ask::Output(text) => {
@@ -745,6 +787,39 @@ impl Parent<'_> {
             }
             Ask::Next | Ask::Finished { .. } | Ask::Suspended { .. } => Some(()),
         }
+    }
+
+    /// Keeps the record of the step that started, now that it ran to an end as `input`
+    /// (the same step), until the child journals it.
+    fn ran(&mut self, input: &StepInput, ran: &Ran) {
+        let started = self.started.take();
+        self.unjournaled = match (started, ran) {
+            (Some(started), Ran::Done(result)) if started.input == *input => Some((
+                started.frame,
+                StepRecord {
+                    index: started.index,
+                    input: started.input,
+                    context: started.context,
+                    result: result.clone(),
+                    allow_failure: started.recorded.allow_failure,
+                    parallel: started.recorded.parallel,
+                },
+            )),
+            _ => None,
+        };
+    }
+
+    /// Journals the step that ran for a child that is gone before it journaled it, and
+    /// tells the observer, as the child would have: the step's label (`steps[3]`), or why
+    /// its record could not be written (`None`: no step waited for its record).
+    fn journal_orphan(&mut self) -> Option<Result<String, JournalError>> {
+        let (frame, record) = self.unjournaled.take()?;
+        Some((self.run.journal)(&record).map(|()| {
+            self.run.observer.step_finished(&frame, &record);
+            let label = format!("{frame}[{}]", record.index);
+            self.run.steps.push(record);
+            label
+        }))
     }
 
     /// Sends `message` to the child (`None`: it is gone).

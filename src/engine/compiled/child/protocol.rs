@@ -14,6 +14,7 @@ use super::sources::Sources;
 use crate::engine::compiled::{Called, Evaluation, FrameRun, Limits};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
+use crate::engine::observer::Recorded;
 use crate::engine::runner::{Ran, ShellStep, ToolCall};
 use crate::engine::step::{StepInput, StepRecord};
 
@@ -121,12 +122,17 @@ pub(super) enum Ask {
     Tool(ToolCall),
     /// Journal a step; the answer is [`Answer::Journaled`].
     Journal(StepRecord),
-    /// The observer's calls, which take no answer.
+    /// The observer's calls, which take no answer. A step started outside a `parallel`
+    /// round is the one the next [`Ask::Shell`] or [`Ask::Tool`] runs: should the child be
+    /// gone before it journals that step's result, the parent journals it (see
+    /// `parent_side`), so the rest of its record comes along.
     StepStarted {
         frame: String,
         index: usize,
         input: StepInput,
         context: Option<String>,
+        #[serde(default)]
+        recorded: Recorded,
     },
     /// Output for the observer, as text (what it shows of it).
     Output(String),
