@@ -506,14 +506,17 @@ fn release_writes_the_crates_version_into_cargo_lock_when_cargo_cannot_update_it
 }
 
 /// `uv.lock` holds the project's own version (`2.3.0.dev` written `2.3.0.dev0`): after the
-/// release, `uv lock --locked` (what CI's `uv run --locked` checks) accepts it. Needs `uv`:
-/// without it the test says so and checks nothing (the stop without `uv` is tested above).
+/// release, `uv lock --locked` (what CI's `uv run --locked` checks) accepts it. With the `uv`
+/// that `tests/python/install.sh` puts in `target/test-clients/py`.
 #[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs uv in target/test-clients/py: bash tests/python/install.sh"
+)]
 fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
-    if Command::new("uv").arg("--version").output().is_err() {
-        eprintln!("uv is not installed: the uv.lock update is not tested here");
-        return;
-    }
+    let uv = crate::common::outside_client("py/bin/uv", "uv", "tests/python/install.sh");
+    let bin = uv.parent().expect("bin").display().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
     let project = repository(&[
         (
             "pyproject.toml",
@@ -521,17 +524,18 @@ fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
         ),
         ("Makefile", "check:\n\ttrue\n"),
     ]);
-    succeeds(&project, "uv lock --offline");
+    let uv = uv.display();
+    succeeds(&project, &format!("{uv} lock --offline"));
     commit_all(&project, "Lock");
     let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Signed."}}]);
-    let (run, _) = release(&project, &plan, &["in progress", "yes"]);
+    let (run, _) = release_with_path(&project, &plan, &["in progress", "yes"], Some(&path));
     completed(&run);
     assert!(
         read(&project, "uv.lock").contains("name = \"signer\"\nversion = \"2.3.0\"\n"),
         "{}",
         read(&project, "uv.lock")
     );
-    succeeds(&project, "uv lock --locked --offline");
+    succeeds(&project, &format!("{uv} lock --locked --offline"));
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
 }
 
