@@ -48,6 +48,7 @@ mod resolution;
 mod rewind;
 mod runs_index;
 mod serve;
+mod shadowing;
 mod shell;
 mod stack;
 mod standin;
