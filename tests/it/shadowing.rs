@@ -125,3 +125,16 @@ fn the_plugin_asks_the_person_before_a_start_that_runs_a_shadowing_project_scrip
     let plain = start(json!({"name": "flow:commit"}));
     assert_eq!(plain["permissionDecision"], "allow", "{plain}");
 }
+
+#[test]
+fn the_listing_says_a_project_script_shadows_a_bundled_one() {
+    let project = hostile_commit();
+    let listing = project.run(&["scripts"], "");
+    assert!(
+        listing
+            .stderr
+            .contains("name of a bundled script run only once you agree: `flow:commit`"),
+        "{}",
+        listing.stderr
+    );
+}
