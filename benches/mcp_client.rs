@@ -93,7 +93,7 @@ fn listing_native(runtime: &tokio::runtime::Runtime, tools: &Path) {
     for round in 0..=LIST_RUNS {
         let t = Instant::now();
         let out = Command::new(&mekara)
-            .args(["tools", "list"])
+            .args(["tools", "list", "--trust"])
             .current_dir(project.path())
             .env("HOME", project.path())
             .stderr(std::process::Stdio::null())
@@ -128,7 +128,7 @@ fn listing_native(runtime: &tokio::runtime::Runtime, tools: &Path) {
 }
 
 fn call_overhead(runtime: &tokio::runtime::Runtime, root: &Path, everything: &Path) {
-    let client = McpClient::new(Some(root), None);
+    let client = McpClient::with_trust(Some(root), None, true);
     let cancel = CancelToken::default();
     let mut args = Map::new();
     args.insert("message".into(), Json::String("hello".into()));
@@ -216,7 +216,7 @@ fn listing(
     for round in 0..=LIST_RUNS {
         let t = Instant::now();
         let out = Command::new(&mekara)
-            .args(["tools", "list"])
+            .args(["tools", "list", "--trust"])
             .current_dir(root)
             .env("HOME", root)
             .stderr(std::process::Stdio::null())

@@ -410,6 +410,18 @@ pub(crate) const AFTER_START: &str = "then do what its reply says, step by step,
      run's handle that the reply gives (`<run id>.<token>`) as `run_id` in every later call for \
      that run.";
 
+/// The question an agent asks the user before it runs a project's own script that has the
+/// name of a bundled one: the refusal of `start` and the hooks' reroute put it the same way.
+pub(crate) fn project_script_question(shadowing: &crate::script::Shadowing) -> String {
+    format!(
+        "\"This project has its own `{}` script ({}), which would run instead of mekara's \
+         bundled `{}`. Run the project's script?\"",
+        shadowing.name,
+        shadowing.files_named(),
+        shadowing.bundled
+    )
+}
+
 /// The text of `prompts/get` for compiled script `name`: the call to `start`, not the NL
 /// instructions (which the agent follows by hand only when a step fails, as the reply then
 /// says).
@@ -1014,6 +1026,18 @@ pub(crate) fn refusal(
                 Unchanged::Run,
             )
         }
+        EngineError::Script(ScriptError::Shadows(shadowing)) => refused(
+            &format!(
+                "{error}. It runs this repository's own commands, so the user decides: ask \
+                 them {} If they say yes, call `start` again with the same `name` and \
+                 `arguments` plus `\"project_script\": true`. If they say no, tell them that \
+                 mekara's bundled `{}` cannot run here while the project's files are there, \
+                 and stop. Never set `project_script` without their yes.",
+                project_script_question(shadowing),
+                shadowing.bundled
+            ),
+            Unchanged::Run,
+        ),
         EngineError::Script(_)
         | EngineError::BadWorkingDir { .. }
         | EngineError::TooDeep { .. } => refused(&sentence(&error.to_string()), Unchanged::Run),

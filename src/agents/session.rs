@@ -256,10 +256,12 @@ impl Session {
                 name,
                 arguments,
                 working_dir,
+                project_script,
                 ..
             } => {
                 let dir = self.working_dir(working_dir.as_deref());
-                self.executor.start(name, arguments, &dir, &history)
+                self.executor
+                    .start(name, arguments, &dir, *project_script, &history)
             }
             AgentCall::Continue { outputs, .. } => {
                 self.executor.continue_llm(outputs.clone(), &history)

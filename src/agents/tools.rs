@@ -57,6 +57,8 @@ pub(crate) enum AgentCall {
         working_dir: Option<String>,
         /// The handle of the waiting run to nest it in; without one, a new run.
         parent: Option<String>,
+        /// The person agreed to run the project's own script of a bundled script's name.
+        project_script: bool,
     },
     /// Finish the pending llm step.
     Continue {
@@ -241,6 +243,11 @@ impl AgentTool {
                     "parent": {
                         "type": "string",
                         "description": "The handle of a run that waits for you, to run this script nested inside it. Leave out to start a new, independent run."
+                    },
+                    "project_script": {
+                        "type": "boolean",
+                        "description": "Set to true only after the user said yes to running this project's own script that has the name of one of mekara's bundled scripts (a `start` without it is refused, naming the project's files). Never set it on your own.",
+                        "default": false
                     }
                 }),
                 &["name"],
@@ -375,6 +382,7 @@ impl AgentTool {
                     arguments: string("arguments", false)?.unwrap_or_default(),
                     working_dir: string("working_dir", false)?,
                     parent: string("parent", false)?.filter(|h| !h.is_empty()),
+                    project_script: boolean("project_script")?,
                 }
             }
             AgentTool::Continue => match args.get("outputs") {

@@ -288,6 +288,11 @@ fn script_hint(e: &ScriptError) -> Option<String> {
         ScriptError::NotFound { suggestions, .. } => suggestions
             .is_empty()
             .then(|| "`mekara scripts` lists the scripts there are".to_string()),
+        ScriptError::Shadows(shadowing) => Some(format!(
+            "read those files; to run them, `mekara run --project-script {}`; to run mekara's \
+             bundled script instead, move them out of the project",
+            shadowing.name
+        )),
         _ => None,
     }
 }

@@ -49,7 +49,14 @@ pub(super) fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
                 "LEVEL",
                 "KIND"
             )?;
+            let mut shadowing = Vec::new();
             for e in entries {
+                if e.level == crate::script::Level::Project
+                    && let Ok(script) = resolver.resolve(e.name.as_path())
+                    && resolver.shadowing(e.name.as_path(), &script).is_some()
+                {
+                    shadowing.push(format!("`{}`", e.name));
+                }
                 let kind = if e.compiled { "compiled" } else { "nl" };
                 outln!(
                     "{:width$}  {:8}  {:8}  {}",
@@ -58,6 +65,12 @@ pub(super) fn run(args: ScriptsArgs) -> anyhow::Result<Exit> {
                     kind,
                     e.description
                 )?;
+            }
+            if !shadowing.is_empty() {
+                eprintln!(
+                    "Project scripts with the name of a bundled script run only once you agree: {} (`mekara scripts show NAME` names their files).",
+                    shadowing.join(", ")
+                );
             }
             if !args.all {
                 eprintln!(

@@ -23,6 +23,10 @@ enum ToolsCommand {
     List {
         /// Only this server.
         server: Option<String>,
+        /// Start the servers of the project's `.mcp.json` even if you have not approved them
+        /// in Claude Code (they are commands from the repository: read them first).
+        #[arg(long)]
+        trust: bool,
     },
     /// Call one tool, under the same policy as scripts.
     Call {
@@ -40,6 +44,10 @@ enum ToolsCommand {
         /// How to print the result.
         #[arg(long, value_enum, default_value_t = Output::Text)]
         output: Output,
+        /// Start the server even if it comes from the project's `.mcp.json` and you have not
+        /// approved it in Claude Code (it is a command from the repository: read it first).
+        #[arg(long)]
+        trust: bool,
     },
     /// Write a commented example `.mekara/config.toml` for the servers of `.mcp.json`.
     Init {
@@ -63,16 +71,24 @@ pub(super) fn run(args: ToolsArgs) -> anyhow::Result<Exit> {
         Some(root) => root.clone(),
         None => std::env::current_dir()?,
     };
-    let client = McpClient::new(Some(&root), locations.home.as_deref());
+    let client = |trust| McpClient::with_trust(Some(&root), locations.home.as_deref(), trust);
     match args.command {
-        ToolsCommand::List { server } => list(&client, server.as_deref()),
+        ToolsCommand::List { server, trust } => list(&client(trust), server.as_deref()),
         ToolsCommand::Call {
             server,
             tool,
             args,
             json,
             output,
-        } => call(&client, &server, &tool, &args, json.as_deref(), output),
+            trust,
+        } => call(
+            &client(trust),
+            &server,
+            &tool,
+            &args,
+            json.as_deref(),
+            output,
+        ),
         ToolsCommand::Init { force } => init(&root, force),
     }
 }
@@ -109,6 +125,9 @@ fn list(client: &McpClient, only: Option<&str>) -> anyhow::Result<Exit> {
         }
         match &listing.tools {
             Err(ClientError::Refused(why)) => outln!("{}: not contacted: {why}", listing.name)?,
+            Err(e @ ClientError::NotApproved { .. }) => {
+                outln!("{}: not started: {e}", listing.name)?;
+            }
             Err(e) => {
                 exit = Exit::Failure;
                 outln!("{}: error: {e}", listing.name)?;

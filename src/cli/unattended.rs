@@ -146,6 +146,8 @@ pub(super) enum Start {
         name: String,
         arguments: String,
         working_dir: Option<PathBuf>,
+        /// The person agreed to run the project's own script of a bundled script's name.
+        project_script: bool,
     },
     /// Take run `id` up, retried or rewound first as asked (`--retry`, `--from`).
     Resume(String, Option<crate::engine::Rewind>),
@@ -238,6 +240,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
             name,
             arguments,
             working_dir,
+            project_script,
         } => {
             let session = Session::new(
                 parts.resolver,
@@ -251,6 +254,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 arguments,
                 working_dir: working_dir.map(|d| d.display().to_string()),
                 parent: None,
+                project_script,
             };
             (session, call)
         }

@@ -36,6 +36,17 @@ pub enum ClientError {
     /// Policy refuses the call.
     #[error("{0}")]
     Refused(String),
+    /// A server of the project's `.mcp.json` the person has not approved: never started.
+    #[error(
+        "not approved: `{server}` comes from the project's `{}`, which mekara contacts only once you approve it: in Claude Code (approve the server when it asks, or list it in `enabledMcpjsonServers` of `.claude/settings.local.json`), or with `--trust` on `mekara tools list` or `mekara tools call`",
+        .file.display()
+    )]
+    NotApproved {
+        /// The server.
+        server: String,
+        /// The `.mcp.json` that declares it.
+        file: PathBuf,
+    },
     /// The arguments do not fit the tool's input schema.
     #[error("arguments of `{server}/{tool}` do not fit its input schema: {reason}")]
     Invalid {

@@ -39,10 +39,18 @@ impl McpClient {
     /// A client for the project at `root` (its `.mcp.json` and `.mekara/config.toml`; the
     /// folder stdio servers start in) and the user at `home` (`~/.claude.json`).
     pub fn new(root: Option<&Path>, home: Option<&Path>) -> McpClient {
+        McpClient::with_trust(root, home, false)
+    }
+
+    /// The client for `root` and `home` ([`McpClient::new`]) that contacts the servers of the
+    /// project's `.mcp.json` whether or not the person approved them in Claude Code, when
+    /// `trusted`: the person said so on the command line.
+    pub fn with_trust(root: Option<&Path>, home: Option<&Path>, trusted: bool) -> McpClient {
         McpClient {
             inner: Arc::new(Inner {
                 root: root.map(Path::to_path_buf),
                 home: home.map(Path::to_path_buf),
+                trusted,
                 loaded: OnceLock::new(),
                 slots: Mutex::new(HashMap::new()),
             }),

@@ -3,7 +3,8 @@
 //! `mekara tools` call tools through.
 //!
 //! - [`config`]: which servers exist, `${VAR}` expansion, what came from the environment;
-//! - [`policy`]: allow, deny, read-only, timeouts, retries;
+//! - [`policy`]: allow, deny, read-only, timeouts, retries; [`approval`]: whether the person
+//!   approved a server of the project's `.mcp.json`;
 //! - [`schema`]: arguments checked against a tool's input schema before the call;
 //! - [`stdio`]: a server as a child process, its answers screened for depth; [`http`]: the
 //!   Streamable HTTP transport; [`tls`]: the certificates it trusts;
@@ -28,6 +29,7 @@
 //! runtime, and dropping the client shuts its runtime down in the background.
 
 mod answers;
+mod approval;
 mod auth;
 mod calls;
 pub(crate) mod config;

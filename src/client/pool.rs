@@ -10,6 +10,7 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 
+use super::approval;
 use super::config::{self, Secrets, ServerConfig};
 use super::error::ClientError;
 use super::http;
@@ -20,6 +21,9 @@ pub(super) struct Loaded {
     pub(super) servers: BTreeMap<String, Result<ServerConfig, ClientError>>,
     pub(super) policy: Policy,
     pub(super) secrets: Secrets,
+    /// The servers of the project's `.mcp.json` the person has not approved, with that
+    /// file: never contacted ([`approval`]).
+    pub(super) unapproved: BTreeMap<String, PathBuf>,
 }
 
 /// The client's handler: notes `notifications/tools/list_changed` so the cached tool list
@@ -56,6 +60,9 @@ pub(super) type Slot = Arc<tokio::sync::Mutex<Option<Arc<Conn>>>>;
 pub(super) struct Inner {
     pub(super) root: Option<PathBuf>,
     pub(super) home: Option<PathBuf>,
+    /// The person said to contact the project's `.mcp.json` servers (`mekara tools
+    /// --trust`), approved or not.
+    pub(super) trusted: bool,
     pub(super) loaded: OnceLock<Result<Loaded, ClientError>>,
     pub(super) slots: Mutex<HashMap<String, Slot>>,
 }
@@ -69,7 +76,15 @@ impl Inner {
                 let env = |name: &str| std::env::var(name).ok();
                 let mut secrets = Secrets::default();
                 let mut servers = BTreeMap::new();
+                let mut unapproved = BTreeMap::new();
                 for decl in decls {
+                    if let Some(root) = &self.root
+                        && decl.file == root.join(".mcp.json")
+                        && !self.trusted
+                        && !approval::approved(root, self.home.as_deref(), &decl.name)
+                    {
+                        unapproved.insert(decl.name.clone(), decl.file.clone());
+                    }
                     let resolved = decl.resolve(&env).map(|(config, s)| {
                         secrets.extend(&s);
                         config
@@ -80,6 +95,7 @@ impl Inner {
                     servers,
                     policy,
                     secrets,
+                    unapproved,
                 })
             })
             .as_ref()
@@ -99,6 +115,12 @@ impl Inner {
                     .policy
                     .check_server(name)
                     .map_err(|r| ClientError::Refused(r.0))?;
+                if let Some(file) = loaded.unapproved.get(name) {
+                    return Err(ClientError::NotApproved {
+                        server: name.to_string(),
+                        file: file.clone(),
+                    });
+                }
                 Ok((config, &loaded.policy))
             }
         }

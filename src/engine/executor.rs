@@ -631,15 +631,17 @@ impl Executor {
 
     /// Pushes script `name` and runs it until it needs the agent. Started while another
     /// script is pending, it runs nested, and that script's pending step comes back when it
-    /// ends. Nothing changes when it fails.
+    /// ends. Nothing changes when it fails. A project's own script that has a bundled
+    /// script's name is refused unless `project_script` (the person said to run it).
     pub(crate) fn start(
         &mut self,
         name: &str,
         request: &str,
         working_dir: &Path,
+        project_script: bool,
         observer: &dyn Observer,
     ) -> Result<Pending, EngineError> {
-        let script = self.resolver.resolve(name)?;
+        let script = self.resolver.resolve_to_run(name, project_script)?;
         // Arguments are journaled (and given to the script) as every value is: with the
         // secrets this process knows as `${VAR}`.
         let request = &crate::secrets::redact(request);

@@ -15,10 +15,10 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use crate::agents::reply::AFTER_START;
+use crate::agents::reply::{AFTER_START, project_script_question};
 use crate::display::SHOWN_ARGUMENTS;
 use crate::paths::Locations;
-use crate::script::{Level, Resolver, Script};
+use crate::script::{Level, Resolver, Script, Shadowing};
 
 /// The hooks mekara provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,9 +152,17 @@ pub(crate) fn run(
             user_command(prompt).and_then(|(typed, args)| {
                 let name = unprefixed(typed);
                 let locations = Locations::discover(cwd);
-                let script = resolve(&name, &locations)?;
+                let resolver = Resolver::new(&locations);
+                let script = resolve(&name, &resolver)?;
                 if script.compiled.is_some() {
-                    return Some(user_prompt_answer(typed, &name, args, start));
+                    let shadowing = resolver.shadowing(&name, &script);
+                    return Some(user_prompt_answer(
+                        typed,
+                        &name,
+                        args,
+                        start,
+                        shadowing.as_ref(),
+                    ));
                 }
                 // From the plugin, a bundled NL script typed without the plugin's name
                 // (`/systematize`) has no command file, and Claude Code tells the model so:
@@ -169,7 +177,15 @@ pub(crate) fn run(
             if let (Some(tool), Some(plugin)) = (tool, by.plugin)
                 && tool.starts_with(plugin.tools)
             {
-                return Ok(Some(allow_answer(plugin.name)));
+                // A `start` that runs a project's own script of a bundled script's name is
+                // the person's to allow: Claude Code asks them, the agent's word is not enough.
+                let shadowing = (tool == start)
+                    .then(|| project_script_start(input.get("tool_input"), cwd))
+                    .flatten();
+                return Ok(Some(match shadowing {
+                    Some(shadowing) => ask_answer(&shadowing),
+                    None => allow_answer(plugin.name),
+                }));
             }
             if !matches!(tool, Some("Skill" | "SlashCommand")) {
                 return Ok(None);
@@ -189,9 +205,13 @@ pub(crate) fn run(
                 }
             };
             let skill = unprefixed(skill);
-            resolve(&skill, &Locations::discover(cwd))
+            let resolver = Resolver::new(&Locations::discover(cwd));
+            resolve(&skill, &resolver)
                 .filter(|script| script.compiled.is_some())
-                .map(|_| skill_answer(&skill, args, start))
+                .map(|script| {
+                    let shadowing = resolver.shadowing(&skill, &script);
+                    skill_answer(&skill, args, start, shadowing.as_ref())
+                })
         }
     })
 }
@@ -214,10 +234,10 @@ pub(crate) fn user_command(prompt: &str) -> Option<(&str, &str)> {
     (!name.is_empty()).then(|| (name, args.trim()))
 }
 
-/// The script `name` resolves to from the project of `locations`. A name that is not a
-/// script name at all (`/usr/bin/env`, `/help`) is simply not one.
-fn resolve(name: &str, locations: &Locations) -> Option<Script> {
-    match Resolver::new(locations).resolve(name) {
+/// The script `name` resolves to. A name that is not a script name at all (`/usr/bin/env`,
+/// `/help`) is simply not one.
+fn resolve(name: &str, resolver: &Resolver) -> Option<Script> {
+    match resolver.resolve(name) {
         Ok(script) => Some(script),
         Err(e) => {
             tracing::debug!("`{name}` is not a mekara script: {e}");
@@ -259,33 +279,64 @@ fn bundled_nl_answer(plugin: &str, name: &str, instructions: &str) -> String {
 /// (quoting that keeps any text intact), set apart by `gap`. Arguments longer than
 /// [`SHOWN_ARGUMENTS`] are not repeated (the answer would carry megabytes back to the
 /// model, which has them whole): the call names them by `source` instead.
-fn start_call(name: &str, args: &str, source: &str, gap: &str) -> String {
+fn start_call(name: &str, args: &str, source: &str, gap: &str, project_script: bool) -> String {
+    let mut call = json!({ "name": name });
+    if project_script {
+        call["project_script"] = true.into();
+    }
     if args.len() <= SHOWN_ARGUMENTS {
-        let call = json!({ "name": name, "arguments": args });
+        call["arguments"] = args.into();
         return format!("exactly these arguments (JSON):{gap}{call}{gap}");
     }
     format!(
-        "the arguments {} plus `arguments`: {source}, exactly ({} bytes, too long to repeat \
-         here);{gap}",
-        json!({ "name": name }),
+        "the arguments {call} plus `arguments`: {source}, exactly ({} bytes, too long to \
+         repeat here);{gap}",
         args.len()
     )
 }
 
+/// What the person must agree to first when `/typed` runs the project's own script of a
+/// bundled script's name, and the call to make only then; `None`: nothing to agree to.
+fn project_script_first(typed: &str, shadowing: Option<&Shadowing>) -> Option<String> {
+    let shadowing = shadowing?;
+    Some(format!(
+        "`/{typed}` here is this project's own script ({}), not mekara's bundled `{}`: it \
+         would run this repository's own commands. Run nothing yet: first ask the user {} \
+         If they say no, tell them that mekara's bundled `{}` cannot run here while the \
+         project's files are there, and stop. Only if they say yes, ",
+        shadowing.files_named(),
+        shadowing.bundled,
+        project_script_question(shadowing),
+        shadowing.bundled,
+    ))
+}
+
 /// The UserPromptSubmit answer: context the model reads beside the expanded command,
 /// `/typed` (`/mekara:compile`) for the script `name` (`compile`).
-fn user_prompt_answer(typed: &str, name: &str, args: &str, start: &str) -> String {
+fn user_prompt_answer(
+    typed: &str,
+    name: &str,
+    args: &str,
+    start: &str,
+    shadowing: Option<&Shadowing>,
+) -> String {
     let source = format!("the text after `/{typed}` in the user's prompt");
     let what = if typed == name {
         format!("`/{name}` is a compiled mekara script.")
     } else {
         format!("`/{typed}` is the compiled mekara script `{name}`.")
     };
-    let context = format!(
-        "{what} Do not follow its Markdown instructions by hand: mekara runs its automatic \
-         steps itself. Call the `{start}` tool with {}{AFTER_START}",
-        start_call(name, args, &source, "\n\n")
-    );
+    let call = start_call(name, args, &source, "\n\n", shadowing.is_some());
+    let context = match project_script_first(typed, shadowing) {
+        Some(first) => format!(
+            "{first}call the `{start}` tool with {call}{AFTER_START} Do not follow its \
+             Markdown instructions by hand."
+        ),
+        None => format!(
+            "{what} Do not follow its Markdown instructions by hand: mekara runs its \
+             automatic steps itself. Call the `{start}` tool with {call}{AFTER_START}"
+        ),
+    };
     json!({
         "hookSpecificOutput": {
             "hookEventName": Hook::RerouteUserCommands.event(),
@@ -322,13 +373,57 @@ fn allow_answer(plugin: &str) -> String {
     .to_string()
 }
 
+/// The PreToolUse answer of the plugin's hook for a `start` that runs the project's own
+/// script of a bundled script's name: Claude Code asks the person, showing why.
+fn ask_answer(shadowing: &Shadowing) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": Hook::RerouteAgentCommands.event(),
+            "permissionDecision": "ask",
+            "permissionDecisionReason": format!(
+                "runs this project's own script `{}` ({}), not mekara's bundled `{}`",
+                shadowing.name,
+                shadowing.files_named(),
+                shadowing.bundled
+            ),
+        }
+    })
+    .to_string()
+}
+
+/// The shadowing a `start` call's input (`project_script: true`) asks to run, seen from the
+/// project of `cwd`; `None` for any other call.
+fn project_script_start(input: Option<&Json>, cwd: &Path) -> Option<Shadowing> {
+    let input = input?;
+    if input.get("project_script") != Some(&Json::Bool(true)) {
+        return None;
+    }
+    let name = input.get("name").and_then(Json::as_str)?;
+    // The server resolves from its own folder, the session's, whatever `working_dir` says.
+    let resolver = Resolver::new(&Locations::discover(cwd));
+    let script = resolve(name, &resolver)?;
+    resolver.shadowing(name, &script)
+}
+
 /// The PreToolUse answer: deny the Skill call, naming the call to make instead.
-fn skill_answer(skill: &str, args: &str, start: &str) -> String {
-    let reason = format!(
-        "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
-         Call the `{start}` tool with {}and {AFTER_START}",
-        start_call(skill, args, "the `args` of your Skill call", " ")
+fn skill_answer(skill: &str, args: &str, start: &str, shadowing: Option<&Shadowing>) -> String {
+    let call = start_call(
+        skill,
+        args,
+        "the `args` of your Skill call",
+        " ",
+        shadowing.is_some(),
     );
+    let reason = match project_script_first(skill, shadowing) {
+        Some(first) => format!(
+            "Run it through mekara, not the Skill tool. {first}call the `{start}` tool with \
+             {call}and {AFTER_START}"
+        ),
+        None => format!(
+            "`{skill}` is a compiled mekara script: run it through mekara, not the Skill tool. \
+             Call the `{start}` tool with {call}and {AFTER_START}"
+        ),
+    };
     json!({
         "hookSpecificOutput": {
             "hookEventName": Hook::RerouteAgentCommands.event(),

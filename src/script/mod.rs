@@ -13,4 +13,5 @@ pub(crate) mod resolver;
 pub(crate) use name::ScriptName;
 pub(crate) use resolver::{
     HelperError, Level, Listing, Orphan, Resolver, Script, ScriptEntry, ScriptError, ScriptFile,
+    Shadowing,
 };

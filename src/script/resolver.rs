@@ -134,12 +134,44 @@ pub(crate) enum ScriptError {
         /// The reason.
         source: std::io::Error,
     },
+    /// The name is one of mekara's bundled scripts, but here it resolves to the project's own
+    /// files, and the person has not said to run those.
+    #[error(transparent)]
+    Shadows(Box<Shadowing>),
 }
 
 impl ScriptError {
     /// A script that cannot be had is a wrong name or path given: [`Exit::Usage`].
     pub(crate) fn exit_code(&self) -> Exit {
         Exit::Usage
+    }
+}
+
+/// A project's own script that has the name of one of mekara's bundled scripts, so that the
+/// name runs the project's files instead of mekara's: a cloned repository can hold one, and
+/// its steps run only on the person's word ([`Resolver::resolve_to_run`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{name}` here is this project's own script ({}), not mekara's bundled `{bundled}`; nothing of it ran",
+    self.files_named()
+)]
+pub(crate) struct Shadowing {
+    /// The name as asked for.
+    pub name: String,
+    /// The bundled script's name.
+    pub bundled: String,
+    /// The project's files that would run, NL file first.
+    pub files: Vec<String>,
+}
+
+impl Shadowing {
+    /// The project's files, each in backticks: `` `a.md` and `b.star` ``.
+    pub(crate) fn files_named(&self) -> String {
+        self.files
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(" and ")
     }
 }
 
@@ -372,6 +404,47 @@ impl Resolver {
                 .find(|o| forms.contains(&o.name))
                 .map(Box::new),
             searched: Box::new(self.searched.clone()),
+        })
+    }
+
+    /// Resolves `raw` to run it: as [`Resolver::resolve`], but a project's own script that
+    /// has the name of a bundled one is refused ([`ScriptError::Shadows`]) unless
+    /// `project_script` says the person agreed to run it.
+    pub(crate) fn resolve_to_run(
+        &self,
+        raw: &str,
+        project_script: bool,
+    ) -> Result<Script, ScriptError> {
+        let script = self.resolve(raw)?;
+        match self.shadowing(raw, &script) {
+            Some(shadowing) if !project_script => Err(ScriptError::Shadows(Box::new(shadowing))),
+            _ => Ok(script),
+        }
+    }
+
+    /// How `script`, resolved from `raw`, shadows a bundled script: when one of its files is
+    /// the project's and mekara bundles a script of that name (as written, or with `-` read
+    /// as `_`). A project's compiled file paired with the bundled NL file counts too: it is
+    /// what would run. The user level does not: `~/.mekara` is the person's own folder,
+    /// which a cloned repository does not write.
+    pub(crate) fn shadowing(&self, raw: &str, script: &Script) -> Option<Shadowing> {
+        let files: Vec<String> = std::iter::once(&script.nl)
+            .chain(script.compiled.as_ref())
+            .filter(|f| f.level == Level::Project)
+            .map(|f| f.origin.clone())
+            .collect();
+        if files.is_empty() {
+            return None;
+        }
+        let name = ScriptName::parse(raw).ok()?;
+        let bundled = std::iter::once(name.clone())
+            .chain(name.underscored())
+            .chain(std::iter::once(script.name.clone()))
+            .find(|form| bundled::file(&format!("nl/{}.md", form.as_path())).is_some())?;
+        Some(Shadowing {
+            name: name.to_string(),
+            bundled: bundled.to_string(),
+            files,
         })
     }
 

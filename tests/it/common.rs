@@ -32,8 +32,17 @@ impl Project {
         self.dir.path().join("home")
     }
 
-    /// Writes `text` to `path` under the project root, creating folders.
+    /// Writes `text` to `path` under the project root, creating folders. A `.mcp.json` is
+    /// written as a person who approved its servers in Claude Code has it: with
+    /// `enableAllProjectMcpServers` in `.claude/settings.local.json` (mekara contacts no
+    /// server of the project's `.mcp.json` without; `mcp_client` tests that).
     pub fn write(&self, path: &str, text: &str) -> PathBuf {
+        if path == ".mcp.json" {
+            write_file(
+                &self.root().join(".claude/settings.local.json"),
+                r#"{"enableAllProjectMcpServers": true}"#,
+            );
+        }
         write_file(&self.root().join(path), text)
     }
 

@@ -50,6 +50,7 @@ mod resolution;
 mod rewind;
 mod runs_index;
 mod serve;
+mod shadowing;
 mod shell;
 mod stack;
 mod standin;

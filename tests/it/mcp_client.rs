@@ -1190,3 +1190,49 @@ fn the_log_redacts_secrets_and_keeps_dependencies_quiet() {
         assert!(noisy.is_empty(), "{level}: dependencies log: {noisy:#?}");
     }
 }
+
+/// A cloned repository's `.mcp.json` whose server command writes a marker: `mekara tools
+/// list` starts it only once the person approved it (Claude Code's record, or `--trust`).
+#[test]
+fn tools_list_starts_a_project_server_only_once_approved() {
+    let project = Project::new();
+    let marker = project.root().join("started");
+    crate::common::write_file(
+        &project.root().join(".mcp.json"),
+        r#"{"mcpServers": {"hostile": {"command": "sh", "args": ["-c", "touch started"]}}}"#,
+    );
+    let run = project.run(&["tools", "list"], "");
+    run.expect_code(0);
+    assert!(
+        !marker.exists(),
+        "the project's server started without approval"
+    );
+    insta::assert_snapshot!(project.transcript(&run));
+    let run = project.run(&["tools", "call", "hostile", "t"], "");
+    assert!(!marker.exists(), "`tools call` started it: {}", run.stderr);
+
+    // The repository's own `.claude/settings.json` approves nothing.
+    crate::common::write_file(
+        &project.root().join(".claude/settings.json"),
+        r#"{"enableAllProjectMcpServers": true}"#,
+    );
+    project.run(&["tools", "list"], "");
+    assert!(!marker.exists(), "the repository approved its own server");
+
+    project.run(&["tools", "list", "--trust"], "");
+    assert!(marker.exists(), "`--trust` did not start it");
+    std::fs::remove_file(&marker).expect("rm");
+
+    // Claude Code's record of the person's approval, refused by a later rejection.
+    let local = project.root().join(".claude/settings.local.json");
+    crate::common::write_file(&local, r#"{"enabledMcpjsonServers": ["hostile"]}"#);
+    project.run(&["tools", "list"], "");
+    assert!(marker.exists(), "an approved server did not start");
+    std::fs::remove_file(&marker).expect("rm");
+    crate::common::write_file(
+        &local,
+        r#"{"enabledMcpjsonServers": ["hostile"], "disabledMcpjsonServers": ["hostile"]}"#,
+    );
+    project.run(&["tools", "list"], "");
+    assert!(!marker.exists(), "a rejected server started");
+}

@@ -686,7 +686,8 @@ fn run_follows_the_same_resolution_as_show() {
         "---\ndescription: the project's own game\n---\n\nPick a colour.\n",
         None,
     );
-    let run = project.run(&["run", "test:random"], "\n");
+    // It shadows a bundled name, so it runs on the person's word (`shadowing` tests that).
+    let run = project.run(&["run", "--project-script", "test:random"], "\n");
     run.expect_code(0);
     assert!(run.stdout.contains("Pick a colour."), "{}", run.stdout);
     assert!(

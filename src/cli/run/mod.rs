@@ -60,6 +60,10 @@ pub(super) struct RunArgs {
         requires = "name"
     )]
     run_id: Option<String>,
+    /// Run this project's own script although it has the name of one of mekara's bundled
+    /// scripts (without it, mekara asks at a terminal and refuses elsewhere).
+    #[arg(long)]
+    project_script: bool,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     timeout: f64,
@@ -154,19 +158,27 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         (None, true) => Some(Rewind::Retry),
         (None, false) => None,
     };
+    // A project's own script of a bundled script's name runs on the person's word only,
+    // asked before anything of it runs; a script that is not there is the same mistake with
+    // or without an agent: said as the terminal says it (close names, exit code).
+    let project_script = match (&args.resume, &args.name) {
+        (None, Some(name)) => {
+            let name = super::script_named(&resolver, name, "run")?;
+            project_script_agreed(&resolver, &name, args.project_script)?
+        }
+        _ => args.project_script,
+    };
     if args.unattended.agent_given() {
         let start = if let Some(id) = &args.resume {
             super::unattended::Start::Resume(id.clone(), how)
         } else {
             let name =
                 super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
-            // A script that is not there is the same mistake with or without an agent: said
-            // as the terminal says it (close names, exit code), before any run.
-            resolver.resolve(&name)?;
             super::unattended::Start::New {
                 name,
                 arguments: args.arguments.join(" "),
                 working_dir: args.working_dir.clone(),
+                project_script,
             }
         };
         let cwd = std::env::current_dir()?;
@@ -225,7 +237,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
             .map_or_else(|| cwd.clone(), |d| cwd.join(d));
         terminal.watch(&executor);
         ctrl_c = CtrlC::install(&executor);
-        let first = executor.start(name, &args.arguments.join(" "), &working_dir, &terminal);
+        let first = executor.start(
+            name,
+            &args.arguments.join(" "),
+            &working_dir,
+            project_script,
+            &terminal,
+        );
         (executor, first)
     };
     let played = play(
@@ -236,6 +254,43 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         &Clock { started, counter },
     );
     left_with_output_closed(&executor, played)
+}
+
+/// Whether script `name` may run as the project's own although it has a bundled script's
+/// name: `given` (`--project-script`), or the person's yes at a terminal. Without either the
+/// resolver's refusal is the error; a name that is no shadowing script is simply resolved.
+fn project_script_agreed(
+    resolver: &crate::script::Resolver,
+    name: &str,
+    given: bool,
+) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let script = resolver.resolve(name)?;
+    let Some(shadowing) = resolver.shadowing(name, &script) else {
+        return Ok(given);
+    };
+    if given {
+        return Ok(true);
+    }
+    // Stdin that is not a terminal carries the answers of the run's steps: a line of it is
+    // no consent.
+    if std::io::stdin().is_terminal() {
+        let mut stderr = std::io::stderr();
+        write!(
+            stderr,
+            "`{}` here is this project's own script ({}), not mekara's bundled `{}`.\nRun the project's script? [y/N] ",
+            shadowing.name,
+            shadowing.files_named(),
+            shadowing.bundled
+        )?;
+        stderr.flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") {
+            return Ok(true);
+        }
+    }
+    Err(crate::script::ScriptError::Shadows(Box::new(shadowing)).into())
 }
 
 /// `played`, unless it failed because stdout was closed: then mekara says on stderr how to

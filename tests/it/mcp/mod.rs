@@ -8,6 +8,7 @@ mod flows;
 pub(crate) mod handles;
 mod replies;
 mod rewind;
+mod shadowing;
 mod tool_names;
 mod vcr;
 pub(crate) mod warm;
