@@ -1282,6 +1282,22 @@ pub(crate) fn read_status(
              lets it go; then {} takes it up here.",
             resume_call(handle)
         );
+    } else if let Some(ask) = top.waiting_question() {
+        // The answer is passed on the way a live run's question takes it: one call, which
+        // takes the run up here too (a `resume` first would only show the question again).
+        let choices = ask.choices.as_deref().map_or(String::new(), |c| {
+            format!(
+                " (the answer must be one of: {})",
+                c.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ")
+            )
+        });
+        let _ = writeln!(
+            text,
+            "Ask the user this question, word for word{choices}. When the user has answered, \
+             call `continue_compiled_script` with `{{\"run_id\": \"{handle}\", \"outputs\": \
+             {{\"answer\": \"<the user's answer>\"}}}}`, which takes the run up here. Never \
+             answer the question yourself."
+        );
     } else {
         let _ = writeln!(
             text,

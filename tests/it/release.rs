@@ -433,7 +433,10 @@ fn release_whose_check_failed_goes_on_with_retry_once_the_code_is_fixed() {
     let (run, _) = release(&project, &plan, &[]);
     assert_ne!(state(&run), "waiting", "{}", run.stdout);
     assert_ne!(state(&run), "completed", "{}", run.stdout);
-    project.write("test_x.py", PY_TEST);
+    // Not the same length as the failing file: written within the second it was first run,
+    // Python would take the same length and second for an unchanged file and run its
+    // cached bytecode.
+    project.write("test_x.py", &format!("{PY_TEST}# fixed\n"));
     commit_all(&project, "Fix the test");
     let retried = retry(&project);
     let (run, _) = answer_all(&project, retried, &["patch", "yes"], None);

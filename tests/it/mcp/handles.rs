@@ -431,3 +431,50 @@ async fn status_from_another_server_says_a_run_failed_and_waits() {
     let resumed = third.call("resume", json!({"run_id": h})).await.ok();
     assert!(resumed.contains("finish_nl_script"), "{resumed}");
 }
+
+/// Found by a model playing the agent (issue 40's triage trial): `status` from another server
+/// of a run that waits for the user's answer, once its server was gone, said to call `resume`,
+/// while the reply that asked said to pass the answer with `continue_compiled_script`: two
+/// calls for one answer. It now gives the question's choices and the one call that passes the
+/// answer on, and that call takes the run up and goes on.
+#[tokio::test]
+async fn status_from_another_server_of_a_waiting_question_says_how_to_pass_the_answer() {
+    let project = Project::new();
+    project.script(
+        "asks",
+        "---\ndescription: Asks\n---\n1. Ask the user whether to go on.\n",
+        Some(
+            "def execute(request):\n    a = ask(\"Go on?\", choices = [\"yes\", \"no\"])\n    auto(\"echo answered \" + a.answer, context = \"Say it\")\n",
+        ),
+    );
+    let driver = Client::start(&project, &[]).await;
+    let h = handle(&driver.call("start", json!({"name": "asks"})).await.ok());
+    let pid = driver.pid;
+    driver.service.cancel().await.expect("close");
+    while super::client::alive(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let other = Client::start(&project, &[]).await;
+    let read = other.call("status", json!({"run_id": h})).await.ok();
+    let call = format!(
+        "call `continue_compiled_script` with `{{\"run_id\": \"{h}\", \"outputs\": {{\"answer\": \"<the user's answer>\"}}}}`"
+    );
+    for said in [
+        "Go on?",
+        "the answer must be one of: \"yes\", \"no\"",
+        call.as_str(),
+        "Never answer the question yourself",
+    ] {
+        assert!(read.contains(said), "`{said}` is not said:\n{read}");
+    }
+    assert!(!read.contains("`resume`"), "one call for the answer:\n{read}");
+    let third = Client::start(&project, &[]).await;
+    let went_on = third
+        .call(
+            "continue_compiled_script",
+            json!({"run_id": h, "outputs": {"answer": "yes"}}),
+        )
+        .await
+        .ok();
+    assert!(went_on.contains("answered yes"), "{went_on}");
+}
