@@ -467,7 +467,10 @@ async fn status_from_another_server_of_a_waiting_question_says_how_to_pass_the_a
     ] {
         assert!(read.contains(said), "`{said}` is not said:\n{read}");
     }
-    assert!(!read.contains("`resume`"), "one call for the answer:\n{read}");
+    assert!(
+        !read.contains("`resume`"),
+        "one call for the answer:\n{read}"
+    );
     let third = Client::start(&project, &[]).await;
     let went_on = third
         .call(
