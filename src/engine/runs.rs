@@ -518,6 +518,24 @@ pub(crate) fn new_id(attempt: u32) -> String {
     )
 }
 
+/// The agent that drove the run last, as the latest `agent` note of its `events` names it:
+/// none for a terminal or MCP run, or a journal from before the note.
+pub(crate) fn driven_by(events: &[Event]) -> Option<&AgentEvent> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Agent(agent) => Some(agent),
+        _ => None,
+    })
+}
+
+/// The command that goes on with run `id` at the terminal (`--retry`: running its failed
+/// step again), with `agent` (see [`driven_by`]), so that an unattended run goes on
+/// unattended; without one, the plain command.
+pub(crate) fn resume_command(id: &str, agent: Option<&AgentEvent>, retry: bool) -> String {
+    let agent = agent.map(AgentEvent::flags).unwrap_or_default();
+    let retry = if retry { " --retry" } else { "" };
+    format!("mekara run --resume {id}{agent}{retry}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,22 +682,4 @@ mod tests {
             );
         }
     }
-}
-
-/// The agent that drove the run last, as the latest `agent` note of its `events` names it:
-/// none for a terminal or MCP run, or a journal from before the note.
-pub(crate) fn driven_by(events: &[Event]) -> Option<&AgentEvent> {
-    events.iter().rev().find_map(|e| match e {
-        Event::Agent(agent) => Some(agent),
-        _ => None,
-    })
-}
-
-/// The command that goes on with run `id` at the terminal (`--retry`: running its failed
-/// step again), with `agent` (see [`driven_by`]), so that an unattended run goes on
-/// unattended; without one, the plain command.
-pub(crate) fn resume_command(id: &str, agent: Option<&AgentEvent>, retry: bool) -> String {
-    let agent = agent.map(AgentEvent::flags).unwrap_or_default();
-    let retry = if retry { " --retry" } else { "" };
-    format!("mekara run --resume {id}{agent}{retry}")
 }
