@@ -985,6 +985,7 @@ fn the_resume_command_of_an_unattended_run_keeps_its_agent_command_quoted() {
         Some(
             r#"
 def execute(request):
+    ask("Go on?")
     auto("test -f fixed || (echo not fixed yet; exit 3)", context = "Fails until fixed")
     llm("Name a colour.", expects = {"colour": "a colour"})
 "#,
@@ -998,9 +999,23 @@ def execute(request):
     let agent = "A='$x' sh agent.sh";
     run(&project, &["run", "--agent-command", agent, "gauge"]).expect_code(1);
     let id = project.run_ids().pop().expect("a run");
+    let quoted = r"'A='\''$x'\'' sh agent.sh'";
+    let answered = run(&project, &["answer", &id, "yes"]);
+    assert_eq!(
+        answered.stdout.trim(),
+        format!(
+            "answered `gauge[0]` with `yes`; go on with `mekara run --resume {id} --agent-command {quoted}`"
+        ),
+        "{}",
+        answered.stderr
+    );
+    run(
+        &project,
+        &["run", "--resume", &id, "--agent-command", agent],
+    )
+    .expect_code(1);
     let viewer = Viewer::start(&project);
     let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
-    let quoted = r"'A='\''$x'\'' sh agent.sh'";
     assert_eq!(
         detail["commands"],
         json!([
