@@ -161,6 +161,14 @@ impl Session {
         self.reply(AgentTool::Continue, outcome, events, String::new())
     }
 
+    /// Journals which agent drives the run; see `Executor::note_agent`.
+    pub(crate) fn note_agent(
+        &mut self,
+        note: crate::engine::journal::AgentEvent,
+    ) -> Result<(), String> {
+        self.executor.note_agent(note).map_err(|e| e.to_string())
+    }
+
     /// Journals a wait for a rate limit before the agent is asked about `step` again
     /// (`attempt`); see `Executor::note_wait`.
     pub(crate) fn note_wait(

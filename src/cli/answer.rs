@@ -22,13 +22,23 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     let id = args.id.as_str();
-    let (path, answered) =
-        Executor::answer_run(resolver, store, id, &args.value, AnsweredBy::Command)?;
+    let (path, answered) = Executor::answer_run(
+        resolver,
+        store.clone(),
+        id,
+        &args.value,
+        AnsweredBy::Command,
+    )?;
     match answered {
         Answer::Given(answer) => {
-            outln!(
-                "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}` (to go on unattended, add the run's `--agent NAME` or `--agent-command CMD`)"
-            )?;
+            let resume = crate::engine::runs::resume_command_in(&store, id, false);
+            // Said when the journal does not name the agent that drove the run.
+            let hint = if resume.contains(" --agent") {
+                ""
+            } else {
+                " (to go on unattended, add the run's `--agent NAME` or `--agent-command CMD`)"
+            };
+            outln!("answered `{path}` with `{answer}`; go on with `{resume}`{hint}")?;
             Ok(Exit::Success)
         }
         Answer::TooLate(late) => {

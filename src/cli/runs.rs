@@ -6,7 +6,9 @@ use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use crate::agents::reply::resume_call;
 use crate::display::{bytes, count, format_time};
 use crate::engine::journal::{Event, Origin, Outcome, Reason};
-use crate::engine::runs::{PruneRule, RunHistory, RunState, RunSummary, live};
+use crate::engine::runs::{
+    PruneRule, RunHistory, RunState, RunSummary, driven_by, live, resume_command,
+};
 use crate::engine::step::StepRecord;
 use crate::engine::store::RunStore;
 use crate::exit::Exit;
@@ -287,20 +289,25 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                 .any(|e| matches!(e, Event::Run(header) if header.token_sha256.is_some()));
             let mut summary = vec![store.summary(&id)?];
             with_queue(&mut summary, queued.into_iter().collect());
+            let driver = driven_by(&contents.events);
+            let resume = resume_command(&id, driver, false);
+            // Said when the journal does not name the agent that drove the run.
+            let agent_hint = |hint: &'static str| if driver.is_some() { "" } else { hint };
             match summary[0].state {
                 // The journal keeps only the digest of a run's token: over MCP, only the
                 // agent that holds the handle its `start` gave can take the run up.
                 RunState::Interrupted if has_token => out.push_str(&format!(
-                    "interrupted: resume it with `mekara run --resume {id}`; over MCP, only the agent holding its handle can, with {} (the id alone is refused)\n",
+                    "interrupted: resume it with `{resume}`; over MCP, only the agent holding its handle can, with {} (the id alone is refused)\n",
                     resume_call(&format!("{id}.<token>"))
                 )),
                 RunState::Interrupted => out.push_str(&format!(
-                    "interrupted: resume it with `mekara run --resume {id}`, or from an agent with MCP {}\n",
+                    "interrupted: resume it with `{resume}`, or from an agent with MCP {}\n",
                     resume_call(&id)
                 )),
                 RunState::WaitingForAnswer => {
                     out.push_str(&format!(
-                        "waiting for an answer: give it with `mekara answer {id} VALUE`, then resume it with `mekara run --resume {id}` (with the `--agent` it ran with, if any)\n"
+                        "waiting for an answer: give it with `mekara answer {id} VALUE`, then resume it with `{resume}`{}\n",
+                        agent_hint(" (with the `--agent` it ran with, if any)")
                     ));
                 }
                 RunState::Active => {
@@ -310,7 +317,8 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
                     "stopped before its script started: nothing ran, so there is nothing to resume\n",
                 ),
                 RunState::Cancelled => out.push_str(&format!(
-                    "cancelled by `mekara runs cancel`; resume it with `mekara run --resume {id}` (with the agent it ran with) to go on all the same\n"
+                    "cancelled by `mekara runs cancel`; resume it with `{resume}`{} to go on all the same\n",
+                    agent_hint(" (with the agent it ran with)")
                 )),
                 RunState::Stopped => out.push_str(&format!(
                     "stopped by the script: {}\nthe script ended the run there on purpose, so there is nothing to resume; when it stopped on a failed step whose cause is fixed now, run that step again with `mekara run --resume {id} --retry`; to go on from an earlier step (to give another answer), `mekara run --resume {id} --from STEP`\n",
@@ -499,6 +507,11 @@ fn show_event(out: &mut String, event: &Event) {
         )),
         // Said once, as what the run waits on (`waiting_on`); the step shows once answered.
         Event::Handed(_) => {}
+        Event::Agent(agent) => out.push_str(&format!(
+            "· taken up unattended with `{}`, {}\n",
+            agent.flags().trim_start(),
+            format_time(agent.at)
+        )),
         Event::Killed(killed) => {
             let indent = "  ".repeat(killed.depth + 1);
             out.push_str(&format!(

@@ -27,7 +27,7 @@ use crate::agents::reply::Reply;
 use crate::agents::session::{Answered, Session};
 use crate::agents::tools::AgentCall;
 use crate::display::count;
-use crate::engine::journal::Event;
+use crate::engine::journal::{AgentEvent, Event};
 use crate::engine::step::{AgentReport, StepRecord};
 use crate::engine::store::RunStore;
 use crate::engine::{Pending, Settings, StepRunner};
@@ -115,19 +115,18 @@ impl UnattendedArgs {
         }
     }
 
-    /// How to resume a run stopped here, with the same agent.
-    fn resume_command(&self, id: &str) -> String {
-        let agent = match (&self.agent, &self.agent_command) {
-            (_, Some(command)) => {
-                format!(
-                    "--agent-command {}",
-                    crate::agents::headless::shell_quote(command)
-                )
-            }
-            (Some(headless), None) => format!("--agent {}", headless.client.name),
-            (None, None) => "--agent claude".to_string(),
-        };
-        format!("mekara run --resume {id} {agent}")
+    /// The note that says which agent drives the run, for the journal: the command that
+    /// resumes it names the same agent ([`crate::engine::runs::resume_command`]).
+    fn note(&self) -> AgentEvent {
+        AgentEvent {
+            agent: match (&self.agent, &self.agent_command) {
+                (Some(headless), None) => Some(headless.client.name.to_string()),
+                _ => None,
+            },
+            command: self.agent_command.clone(),
+            ignorable: true,
+            at: crate::engine::journal::now_ms(),
+        }
     }
 }
 
@@ -235,6 +234,15 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     };
     let store = parts.store.clone();
     let mut stopped_in_wait = None;
+    // Which agent drives the run goes to its journal once, for whoever shows the run later
+    // (the command that resumes it names the agent); a new run has a journal only once its
+    // first call started it.
+    let note_agent = |session: &mut Session| {
+        if let Err(e) = session.note_agent(args.note()) {
+            eprintln!("! could not journal which agent drives the run: {e}");
+        }
+    };
+    let new = matches!(start, Start::New { .. });
     let (mut session, first) = match start {
         Start::New {
             name,
@@ -260,7 +268,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
         Start::Resume(id, rewind) => {
             stopped_in_wait = wait_left(&parts.store, &id);
-            let (session, torn, plan) = Session::resume(
+            let (mut session, torn, plan) = Session::resume(
                 parts.resolver,
                 parts.store,
                 parts.runner,
@@ -276,6 +284,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 );
             }
             eprintln!("resuming run {id}");
+            note_agent(&mut session);
             if let Some(plan) = &plan {
                 eprint!("{}", plan.summary());
             }
@@ -308,6 +317,9 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
     }
     let mut reply = session.call(&first, &progress, String::new(), None);
+    if new {
+        note_agent(&mut session);
+    }
     let mut agent = args.agent();
     let mut run_id = session.run_id().map(str::to_string);
     let end = loop {
@@ -714,11 +726,10 @@ fn finish(
         .rev()
         .find(|(_, record)| !record.result.success && !record.allow_failure);
     let retry = matches!(end, End::StepFailed(_) | End::Stopped { retry: true, .. });
-    let resume = id.filter(|_| end.resumable() || retry).map(|id| match end {
-        // Resumed as it is, the run would stop at the same failure.
-        _ if retry => format!("{} --retry", args.resume_command(id)),
-        _ => args.resume_command(id),
-    });
+    // With `retry`: resumed as it is, the run would stop at the same failure.
+    let resume = id
+        .filter(|_| end.resumable() || retry)
+        .map(|id| crate::engine::runs::resume_command(id, Some(&args.note()), retry));
     let exit = end.exit();
     match end {
         End::Limit(why)
@@ -992,7 +1003,7 @@ fn wait_left(store: &RunStore, id: &str) -> Option<(String, Duration)> {
         .events
         .iter()
         .rev()
-        .find(|e| !matches!(e, Event::Handed(_) | Event::Ignored(_)))?;
+        .find(|e| !matches!(e, Event::Handed(_) | Event::Ignored(_) | Event::Agent(_)))?;
     let Event::Wait(wait) = last else {
         return None;
     };

@@ -572,6 +572,18 @@ impl Executor {
         Ok(stack)
     }
 
+    /// Journals which agent drives the run (an unattended run, once per invocation), when a
+    /// run is open: a note, not a step result; replay skips it.
+    pub(crate) fn note_agent(
+        &mut self,
+        note: super::journal::AgentEvent,
+    ) -> Result<(), EngineError> {
+        if self.journal.is_none() || self.stack.is_empty() {
+            return Ok(());
+        }
+        self.append(&Event::Agent(note))
+    }
+
     /// Journals that the agent asked about `step`, the pending item of the top frame, was
     /// turned away by the model and that the run now waits `wait` before asking again
     /// (`attempt`). A note, not a step result: replay skips it.

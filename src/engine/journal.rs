@@ -277,6 +277,41 @@ impl HandedEvent {
     }
 }
 
+/// Which agent drives an unattended run (`mekara run --agent NAME` or `--agent-command
+/// CMD`): written once when such an invocation starts or resumes a run, so that whoever
+/// shows the run later (the viewer, `mekara runs show`) can say the command that resumes it
+/// with the same agent. Replay passes over it, and it says `"ignorable": true`. A note with
+/// neither field (from a later mekara's kind of agent) says nothing this mekara can repeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AgentEvent {
+    /// The headless agent's name (`claude`, `codex`, `gemini`), for `--agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The command, for `--agent-command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Always `true`: a reader that does not know the event may skip it.
+    #[serde(default)]
+    pub ignorable: bool,
+    /// Unix time in milliseconds: when the invocation took the run up.
+    pub at: u64,
+}
+
+impl AgentEvent {
+    /// The flags that name this agent on `mekara run`: ` --agent claude` or
+    /// ` --agent-command 'CMD'` (with a leading space), or nothing.
+    pub(crate) fn flags(&self) -> String {
+        match (&self.agent, &self.command) {
+            (_, Some(command)) => format!(
+                " --agent-command {}",
+                crate::agents::headless::shell_quote(command)
+            ),
+            (Some(agent), None) => format!(" --agent {agent}"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
 /// An event this mekara does not know that says `"ignorable": true`: an event a later mekara
 /// added that changes nothing a reader derives (a note, such as `wait` is). It keeps its
 /// place, so that line numbers still count every line, and every reader skips it. An unknown
@@ -340,6 +375,8 @@ pub(crate) enum Event {
     Ignored(IgnoredEvent),
     /// A step left running by a mekara that stopped was killed.
     Killed(KilledEvent),
+    /// Which agent drives an unattended run.
+    Agent(AgentEvent),
 }
 
 impl Event {
@@ -357,6 +394,7 @@ impl Event {
             Event::Ignored(e) => e.at,
             Event::Killed(e) => e.at,
             Event::Handed(e) => e.at,
+            Event::Agent(e) => e.at,
         }
     }
 
@@ -374,6 +412,7 @@ impl Event {
             Event::Ignored(_) => "ignored",
             Event::Killed(_) => "killed",
             Event::Handed(_) => "handed",
+            Event::Agent(_) => "agent",
         }
     }
 
@@ -408,6 +447,7 @@ impl Event {
             Some("wait") => read(text, line).map(Event::Wait),
             Some("killed") => read(text, line).map(Event::Killed),
             Some("handed") => read(text, line).map(Event::Handed),
+            Some("agent") => read(text, line).map(Event::Agent),
             Some(other) if line.get("ignorable") == Some(&Json::Bool(true)) => {
                 Ok(Event::Ignored(IgnoredEvent {
                     kind: other.to_string(),
@@ -591,6 +631,27 @@ fn event_of(line: &[u8]) -> Result<Event, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_note_from_a_later_mekara_still_reads_and_names_what_it_knows() {
+        let flags = |line: &[u8]| match event_of(line) {
+            Ok(Event::Agent(agent)) => Ok(agent.flags()),
+            other => Err(format!("{other:?}")),
+        };
+        // Fields a later mekara added are passed over.
+        let later = br#"{"event":"agent","agent":"codex","model":"o9","ignorable":true,"at":7}"#;
+        assert_eq!(flags(later), Ok(" --agent codex".to_string()));
+        let command =
+            br#"{"event":"agent","command":"A='$x' sh agent.sh","ignorable":true,"at":7}"#;
+        assert_eq!(
+            flags(command),
+            Ok(r" --agent-command 'A='\''$x'\'' sh agent.sh'".to_string())
+        );
+        // A kind of agent this mekara cannot name: the plain command.
+        let unnamed =
+            br#"{"event":"agent","endpoint":"http://127.0.0.1:9","ignorable":true,"at":7}"#;
+        assert_eq!(flags(unnamed), Ok(String::new()));
+    }
 
     #[test]
     fn an_unknown_event_is_skipped_only_when_it_says_it_is_ignorable() {

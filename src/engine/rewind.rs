@@ -213,7 +213,8 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
             | Event::Wait(_)
             | Event::Ignored(_)
             | Event::Killed(_)
-            | Event::Handed(_) => {}
+            | Event::Handed(_)
+            | Event::Agent(_) => {}
         }
     }
     while let Some(trace) = stack.pop() {

@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 
 use super::journal::{
-    self, AskEvent, Contents, Event, HandedEvent, JournalError, Outcome, PushEvent,
+    self, AgentEvent, AskEvent, Contents, Event, HandedEvent, JournalError, Outcome, PushEvent,
 };
 use super::step::{StepInput, StepRecord};
 use super::tool::NL_TAG_CONTEXT;
@@ -252,7 +252,7 @@ impl RunHistory {
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}
                 // Notes: a wait is not a step result, and an ignorable event changes nothing.
-                Event::Wait(_) | Event::Ignored(_) => {}
+                Event::Wait(_) | Event::Ignored(_) | Event::Agent(_) => {}
                 // An attempt that recorded nothing: only the history's readers show it.
                 Event::Killed(_) => {}
                 Event::Pop(pop) => {
@@ -516,6 +516,31 @@ pub(crate) fn new_id(attempt: u32) -> String {
         &digits[8..14],
         hasher.finish() & 0xffff
     )
+}
+
+/// The agent that drove the run last, as the latest `agent` note of its `events` names it:
+/// none for a terminal or MCP run, or a journal from before the note.
+pub(crate) fn driven_by(events: &[Event]) -> Option<&AgentEvent> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Agent(agent) => Some(agent),
+        _ => None,
+    })
+}
+
+/// The command that goes on with run `id` at the terminal (`--retry`: running its failed
+/// step again), with `agent` (see [`driven_by`]), so that an unattended run goes on
+/// unattended; without one, the plain command.
+pub(crate) fn resume_command(id: &str, agent: Option<&AgentEvent>, retry: bool) -> String {
+    let agent = agent.map(AgentEvent::flags).unwrap_or_default();
+    let retry = if retry { " --retry" } else { "" };
+    format!("mekara run --resume {id}{agent}{retry}")
+}
+
+/// [`resume_command`] for run `id` of `store`, with the agent its journal names (the plain
+/// command when the journal does not read).
+pub(crate) fn resume_command_in(store: &super::store::RunStore, id: &str, retry: bool) -> String {
+    let events = store.read(id).map(|c| c.events).unwrap_or_default();
+    resume_command(id, driven_by(&events), retry)
 }
 
 #[cfg(test)]

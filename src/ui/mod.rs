@@ -414,26 +414,26 @@ impl Viewer {
                 let (me, id) = (self.clone(), id.to_string());
                 let run = id.clone();
                 let answered = blocking(move || {
-                    Executor::answer_run(
+                    let answered = Executor::answer_run(
                         Resolver::new(&me.locations),
                         me.store.clone(),
                         &run,
                         &answer,
                         AnsweredBy::Viewer,
-                    )
+                    );
+                    let resume = crate::engine::runs::resume_command_in(&me.store, &run, false);
+                    answered.map(|(path, answer)| (path, answer, resume))
                 })
                 .await;
                 match answered {
                     Err(e) => error(api, &page, status_of(&e), &e),
-                    Ok((path, Answer::Given(answer))) => done(
+                    Ok((path, Answer::Given(answer), resume)) => done(
                         api,
                         &self.token,
                         &id,
-                        &format!(
-                            "answered `{path}` with `{answer}`; go on with `mekara run --resume {id}`"
-                        ),
+                        &format!("answered `{path}` with `{answer}`; go on with `{resume}`"),
                     ),
-                    Ok((path, Answer::TooLate(_))) => error(
+                    Ok((path, Answer::TooLate(_), _)) => error(
                         api,
                         &page,
                         StatusCode::CONFLICT,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::engine::EngineError;
 use crate::engine::group_note::DoingKind;
 use crate::engine::journal::{Event, Origin, Outcome, Reason, now_ms};
-use crate::engine::runs::{RunHistory, RunState, RunSummary, live};
+use crate::engine::runs::{RunHistory, RunState, RunSummary, driven_by, live, resume_command};
 use crate::engine::step::{AgentReport, StepInput, StepRecord, StepResult};
 use crate::engine::store::RunStore;
 use crate::paths::Locations;
@@ -446,7 +446,7 @@ pub(crate) fn detail(
                 for_ms: until.saturating_sub(doing.since),
             })
         });
-    let commands = commands(id, summary.state, &frames);
+    let commands = commands(id, summary.state, &frames, events);
     let torn = contents.torn.map(|t| {
         format!(
             "a torn last record ({} bytes at byte {}): the writer stopped mid-write; it is ignored",
@@ -480,20 +480,20 @@ fn question(id: &str, events: &[Event]) -> Option<Question> {
     })
 }
 
-/// The commands that go on with a run in `state`.
-fn commands(id: &str, state: RunState, frames: &[FrameView]) -> Vec<String> {
+/// The commands that go on with a run in `state`, with the agent that drove it, if one did.
+fn commands(id: &str, state: RunState, frames: &[FrameView], events: &[Event]) -> Vec<String> {
     let failed = frames.last().is_some_and(|f| {
         f.fell_back.is_some() || f.outcome == Some("failed") || last_step_failed(f)
     });
     match state {
         RunState::Interrupted | RunState::Cancelled if failed => vec![
-            format!("mekara run --resume {id} --retry"),
-            format!("mekara run --resume {id}"),
+            resume_command(id, driven_by(events), true),
+            resume_command(id, driven_by(events), false),
         ],
         RunState::Interrupted | RunState::Cancelled | RunState::WaitingForAnswer => {
-            vec![format!("mekara run --resume {id}")]
+            vec![resume_command(id, driven_by(events), false)]
         }
-        RunState::FellBack => vec![format!("mekara run --resume {id} --retry")],
+        RunState::FellBack => vec![resume_command(id, driven_by(events), true)],
         _ => Vec::new(),
     }
 }
@@ -589,7 +589,7 @@ fn frames(events: &[Event], clipped: &HashMap<usize, ClippedOutput>) -> Vec<Fram
             }
             // The pending step's prompt is for `status` and `runs show`; the step shows
             // once answered.
-            Event::Ignored(_) | Event::Handed(_) => {}
+            Event::Ignored(_) | Event::Handed(_) | Event::Agent(_) => {}
             Event::Killed(killed) => {
                 if let Some(&top) = open.last() {
                     arena[top].items.push(Slot::Item(Item::Killed {

@@ -258,7 +258,9 @@ fn tour(project: &Project, viewer: &Viewer) -> String {
         detail["commands"]
             .as_array()
             .expect("commands")
-            .contains(&Json::from(format!("mekara run --resume {id} --retry"))),
+            .contains(&Json::from(format!(
+                "mekara run --resume {id} --agent-command 'sh agent.sh' --retry"
+            ))),
         "{detail}"
     );
     project.write("fixed", "");
@@ -968,5 +970,82 @@ fn a_non_loopback_address_says_exactly_what_it_exposes() {
     assert_eq!(
         run.stderr.trim(),
         "error: `0.0.0.0:0` is not a loopback address: without the printed token, whoever reaches it gets only the viewer's stylesheet and script; with the token, they read every run of this store (outputs included) and answer and cancel runs, and the token travels unencrypted (plain HTTP). To serve other machines anyway, name the host they will use with `--allow-host HOST`"
+    );
+}
+
+/// The command the viewer (and `mekara runs show`) gives for going on with an unattended
+/// run names the run's agent command, quoted for the shell, so that running it as shown
+/// resumes the run unattended, with the command intact.
+#[test]
+fn the_resume_command_of_an_unattended_run_keeps_its_agent_command_quoted() {
+    let project = Project::new();
+    project.script(
+        "gauge",
+        "Fix the gauge, then name a colour.",
+        Some(
+            r#"
+def execute(request):
+    ask("Go on?")
+    auto("test -f fixed || (echo not fixed yet; exit 3)", context = "Fails until fixed")
+    llm("Name a colour.", expects = {"colour": "a colour"})
+"#,
+        ),
+    );
+    // The agent checks that its command reached it whole: `A` holds `$x`, not its value.
+    project.write(
+        "agent.sh",
+        r#"test "$A" = '$x' || exit 9; cat > /dev/null; echo '{"outputs": {"colour": "teal"}}'"#,
+    );
+    let agent = "A='$x' sh agent.sh";
+    run(&project, &["run", "--agent-command", agent, "gauge"]).expect_code(1);
+    let id = project.run_ids().pop().expect("a run");
+    let quoted = r"'A='\''$x'\'' sh agent.sh'";
+    let answered = run(&project, &["answer", &id, "yes"]);
+    assert_eq!(
+        answered.stdout.trim(),
+        format!(
+            "answered `gauge[0]` with `yes`; go on with `mekara run --resume {id} --agent-command {quoted}`"
+        ),
+        "{}",
+        answered.stderr
+    );
+    run(
+        &project,
+        &["run", "--resume", &id, "--agent-command", agent],
+    )
+    .expect_code(1);
+    let viewer = Viewer::start(&project);
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{id}")));
+    assert_eq!(
+        detail["commands"],
+        json!([
+            format!("mekara run --resume {id} --agent-command {quoted} --retry"),
+            format!("mekara run --resume {id} --agent-command {quoted}"),
+        ]),
+        "{detail}"
+    );
+    let shown = run(&project, &["runs", "show", &id]);
+    assert!(
+        shown.stdout.contains(&format!(
+            "resume it with `mekara run --resume {id} --agent-command {quoted}`"
+        )),
+        "{}",
+        shown.stdout
+    );
+
+    // Run as shown, after the fix: the agent answers the llm step.
+    project.write("fixed", "");
+    let retry = detail["commands"][0].as_str().expect("a command");
+    let out = project.shell(retry).output().expect("sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let journal = project.journal(&id);
+    assert!(journal.contains(r#""colour":"teal""#), "{journal}");
+    assert!(
+        journal.contains(r#"{"event":"agent","command":"A='$x' sh agent.sh","ignorable":true"#),
+        "{journal}"
     );
 }
