@@ -681,6 +681,29 @@ fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
     );
 }
 
+/// Found trying `flow/commit` on real projects (issue 39): where no check could run (the
+/// tools missing), it committed without a word to the person. It asks, naming what did not
+/// run, and `stop` leaves the change uncommitted.
+#[test]
+fn commit_asks_before_committing_when_no_check_could_run() {
+    let project = repository(&[("Makefile", "lint:\n\tno-such-linter-xyz src\n")]);
+    project.write("src.txt", "changed\n");
+    let plan = json!([{"when": "Steps 4 and 5", "outputs": {"files": "src.txt", "message": "Change src"}}]);
+    let run = flow(&project, &plan, "flow/commit", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let question = project
+        .run(&["runs", "show", &last_run(&project)], "")
+        .stdout;
+    assert!(
+        question.contains("No check could run here (not run: `make lint`: `no-such-linter-xyz` not installed). Commit anyway?"),
+        "{question}"
+    );
+    let stopped = answer_and_resume(&project, "stop");
+    assert_ne!(state(&stopped), "completed", "{}", stopped.stdout);
+    assert_eq!(git(&project, &["log", "--format=%s"]).lines().count(), 1, "no commit");
+    assert!(calls(&project).is_empty(), "the agent wrote nothing before the person's word");
+}
+
 /// Checks that the run's steps printed each of `lines` and that its last words were `last`,
 /// never that every check passes.
 fn told(project: &Project, run: &Run, lines: &[&str], last: &str) {
