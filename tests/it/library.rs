@@ -700,8 +700,15 @@ fn commit_asks_before_committing_when_no_check_could_run() {
     );
     let stopped = answer_and_resume(&project, "stop");
     assert_ne!(state(&stopped), "completed", "{}", stopped.stdout);
-    assert_eq!(git(&project, &["log", "--format=%s"]).lines().count(), 1, "no commit");
-    assert!(calls(&project).is_empty(), "the agent wrote nothing before the person's word");
+    assert_eq!(
+        git(&project, &["log", "--format=%s"]).lines().count(),
+        1,
+        "no commit"
+    );
+    assert!(
+        calls(&project).is_empty(),
+        "the agent wrote nothing before the person's word"
+    );
 }
 
 /// Checks that the run's steps printed each of `lines` and that its last words were `last`,

@@ -385,3 +385,37 @@ fn upgrade_deps_gives_npm_a_hostile_registry_version_as_one_value() {
         )
     );
 }
+
+/// Found trying `flow/triage` on real projects (issue 39): a test command whose runner is not
+/// installed (`go: command not found`, exit 127) "failed", and the run went on as if the bug
+/// were reproduced. A test that did not run proves nothing: the run stops saying so, and the
+/// agent is not asked for a cause.
+#[test]
+fn triage_stops_when_the_test_could_not_run_rather_than_taking_it_as_reproduced() {
+    let project = python_project();
+    let command = "no-such-runner-xyz test_empty.py";
+    let plan = json!([{
+        "when": "Step 3: write a test",
+        "run": format!("printf '%s' '{TRIAGE_TEST}' > test_empty.py"),
+        "outputs": {"test_file": "test_empty.py", "test_command": command},
+    }]);
+    let first = flow(
+        &project,
+        &plan,
+        "flow/triage",
+        &["mean of an empty list crashes"],
+    );
+    assert_waiting(&first);
+    let done = answer_and_resume(&project, "run");
+    assert_ne!(crate::library::state(&done), "completed", "{}", done.stdout);
+    let said = format!("{}\n{}", done.stdout, done.stderr);
+    assert!(
+        said.contains("the test could not run here (`no-such-runner-xyz` not installed), so it neither reproduces nor rules out the bug"),
+        "{said}"
+    );
+    assert_eq!(
+        crate::library::calls(&project).len(),
+        1,
+        "the agent is not asked for a cause without a test that ran"
+    );
+}
