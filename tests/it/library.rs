@@ -718,8 +718,9 @@ fn told(project: &Project, run: &Run, lines: &[&str], last: &str) {
     for line in lines {
         assert!(out.contains(line), "{line}\n{out}");
     }
-    let said = format!("{}\n{}", run.stdout, run.stderr);
-    assert!(said.contains(last), "{said}");
+    // The last words are a step's output, so an MCP reply shows them too.
+    assert!(out.contains(last), "{out}");
+    let said = format!("{}\n{}\n{out}", run.stdout, run.stderr);
     assert!(!said.contains("Every check passes"), "{said}");
 }
 
@@ -1039,8 +1040,9 @@ pub(crate) fn bisect() -> Case {
         "flow/bisect",
         plan,
         Box::new(move |project| {
+            // In the run's steps, so an MCP reply shows it too (a `print` was at a terminal only).
             assert!(
-                outputs(project).contains(&format!("first bad {bad}")),
+                outputs(project).contains(&format!("first bad commit: {bad}")),
                 "{}",
                 outputs(project)
             );
@@ -1056,6 +1058,25 @@ pub(crate) fn bisect() -> Case {
 #[test]
 fn bisect_finds_the_commit_that_broke_the_check() {
     bisect().unattended();
+}
+
+/// Issue 39: `bisect` given the symptom in words failed ("`URLSafeSerializer` is not a
+/// commit"). Now it asks for the good commit, asks again for an answer that names none, and
+/// takes the project's checks as the command.
+#[test]
+fn bisect_given_the_symptom_in_words_asks_for_the_good_commit_and_goes_on() {
+    let mut case = bisect();
+    git(&case.project, &["tag", "v1.0", &case.arguments[0]]);
+    case.arguments = vec!["the signer breaks on URLSafeSerializer".to_string()];
+    case.answering(&["yesterday", "v1.0"], |project, index| {
+        let journal = project.journal(&last_run(project));
+        let asked = [
+            "`the signer breaks on URLSafeSerializer` names no commit. Which commit was last good",
+            "`yesterday` names no commit. Which commit was last good",
+        ];
+        assert!(journal.contains(asked[index]), "{journal}");
+    })
+    .unattended();
 }
 
 /// A Rust project that pins two dependencies from the registry cache below their newest
@@ -1321,6 +1342,22 @@ pub(crate) fn triage() -> Case {
 #[test]
 fn triage_reproduces_the_bug_with_a_failing_test_and_applies_the_fix_the_person_accepts() {
     triage().unattended();
+}
+
+/// Declined, the fix is not applied, and where the failing test is was a `print`, shown at a
+/// terminal only: now it is a step's output, which an MCP reply shows.
+#[test]
+fn triage_declined_leaves_the_code_and_says_where_the_failing_test_is() {
+    let mut case = triage().answering(&["run", "leave it"], |_, _| {});
+    case.effects = Box::new(|project| {
+        assert!(!read(project, "stats.py").contains("if xs else 0"));
+        let out = outputs(project);
+        assert!(
+            out.contains("Fix not applied. The failing test is in test_empty.py."),
+            "{out}"
+        );
+    });
+    case.unattended();
 }
 
 /// `flow/test-gaps` in a Python project with an uncommitted new function.
@@ -1715,6 +1752,52 @@ fn pr_runs_the_checks_and_a_failing_one_stops_it_before_anything_is_pushed() {
     );
     assert!(calls(&project).is_empty(), "the agent wrote nothing");
     assert!(!branches(&remote).contains("feature"));
+}
+
+/// Issue 39: with no remote `origin`, `pr` created and switched to a branch, named by the agent,
+/// before it found that nothing could be proposed; on a feature branch it asked "Push?" first.
+/// Now it stops before any question, agent turn or branch.
+#[test]
+fn pr_without_a_remote_stops_before_asking_or_creating_anything() {
+    for on_feature in [false, true] {
+        let project = repository(&[("notes.md", "one\n")]);
+        if on_feature {
+            git(&project, &["switch", "-q", "-c", "feature"]);
+        }
+        project.write("notes.md", "two\n");
+        commit_all(&project, "Notes");
+        let before = git(&project, &["branch", "--list"]);
+        let run = flow(&project, &json!([]), "flow/pr", &[]);
+        assert_ne!(state(&run), "waiting", "no question: {}", run.stdout);
+        assert_ne!(state(&run), "completed", "{}", run.stdout);
+        let journal = project.journal(&last_run(&project));
+        assert!(
+            journal.contains(
+                "no remote `origin`: add one with `git remote add origin URL`, then run again"
+            ),
+            "{journal}"
+        );
+        assert!(calls(&project).is_empty(), "the agent was not asked");
+        assert_eq!(git(&project, &["branch", "--list"]), before);
+    }
+}
+
+/// Issue 39: on `main` with nothing beyond the remote's `main`, `pr` created a branch before it
+/// found nothing to propose. Now nothing is created.
+#[test]
+fn pr_with_nothing_to_propose_on_main_creates_no_branch() {
+    let project = repository(&[("notes.md", "one\n")]);
+    with_remote(&project);
+    let run = flow(&project, &json!([]), "flow/pr", &[]);
+    assert_ne!(state(&run), "completed", "{}", run.stdout);
+    let journal = project.journal(&last_run(&project));
+    assert!(
+        journal
+            .contains("no commits between `origin/main` and `main`: there is nothing to propose"),
+        "{journal}"
+    );
+    assert!(calls(&project).is_empty(), "the agent was not asked");
+    assert_eq!(git(&project, &["branch", "--list"]), "* main");
 }
 
 /// The branches of the bare repository `remote`, as `git branch --list` shows them.

@@ -144,6 +144,8 @@ fn triage_in_a_linked_worktree_runs_the_agreed_test_and_applies_the_fix_there() 
 #[test]
 fn pr_declined_in_a_linked_worktree_names_where_git_keeps_the_description() {
     let project = python_project();
+    // `pr` stops before anything else without a remote to push to.
+    crate::library::with_remote(&project);
     let wt = worktree(&project);
     let plan = json!([
         {"when": "Choose a short branch name", "outputs": {"branch": "notes"}},

@@ -444,6 +444,45 @@ fn release_whose_check_failed_goes_on_with_retry_once_the_code_is_fixed() {
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v0.1.1");
 }
 
+/// A check whose tool is missing here stopped the release as a failure of the code (the raw
+/// `not found`). Now it is a check that could not run: the person is asked, saying which, and
+/// the release goes on only on their word.
+#[test]
+fn release_with_a_check_that_could_not_run_asks_whether_to_release_anyway() {
+    for answer in ["stop", "release anyway"] {
+        let project = repository(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"x\"\nversion = \"0.1.0\"\n",
+            ),
+            ("test_x.py", PY_TEST),
+            ("check.sh", "#!/bin/sh\nnosuchlinter .\n"),
+            (
+                ".github/workflows/ci.yml",
+                "jobs:\n  lint:\n    steps:\n      - run: sh ./check.sh\n",
+            ),
+        ]);
+        let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Works."}}]);
+        let (run, questions) = release(&project, &plan, &[answer]);
+        assert!(
+            questions[0].contains(
+                "These checks could not run here (not run: `sh ./check.sh`: `nosuchlinter` not \
+                 installed). A release needs them to pass: release anyway?"
+            ),
+            "{}",
+            questions[0]
+        );
+        if answer == "stop" {
+            assert_ne!(state(&run), "completed", "{}", run.stdout);
+            assert_ne!(state(&run), "waiting", "{}", run.stdout);
+            assert_eq!(git(&project, &["tag", "--list"]), "");
+        } else {
+            assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+            assert!(stopped_by(&run).contains("0.1.1"), "{}", stopped_by(&run));
+        }
+    }
+}
+
 /// Issue 39's failure: the version read was not one it could release, and `--retry` after
 /// correcting the file replayed the step on the version read before. Now it stops before
 /// asking, and the retried step reads the project again.
