@@ -329,10 +329,14 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
         "Skill",
         json!({"skill": "test:random", "args": "say \"hi\"\nthen 7"}),
     );
+    // The ejected copy is the project's own script with a bundled name: the reason asks the
+    // person first, and the call it names says so (`project_script`).
     assert!(
-        result
-            .starts_with("PreToolUse:Skill hook error: `test:random` is a compiled mekara script")
-            && result.contains(r#"{"name":"test:random","arguments":"say \"hi\"\nthen 7"}"#),
+        result.starts_with(
+            "PreToolUse:Skill hook error: Run it through mekara, not the Skill tool. `/test:random` here is this project's own script"
+        ) && result.contains(
+            r#"{"name":"test:random","project_script":true,"arguments":"say \"hi\"\nthen 7"}"#
+        ),
         "not mekara's reason:\n{result}"
     );
 }
@@ -356,8 +360,10 @@ fn a_slash_command_call_in_claude_code_2_0_is_denied_with_the_reason() {
         "Claude Code 2.0.72 offered no SlashCommand tool:\n{session}"
     );
     assert!(
-        result.contains("`test:random` is a compiled mekara script")
-            && result.contains(r#"{"name":"test:random","arguments":"say \"hi\" then 7"}"#),
+        result.contains("`/test:random` here is this project's own script")
+            && result.contains(
+                r#"{"name":"test:random","project_script":true,"arguments":"say \"hi\" then 7"}"#
+            ),
         "not mekara's reason:\n{result}"
     );
 }
