@@ -410,15 +410,7 @@ async fn status_from_another_server_reads_a_driven_run_without_taking_it() {
 async fn status_from_another_server_says_a_run_failed_and_waits() {
     let project = Project::new();
     failing(&project);
-    let driver = Client::start(&project, &[]).await;
-    let h = handle(&driver.call("start", json!({"name": "fails"})).await.ok());
-    let pid = driver.pid;
-    driver.service.cancel().await.expect("close");
-    while super::client::alive(pid) {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let other = Client::start(&project, &[]).await;
-    let read = other.call("status", json!({"run_id": h})).await.ok();
+    let (h, read) = status_once_its_server_is_gone(&project, "fails").await;
     for said in [
         "no process drives it now",
         "failed, and the run waits for it to be finished by hand",
@@ -447,15 +439,7 @@ async fn status_from_another_server_of_a_waiting_question_says_how_to_pass_the_a
             "def execute(request):\n    a = ask(\"Go on?\", choices = [\"yes\", \"no\"])\n    auto(\"echo answered \" + a.answer, context = \"Say it\")\n",
         ),
     );
-    let driver = Client::start(&project, &[]).await;
-    let h = handle(&driver.call("start", json!({"name": "asks"})).await.ok());
-    let pid = driver.pid;
-    driver.service.cancel().await.expect("close");
-    while super::client::alive(pid) {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let other = Client::start(&project, &[]).await;
-    let read = other.call("status", json!({"run_id": h})).await.ok();
+    let (h, read) = status_once_its_server_is_gone(&project, "asks").await;
     let call = format!(
         "call `continue_compiled_script` with `{{\"run_id\": \"{h}\", \"outputs\": {{\"answer\": \"<the user's answer>\"}}}}`"
     );
@@ -480,4 +464,19 @@ async fn status_from_another_server_of_a_waiting_question_says_how_to_pass_the_a
         .await
         .ok();
     assert!(went_on.contains("answered yes"), "{went_on}");
+}
+
+/// Starts script `name` on one server, closes that server and waits until its process is
+/// gone, then reads the run's `status` from a second server. The run's handle and the status.
+async fn status_once_its_server_is_gone(project: &Project, name: &str) -> (String, String) {
+    let driver = Client::start(project, &[]).await;
+    let h = handle(&driver.call("start", json!({"name": name})).await.ok());
+    let pid = driver.pid;
+    driver.service.cancel().await.expect("close");
+    while super::client::alive(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let other = Client::start(project, &[]).await;
+    let read = other.call("status", json!({"run_id": h})).await.ok();
+    (h, read)
 }
