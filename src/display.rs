@@ -199,3 +199,9 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
         .or_else(|| payload.downcast_ref::<&str>().copied())
         .unwrap_or("no message")
 }
+
+/// `text` as one word for `sh` (`'text'`, each `'` inside written `'\''`): the one way a
+/// value is put into a shell command line mekara prints or runs.
+pub(crate) fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

@@ -16,9 +16,10 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use super::clients::{Client, Served};
-use super::headless::{Agent, Reply, Request, Stopped, run_agent, shell_quote};
+use super::headless::{Agent, Reply, Request, Stopped, run_agent};
 use super::rate_limit::{RateLimited, says_limited};
 use super::tools::{AgentTool, SERVER_NAME};
+use crate::display::shell_quote;
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 use crate::install::edits::{Edit, EditError, read_optional};

@@ -14,9 +14,10 @@ use std::time::Duration;
 use serde_json::{Value as Json, json};
 
 use super::clients::{Client, Served};
-use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent, shell_quote};
+use super::headless::{Agent, Reply, Request, Stopped, last_json_object, run_agent};
 use super::rate_limit::{RateLimited, is_limit_status, says_final, says_limited};
 use super::tools::{AgentTool, SERVER_NAME};
+use crate::display::shell_quote;
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
 use crate::install::{InstallError, Setup};

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{Map, Value as Json, json};
 
 use super::rate_limit::RateLimited;
+use crate::display::shell_quote;
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
@@ -384,11 +385,6 @@ fn stderr_tail(tail: &[u8]) -> Option<String> {
     } else {
         text.to_string()
     })
-}
-
-/// `'text'` for `sh`.
-pub(crate) fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]

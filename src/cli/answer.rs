@@ -31,7 +31,7 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     )?;
     match answered {
         Answer::Given(answer) => {
-            let resume = crate::engine::runs::resume_command_in(&store, id, false);
+            let resume = store.resume_command(id, false);
             // Said when the journal does not name the agent that drove the run.
             let hint = if resume.contains(" --agent") {
                 ""

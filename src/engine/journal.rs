@@ -302,10 +302,9 @@ impl AgentEvent {
     /// ` --agent-command 'CMD'` (with a leading space), or nothing.
     pub(crate) fn flags(&self) -> String {
         match (&self.agent, &self.command) {
-            (_, Some(command)) => format!(
-                " --agent-command {}",
-                crate::agents::headless::shell_quote(command)
-            ),
+            (_, Some(command)) => {
+                format!(" --agent-command {}", crate::display::shell_quote(command))
+            }
             (Some(agent), None) => format!(" --agent {agent}"),
             (None, None) => String::new(),
         }

@@ -536,13 +536,6 @@ pub(crate) fn resume_command(id: &str, agent: Option<&AgentEvent>, retry: bool) 
     format!("mekara run --resume {id}{agent}{retry}")
 }
 
-/// [`resume_command`] for run `id` of `store`, with the agent its journal names (the plain
-/// command when the journal does not read).
-pub(crate) fn resume_command_in(store: &super::store::RunStore, id: &str, retry: bool) -> String {
-    let events = store.read(id).map(|c| c.events).unwrap_or_default();
-    resume_command(id, driven_by(&events), retry)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

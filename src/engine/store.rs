@@ -124,6 +124,13 @@ pub(crate) struct RunStore {
 }
 
 impl RunStore {
+    /// [`super::runs::resume_command`] for run `id`, with the agent its journal names (the
+    /// plain command when the journal does not read).
+    pub(crate) fn resume_command(&self, id: &str, retry: bool) -> String {
+        let events = self.read(id).map(|c| c.events).unwrap_or_default();
+        super::runs::resume_command(id, super::runs::driven_by(&events), retry)
+    }
+
     /// Runs kept by `store`.
     pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
         RunStore { store, watch: None }

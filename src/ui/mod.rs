@@ -421,7 +421,7 @@ impl Viewer {
                         &answer,
                         AnsweredBy::Viewer,
                     );
-                    let resume = crate::engine::runs::resume_command_in(&me.store, &run, false);
+                    let resume = me.store.resume_command(&run, false);
                     answered.map(|(path, answer)| (path, answer, resume))
                 })
                 .await;
