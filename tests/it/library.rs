@@ -93,15 +93,35 @@ pub(crate) fn with_tools(mut cmd: Command) -> Command {
 
 /// `mekara ARGS` with the tools the checks need.
 pub(crate) fn mekara(project: &Project, args: &[&str]) -> Run {
-    crate::common::run_with_stdin(with_tools(project.command(args)), "")
+    mekara_on(project, args, None)
+}
+
+/// `mekara ARGS` with the tools the checks need, and `path` as `PATH` when given.
+pub(crate) fn mekara_on(project: &Project, args: &[&str], path: Option<&str>) -> Run {
+    let mut cmd = with_tools(project.command(args));
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    crate::common::run_with_stdin(cmd, "")
 }
 
 /// Runs workflow `name` unattended with the scripted agent following `plan`.
 pub(crate) fn flow(project: &Project, plan: &Json, name: &str, arguments: &[&str]) -> Run {
+    flow_on(project, plan, name, arguments, None)
+}
+
+/// [`flow`], with `path` as `PATH` when given.
+pub(crate) fn flow_on(
+    project: &Project,
+    plan: &Json,
+    name: &str,
+    arguments: &[&str],
+    path: Option<&str>,
+) -> Run {
     project.write("agent/plan.json", &plan.to_string());
     let mut args = vec!["run", "--agent-command", AGENT_COMMAND, "--json", name];
     args.extend_from_slice(arguments);
-    mekara(project, &args)
+    mekara_on(project, &args, path)
 }
 
 /// Resumes the project's last run after answering its question with `answer`.
@@ -189,11 +209,7 @@ impl Case {
 
     /// `mekara ARGS` with the tools the checks need and the case's `PATH`.
     fn mekara(&self, args: &[&str]) -> Run {
-        let mut cmd = with_tools(self.project.command(args));
-        if let Some(path) = self.path {
-            cmd.env("PATH", path);
-        }
-        crate::common::run_with_stdin(cmd, "")
+        mekara_on(&self.project, args, self.path)
     }
 
     /// Starts the workflow with `mekara run --agent-command`, the scripted agent following the
@@ -492,25 +508,10 @@ fn executable(path: &std::path::Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// `mekara ARGS` with `PATH` set to `path`.
-fn mekara_on(project: &Project, args: &[&str], path: &str) -> Run {
-    let mut cmd = with_tools(project.command(args));
-    cmd.env("PATH", path);
-    crate::common::run_with_stdin(cmd, "")
-}
-
 /// Runs `flow/fix-ci` unattended, the scripted agent following `plan`, with `PATH` set to
 /// `path`.
 fn fix_ci_on(project: &Project, plan: &Json, path: &str) -> Run {
-    project.write("agent/plan.json", &plan.to_string());
-    let args = [
-        "run",
-        "--agent-command",
-        AGENT_COMMAND,
-        "--json",
-        "flow/fix-ci",
-    ];
-    mekara_on(project, &args, path)
+    flow_on(project, plan, "flow/fix-ci", &[], Some(path))
 }
 
 /// What the detection finds, run with `PATH` set to `path`.
@@ -519,7 +520,7 @@ fn detected_on(project: &Project, path: &str) -> Json {
         .run(&["scripts", "eject", "flow:fix-ci"], "")
         .expect_code(0);
     project.script("detect", "Detect the project's checks.\n", Some(DETECT));
-    mekara_on(project, &["run", "detect"], path).expect_code(0);
+    mekara_on(project, &["run", "detect"], Some(path)).expect_code(0);
     serde_json::from_str(&read(project, "facts.json")).expect("facts")
 }
 

@@ -12,19 +12,9 @@ use serde_json::{Value as Json, json};
 
 use crate::common::{Project, Run};
 use crate::library::{
-    AGENT_COMMAND, calls, commit_all, completed, git, last_run, lock, read, repository, resume,
-    state, with_tools,
+    calls, commit_all, completed, flow_on, git, last_run, lock, mekara_on, read, repository,
+    resume, state, with_tools,
 };
-
-/// `mekara ARGS` in the project with the tools the checks need, and `path` as `PATH` when
-/// given.
-fn mekara(project: &Project, args: &[&str], path: Option<&str>) -> Run {
-    let mut cmd = with_tools(project.command(args));
-    if let Some(path) = path {
-        cmd.env("PATH", path);
-    }
-    crate::common::run_with_stdin(cmd, "")
-}
 
 /// What the run stopped on: the question it waits for, or why it stopped.
 fn stopped_by(run: &Run) -> String {
@@ -48,15 +38,7 @@ fn release_with_path(
     answers: &[&str],
     path: Option<&str>,
 ) -> (Run, Vec<String>) {
-    project.write("agent/plan.json", &plan.to_string());
-    let args = [
-        "run",
-        "--agent-command",
-        AGENT_COMMAND,
-        "--json",
-        "flow/release",
-    ];
-    let run = mekara(project, &args, path);
+    let run = flow_on(project, plan, "flow/release", &[], path);
     answer_all(project, run, answers, path)
 }
 
@@ -73,7 +55,7 @@ fn answer_all(
         questions.push(stopped_by(&run));
         let id = last_run(project);
         project.run(&["answer", &id, answer], "").expect_code(0);
-        run = mekara(project, &resume(&id), path);
+        run = mekara_on(project, &resume(&id), path);
     }
     (run, questions)
 }
@@ -92,7 +74,7 @@ fn retry(project: &Project) -> Run {
     let id = last_run(project);
     let mut args = resume(&id).to_vec();
     args.push("--retry");
-    mekara(project, &args, None)
+    mekara_on(project, &args, None)
 }
 
 /// Runs `line` in the project with the person's tools; panics with its stderr when it fails.
