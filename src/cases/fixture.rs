@@ -245,7 +245,7 @@ fn run(scratch: &Scratch, what: &'static str, command: &str) -> Result<(), Fixtu
 /// Copies the contents of `from` into the existing folder `to`: folders and files, symbolic
 /// links as links (never followed, so a link cannot pull in what lies outside the fixture);
 /// other kinds of files (sockets, devices) are skipped.
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let kind = entry.file_type()?;
