@@ -113,6 +113,19 @@ pub(crate) struct Expect {
     pub files: BTreeMap<String, Text>,
     /// Steps, by label: their exit code and output.
     pub step: Vec<StepExpect>,
+    /// Shell commands run in the project once the run ended: their exit code and output.
+    pub command: Vec<CommandExpect>,
+}
+
+/// A command run in the project after the run (`git log -1 --format=%s`), and what it must
+/// give.
+#[derive(Debug, Clone)]
+pub(crate) struct CommandExpect {
+    pub run: String,
+    /// Its exit code (0 when not given).
+    pub exit_code: i32,
+    /// Its output (stdout and stderr).
+    pub output: Option<Text>,
 }
 
 /// An expected text: exactly this, or a pattern, or a part of it; or no such file.
@@ -148,6 +161,8 @@ pub(crate) const END_STATES: [&str; 7] = [
 #[derive(Debug, thiserror::Error)]
 #[error("test case `{file}`: {reason}")]
 pub(crate) struct CaseError {
+    /// The case's name (`flow/commit/basic`).
+    pub name: String,
     /// The file, as [`Origin::shown`] names it.
     pub file: String,
     pub reason: String,
@@ -202,6 +217,17 @@ struct ExpectFile {
     files: BTreeMap<String, TextFile>,
     #[serde(default)]
     step: Vec<StepExpectFile>,
+    #[serde(default)]
+    command: Vec<CommandExpectFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommandExpectFile {
+    run: String,
+    #[serde(default)]
+    exit_code: i32,
+    output: Option<TextFile>,
 }
 
 /// `"exact text"`, or a table with one of `matches`, `contains`, `absent = true`.
@@ -239,6 +265,7 @@ pub(crate) fn parse(
     text: &str,
 ) -> Result<Case, CaseError> {
     let error = |reason: String| CaseError {
+        name: name.to_string(),
         file: origin.shown(),
         reason,
     };
@@ -392,11 +419,31 @@ fn expect(file: ExpectFile) -> Result<Expect, String> {
             output,
         });
     }
+    let mut command = Vec::new();
+    for (at, c) in file.command.into_iter().enumerate() {
+        let output = c
+            .output
+            .map(text_of)
+            .transpose()
+            .map_err(|e| format!("`output` of `[[expect.command]]` {}: {e}", at + 1))?;
+        if matches!(output, Some(Text::Absent)) {
+            return Err(format!(
+                "`output` of `[[expect.command]]` {}: a command's output cannot be `absent`",
+                at + 1
+            ));
+        }
+        command.push(CommandExpect {
+            run: c.run,
+            exit_code: c.exit_code,
+            output,
+        });
+    }
     Ok(Expect {
         end: file.end,
         steps: file.steps,
         files,
         step,
+        command,
     })
 }
 

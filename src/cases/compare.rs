@@ -54,8 +54,18 @@ impl Places<'_> {
 /// The state a case expects when it names none.
 pub(crate) const DEFAULT_END: &str = "completed";
 
-/// Compares the run `report` (its project at `places.project`) with `expect`.
-pub(crate) fn compare(expect: &Expect, report: &Report, places: Places<'_>) -> Verdict {
+/// What a command of `[[expect.command]]` gave: its exit code (`None`: it could not run, or
+/// a signal ended it) and its output.
+pub(crate) type Ran = (Option<i32>, String);
+
+/// Compares the run `report` (its project at `places.project`) with `expect`; `commands` are
+/// what the commands of `expect.command` gave, in order.
+pub(crate) fn compare(
+    expect: &Expect,
+    report: &Report,
+    places: Places<'_>,
+    commands: &[Ran],
+) -> Verdict {
     let mut verdict = Verdict::default();
     let steps: Vec<StepRun> = report
         .steps
@@ -156,6 +166,24 @@ pub(crate) fn compare(expect: &Expect, report: &Report, places: Places<'_>) -> V
             verdict
                 .failures
                 .push(format!("the output of step `{}` {problem}", ran.label));
+        }
+    }
+    for (command, (code, output)) in expect.command.iter().zip(commands) {
+        let output = places.hide(output);
+        if *code != Some(command.exit_code) {
+            let got = code.map_or_else(|| "no exit code".to_string(), |c| format!("exit code {c}"));
+            verdict.failures.push(format!(
+                "the command `{}` ended with {got}, the case expects {}; it printed:\n{}",
+                command.run,
+                command.exit_code,
+                indent(&crate::display::clipped(&output, 2000))
+            ));
+        } else if let Some(text) = &command.output
+            && let Some(problem) = differs(text, Some(&output))
+        {
+            verdict
+                .failures
+                .push(format!("the output of `{}` {problem}", command.run));
         }
     }
     verdict
@@ -263,7 +291,7 @@ mod tests {
             project: dir.path(),
             home: dir.path(),
         };
-        let verdict = compare(&expect, &report, places);
+        let verdict = compare(&expect, &report, places, &[]);
         assert_eq!(verdict.parted.as_deref(), Some("x[1]"));
         assert_eq!(
             verdict.failures,

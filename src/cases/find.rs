@@ -24,7 +24,18 @@ macro_rules! bundled {
 
 /// Every bundled case. Add a case here when you add it to `scripts/tests/` (a unit test
 /// checks that none is left out).
-static BUNDLED: &[BundledCase] = bundled![];
+static BUNDLED: &[BundledCase] = bundled![
+    "tests/flow/bisect/finds-the-breaking-commit.toml",
+    "tests/flow/commit/checks-then-commits.toml",
+    "tests/flow/docs-sync/fixes-the-renamed-option.toml",
+    "tests/flow/fix-ci/fixes-the-failing-test.toml",
+    "tests/flow/pr/branches-and-pushes-after-yes.toml",
+    "tests/flow/release/bumps-tags-and-writes-the-changelog.toml",
+    "tests/flow/review/asks-again-for-findings-without-a-place.toml",
+    "tests/flow/test-gaps/writes-the-missing-test.toml",
+    "tests/flow/triage/reproduces-and-fixes.toml",
+    "tests/flow/upgrade-deps/keeps-what-passes-reverts-what-breaks.toml",
+];
 
 /// The folder of a project's cases, under its `.mekara/`.
 pub(crate) const PROJECT_FOLDER: &str = "tests";
@@ -74,6 +85,7 @@ fn walk(root: &Path, dir: &Path, cases: &mut Vec<Result<Case, CaseError>>) {
         let case = match std::fs::read_to_string(file) {
             Ok(text) => parse(&name, origin, &script, &text),
             Err(e) => Err(CaseError {
+                name,
                 file: origin.shown(),
                 reason: format!("cannot read it: {e}"),
             }),

@@ -127,6 +127,8 @@ impl Scratch {
             ("GIT_COMMITTER_EMAIL", GIT_EMAIL),
             ("GIT_COMMITTER_DATE", GIT_DATE),
             ("GIT_CONFIG_NOSYSTEM", "1"),
+            // Nothing a case runs goes to the network: cargo builds from the registry cache.
+            ("CARGO_NET_OFFLINE", "true"),
             ("NO_COLOR", "1"),
         ] {
             env.push((var, value.into()));

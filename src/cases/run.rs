@@ -147,12 +147,26 @@ pub(crate) fn same_step(path: &str, label: &str) -> bool {
     path == label || path.ends_with(&format!(" > {label}"))
 }
 
-/// The instructions of the pending item in the text an agent would be given: what follows
-/// its last `## Your turn` heading.
-pub(crate) fn instructions(prompt: &str) -> &str {
+/// The pending item in the text an agent would be given: what follows its last `## Your
+/// turn` heading (what a case's `prompt` pattern is matched against).
+pub(crate) fn your_turn(prompt: &str) -> &str {
     prompt
         .rfind("## Your turn")
         .map_or(prompt, |at| &prompt[at..])
+}
+
+/// What a person reads of an item nobody answered: its heading and its `<instructions>`,
+/// without the NL source shown for context.
+fn shown(turn: &str) -> String {
+    let heading = turn.lines().next().unwrap_or_default();
+    let between = turn.find("<instructions>").and_then(|start| {
+        let rest = &turn[start + "<instructions>".len()..];
+        rest.find("</instructions>").map(|end| rest[..end].trim())
+    });
+    match between {
+        Some(instructions) => format!("{heading}\n{instructions}"),
+        None => turn.trim().to_string(),
+    }
 }
 
 impl Agent for CaseAgent {
@@ -165,12 +179,12 @@ impl Agent for CaseAgent {
             Kind::Nl => "NL script",
             Kind::Fallback => "failed script to finish by hand",
         };
-        let asked = instructions(&request.prompt);
+        let asked = your_turn(&request.prompt);
         let Some(answer) = self.find(&request.step, asked) else {
             self.unanswered.push(Unanswered {
                 step: request.step.clone(),
                 what: what.to_string(),
-                asked: asked.trim().to_string(),
+                asked: shown(asked),
                 problem: String::new(),
             });
             return Reply::Failed(
@@ -184,7 +198,7 @@ impl Agent for CaseAgent {
             self.unanswered.push(Unanswered {
                 step: request.step.clone(),
                 what: what.to_string(),
-                asked: asked.trim().to_string(),
+                asked: shown(asked),
                 problem: problem.clone(),
             });
             return Reply::Failed(problem, AgentReport::default());

@@ -34,16 +34,24 @@ pub(crate) fn record(text: &str, expect: &Expect, outcome: &Outcome) -> Result<S
     let expect_table = root["expect"]
         .as_table_mut()
         .ok_or("`expect` is not a table")?;
-    expect_table.insert("end", value(outcome.end.as_str()));
-    let mut steps = Array::new();
-    for step in &outcome.steps {
-        steps.push_formatted(Value::from(step.line()).decorated("\n  ", ""));
+    // What is already right is left as written.
+    if expect.end.as_deref() != Some(outcome.end.as_str()) {
+        expect_table.insert("end", value(outcome.end.as_str()));
     }
-    steps.set_trailing("\n");
-    steps.set_trailing_comma(true);
-    expect_table.insert("steps", value(steps));
+    let lines: Vec<String> = outcome.steps.iter().map(StepRun::line).collect();
+    if expect.steps.as_ref() != Some(&lines) {
+        let mut steps = Array::new();
+        for line in lines {
+            steps.push_formatted(Value::from(line).decorated("\n  ", ""));
+        }
+        steps.set_trailing("\n");
+        steps.set_trailing_comma(true);
+        expect_table.insert("steps", value(steps));
+    }
     for (path, wanted) in &expect.files {
         let recorded = match (wanted, outcome.files.get(path)) {
+            (Text::Exact(old), Some(Some(text))) if old == text => continue,
+            (Text::Absent, Some(None)) => continue,
             (Text::Exact(_) | Text::Absent, Some(Some(text))) => text_value(text),
             (Text::Exact(_) | Text::Absent, Some(None)) => {
                 let mut absent = toml_edit::InlineTable::new();
@@ -70,10 +78,11 @@ pub(crate) fn record(text: &str, expect: &Expect, outcome: &Outcome) -> Result<S
             };
             if wanted.exit_code.is_some()
                 && let Some(code) = ran.exit_code
+                && wanted.exit_code != Some(code)
             {
                 table.insert("exit_code", value(i64::from(code)));
             }
-            if matches!(wanted.output, Some(Text::Exact(_))) {
+            if matches!(&wanted.output, Some(Text::Exact(old)) if *old != ran.output) {
                 table.insert("output", Item::Value(text_value(&ran.output)));
             }
         }

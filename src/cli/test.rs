@@ -227,7 +227,7 @@ fn run_all(cases: &[Result<Case, CaseError>], jobs: usize, setup: &Setup<'_>) ->
                     };
                     let tested = match case {
                         Ok(case) => test_case(case, setup),
-                        Err(e) => Tested::broken(e.file.clone(), e.file.clone(), e.reason.clone()),
+                        Err(e) => Tested::broken(e.name.clone(), e.file.clone(), e.reason.clone()),
                     };
                     let mark = match (tested.updated, tested.passed()) {
                         (true, _) => "↻",
@@ -273,7 +273,13 @@ fn test_case(case: &Case, setup: &Setup<'_>) -> Tested {
         project: scratch.project(),
         home: scratch.home(),
     };
-    let verdict = compare(&case.expect, &report, places);
+    let commands: Vec<_> = case
+        .expect
+        .command
+        .iter()
+        .map(|c| run_check(&scratch, &c.run))
+        .collect();
+    let verdict = compare(&case.expect, &report, places, &commands);
     let mut updated = false;
     if setup.update
         && let Origin::Project(path) = &case.origin
@@ -291,6 +297,18 @@ fn test_case(case: &Case, setup: &Setup<'_>) -> Tested {
         elapsed: started.elapsed(),
         kept,
         updated,
+    }
+}
+
+/// Runs a command of `[[expect.command]]` in the scratch project: its exit code and output.
+fn run_check(scratch: &Scratch, command: &str) -> crate::cases::compare::Ran {
+    match scratch.command(command).stdin(Stdio::null()).output() {
+        Ok(out) => {
+            let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
+            said.push_str(&String::from_utf8_lossy(&out.stderr));
+            (out.status.code(), said)
+        }
+        Err(e) => (None, format!("it could not run: {e}")),
     }
 }
 

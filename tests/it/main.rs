@@ -33,6 +33,7 @@ mod library_hostile;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod mekara_test;
 mod memory;
 mod opencode;
 mod otel;
