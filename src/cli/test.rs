@@ -438,7 +438,10 @@ fn drive(request: &Path) -> anyhow::Result<Exit> {
     let drive: Drive = serde_json::from_str(&text)?;
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
-    let settings = crate::engine::Settings::default().evaluating_in_children();
+    // Scripts are evaluated in this process, not in a child per evaluation as `mekara run`
+    // does: this process is already the case's own, so a script that asks for too much
+    // memory still ends only its case (reported with this process's stderr).
+    let settings = crate::engine::Settings::default();
     let runner: Box<dyn crate::engine::StepRunner> = Box::new(crate::engine::ShellRunner::new());
     let name = super::script_named(&resolver, &drive.script, "test")?;
     // The flags of `mekara run --agent-command`, as the driver reads them; the command is
