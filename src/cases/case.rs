@@ -387,7 +387,7 @@ fn expect(file: ExpectFile) -> Result<Expect, String> {
     {
         return Err(format!(
             "`[expect] end = \"{end}\"` is not a state a run ends in; write one of {}",
-            crate::display::quoted(&END_STATES.map(String::from))
+            crate::display::quoted(END_STATES)
         ));
     }
     let mut files = BTreeMap::new();
@@ -402,17 +402,7 @@ fn expect(file: ExpectFile) -> Result<Expect, String> {
     }
     let mut step = Vec::new();
     for (at, s) in file.step.into_iter().enumerate() {
-        let output = s
-            .output
-            .map(text_of)
-            .transpose()
-            .map_err(|e| format!("`output` of `[[expect.step]]` {}: {e}", at + 1))?;
-        if matches!(output, Some(Text::Absent)) {
-            return Err(format!(
-                "`output` of `[[expect.step]]` {}: a step's output cannot be `absent`",
-                at + 1
-            ));
-        }
+        let output = output_of(s.output, "[[expect.step]]", at)?;
         step.push(StepExpect {
             step: s.step,
             exit_code: s.exit_code,
@@ -421,17 +411,7 @@ fn expect(file: ExpectFile) -> Result<Expect, String> {
     }
     let mut command = Vec::new();
     for (at, c) in file.command.into_iter().enumerate() {
-        let output = c
-            .output
-            .map(text_of)
-            .transpose()
-            .map_err(|e| format!("`output` of `[[expect.command]]` {}: {e}", at + 1))?;
-        if matches!(output, Some(Text::Absent)) {
-            return Err(format!(
-                "`output` of `[[expect.command]]` {}: a command's output cannot be `absent`",
-                at + 1
-            ));
-        }
+        let output = output_of(c.output, "[[expect.command]]", at)?;
         command.push(CommandExpect {
             run: c.run,
             exit_code: c.exit_code,
@@ -445,6 +425,19 @@ fn expect(file: ExpectFile) -> Result<Expect, String> {
         step,
         command,
     })
+}
+
+/// The expected `output` of the `at`th table of `table` (`[[expect.step]]`): any text but
+/// `absent`.
+fn output_of(output: Option<TextFile>, table: &str, at: usize) -> Result<Option<Text>, String> {
+    let n = at + 1;
+    match output.map(text_of).transpose() {
+        Err(e) => Err(format!("`output` of `{table}` {n}: {e}")),
+        Ok(Some(Text::Absent)) => Err(format!(
+            "`output` of `{table}` {n}: an output cannot be `absent`; expect an empty one with `output = \"\"`"
+        )),
+        Ok(output) => Ok(output),
+    }
 }
 
 fn text_of(text: TextFile) -> Result<Text, String> {

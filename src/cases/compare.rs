@@ -51,6 +51,17 @@ impl Places<'_> {
     }
 }
 
+impl Places<'_> {
+    /// `step` with the scratch paths hidden in its summary and output.
+    pub(crate) fn hide_step(&self, step: &StepRun) -> StepRun {
+        StepRun {
+            summary: self.hide(&step.summary),
+            output: self.hide(&step.output),
+            ..step.clone()
+        }
+    }
+}
+
 /// The state a case expects when it names none.
 pub(crate) const DEFAULT_END: &str = "completed";
 
@@ -67,15 +78,7 @@ pub(crate) fn compare(
     commands: &[Ran],
 ) -> Verdict {
     let mut verdict = Verdict::default();
-    let steps: Vec<StepRun> = report
-        .steps
-        .iter()
-        .map(|s| StepRun {
-            summary: places.hide(&s.summary),
-            output: places.hide(&s.output),
-            ..s.clone()
-        })
-        .collect();
+    let steps: Vec<StepRun> = report.steps.iter().map(|s| places.hide_step(s)).collect();
     for item in &report.unanswered {
         verdict.failures.push(unanswered(item));
         verdict.parted.get_or_insert_with(|| item.step.clone());
@@ -145,7 +148,7 @@ pub(crate) fn compare(
             verdict.failures.push(format!(
                 "`[[expect.step]]` `{}`: the run has no such step (its steps: {})",
                 step.step,
-                crate::display::quoted(&steps.iter().map(|s| s.label.clone()).collect::<Vec<_>>())
+                crate::display::quoted(steps.iter().map(|s| &s.label))
             ));
             continue;
         };
@@ -242,7 +245,7 @@ fn unanswered(item: &Unanswered) -> String {
 
 /// Lines joined with a newline after each.
 fn lines(lines: &[String]) -> String {
-    lines.iter().map(|l| format!("{l}\n")).collect()
+    lines.iter().flat_map(|l| [l.as_str(), "\n"]).collect()
 }
 
 /// A line diff of `expected` against `actual`, indented.

@@ -164,7 +164,7 @@ mod tests {
             super::wanted(
                 "flow/commit/basic",
                 "flow/commit",
-                &names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+                &names.iter().map(ToString::to_string).collect::<Vec<_>>(),
             )
         };
         assert!(wanted(&[]));

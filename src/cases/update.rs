@@ -53,7 +53,7 @@ pub(crate) fn record(text: &str, expect: &Expect, outcome: &Outcome) -> Result<S
             (Text::Exact(old), Some(Some(text))) if old == text => continue,
             (Text::Absent, Some(None)) => continue,
             (Text::Exact(_) | Text::Absent, Some(Some(text))) => text_value(text),
-            (Text::Exact(_) | Text::Absent, Some(None)) => {
+            (Text::Exact(_), Some(None)) => {
                 let mut absent = toml_edit::InlineTable::new();
                 absent.insert("absent", true.into());
                 Value::InlineTable(absent)

@@ -333,15 +333,7 @@ fn write_update(
         .collect::<BTreeMap<_, _>>();
     let outcome = Outcome {
         end: report.end.clone(),
-        steps: report
-            .steps
-            .iter()
-            .map(|s| StepRun {
-                summary: places.hide(&s.summary),
-                output: places.hide(&s.output),
-                ..s.clone()
-            })
-            .collect(),
+        steps: report.steps.iter().map(|s| places.hide_step(s)).collect(),
         files,
     };
     let updated = crate::cases::update::record(&text, &case.expect, &outcome)?;
