@@ -392,11 +392,20 @@ fn run_in(scratch: &Scratch, case: &Case, setup: &Setup<'_>) -> Result<Report, S
                 std::thread::sleep(Duration::from_millis(2));
             }
             Ok(None) => {
+                // As Ctrl-C does, so that the running step's process group is stopped too;
+                // killed after a grace period if that does not end it.
+                super::queue::interrupt(&child);
+                let grace = Instant::now();
+                while grace.elapsed() < Duration::from_secs(5)
+                    && matches!(child.try_wait(), Ok(None))
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
                     "the case's run took more than {} s and was stopped (`--timeout`)",
-                    setup.timeout.as_secs()
+                    setup.timeout.as_secs_f64()
                 ));
             }
             Err(e) => return Err(format!("cannot wait for the case's run: {e}")),

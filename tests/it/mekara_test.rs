@@ -324,3 +324,36 @@ fn a_cassette_becomes_a_case_that_passes() {
     "#);
     test(&project, &[]).expect_code(0);
 }
+
+/// A case that runs past `--timeout` is stopped, with the step it ran: its shell step's
+/// process does not outlive it.
+#[test]
+fn a_case_past_its_timeout_is_stopped_with_its_running_step() {
+    let project = Project::new();
+    let marker = project.home().join("still-running");
+    project.script(
+        "slow",
+        "Sleep.\n",
+        Some(&format!(
+            "def execute(request):\n    auto(\"sleep 3 && touch '{}'\")\n",
+            marker.display()
+        )),
+    );
+    project.write(
+        ".mekara/tests/slow/sleeps.toml",
+        "[expect]\nend = \"completed\"\n",
+    );
+    let run = test(&project, &["--timeout", "0.5"]);
+    assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("the case's run took more than 0.5 s and was stopped (`--timeout`)"),
+        "{}",
+        run.stdout
+    );
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        !marker.exists(),
+        "the step went on after the case was stopped"
+    );
+}
