@@ -120,7 +120,8 @@ pub(crate) trait RunLog: Send + std::fmt::Debug {
 #[derive(Debug, Clone)]
 pub(crate) struct RunStore {
     store: Arc<dyn Store>,
-    watch: Option<Arc<dyn Watch>>,
+    /// What watches each run taken for writing (traces, notifications), innermost first.
+    watches: Vec<Arc<dyn Watch>>,
 }
 
 impl RunStore {
@@ -133,15 +134,17 @@ impl RunStore {
 
     /// Runs kept by `store`.
     pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
-        RunStore { store, watch: None }
+        RunStore {
+            store,
+            watches: Vec::new(),
+        }
     }
 
-    /// The same runs, each run taken for writing wrapped by `watch`.
-    pub(crate) fn watched(self, watch: Arc<dyn Watch>) -> RunStore {
-        RunStore {
-            watch: Some(watch),
-            ..self
-        }
+    /// The same runs, each run taken for writing wrapped by `watch` too (around the
+    /// watches it already has).
+    pub(crate) fn watched(mut self, watch: Arc<dyn Watch>) -> RunStore {
+        self.watches.push(watch);
+        self
     }
 
     /// Where the runs are, for people: the folder, or the database (its password hidden)
@@ -206,10 +209,9 @@ impl RunStore {
     }
 
     fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
-        match &self.watch {
-            Some(watch) => watch.wrap(log, history),
-            None => log,
-        }
+        self.watches
+            .iter()
+            .fold(log, |log, watch| watch.wrap(log, history))
     }
 
     /// Reads run `id` without taking it.

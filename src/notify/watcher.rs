@@ -1,0 +1,119 @@
+//! [`NotifyWatch`]: wraps the runs a store hands out for writing, so that the events
+//! appended to them that call for a person (a question) or end the run (the root frame's
+//! pop) are notified. The process that appends an event is the one that notifies it: a
+//! resume, which replays the journal and appends nothing it already holds, never notifies
+//! the same question twice.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::deliver::Notifier;
+use super::notice::{Kind, Notice};
+use crate::engine::journal::{Contents, Event, JournalError, Outcome};
+use crate::engine::store::{RunLog, Watch};
+
+/// Wraps the runs a store hands out for writing.
+#[derive(Debug)]
+pub(super) struct NotifyWatch(pub(super) Arc<Notifier>);
+
+impl Watch for NotifyWatch {
+    fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
+        let mut notified = NotifiedLog {
+            inner: log,
+            notifier: self.0.clone(),
+            script: String::new(),
+            fell_back: false,
+        };
+        for event in history {
+            notified.follow(event);
+        }
+        Box::new(notified)
+    }
+}
+
+/// A run held for writing whose events are watched for the ones a person should hear of.
+#[derive(Debug)]
+struct NotifiedLog {
+    inner: Box<dyn RunLog>,
+    notifier: Arc<Notifier>,
+    /// The root frame's script.
+    script: String,
+    /// Whether the root frame failed and fell back to its NL instructions.
+    fell_back: bool,
+}
+
+impl NotifiedLog {
+    /// Follows `event`; the notice it calls for, if any.
+    fn follow(&mut self, event: &Event) -> Option<Notice> {
+        let notice = |kind, detail, choices, next| Notice {
+            kind,
+            run_id: self.inner.id().to_string(),
+            script: self.script.clone(),
+            detail,
+            choices,
+            next,
+            at: event.at(),
+        };
+        match event {
+            Event::Push(push) if push.depth == 0 => {
+                self.script.clone_from(&push.script);
+                self.fell_back = false;
+                None
+            }
+            Event::Fail(fail) if fail.depth == 0 => {
+                self.fell_back = true;
+                None
+            }
+            Event::Ask(ask) => Some(notice(
+                Kind::Ask,
+                Some(ask.question.clone()),
+                ask.choices.clone(),
+                Some(format!("mekara answer {} VALUE", self.inner.id())),
+            )),
+            Event::Pop(pop) if pop.depth == 0 => {
+                let kind = match pop.outcome {
+                    _ if self.fell_back => Kind::FellBack,
+                    Outcome::Completed => Kind::Completed,
+                    Outcome::Stopped => Kind::Stopped,
+                    Outcome::FinishedByAgent | Outcome::Failed => Kind::FinishedByAgent,
+                };
+                Some(notice(kind, pop.error.clone(), None, None))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl RunLog for NotifiedLog {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn append(&mut self, event: &Event) -> Result<(), JournalError> {
+        self.inner.append(event)?;
+        if let Some(notice) = self.follow(event) {
+            self.notifier.send(&notice);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        self.inner.sync()
+    }
+
+    fn read(&self) -> Result<Contents, JournalError> {
+        self.inner.read()
+    }
+
+    fn group_note(&self) -> &crate::engine::group_note::GroupNote {
+        self.inner.group_note()
+    }
+
+    fn close(self: Box<Self>) -> Result<(), JournalError> {
+        self.inner.close()
+    }
+}
