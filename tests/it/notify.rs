@@ -303,3 +303,53 @@ fn a_project_may_name_a_webhook_without_variables() {
     assert_eq!(body["event"], "completed");
     assert_eq!(body["url"], Json::Null, "no viewer named");
 }
+
+/// The lines of `file` once it has `n`, waiting at most 10 seconds (a server tells in the
+/// background, while it goes on).
+fn lines_once(file: &std::path::Path, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let lines: Vec<String> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        if lines.len() >= n || std::time::Instant::now() > deadline {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn a_run_driven_over_mcp_tells_its_question_and_its_end() {
+    use crate::mcp::client::Client;
+    let project = project_with(
+        "def execute(request):\n    r = ask(\"Deploy to production?\", choices = [\"yes\", \"no\"])\n    auto(\"echo deploying: \" + r.answer)\n",
+    );
+    user_config(&project, &format!("[notify]\ncommand = '{RECEIVER}'\n"));
+    let client = Client::start(&project, &[]).await;
+    let started = client
+        .call("start", serde_json::json!({"name": "deploy"}))
+        .await
+        .ok();
+    let id = project.run_ids().pop().expect("a run");
+    let log = project.root().join("command-env.log");
+    assert_eq!(lines_once(&log, 1), [format!("ask 1 {id} deploy")]);
+    let handle = crate::mcp::client::handle(&started);
+    client
+        .call(
+            "resume",
+            serde_json::json!({"run_id": handle, "answer": "yes"}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        lines_once(&log, 2),
+        [
+            format!("ask 1 {id} deploy"),
+            format!("completed 0 {id} deploy")
+        ]
+    );
+    client.service.cancel().await.expect("close");
+}
