@@ -37,23 +37,19 @@ static NOTIFIER: OnceLock<Option<Arc<Notifier>>> = OnceLock::new();
 /// What watches the runs of `locations` to notify their questions and ends, when `[notify]`
 /// names a notifier. Read once per process; a setting that cannot be used is an error.
 pub(crate) fn watch(locations: &Locations) -> Result<Option<Arc<dyn Watch>>, NotifyError> {
-    let notifier = match NOTIFIER.get() {
-        Some(notifier) => notifier.clone(),
-        None => {
-            let user = locations.user_dir().map(|d| d.join("config.toml"));
-            let project = crate::config::path(locations.project_root.as_deref());
-            let settings = settings::read(user.as_deref(), project.as_deref())?;
-            NOTIFIER
-                .get_or_init(|| {
-                    settings.map(|settings| {
-                        Arc::new(Notifier {
-                            settings,
-                            root: locations.project_root.clone(),
-                        })
-                    })
-                })
-                .clone()
-        }
+    let notifier = if let Some(notifier) = NOTIFIER.get() {
+        notifier.clone()
+    } else {
+        let user = locations.user_dir().map(|d| d.join("config.toml"));
+        let project = crate::config::path(locations.project_root.as_deref());
+        let settings = settings::read(user.as_deref(), project.as_deref())?;
+        let notifier = settings.map(|settings| {
+            Arc::new(Notifier {
+                settings,
+                root: locations.project_root.clone(),
+            })
+        });
+        NOTIFIER.get_or_init(|| notifier).clone()
     };
     Ok(notifier.map(|n| Arc::new(watcher::NotifyWatch(n)) as Arc<dyn Watch>))
 }
