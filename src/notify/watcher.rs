@@ -4,13 +4,12 @@
 //! resume, which replays the journal and appends nothing it already holds, never notifies
 //! the same question twice.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::deliver::Notifier;
 use super::notice::{Kind, Notice};
-use crate::engine::journal::{Contents, Event, JournalError, Outcome};
-use crate::engine::store::{RunLog, Watch};
+use crate::engine::journal::{Event, Outcome};
+use crate::engine::store::{RunLog, Seer, Watch, Watched};
 
 /// Wraps the runs a store hands out for writing.
 #[derive(Debug)]
@@ -18,23 +17,21 @@ pub(super) struct NotifyWatch(pub(super) Arc<Notifier>);
 
 impl Watch for NotifyWatch {
     fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
-        let mut notified = NotifiedLog {
-            inner: log,
+        let mut seer = Notified {
             notifier: self.0.clone(),
             script: String::new(),
             fell_back: false,
         };
         for event in history {
-            notified.follow(event);
+            seer.follow(log.id(), event);
         }
-        Box::new(notified)
+        Box::new(Watched { inner: log, seer })
     }
 }
 
-/// A run held for writing whose events are watched for the ones a person should hear of.
+/// What a run held for writing has shown of the events a person should hear of.
 #[derive(Debug)]
-struct NotifiedLog {
-    inner: Box<dyn RunLog>,
+struct Notified {
     notifier: Arc<Notifier>,
     /// The root frame's script.
     script: String,
@@ -42,12 +39,12 @@ struct NotifiedLog {
     fell_back: bool,
 }
 
-impl NotifiedLog {
-    /// Follows `event`; the notice it calls for, if any.
-    fn follow(&mut self, event: &Event) -> Option<Notice> {
+impl Notified {
+    /// Follows `event` of run `id`; the notice it calls for, if any.
+    fn follow(&mut self, id: &str, event: &Event) -> Option<Notice> {
         let notice = |kind, detail, choices, next| Notice {
             kind,
-            run_id: self.inner.id().to_string(),
+            run_id: id.to_string(),
             script: self.script.clone(),
             detail,
             choices,
@@ -68,7 +65,7 @@ impl NotifiedLog {
                 Kind::Ask,
                 Some(ask.question.clone()),
                 ask.choices.clone(),
-                Some(format!("mekara answer {} VALUE", self.inner.id())),
+                Some(format!("mekara answer {id} VALUE")),
             )),
             Event::Pop(pop) if pop.depth == 0 => {
                 let kind = match pop.outcome {
@@ -84,36 +81,10 @@ impl NotifiedLog {
     }
 }
 
-impl RunLog for NotifiedLog {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn append(&mut self, event: &Event) -> Result<(), JournalError> {
-        self.inner.append(event)?;
-        if let Some(notice) = self.follow(event) {
+impl Seer for Notified {
+    fn seen(&mut self, id: &str, event: &Event) {
+        if let Some(notice) = self.follow(id, event) {
             self.notifier.send(&notice);
         }
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<(), JournalError> {
-        self.inner.sync()
-    }
-
-    fn read(&self) -> Result<Contents, JournalError> {
-        self.inner.read()
-    }
-
-    fn group_note(&self) -> &crate::engine::group_note::GroupNote {
-        self.inner.group_note()
-    }
-
-    fn close(self: Box<Self>) -> Result<(), JournalError> {
-        self.inner.close()
     }
 }
