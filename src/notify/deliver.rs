@@ -1,8 +1,9 @@
 //! [`Notifier`]: sends each notice off the run's path. Every notifier (the command, the
 //! webhook) gets a thread of its own with the `timeout` as its bound; a failure is one
 //! warning in the log, with the webhook's secrets hidden, and never reaches the run. Exit
-//! waits for the ones still being sent at most the `timeout` ([`wait_for_all`]), so that a
-//! run's last notice ("completed") is not cut off when the process ends right after it.
+//! waits for the ones still being sent a little longer than the `timeout`
+//! ([`wait_for_all`]), so that a run's last notice ("completed") is not cut off when the
+//! process ends right after it.
 
 use std::io::Write;
 use std::path::PathBuf;

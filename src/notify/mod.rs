@@ -62,10 +62,11 @@ pub(crate) fn announce(notice: &Notice) {
     }
 }
 
-/// Waits for the notifications still being sent, at most the `timeout`; at exit.
+/// Waits for the notifications still being sent, at most the `timeout` and a second (so
+/// that a notifier's own timeout, which logs why it failed, comes first); at exit.
 pub(crate) fn shutdown() {
     if let Some(Some(notifier)) = NOTIFIER.get() {
-        deliver::wait_for_all(notifier.settings.timeout);
+        deliver::wait_for_all(notifier.settings.timeout + std::time::Duration::from_secs(1));
     }
 }
 

@@ -353,3 +353,25 @@ async fn a_run_driven_over_mcp_tells_its_question_and_its_end() {
     );
     client.service.cancel().await.expect("close");
 }
+
+#[test]
+fn a_command_that_hangs_is_stopped_at_the_timeout_and_logged() {
+    let project = project_with("def execute(request):\n    auto(\"echo done\")\n");
+    user_config(
+        &project,
+        "[notify]\ncommand = 'sleep 30'\ntimeout = \"1s\"\n",
+    );
+    let started = std::time::Instant::now();
+    let run = mekara(&project, &["run", "deploy"], "");
+    run.expect_code(0);
+    let id = project.run_ids().pop().expect("a run");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "exit waited {:?} for a command stopped after 1s",
+        started.elapsed()
+    );
+    let expected = format!(
+        "notify: the command `sleep 30` for `completed` of run `{id}` failed: it did not end within 1s and was stopped"
+    );
+    assert!(run.stderr.contains(&expected), "{expected}\n{}", run.stderr);
+}
