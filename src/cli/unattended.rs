@@ -245,8 +245,10 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     let new = matches!(start, Start::New { .. });
     // What the journal held before this invocation: a failure in it was notified already.
     let held = match &start {
-        Start::Resume(id, _) => store.read(id).map_or(0, |c| c.events.len()),
-        Start::New { .. } => 0,
+        Start::Resume(id, _) if crate::notify::is_on() => {
+            store.read(id).map_or(0, |c| c.events.len())
+        }
+        _ => 0,
     };
     let (mut session, first) = match start {
         Start::New {
@@ -466,6 +468,9 @@ fn notify_stop(store: &RunStore, id: &str, end: &End, held: usize) {
         End::Failed(why) => (crate::notify::Kind::AgentFailed, why, false),
         _ => return,
     };
+    if !crate::notify::is_on() {
+        return;
+    }
     let events = store.read(id).map(|c| c.events).unwrap_or_default();
     let failed_at = events.iter().rposition(|e| {
         matches!(e, Event::Step(step) if !step.record.result.success && !step.record.allow_failure)

@@ -54,6 +54,12 @@ pub(crate) fn watch(locations: &Locations) -> Result<Option<Arc<dyn Watch>>, Not
     Ok(notifier.map(|n| Arc::new(watcher::NotifyWatch(n)) as Arc<dyn Watch>))
 }
 
+/// Whether this process tells anyone (`[notify]` names a notifier): what a caller asks
+/// before it reads anything only to make a [`Notice`].
+pub(crate) fn is_on() -> bool {
+    matches!(NOTIFIER.get(), Some(Some(_)))
+}
+
 /// Tells the notifiers of `notice`, which only its caller saw (an unattended run stopped
 /// at a failed step or a limit); returns at once.
 pub(crate) fn announce(notice: &Notice) {
