@@ -94,14 +94,20 @@ pub(crate) struct Body {
     pub event: &'static str,
     /// Whether the run waits for a person (else it ended).
     pub waiting: bool,
+    /// The run's id.
     pub run_id: String,
+    /// The run's script.
     pub script: String,
+    /// The question, the error or the limit, clipped to 1,000 bytes.
     pub detail: Option<String>,
+    /// The answers the question takes, when it takes only some.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<String>>,
+    /// The command that goes on.
     pub next: Option<String>,
     /// The run's page in the viewer, when `[notify] viewer_url` names one.
     pub url: Option<String>,
+    /// When it happened (Unix ms).
     pub at: u64,
     /// All of it in a few lines, for a chat (Slack reads `text`) or a desktop notification.
     pub text: String,
