@@ -35,6 +35,7 @@ mod mcp_client;
 mod mcp_protocol;
 mod mekara_test;
 mod memory;
+mod notify;
 mod opencode;
 mod otel;
 mod packaging;
