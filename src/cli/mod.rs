@@ -4,6 +4,7 @@
 
 mod answer;
 mod check;
+mod eval;
 mod hook;
 mod install;
 mod mcp;
@@ -85,6 +86,8 @@ enum Command {
     Uninstall(install::InstallArgs),
     /// Claude Code hooks (run by Claude Code, not by hand).
     Hook(hook::HookArgs),
+    /// Run a script's cases many times with real agents: pass rates, cost, time, failures.
+    Eval(eval::EvalArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -196,6 +199,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Install(args) => install::run(args, install::Direction::Install),
         Command::Uninstall(args) => install::run(args, install::Direction::Uninstall),
         Command::Hook(args) => hook::run(args),
+        Command::Eval(args) => eval::run(args),
     }
 }
 

@@ -1,0 +1,495 @@
+//! `mekara eval`: trials of a script's cases run by `--agent-command` stand-ins whose success
+//! is known (decided by the trial's number, `MEKARA_EVAL_TRIAL`), so the reported pass rate,
+//! its interval, the caps, the resume after a kill and the baseline comparison can be
+//! checked against what must come out.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use crate::common::Project;
+
+/// Writes a greeting file, checked by its last step.
+const GREET: &str = r#"
+def execute(request):
+    llm("Write the greeting for " + request + " into hello.txt.", expects = {"done": "yes when written"})
+    auto("test -f hello.txt", context = "Check the greeting")
+"#;
+
+/// The stand-in agent: the judge's question is answered `pass`; an NL script (the baseline)
+/// is always done; an llm step is done for 7 repetitions of every 10 (`7n mod 10 < 7`), and
+/// answered without doing it for the others (the script's check then fails). Each call is
+/// logged with its trial, and costs $0.01 and 110 tokens. `block` makes trial 3 hang.
+const AGENT: &str = r#"req=$(cat)
+echo "$MEKARA_EVAL_TRIAL $MEKARA_EVAL_VARIANT" >> "$LOG"
+case "$req" in
+  *Rubric:*) echo '{"outputs": {"verdict": "pass", "why": "it greets"}}'; exit 0;;
+esac
+if [ "$MEKARA_EVAL_TRIAL" = 3 ] && [ -f "$BLOCK" ]; then touch "$BLOCK.started"; sleep 60; fi
+case "$req" in
+  *'"kind":"nl"'*) echo hello > hello.txt; echo '{"outputs": {}, "cost_usd": 0.02}'; exit 0;;
+esac
+if [ $(( MEKARA_EVAL_REPEAT * 7 % 10 )) -lt 7 ]; then echo hello > hello.txt; fi
+echo '{"outputs": {"done": "yes"}, "cost_usd": 0.01, "input_tokens": 100, "output_tokens": 10}'
+"#;
+
+const CASES: &str = r#"
+[[case]]
+name = "hello"
+arguments = "world"
+checks = ["grep -q hello hello.txt"]
+[case.fixture]
+dir = "fixtures/empty"
+git = true
+"#;
+
+fn project() -> Project {
+    let project = Project::new();
+    project.script(
+        "greet",
+        "Write a greeting for $ARGUMENTS into hello.txt.\n",
+        Some(GREET),
+    );
+    project.write("fixtures/empty/README", "a fixture\n");
+    project.write("cases.toml", CASES);
+    project.write("agent.sh", AGENT);
+    project
+}
+
+/// `mekara eval ARGS` with the stand-in agent.
+fn eval(project: &Project, args: &[&str]) -> std::process::Command {
+    let agent = format!("sh {}", project.root().join("agent.sh").display());
+    let mut command = stand_in(project, &["eval"]);
+    command.args(args).args(["--agent-command", &agent]);
+    command
+}
+
+/// `mekara ARGS` with the stand-in's files in its environment.
+fn stand_in(project: &Project, args: &[&str]) -> std::process::Command {
+    let mut command = project.command(args);
+    command
+        .env("LOG", project.root().join("agent.log"))
+        .env("BLOCK", project.root().join("block"));
+    command
+}
+
+fn summary_of(project: &Project) -> Json {
+    let evals = project.root().join(".mekara/evals");
+    let id = std::fs::read_dir(&evals)
+        .expect("an eval folder")
+        .flatten()
+        .next()
+        .expect("one eval")
+        .file_name();
+    let text = std::fs::read_to_string(evals.join(id).join("summary.json")).expect("summary");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// The agent log's lines: `TRIAL VARIANT` per call.
+fn calls(project: &Project) -> Vec<String> {
+    std::fs::read_to_string(project.root().join("agent.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn in_interval(row: &Json, rate: f64) {
+    let (low, high) = (
+        row["low"].as_f64().expect("low"),
+        row["high"].as_f64().expect("high"),
+    );
+    assert!(
+        low <= rate && rate <= high,
+        "{rate} not in {low}..{high}: {row}"
+    );
+}
+
+#[test]
+fn the_pass_rate_of_a_stand_in_that_passes_7_trials_in_10_is_reported_with_its_interval() {
+    let project = project();
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--trials",
+                "10",
+                "--jobs",
+                "2",
+            ],
+        ),
+        "",
+    );
+    insta::with_settings!({filters => vec![(r"\d+\.\d s", "[S] s"), (r"\[\d+/10\] #\d+ .*\n", "")]}, {
+        insta::assert_snapshot!(project.transcript(&run));
+    });
+    let summary = summary_of(&project);
+    let all = &summary["rows"][0];
+    assert_eq!(
+        (all["passed"].as_u64(), all["trials"].as_u64()),
+        (Some(7), Some(10))
+    );
+    in_interval(all, 0.7);
+    // The failures are the trials whose agent did not write the file, at the step that
+    // checks it.
+    assert_eq!(summary["failures"][0]["step"], "greet[1]");
+    assert_eq!(
+        summary["failures"][0]["trials"],
+        serde_json::json!([1, 4, 7])
+    );
+    // Each trial is a run of the project's store.
+    let runs = project.run(&["runs"], "").stdout;
+    assert_eq!(runs.matches("-t00").count(), 10, "{runs}");
+}
+
+#[test]
+fn a_trial_over_its_time_or_cost_cap_is_stopped_and_counted_as_capped() {
+    let project = project();
+    std::fs::write(project.root().join("block"), "").expect("block");
+    let started = Instant::now();
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--trials",
+                "3",
+                "--trial-timeout",
+                "2s",
+            ],
+        ),
+        "",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the hung trial was not stopped"
+    );
+    run.expect_code(0);
+    let summary = summary_of(&project);
+    assert_eq!(summary["rows"][0]["capped"], 1, "{summary}");
+    let capped = summary["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .find(|f| f["step"] == "cap")
+        .expect("a group of capped trials");
+    assert_eq!(capped["trials"], serde_json::json!([3]));
+    // A run whose agent spent more than the trial may is stopped before its next agent step.
+    let project = Project::new();
+    project.script(
+        "twice",
+        "Do it twice.\n",
+        Some("def execute(request):\n    llm(\"one\", expects = {\"done\": \"yes\"})\n    llm(\"two\", expects = {\"done\": \"yes\"})\n"),
+    );
+    project.write(
+        "cases.toml",
+        "[[case]]\nname = \"x\"\nchecks = [\"true\"]\n",
+    );
+    project.write("agent.sh", AGENT);
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "twice",
+                "--cases",
+                "cases.toml",
+                "--trial-max-cost",
+                "0.005",
+            ],
+        ),
+        "",
+    );
+    run.expect_code(0);
+    let summary = summary_of(&project);
+    assert_eq!(summary["rows"][0]["capped"], 1, "{summary}");
+}
+
+#[test]
+fn the_total_cost_cap_starts_no_more_trials_and_resume_runs_the_rest() {
+    let project = project();
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--trials",
+                "5",
+                "--max-cost",
+                "0.02",
+            ],
+        ),
+        "",
+    );
+    run.expect_code(1);
+    assert!(
+        run.stderr
+            .contains("3 of 5 trials did not run (the trials spent $0.0200 (`--max-cost 0.02`))"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(calls(&project).len(), 2);
+}
+
+#[test]
+fn a_killed_eval_resumes_without_running_a_finished_trial_again() {
+    let project = project();
+    let block = project.root().join("block");
+    std::fs::write(&block, "").expect("block");
+    let mut child = eval(
+        &project,
+        &["greet", "--cases", "cases.toml", "--trials", "5"],
+    )
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("spawn");
+    crate::common::wait_for(&project.root().join("block.started"));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    std::fs::remove_file(&block).expect("unblock");
+    let id = std::fs::read_dir(project.root().join(".mekara/evals"))
+        .expect("evals")
+        .flatten()
+        .next()
+        .expect("an eval")
+        .file_name()
+        .into_string()
+        .expect("utf-8");
+    // The trial the kill interrupted stops (its stdin closed): wait for its run's end.
+    let resumed = crate::common::run_with_stdin(stand_in(&project, &["eval", "--resume", &id]), "");
+    resumed.expect_code(0);
+    assert!(
+        resumed.stderr.contains("2 of 5 trials finished, 3 to run"),
+        "{}",
+        resumed.stderr
+    );
+    let trials: Vec<String> = calls(&project)
+        .iter()
+        .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+        .collect();
+    // Trials 1 and 2 ran once; 3 twice (killed, then again); 4 and 5 once.
+    assert_eq!(trials, ["1", "2", "3", "3", "4", "5"]);
+    let summary = summary_of(&project);
+    assert_eq!(summary["finished"], 5);
+    // The interrupted attempt is a run of its own; its second attempt is another.
+    let started = std::fs::read_to_string(
+        project
+            .root()
+            .join(format!(".mekara/evals/{id}/trials/0003.started")),
+    )
+    .expect("started");
+    assert_eq!(started.lines().count(), 2, "{started}");
+}
+
+#[test]
+fn the_nl_baseline_and_a_git_ref_baseline_are_compared_with_the_script() {
+    let project = project();
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--trials",
+                "10",
+                "--baseline",
+                "nl",
+                "--jobs",
+                "4",
+            ],
+        ),
+        "",
+    );
+    run.expect_code(0);
+    let summary = summary_of(&project);
+    let rows: Vec<(String, u64, u64)> = summary["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["case"].is_null())
+        .map(|r| {
+            (
+                r["variant"].as_str().unwrap_or_default().to_string(),
+                r["passed"].as_u64().unwrap_or_default(),
+                r["trials"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    // The baseline is given the NL script whole (the stand-in always does it).
+    assert_eq!(
+        rows,
+        [
+            ("script".to_string(), 7, 10),
+            ("baseline: NL".to_string(), 10, 10)
+        ]
+    );
+    assert!(calls(&project).iter().any(|c| c.ends_with("baseline")));
+
+    // A git ref: the script as committed, compared with the one in the working tree.
+    let project = self::project();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .current_dir(project.root())
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    project.script(
+        "greet",
+        "Write a greeting.\n",
+        Some("def execute(request):\n    auto(\"echo hello > hello.txt\", context = \"Greet\")\n"),
+    );
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "v1"]);
+    project.script(
+        "greet",
+        "Write a greeting for $ARGUMENTS into hello.txt.\n",
+        Some(GREET),
+    );
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--trials",
+                "10",
+                "--baseline",
+                "HEAD",
+                "--jobs",
+                "4",
+            ],
+        ),
+        "",
+    );
+    run.expect_code(0);
+    let rows = summary_of(&project)["rows"].clone();
+    assert_eq!(rows[0]["passed"], 7);
+    assert_eq!(rows[1]["variant"], "baseline: HEAD");
+    assert_eq!(rows[1]["passed"], 10);
+    let bad = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--baseline",
+                "no-such-ref",
+            ],
+        ),
+        "",
+    );
+    bad.expect_code(2);
+    assert!(
+        bad.stderr
+            .contains("git cannot read the project's scripts at `no-such-ref`"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn a_judge_step_decides_a_trial_by_its_rubric() {
+    let project = project();
+    project.write(
+        "cases.toml",
+        "[[case]]\nname = \"judged\"\narguments = \"world\"\njudge = \"hello.txt greets someone\"\n",
+    );
+    // The stand-in judge says `pass`; the run's own check decides the others.
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &["greet", "--cases", "cases.toml", "--trials", "2"],
+        ),
+        "",
+    );
+    run.expect_code(0);
+    let summary = summary_of(&project);
+    assert_eq!(summary["rows"][0]["passed"], 1, "{summary}");
+    let judged = std::fs::read_dir(project.root().join(".mekara/runs"))
+        .expect("runs")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("-judge"))
+        .count();
+    assert!(judged >= 1, "the judge's run is in the store");
+}
+
+#[test]
+fn malformed_case_files_and_flags_are_refused_with_what_to_do() {
+    let project = project();
+    project.write("bad.toml", "[[case]]\nname = \"a\"\nchecks = \"true\"\n");
+    project.write("unjudged.toml", "[[case]]\nname = \"a\"\n");
+    let agent = "sh agent.sh";
+    insta::assert_snapshot!(project.session(&[
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "bad.toml",
+            "--agent-command",
+            agent
+        ],
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "unjudged.toml",
+            "--agent-command",
+            agent
+        ],
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "missing.toml",
+            "--agent-command",
+            agent
+        ],
+        &["eval", "greet", "--cases", "cases.toml"],
+        &[
+            "eval",
+            "nope",
+            "--cases",
+            "cases.toml",
+            "--agent-command",
+            agent
+        ],
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--agent",
+            "codex",
+            "--model",
+            "o3"
+        ],
+        &["eval", "--resume", "20990101-000000-abcd"],
+    ]));
+    assert!(
+        !Path::new(&project.root().join(".mekara/evals")).exists()
+            || std::fs::read_dir(project.root().join(".mekara/evals"))
+                .expect("dir")
+                .count()
+                == 0
+    );
+}
