@@ -493,3 +493,82 @@ fn malformed_case_files_and_flags_are_refused_with_what_to_do() {
                 == 0
     );
 }
+
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Chromium")]
+fn chromium_draws_the_eval_page_with_its_table_and_a_link_to_each_trials_run() {
+    use crate::ui::{Viewer, browse, curl, shots};
+    let project = project();
+    // A check whose text is markup: the page shows it as text.
+    project.write(
+        "cases.toml",
+        &format!(
+            "{CASES}\n[[case]]\nname = \"hostile\"\nchecks = [\"test -f '<b id=pwned>x</b>'\"]\n"
+        ),
+    );
+    let run = crate::common::run_with_stdin(
+        eval(
+            &project,
+            &[
+                "greet",
+                "--cases",
+                "cases.toml",
+                "--trials",
+                "2",
+                "--baseline",
+                "nl",
+                "--jobs",
+                "4",
+            ],
+        ),
+        "",
+    );
+    run.expect_code(0);
+    let id = summary_of(&project)["id"].as_str().expect("id").to_string();
+    let viewer = Viewer::start(&project);
+    let (status, api) = curl(&[&viewer.with_token(&format!("/api/evals/{id}"))]);
+    assert_eq!(status, 200, "{api}");
+    let (status, _) = curl(&[&format!(
+        "{}/evals/{id}",
+        viewer.url.split("/?").next().expect("base")
+    )]);
+    assert_eq!(status, 403, "the eval page wants the token");
+    let work = tempfile::tempdir().expect("tempdir");
+    let (list, page, run_page) = (
+        work.path().join("list.html"),
+        work.path().join("eval.html"),
+        work.path().join("run.html"),
+    );
+    let shot = shots().join("eval-page.png");
+    let _ = std::fs::remove_file(&shot);
+    browse(&serde_json::json!([
+        {"open": viewer.with_token("/evals")},
+        {"dom": list},
+        {"open": viewer.with_token(&format!("/evals/{id}"))},
+        {"dom": page},
+        {"shot": shot, "width": 1280, "height": 900},
+        {"wait": "document.getElementById('pwned') === null"},
+        // Each trial links to its run: follow the first.
+        {"eval": "document.querySelector('#trial-1 a.run').click()"},
+        {"wait": "location.pathname.startsWith('/runs/')"},
+        {"wait": "document.readyState === 'complete' && document.querySelector('h1') !== null"},
+        {"dom": run_page},
+    ]));
+    let list = std::fs::read_to_string(list).expect("the evals page");
+    assert!(list.contains(&format!(">{id}</a>")), "{list}");
+    let dom = std::fs::read_to_string(page).expect("the eval page");
+    for expected in [
+        "8 of 8 trials finished",
+        "<td>baseline: NL</td>",
+        "<td class=\"rate\">100% (34–100%)</td>",
+        "<code>check: test -f '&lt;b id=pwned&gt;x&lt;/b&gt;'</code>",
+        &format!("href=\"/runs/{id}-t0001?token="),
+    ] {
+        assert!(
+            dom.contains(expected),
+            "`{expected}` is not in the DOM:\n{dom}"
+        );
+    }
+    let run = std::fs::read_to_string(run_page).expect("the run page");
+    assert!(run.contains("greet"), "{run}");
+}
