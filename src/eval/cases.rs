@@ -5,6 +5,7 @@
 //! The file is read once, when the eval is planned; the plan keeps the cases, so a resumed
 //! eval judges its trials as it judged the first ones even if the file changed since.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -37,17 +38,33 @@ pub(crate) struct Case {
     pub judge: Option<String>,
 }
 
-/// A trial's scratch folder: a copy of `dir` (relative to the case file), then `setup`
-/// commands run in it, then a git repository with everything committed when `git` is set.
+/// A trial's scratch project, made by [`crate::cases::fixture::prepare`] as `mekara test`
+/// makes a case's: `dir` (relative to the case file) copied, `files` written, a git
+/// repository with everything committed when `git` is set, then `setup` commands run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Fixture {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub setup: Vec<String>,
+    /// Files to write, by their path relative to the project, with their text.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub git: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+}
+
+impl Fixture {
+    /// What the scratch project is made from.
+    pub(crate) fn to_fixture(&self) -> crate::cases::fixture::Fixture {
+        crate::cases::fixture::Fixture {
+            dir: self.dir.clone(),
+            files: self.files.clone(),
+            git: self.git,
+            setup: self.setup.clone(),
+        }
+    }
 }
 
 /// What is wrong with a case file.
@@ -81,6 +98,14 @@ pub(crate) enum CasesError {
         file: PathBuf,
         name: String,
         dir: PathBuf,
+    },
+    #[error(
+        "case `{name}` of `{file}`: the fixture file path `{path}` must be relative and stay inside the project (no `..`)"
+    )]
+    BadFile {
+        file: PathBuf,
+        name: String,
+        path: String,
     },
     #[error("case `{name}` of `{file}`: {what} is empty; remove it or write a command")]
     EmptyCommand {
@@ -151,6 +176,18 @@ impl Cases {
                         what,
                     });
                 }
+            }
+            if let Some(path) = case
+                .fixture
+                .files
+                .keys()
+                .find(|p| crate::cases::fixture::relative_path(p).is_none())
+            {
+                return Err(CasesError::BadFile {
+                    file: file.to_path_buf(),
+                    name: case.name.clone(),
+                    path: path.clone(),
+                });
             }
             if let Some(dir) = &case.fixture.dir {
                 let absolute = base.join(dir);
@@ -243,6 +280,14 @@ mod tests {
             ),
             ("[[case]]\nname = \"a\"\nchecks = \"true\"", "is not valid"),
             ("cases = 1", "unknown field `cases`"),
+            (
+                "[[case]]\nname = \"a\"\nchecks = [\"true\"]\n[case.fixture.files]\n\"../x\" = \"\"",
+                "must be relative",
+            ),
+            (
+                "[[case]]\nname = \"a\"\nchecks = [\"true\"]\n[case.fixture.files]\n\"/etc/x\" = \"\"",
+                "must be relative",
+            ),
         ] {
             let error = parse(text).expect_err(text);
             assert!(error.contains(says), "{text:?} gave {error:?}");

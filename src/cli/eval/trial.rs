@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 
 use super::Ctx;
+use crate::cases::fixture::Scratch;
 use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::{CancelToken, ShellRunner, StepRunner as _};
-use crate::eval::cases::{Case, Fixture};
+use crate::eval::cases::Case;
 use crate::eval::record::{Baseline, CheckResult, EvalDir, Outcome, Trial, TrialResult, Verdict};
 
 /// The judge's script name, in its own scripts folder of the eval.
@@ -75,11 +76,11 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
         result.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Some(result)
     };
-    let scratch = match scratch_copy(ctx, trial, &case.fixture) {
+    let scratch = match crate::cases::fixture::prepare(&case.fixture.to_fixture()) {
         Ok(scratch) => scratch,
         Err(why) => {
             result.step = Some("fixture".to_string());
-            result.why = Some(why);
+            result.why = Some(why.to_string());
             return finish(result);
         }
     };
@@ -94,10 +95,10 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
         trial,
         &Child {
             run_id: &run_id,
+            scratch: &scratch,
             scripts: scripts.as_deref(),
             name: &ctx.plan.script,
             arguments: &case.arguments,
-            dir: scratch.path(),
             deadline,
         },
     );
@@ -143,7 +144,7 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
     // The run ended: the checks, then the judge, decide.
     let cancel = CancelToken::default();
     for command in &case.checks {
-        let (passed, output) = shell(command, scratch.path(), &cancel);
+        let (passed, output) = shell(command, &scratch, &cancel);
         result.checks.push(CheckResult {
             command: command.clone(),
             passed,
@@ -162,10 +163,10 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
             trial,
             &Child {
                 run_id: &judge_id,
+                scratch: &scratch,
                 scripts: Some(&judge_dir(&ctx.eval)),
                 name: JUDGE,
                 arguments: &judge_request(ctx, case, &result),
-                dir: scratch.path(),
                 deadline,
             },
         );
@@ -216,63 +217,18 @@ fn trial_timeout(ctx: &Ctx) -> String {
     )
 }
 
-/// A scratch folder for the trial, prepared from `fixture`: its `dir` copied, its `setup`
-/// commands run, and a git repository with everything committed when `git` is set.
-fn scratch_copy(ctx: &Ctx, trial: &Trial, fixture: &Fixture) -> Result<tempfile::TempDir, String> {
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("mekara-eval-{}-{:04}-", ctx.plan.id, trial.number))
-        .tempdir()
-        .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
-    if let Some(dir) = &fixture.dir {
-        copy_tree(dir, scratch.path())
-            .map_err(|e| format!("cannot copy the fixture `{}`: {e}", dir.display()))?;
-    }
-    let cancel = CancelToken::default();
-    let mut commands: Vec<String> = fixture.setup.clone();
-    if fixture.git {
-        commands.push(
-            "git init -q && git add -A && git -c user.name=mekara -c user.email=eval@mekara.invalid commit -q --allow-empty -m fixture"
-                .to_string(),
-        );
-    }
-    for command in &commands {
-        let (ok, output) = shell(command, scratch.path(), &cancel);
-        if !ok {
-            return Err(format!(
-                "the fixture's setup `{command}` failed: {}",
-                crate::display::clipped(output.trim(), 500)
-            ));
-        }
-    }
-    Ok(scratch)
-}
-
-/// Copies the files and folders of `from` into `to` (links as links).
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            std::fs::create_dir_all(&target)?;
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_symlink() {
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
-/// Runs `command` in `dir` as a shell step runs (its own process group, a timeout):
-/// whether it exited 0, and what it printed.
-fn shell(command: &str, dir: &Path, cancel: &CancelToken) -> (bool, String) {
+/// Runs `command` in the scratch project as a shell step runs (its own process group, a
+/// timeout), with the scratch project's environment: whether it exited 0, and what it
+/// printed.
+fn shell(command: &str, scratch: &Scratch, cancel: &CancelToken) -> (bool, String) {
     let step = ShellStep {
         command: command.to_string(),
-        working_dir: dir.to_path_buf(),
-        env: std::collections::BTreeMap::new(),
+        working_dir: scratch.project().to_path_buf(),
+        env: scratch
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string_lossy().into_owned()))
+            .collect(),
         timeout: COMMAND_TIMEOUT,
         group_note: None,
         number: None,
@@ -291,11 +247,11 @@ fn shell(command: &str, dir: &Path, cancel: &CancelToken) -> (bool, String) {
 /// One `mekara run` of a trial.
 struct Child<'a> {
     run_id: &'a str,
+    scratch: &'a Scratch,
     /// A scripts folder searched first (a baseline's, the judge's).
     scripts: Option<&'a Path>,
     name: &'a str,
     arguments: &'a str,
-    dir: &'a Path,
     deadline: Option<Instant>,
 }
 
@@ -326,7 +282,7 @@ fn run_child(ctx: &Ctx, trial: &Trial, child: &Child<'_>) -> Ended {
             "--stop-when-stdin-closes",
         ])
         .arg("-C")
-        .arg(child.dir)
+        .arg(child.scratch.project())
         .args(["--agent-timeout", &ctx.agent_timeout.to_string()]);
     match &agent.command {
         Some(cmd) => command.args(["--agent-command", cmd]),
@@ -341,6 +297,15 @@ fn run_child(ctx: &Ctx, trial: &Trial, child: &Child<'_>) -> Ended {
     if let Some(cost) = ctx.plan.caps.trial_cost_usd {
         command.args(["--max-cost", &cost.to_string()]);
     }
+    // The scratch project's git identity and dates, but the person's own `HOME`: an agent
+    // client finds its login there.
+    command.envs(
+        child
+            .scratch
+            .env()
+            .into_iter()
+            .filter(|(k, _)| *k != "HOME"),
+    );
     command.env("MEKARA_EVAL_ID", &ctx.plan.id);
     command.env("MEKARA_EVAL_TRIAL", trial.number.to_string());
     command.env("MEKARA_EVAL_CASE", &trial.case);
