@@ -572,3 +572,67 @@ fn chromium_draws_the_eval_page_with_its_table_and_a_link_to_each_trials_run() {
     let run = std::fs::read_to_string(run_page).expect("the run page");
     assert!(run.contains("greet"), "{run}");
 }
+
+/// A stand-in for `flow/fix-ci`: fixes the bug of either bundled case when asked to fix a
+/// check (`Step 3:`), and agrees with the rubric when asked to judge.
+const FIXER: &str = r#"req=$(cat)
+case "$req" in
+  *Rubric:*) echo '{"outputs": {"verdict": "pass", "why": "the code is fixed, the test untouched"}}'; exit 0;;
+esac
+sed -i 's/max(xs) + min(xs)/max(xs) - min(xs)  /; s|sum(xs) \* len(xs)|sum(xs) / len(xs)  |' stats.py
+echo '{"outputs": {"fix": "the arithmetic was wrong"}, "cost_usd": 0.05}'
+"#;
+
+#[test]
+fn the_bundled_eval_cases_of_fix_ci_pass_with_an_agent_that_fixes_the_code() {
+    let project = Project::new();
+    project.write("fixer.sh", FIXER);
+    let fixer = format!("sh {}", project.root().join("fixer.sh").display());
+    let run = crate::common::run_with_stdin(
+        project.command(&[
+            "eval",
+            "flow/fix-ci",
+            "--agent-command",
+            &fixer,
+            "--jobs",
+            "2",
+            "--json",
+        ]),
+        "",
+    );
+    run.expect_code(0);
+    let summary: Json = serde_json::from_str(&run.stdout).expect("JSON");
+    let all = &summary["rows"][0];
+    assert_eq!(
+        (all["passed"].as_u64(), all["trials"].as_u64()),
+        (Some(2), Some(2)),
+        "{summary}\n{}",
+        run.stderr
+    );
+    // An agent that changes nothing fails every case at the workflow's own limit.
+    project.write("idle.sh", "cat >/dev/null; echo '{\"outputs\": {\"fix\": \"nothing\", \"verdict\": \"pass\", \"why\": \"-\"}}'\n");
+    let idle = format!("sh {}", project.root().join("idle.sh").display());
+    let run = crate::common::run_with_stdin(
+        project.command(&[
+            "eval",
+            "flow/fix-ci",
+            "--agent-command",
+            &idle,
+            "--jobs",
+            "2",
+            "--json",
+        ]),
+        "",
+    );
+    let summary: Json = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(summary["rows"][0]["passed"], 0, "{summary}");
+    let no_cases = project.run(&["eval", "flow/review", "--agent-command", &idle], "");
+    no_cases.expect_code(2);
+    assert!(
+        no_cases
+            .stderr
+            .contains("needs `--cases FILE`: mekara bundles no eval cases for `flow/review`"),
+        "{}",
+        no_cases.stderr
+    );
+}

@@ -34,13 +34,9 @@ pub(super) struct EvalArgs {
     /// The script to evaluate (`flow/commit` or `flow:commit`).
     #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     name: Option<String>,
-    /// The case file: TOML, one `[[case]]` per case (docs/evaluating.md).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "resume",
-        conflicts_with = "resume"
-    )]
+    /// The case file: TOML, one `[[case]]` per case (docs/evaluating.md); without it, the
+    /// cases mekara bundles for the script.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     cases: Option<PathBuf>,
     /// How many trials of each case, per agent (and model) and per variant.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -173,9 +169,19 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
 fn plan(args: &EvalArgs, resolver: &crate::script::Resolver) -> anyhow::Result<Plan> {
     let name = args.name.as_deref().unwrap_or_default();
     let name = super::script_named(resolver, name, "eval")?;
-    resolver.resolve(&name)?;
-    let file = args.cases.as_deref().unwrap_or(Path::new("cases.toml"));
-    let cases = Cases::read(file)?;
+    let script = resolver.resolve(&name)?;
+    let cases = match &args.cases {
+        Some(file) => Cases::read(file)?,
+        None => {
+            let path = format!("evals/{}.toml", script.name.as_path());
+            let Some(bundled) = crate::script::bundled::file(&path) else {
+                return super::usage(format!(
+                    "`mekara eval {name}` needs `--cases FILE`: mekara bundles no eval cases for `{name}` (docs/evaluating.md says how to write them)"
+                ));
+            };
+            Cases::parse(Path::new(&format!("bundled:{path}")), bundled.text)?
+        }
+    };
     for (flag, value) in [
         ("--trial-max-cost", args.trial_max_cost),
         ("--max-cost", args.max_cost),
