@@ -55,6 +55,8 @@ enum Command {
     Scripts(scripts::ScriptsArgs),
     /// Parse compiled scripts and report errors, without running anything.
     Check(check::CheckArgs),
+    /// Run a script's cases many times with real agents: pass rates, cost, time, failures.
+    Eval(eval::EvalArgs),
     /// List runs, show one run's journal, or prune old runs.
     Runs(runs::RunsArgs),
     /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
@@ -86,8 +88,6 @@ enum Command {
     Uninstall(install::InstallArgs),
     /// Claude Code hooks (run by Claude Code, not by hand).
     Hook(hook::HookArgs),
-    /// Run a script's cases many times with real agents: pass rates, cost, time, failures.
-    Eval(eval::EvalArgs),
 }
 
 /// Runs the `mekara` command line with `args` (the program name first).
@@ -187,6 +187,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Answer(args) => answer::run(&args),
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Ui(args) => ui::run(args),
         Command::Store(args) => store::run(args),
@@ -199,7 +200,6 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Install(args) => install::run(args, install::Direction::Install),
         Command::Uninstall(args) => install::run(args, install::Direction::Uninstall),
         Command::Hook(args) => hook::run(args),
-        Command::Eval(args) => eval::run(args),
     }
 }
 
