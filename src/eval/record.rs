@@ -252,10 +252,10 @@ impl EvalDir {
         self.trial_path(number, "log")
     }
 
-    /// Writes the summary, as JSON and as Markdown.
+    /// Writes the summary (`crate::eval::stats::Summary`), as JSON and as Markdown.
     pub(crate) fn write_summary(
         &self,
-        summary: &super::stats::Summary,
+        summary: &impl Serialize,
         markdown: &str,
     ) -> Result<(), RecordError> {
         self.write_json(&self.dir.join("summary.json"), summary)?;
