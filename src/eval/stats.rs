@@ -9,6 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use super::record::{Outcome, Plan, TrialResult};
 
+/// The normal quantile of a two-sided 95% interval.
+const Z: f64 = 1.959_963_984_540_054;
+
+/// A group of trials: variant, agent, and case (`None` for every case).
+type Key = (String, String, Option<String>);
+
 /// The Wilson score interval of `passed` successes in `trials`, at 95%: unlike the normal
 /// approximation it stays within 0..=1 and means something for a handful of trials and for
 /// rates of 0 or 1. No trials: the whole range.
@@ -16,7 +22,6 @@ pub(crate) fn wilson(passed: u32, trials: u32) -> (f64, f64) {
     if trials == 0 {
         return (0.0, 1.0);
     }
-    const Z: f64 = 1.959_963_984_540_054;
     let n = f64::from(trials);
     let p = f64::from(passed) / n;
     let z2 = Z * Z;
@@ -85,24 +90,23 @@ impl Summary {
             (Some(b), true) => b.label(),
             _ => "script".to_string(),
         };
-        // Key: variant, agent, case (`None` for every case); the order is the plan's.
-        let mut groups: Vec<((String, String, Option<String>), Vec<&TrialResult>)> = Vec::new();
+        // In the plan's order.
+        let mut groups: Vec<(Key, Vec<&TrialResult>)> = Vec::new();
         let mut failures: Vec<FailureGroup> = Vec::new();
         for trial in &plan.list {
             let variant = variant(trial.baseline);
             let agent = plan
                 .agents
                 .get(trial.agent)
-                .map(|a| a.label())
+                .map(super::record::AgentSpec::label)
                 .unwrap_or_default();
             for case in [None, Some(trial.case.clone())] {
                 let key = (variant.clone(), agent.clone(), case);
-                let at = match groups.iter().position(|(k, _)| *k == key) {
-                    Some(at) => at,
-                    None => {
-                        groups.push((key, Vec::new()));
-                        groups.len() - 1
-                    }
+                let at = if let Some(at) = groups.iter().position(|(k, _)| *k == key) {
+                    at
+                } else {
+                    groups.push((key, Vec::new()));
+                    groups.len() - 1
                 };
                 if let Some(result) = by_number.get(&trial.number) {
                     groups[at].1.push(result);
@@ -135,7 +139,7 @@ impl Summary {
             .into_iter()
             .map(|((variant, agent, case), trials)| row(variant, agent, case, &trials))
             .collect();
-        failures.sort_by(|a, b| b.trials.len().cmp(&a.trials.len()));
+        failures.sort_by_key(|f| std::cmp::Reverse(f.trials.len()));
         Summary {
             id: plan.id.clone(),
             script: plan.script.clone(),

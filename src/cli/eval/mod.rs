@@ -104,23 +104,19 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
         .evals_dir()
         .ok_or_else(|| anyhow::anyhow!("no project here and no `HOME`: nowhere to keep an eval"))?;
     let cwd = std::env::current_dir()?;
-    let (plan, eval) = match &args.resume {
-        Some(id) => {
-            let eval = EvalDir::of(&evals, id)?;
-            (eval.plan()?, eval)
+    let (plan, eval) = if let Some(id) = &args.resume {
+        let eval = EvalDir::of(&evals, id)?;
+        (eval.plan()?, eval)
+    } else {
+        let plan = plan(&args, &resolver)?;
+        let eval = EvalDir::create(&evals, &plan)?;
+        if let Some(baseline) = &plan.baseline
+            && let Err(e) = trial::prepare_baseline(&eval, &resolver, &plan.script, baseline, &cwd)
+        {
+            let _ = std::fs::remove_dir_all(&eval.dir);
+            return Err(e);
         }
-        None => {
-            let plan = plan(&args, &resolver)?;
-            let eval = EvalDir::create(&evals, &plan)?;
-            if let Some(baseline) = &plan.baseline
-                && let Err(e) =
-                    trial::prepare_baseline(&eval, &resolver, &plan.script, baseline, &cwd)
-            {
-                let _ = std::fs::remove_dir_all(&eval.dir);
-                return Err(e);
-            }
-            (plan, eval)
-        }
+        (plan, eval)
     };
     trial::write_judge_script(&eval)?;
     let ctx = Ctx {
@@ -170,17 +166,16 @@ fn plan(args: &EvalArgs, resolver: &crate::script::Resolver) -> anyhow::Result<P
     let name = args.name.as_deref().unwrap_or_default();
     let name = super::script_named(resolver, name, "eval")?;
     let script = resolver.resolve(&name)?;
-    let cases = match &args.cases {
-        Some(file) => Cases::read(file)?,
-        None => {
-            let path = format!("evals/{}.toml", script.name.as_path());
-            let Some(bundled) = crate::script::bundled::file(&path) else {
-                return super::usage(format!(
-                    "`mekara eval {name}` needs `--cases FILE`: mekara bundles no eval cases for `{name}` (docs/evaluating.md says how to write them)"
-                ));
-            };
-            Cases::parse(Path::new(&format!("bundled:{path}")), bundled.text)?
-        }
+    let cases = if let Some(file) = &args.cases {
+        Cases::read(file)?
+    } else {
+        let path = format!("evals/{}.toml", script.name.as_path());
+        let Some(bundled) = crate::script::bundled::file(&path) else {
+            return super::usage(format!(
+                "`mekara eval {name}` needs `--cases FILE`: mekara bundles no eval cases for `{name}` (docs/evaluating.md says how to write them)"
+            ));
+        };
+        Cases::parse(Path::new(&format!("bundled:{path}")), bundled.text)?
     };
     for (flag, value) in [
         ("--trial-max-cost", args.trial_max_cost),
@@ -299,6 +294,17 @@ fn agents(args: &EvalArgs) -> anyhow::Result<Vec<AgentSpec>> {
         .collect())
 }
 
+/// Where the trials of one invocation are.
+struct State {
+    /// The next of the trials to run.
+    next: usize,
+    /// What the finished trials spent.
+    spent: f64,
+    finished: usize,
+    /// The total cap that stopped new trials.
+    capped_by: Option<String>,
+}
+
 /// Runs the plan's unfinished trials, `jobs` at a time, until they are done, the eval is
 /// stopped, or a total cap is reached (which it returns).
 fn run_trials(ctx: &Ctx) -> Option<String> {
@@ -334,12 +340,6 @@ fn run_trials(ctx: &Ctx) -> Option<String> {
             done.len(),
             todo.len()
         );
-    }
-    struct State {
-        next: usize,
-        spent: f64,
-        finished: usize,
-        capped_by: Option<String>,
     }
     let state = Mutex::new(State {
         next: 0,
