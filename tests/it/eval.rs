@@ -65,6 +65,11 @@ fn eval(project: &Project, args: &[&str]) -> std::process::Command {
     command
 }
 
+/// Runs `mekara eval ARGS` with the stand-in agent, to its end.
+fn eval_run(project: &Project, args: &[&str]) -> crate::common::Run {
+    crate::common::run_with_stdin(eval(project, args), "")
+}
+
 /// `mekara ARGS` with the stand-in's files in its environment.
 fn stand_in(project: &Project, args: &[&str]) -> std::process::Command {
     let mut command = project.command(args);
@@ -109,20 +114,17 @@ fn in_interval(row: &Json, rate: f64) {
 #[test]
 fn the_pass_rate_of_a_stand_in_that_passes_7_trials_in_10_is_reported_with_its_interval() {
     let project = project();
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--trials",
-                "10",
-                "--jobs",
-                "2",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--trials",
+            "10",
+            "--jobs",
+            "2",
+        ],
     );
     insta::with_settings!({filters => vec![(r"\d+\.\d s", "[S] s"), (r"\[\d+/10\] #\d+ .*\n", "")]}, {
         insta::assert_snapshot!(project.transcript(&run));
@@ -151,20 +153,17 @@ fn a_trial_over_its_time_or_cost_cap_is_stopped_and_counted_as_capped() {
     let project = project();
     std::fs::write(project.root().join("block"), "").expect("block");
     let started = Instant::now();
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--trials",
-                "3",
-                "--trial-timeout",
-                "2s",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--trials",
+            "3",
+            "--trial-timeout",
+            "2s",
+        ],
     );
     assert!(
         started.elapsed() < Duration::from_secs(30),
@@ -192,18 +191,15 @@ fn a_trial_over_its_time_or_cost_cap_is_stopped_and_counted_as_capped() {
         "[[case]]\nname = \"x\"\nchecks = [\"true\"]\n",
     );
     project.write("agent.sh", AGENT);
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "twice",
-                "--cases",
-                "cases.toml",
-                "--trial-max-cost",
-                "0.005",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "twice",
+            "--cases",
+            "cases.toml",
+            "--trial-max-cost",
+            "0.005",
+        ],
     );
     run.expect_code(0);
     let summary = summary_of(&project);
@@ -213,20 +209,17 @@ fn a_trial_over_its_time_or_cost_cap_is_stopped_and_counted_as_capped() {
 #[test]
 fn the_total_cost_cap_starts_no_more_trials_and_resume_runs_the_rest() {
     let project = project();
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--trials",
-                "5",
-                "--max-cost",
-                "0.02",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--trials",
+            "5",
+            "--max-cost",
+            "0.02",
+        ],
     );
     run.expect_code(1);
     assert!(
@@ -236,6 +229,15 @@ fn the_total_cost_cap_starts_no_more_trials_and_resume_runs_the_rest() {
         run.stderr
     );
     assert_eq!(calls(&project).len(), 2);
+    // Resumed with a higher cap, the eval runs the rest, and only the rest.
+    let id = summary_of(&project)["id"].as_str().expect("id").to_string();
+    let resumed = crate::common::run_with_stdin(
+        stand_in(&project, &["eval", "--resume", &id, "--max-cost", "1"]),
+        "",
+    );
+    resumed.expect_code(0);
+    assert_eq!(calls(&project).len(), 5);
+    assert_eq!(summary_of(&project)["finished"], 5);
 }
 
 #[test]
@@ -293,22 +295,19 @@ fn a_killed_eval_resumes_without_running_a_finished_trial_again() {
 #[test]
 fn the_nl_baseline_and_a_git_ref_baseline_are_compared_with_the_script() {
     let project = project();
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--trials",
-                "10",
-                "--baseline",
-                "nl",
-                "--jobs",
-                "4",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--trials",
+            "10",
+            "--baseline",
+            "nl",
+            "--jobs",
+            "4",
+        ],
     );
     run.expect_code(0);
     let summary = summary_of(&project);
@@ -363,40 +362,34 @@ fn the_nl_baseline_and_a_git_ref_baseline_are_compared_with_the_script() {
         "Write a greeting for $ARGUMENTS into hello.txt.\n",
         Some(GREET),
     );
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--trials",
-                "10",
-                "--baseline",
-                "HEAD",
-                "--jobs",
-                "4",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--trials",
+            "10",
+            "--baseline",
+            "HEAD",
+            "--jobs",
+            "4",
+        ],
     );
     run.expect_code(0);
     let rows = summary_of(&project)["rows"].clone();
     assert_eq!(rows[0]["passed"], 7);
     assert_eq!(rows[1]["variant"], "baseline: HEAD");
     assert_eq!(rows[1]["passed"], 10);
-    let bad = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--baseline",
-                "no-such-ref",
-            ],
-        ),
-        "",
+    let bad = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--baseline",
+            "no-such-ref",
+        ],
     );
     bad.expect_code(2);
     assert!(
@@ -415,12 +408,9 @@ fn a_judge_step_decides_a_trial_by_its_rubric() {
         "[[case]]\nname = \"judged\"\narguments = \"world\"\njudge = \"hello.txt greets someone\"\n",
     );
     // The stand-in judge says `pass`; the run's own check decides the others.
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &["greet", "--cases", "cases.toml", "--trials", "2"],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &["greet", "--cases", "cases.toml", "--trials", "2"],
     );
     run.expect_code(0);
     let summary = summary_of(&project);
@@ -484,6 +474,36 @@ fn malformed_case_files_and_flags_are_refused_with_what_to_do() {
             "o3"
         ],
         &["eval", "--resume", "20990101-000000-abcd"],
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--agent-command",
+            agent,
+            "--max-cost",
+            "NaN"
+        ],
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--agent-command",
+            agent,
+            "--baseline",
+            "a b"
+        ],
+        &[
+            "eval",
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--agent-command",
+            agent,
+            "--trials",
+            "0"
+        ],
     ]));
     assert!(
         !Path::new(&project.root().join(".mekara/evals")).exists()
@@ -506,22 +526,19 @@ fn chromium_draws_the_eval_page_with_its_table_and_a_link_to_each_trials_run() {
             "{CASES}\n[[case]]\nname = \"hostile\"\nchecks = [\"test -f '<b id=pwned>x</b>'\"]\n"
         ),
     );
-    let run = crate::common::run_with_stdin(
-        eval(
-            &project,
-            &[
-                "greet",
-                "--cases",
-                "cases.toml",
-                "--trials",
-                "2",
-                "--baseline",
-                "nl",
-                "--jobs",
-                "4",
-            ],
-        ),
-        "",
+    let run = eval_run(
+        &project,
+        &[
+            "greet",
+            "--cases",
+            "cases.toml",
+            "--trials",
+            "2",
+            "--baseline",
+            "nl",
+            "--jobs",
+            "4",
+        ],
     );
     run.expect_code(0);
     let id = summary_of(&project)["id"].as_str().expect("id").to_string();

@@ -76,8 +76,8 @@ pub(super) struct EvalArgs {
     /// How long one agent answer may take, in seconds (as `mekara run --agent-timeout`).
     #[arg(long, value_name = "SECONDS", default_value_t = 1200.0)]
     agent_timeout: f64,
-    /// Run what is left of this eval (its plan and caps as they were; the trials that
-    /// finished are not run again).
+    /// Run what is left of this eval (its plan and caps as they were, but a `--max-cost` or
+    /// `--max-duration` given again; the trials that finished are not run again).
     #[arg(long, value_name = "ID")]
     resume: Option<String>,
     /// Print the summary as JSON instead of Markdown.
@@ -99,6 +99,18 @@ pub(super) struct Ctx {
 }
 
 pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
+    for (flag, value) in [
+        ("--trial-max-cost", args.trial_max_cost),
+        ("--max-cost", args.max_cost),
+    ] {
+        if let Some(cost) = value
+            && !(cost.is_finite() && cost >= 0.0)
+        {
+            return super::usage(format!(
+                "`{flag}` must be a number of US dollars, 0 or more, not `{cost}`"
+            ));
+        }
+    }
     let (locations, resolver) = super::locate()?;
     let evals = locations
         .evals_dir()
@@ -106,7 +118,15 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
     let cwd = std::env::current_dir()?;
     let (plan, eval) = if let Some(id) = &args.resume {
         let eval = EvalDir::of(&evals, id)?;
-        (eval.plan()?, eval)
+        let mut plan = eval.plan()?;
+        // A total cap given again replaces the plan's: the way on past it.
+        if let Some(cost) = args.max_cost {
+            plan.caps.total_cost_usd = Some(cost);
+        }
+        if let Some(duration) = args.max_duration {
+            plan.caps.total_ms = Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+        }
+        (plan, eval)
     } else {
         let plan = plan(&args, &resolver)?;
         let eval = EvalDir::create(&evals, &plan)?;
@@ -177,18 +197,6 @@ fn plan(args: &EvalArgs, resolver: &crate::script::Resolver) -> anyhow::Result<P
         };
         Cases::parse(Path::new(&format!("bundled:{path}")), bundled.text)?
     };
-    for (flag, value) in [
-        ("--trial-max-cost", args.trial_max_cost),
-        ("--max-cost", args.max_cost),
-    ] {
-        if let Some(cost) = value
-            && !(cost.is_finite() && cost >= 0.0)
-        {
-            return super::usage(format!(
-                "`{flag}` must be a number of US dollars, 0 or more, not `{cost}`"
-            ));
-        }
-    }
     let agents = agents(args)?;
     let baseline = args.baseline.as_deref().map(|b| match b.trim() {
         "nl" | "NL" => Ok(Baseline::Nl),

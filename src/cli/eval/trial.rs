@@ -156,7 +156,7 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
             return finish(result);
         }
     }
-    if let Some(rubric) = &case.judge {
+    if case.judge.is_some() {
         let judge_id = format!("{run_id}-judge");
         let ended = run_child(
             ctx,
@@ -203,7 +203,6 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
                 return finish(result);
             }
         }
-        let _ = rubric;
     }
     result.outcome = Outcome::Passed;
     finish(result)
