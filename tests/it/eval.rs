@@ -70,6 +70,12 @@ fn eval_run(project: &Project, args: &[&str]) -> crate::common::Run {
     crate::common::run_with_stdin(eval(project, args), "")
 }
 
+/// Runs `mekara eval greet --cases cases.toml --trials TRIALS MORE…` with the stand-in.
+fn greet(project: &Project, trials: &str, more: &[&str]) -> crate::common::Run {
+    let args = ["greet", "--cases", "cases.toml", "--trials", trials];
+    eval_run(project, &[&args[..], more].concat())
+}
+
 /// `mekara ARGS` with the stand-in's files in its environment.
 fn stand_in(project: &Project, args: &[&str]) -> std::process::Command {
     let mut command = project.command(args);
@@ -114,18 +120,7 @@ fn in_interval(row: &Json, rate: f64) {
 #[test]
 fn the_pass_rate_of_a_stand_in_that_passes_7_trials_in_10_is_reported_with_its_interval() {
     let project = project();
-    let run = eval_run(
-        &project,
-        &[
-            "greet",
-            "--cases",
-            "cases.toml",
-            "--trials",
-            "10",
-            "--jobs",
-            "2",
-        ],
-    );
+    let run = greet(&project, "10", &["--jobs", "2"]);
     insta::with_settings!({filters => vec![(r"\d+\.\d s", "[S] s"), (r"\[\d+/10\] #\d+ .*\n", "")]}, {
         insta::assert_snapshot!(project.transcript(&run));
     });
@@ -153,18 +148,7 @@ fn a_trial_over_its_time_or_cost_cap_is_stopped_and_counted_as_capped() {
     let project = project();
     std::fs::write(project.root().join("block"), "").expect("block");
     let started = Instant::now();
-    let run = eval_run(
-        &project,
-        &[
-            "greet",
-            "--cases",
-            "cases.toml",
-            "--trials",
-            "3",
-            "--trial-timeout",
-            "2s",
-        ],
-    );
+    let run = greet(&project, "3", &["--trial-timeout", "2s"]);
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "the hung trial was not stopped"
@@ -209,18 +193,7 @@ fn a_trial_over_its_time_or_cost_cap_is_stopped_and_counted_as_capped() {
 #[test]
 fn the_total_cost_cap_starts_no_more_trials_and_resume_runs_the_rest() {
     let project = project();
-    let run = eval_run(
-        &project,
-        &[
-            "greet",
-            "--cases",
-            "cases.toml",
-            "--trials",
-            "5",
-            "--max-cost",
-            "0.02",
-        ],
-    );
+    let run = greet(&project, "5", &["--max-cost", "0.02"]);
     run.expect_code(1);
     assert!(
         run.stderr
@@ -295,20 +268,7 @@ fn a_killed_eval_resumes_without_running_a_finished_trial_again() {
 #[test]
 fn the_nl_baseline_and_a_git_ref_baseline_are_compared_with_the_script() {
     let project = project();
-    let run = eval_run(
-        &project,
-        &[
-            "greet",
-            "--cases",
-            "cases.toml",
-            "--trials",
-            "10",
-            "--baseline",
-            "nl",
-            "--jobs",
-            "4",
-        ],
-    );
+    let run = greet(&project, "10", &["--baseline", "nl", "--jobs", "4"]);
     run.expect_code(0);
     let summary = summary_of(&project);
     let rows: Vec<(String, u64, u64)> = summary["rows"]
@@ -362,20 +322,7 @@ fn the_nl_baseline_and_a_git_ref_baseline_are_compared_with_the_script() {
         "Write a greeting for $ARGUMENTS into hello.txt.\n",
         Some(GREET),
     );
-    let run = eval_run(
-        &project,
-        &[
-            "greet",
-            "--cases",
-            "cases.toml",
-            "--trials",
-            "10",
-            "--baseline",
-            "HEAD",
-            "--jobs",
-            "4",
-        ],
-    );
+    let run = greet(&project, "10", &["--baseline", "HEAD", "--jobs", "4"]);
     run.expect_code(0);
     let rows = summary_of(&project)["rows"].clone();
     assert_eq!(rows[0]["passed"], 7);
@@ -408,10 +355,7 @@ fn a_judge_step_decides_a_trial_by_its_rubric() {
         "[[case]]\nname = \"judged\"\narguments = \"world\"\njudge = \"hello.txt greets someone\"\n",
     );
     // The stand-in judge says `pass`; the run's own check decides the others.
-    let run = eval_run(
-        &project,
-        &["greet", "--cases", "cases.toml", "--trials", "2"],
-    );
+    let run = greet(&project, "2", &[]);
     run.expect_code(0);
     let summary = summary_of(&project);
     assert_eq!(summary["rows"][0]["passed"], 1, "{summary}");
@@ -526,20 +470,7 @@ fn chromium_draws_the_eval_page_with_its_table_and_a_link_to_each_trials_run() {
             "{CASES}\n[[case]]\nname = \"hostile\"\nchecks = [\"test -f '<b id=pwned>x</b>'\"]\n"
         ),
     );
-    let run = eval_run(
-        &project,
-        &[
-            "greet",
-            "--cases",
-            "cases.toml",
-            "--trials",
-            "2",
-            "--baseline",
-            "nl",
-            "--jobs",
-            "4",
-        ],
-    );
+    let run = greet(&project, "2", &["--baseline", "nl", "--jobs", "4"]);
     run.expect_code(0);
     let id = summary_of(&project)["id"].as_str().expect("id").to_string();
     let viewer = Viewer::start(&project);
