@@ -155,8 +155,8 @@ pub(crate) struct TrialResult {
     pub agent_steps: usize,
     /// The run's and the judge's spend, as the agents reported it.
     pub cost_usd: f64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
+    /// The tokens the models read and wrote.
+    pub tokens: u64,
     /// The trial's wall time: the run, its checks and its judge.
     pub duration_ms: u64,
 }

@@ -241,10 +241,7 @@ fn row(variant: String, agent: String, case: Option<String>, trials: &[&TrialRes
     .unwrap_or(u32::MAX);
     let (low, high) = wilson(passed, n);
     let cost: f64 = trials.iter().map(|t| t.cost_usd).sum();
-    let tokens: u64 = trials
-        .iter()
-        .map(|t| t.input_tokens + t.output_tokens)
-        .sum();
+    let tokens: u64 = trials.iter().map(|t| t.tokens).sum();
     let ms: u64 = trials.iter().map(|t| t.duration_ms).sum();
     let per = |total: f64, count: u32| (count > 0).then(|| total / f64::from(count));
     Row {

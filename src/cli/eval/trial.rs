@@ -68,8 +68,7 @@ pub(super) fn run(ctx: &Ctx, trial: &Trial) -> Option<TrialResult> {
         judge: None,
         agent_steps: 0,
         cost_usd: 0.0,
-        input_tokens: 0,
-        output_tokens: 0,
+        tokens: 0,
         duration_ms: 0,
     };
     let finish = |mut result: TrialResult| {
@@ -398,8 +397,7 @@ fn add_spend(ctx: &Ctx, id: &str, result: &mut TrialResult) {
     let spent = crate::agents::headless::Spent::of(&contents.events);
     result.agent_steps += spent.answers;
     result.cost_usd += spent.cost_usd;
-    result.input_tokens += spent.input_tokens;
-    result.output_tokens += spent.output_tokens;
+    result.tokens += spent.tokens;
 }
 
 /// The judge's llm step's answer in run `id`: whether it passed, and why.
