@@ -25,6 +25,10 @@ pub(crate) struct Plan {
     pub trials: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
+    /// The person agreed to evaluate the project's own script of a bundled script's name
+    /// (`--project-script`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub project_script: bool,
     pub caps: Caps,
     /// Trials at once.
     pub jobs: usize,

@@ -370,6 +370,8 @@ fn a_judge_step_decides_a_trial_by_its_rubric() {
 #[test]
 fn malformed_case_files_and_flags_are_refused_with_what_to_do() {
     let project = project();
+    // A project's own script of a bundled script's name is refused without `--project-script`.
+    project.script("flow/fix-ci", "Mine.\n", None);
     project.write("bad.toml", "[[case]]\nname = \"a\"\nchecks = \"true\"\n");
     project.write("unjudged.toml", "[[case]]\nname = \"a\"\n");
     let agent = "sh agent.sh";
@@ -418,6 +420,14 @@ fn malformed_case_files_and_flags_are_refused_with_what_to_do() {
             "o3"
         ],
         &["eval", "--resume", "20990101-000000-abcd"],
+        &[
+            "eval",
+            "flow/fix-ci",
+            "--cases",
+            "cases.toml",
+            "--agent-command",
+            agent
+        ],
         &[
             "eval",
             "greet",

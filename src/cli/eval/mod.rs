@@ -83,6 +83,10 @@ pub(super) struct EvalArgs {
     /// Print the summary as JSON instead of Markdown.
     #[arg(long)]
     json: bool,
+    /// Evaluate this project's own script although it has the name of one of mekara's bundled
+    /// scripts (without it, such a script is refused).
+    #[arg(long, conflicts_with = "resume")]
+    project_script: bool,
 }
 
 /// What every trial of one invocation shares.
@@ -185,7 +189,18 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
 fn plan(args: &EvalArgs, resolver: &crate::script::Resolver) -> anyhow::Result<Plan> {
     let name = args.name.as_deref().unwrap_or_default();
     let name = super::script_named(resolver, name, "eval")?;
-    let script = resolver.resolve(&name)?;
+    let script = match resolver.resolve_to_run(&name, args.project_script) {
+        Err(crate::script::ScriptError::Shadows(shadowing)) => {
+            return super::usage(format!(
+                "`{}` here is this project's own script ({}), not mekara's bundled `{}`; to evaluate the project's, `mekara eval --project-script {} …`; to evaluate mekara's, move those files out of the project",
+                shadowing.name,
+                shadowing.files_named(),
+                shadowing.bundled,
+                shadowing.name
+            ));
+        }
+        resolved => resolved?,
+    };
     let cases = if let Some(file) = &args.cases {
         Cases::read(file)?
     } else {
@@ -240,6 +255,7 @@ fn plan(args: &EvalArgs, resolver: &crate::script::Resolver) -> anyhow::Result<P
         agents,
         trials: args.trials,
         baseline,
+        project_script: args.project_script,
         caps: Caps {
             trial_cost_usd: args.trial_max_cost,
             trial_ms: ms(args.trial_timeout),

@@ -291,6 +291,8 @@ fn run_child(ctx: &Ctx, trial: &Trial, child: &Child<'_>) -> Ended {
             .arg("--scripts-dir")
             .arg(scripts)
             .arg("--project-script");
+    } else if ctx.plan.project_script {
+        command.arg("--project-script");
     }
     if let Some(cost) = ctx.plan.caps.trial_cost_usd {
         command.args(["--max-cost", &cost.to_string()]);
