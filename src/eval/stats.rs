@@ -265,7 +265,114 @@ fn row(variant: String, agent: String, case: Option<String>, trials: &[&TrialRes
 
 #[cfg(test)]
 mod tests {
-    use super::wilson;
+    use super::{Summary, wilson};
+    use crate::eval::cases::Cases;
+    use crate::eval::record::{AgentSpec, Baseline, Caps, Outcome, Plan, Trial, TrialResult};
+
+    #[test]
+    fn a_summary_has_a_row_per_variant_and_agent_then_per_case_and_groups_failures_by_step() {
+        let trial = |number, case: &str, baseline| Trial {
+            number,
+            case: case.to_string(),
+            agent: 0,
+            baseline,
+            repeat: 1,
+        };
+        let plan = Plan {
+            id: "e".to_string(),
+            script: "s".to_string(),
+            cases: Cases {
+                file: "c.toml".into(),
+                cases: Vec::new(),
+            },
+            agents: vec![AgentSpec {
+                agent: "claude".to_string(),
+                command: None,
+                model: Some("m".to_string()),
+            }],
+            trials: 1,
+            baseline: Some(Baseline::Nl),
+            project_script: false,
+            caps: Caps::default(),
+            jobs: 1,
+            created_ms: 0,
+            list: vec![
+                trial(1, "a", false),
+                trial(2, "a", true),
+                trial(3, "b", false),
+                trial(4, "b", true),
+            ],
+        };
+        let result = |number, outcome, step: Option<&str>| TrialResult {
+            number,
+            run_id: format!("r{number}"),
+            outcome,
+            why: None,
+            step: step.map(str::to_string),
+            state: "completed".to_string(),
+            checks: Vec::new(),
+            judge: None,
+            agent_steps: 1,
+            cost_usd: 1.0,
+            tokens: 10,
+            duration_ms: 1000,
+        };
+        // Trial 4 has not finished.
+        let results = [
+            result(1, Outcome::Passed, None),
+            result(2, Outcome::Failed, Some("s[1]")),
+            result(3, Outcome::Capped, Some("cap")),
+        ];
+        let summary = Summary::of(&plan, &results);
+        let rows: Vec<(String, String, Option<String>, u32, u32)> = summary
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.variant.clone(),
+                    r.agent.clone(),
+                    r.case.clone(),
+                    r.passed,
+                    r.trials,
+                )
+            })
+            .collect();
+        let row = |v: &str, c: Option<&str>, p, t| {
+            (
+                v.to_string(),
+                "claude/m".to_string(),
+                c.map(str::to_string),
+                p,
+                t,
+            )
+        };
+        assert_eq!(
+            rows,
+            [
+                row("script", None, 1, 2),
+                row("baseline: NL", None, 0, 1),
+                row("script", Some("a"), 1, 1),
+                row("baseline: NL", Some("a"), 0, 1),
+                row("script", Some("b"), 0, 1),
+                row("baseline: NL", Some("b"), 0, 0),
+            ]
+        );
+        assert_eq!(summary.rows[0].capped, 1);
+        assert_eq!(summary.rows[0].cost_per_success, Some(2.0));
+        assert_eq!(summary.rows[1].cost_per_success, None);
+        let failures: Vec<(&str, &[u32])> = summary
+            .failures
+            .iter()
+            .map(|f| (f.step.as_str(), f.trials.as_slice()))
+            .collect();
+        assert_eq!(failures, [("s[1]", &[2][..]), ("cap", &[3][..])]);
+        assert_eq!((summary.planned, summary.finished), (4, 3));
+        assert!(
+            summary
+                .markdown()
+                .contains("| script | claude/m | all | 1/2 | 50% (9–91%) | 1 |")
+        );
+    }
 
     #[test]
     fn the_wilson_interval_matches_the_textbook_values() {
