@@ -46,6 +46,7 @@ mod hooks;
 mod install;
 mod mcp;
 mod memory;
+mod notify;
 mod paths;
 mod script;
 mod secrets;
