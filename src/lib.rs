@@ -38,6 +38,7 @@ mod client;
 mod config;
 mod display;
 mod engine;
+mod eval;
 mod exit;
 #[cfg(test)]
 mod fuzz;

@@ -4,6 +4,7 @@
 
 mod answer;
 mod check;
+mod eval;
 mod hook;
 mod install;
 mod mcp;
@@ -55,6 +56,8 @@ enum Command {
     Scripts(scripts::ScriptsArgs),
     /// Parse compiled scripts and report errors, without running anything.
     Check(check::CheckArgs),
+    /// Run a script's cases many times with real agents: pass rates, cost, time, failures.
+    Eval(eval::EvalArgs),
     /// List runs, show one run's journal, or prune old runs.
     Runs(runs::RunsArgs),
     /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
@@ -188,6 +191,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Answer(args) => answer::run(&args),
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Ui(args) => ui::run(args),
         Command::Store(args) => store::run(args),

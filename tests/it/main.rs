@@ -22,6 +22,7 @@ mod codex;
 mod conformance;
 mod copilot;
 mod durability;
+mod eval;
 mod exit_codes;
 mod gemini;
 mod helpers;
