@@ -219,12 +219,7 @@ async fn a_script_started_with_parent_that_stops_itself_stops_the_run() {
         )
         .await
         .ok();
-    assert!(
-        stopped.contains("## Stopped by the script")
-            && stopped.contains("<message>\nthe user said no\n</message>")
-            && stopped.contains("Do not work around it"),
-        "{stopped}"
-    );
+    insta::assert_snapshot!("stopped_nested_over_mcp", project.scrub(&stopped));
     assert!(!stopped.contains("outer step"), "{stopped}");
     let id = only_run(&project);
     let last = events(&project, &id).pop().expect("an event");
@@ -261,15 +256,7 @@ fn piped_input_after_a_failure_stops_the_run_resumable_unless_it_says_done() {
     let run = project.run(&["run", "ship"], "1.2.0\n");
     run.expect_code(1);
     let id = only_run(&project);
-    assert!(
-        run.stdout.contains(
-            "the run stopped at the failure: with input that is not a terminal, only a line `done` says the script was finished by hand, and the line read was `1.2.0`, not `done`"
-        ) && run
-            .stdout
-            .contains(&format!("`mekara run --resume {id} --retry`")),
-        "{}",
-        run.stdout
-    );
+    let run = mekara_snapshot!("piped_line_after_a_failure", project, run);
     assert!(!run.stdout.contains("finished by hand:"), "{}", run.stdout);
     let runs = project.run(&["runs"], "");
     assert!(runs.stdout.contains("interrupted"), "{}", runs.stdout);
@@ -282,21 +269,13 @@ fn piped_input_after_a_failure_stops_the_run_resumable_unless_it_says_done() {
     project.write("tests-pass", "");
     let retried = project.run(&["run", "--resume", &id, "--retry"], "1.2.0\n");
     retried.expect_code(0);
-    assert!(
-        retried.stdout.contains("  │ shipped 1.2.0\n"),
-        "{}",
-        retried.stdout
-    );
+    mekara_snapshot!("piped_retry_after_the_fix", project, retried);
 
     // `done` says it was finished by hand.
     std::fs::remove_file(project.root().join("tests-pass")).expect("remove");
     let by_hand = project.run(&["run", "ship"], "done\n");
     by_hand.expect_code(1);
-    assert!(
-        by_hand.stdout.contains("failed and was finished by hand"),
-        "{}",
-        by_hand.stdout
-    );
+    mekara_snapshot!("piped_done_after_a_failure", project, by_hand);
 }
 
 /// Regression (issue 28): a resume that killed a step left running by a killed mekara
