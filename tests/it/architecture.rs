@@ -184,13 +184,19 @@ fn the_reader_follows_reexports_and_sees_a_parent_use_its_files() {
     // `p` re-exports `Thing` from its file `p/t` without using it, and uses `p/u` itself.
     write(
         "p/mod.rs",
-        "mod t;\nmod u;\nmod v;\n#[cfg(test)]\nmod fixture;\npub(crate) use t::Thing;\n\
+        "mod t;\nmod u;\nmod v;\nmod w;\n#[cfg(test)]\nmod fixture;\npub(crate) use t::Thing;\n\
+         pub(crate) use w::w;\n\
          pub(crate) use u::Other;\npub(crate) static ALL: [Other; 0] = [];\n",
     );
     write("p/t.rs", "pub(crate) struct Thing;\n");
-    write("p/u.rs", "use super::Thing;\npub(crate) struct Other;\n");
+    write(
+        "p/u.rs",
+        "use super::Thing;\npub(crate) struct Other;\nfn said() -> &'static str { \"`Thing`\" }\n",
+    );
     write("p/fixture.rs", "use crate::q::Anything;\n");
     write("p/v.rs", "fn k() { crate::r::go() }\n");
+    // `p` declares and re-exports `w` without using it: `p/w` may use `p`.
+    write("p/w.rs", "pub(crate) fn w() { super::ALL.len(); }\n");
     // `q` reaches `p/t` through the re-export; its inline module's `super` is `q` itself.
     write(
         "q.rs",
@@ -209,6 +215,7 @@ fn the_reader_follows_reexports_and_sees_a_parent_use_its_files() {
             "p -> p/u",
             "p/u -> p/t",
             "p/v -> r",
+            "p/w -> p",
             "q -> p/t",
             "q -> r",
             "r -> p"
@@ -452,9 +459,27 @@ fn reexports_of(
     (found, rest_of_code)
 }
 
-/// Whether `code` has `word` as a whole word.
+/// Whether `code` has `word` as a whole word, outside string literals (a reply's text that
+/// says "`status`" does not use the function `status`).
 fn uses_word(code: &str, word: &str) -> bool {
+    let mut outside = String::with_capacity(code.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in code.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (_, false, '"') => in_string = !in_string,
+            _ => {}
+        }
+        outside.push(if in_string { ' ' } else { c });
+    }
+    let code = outside.as_str();
     code.match_indices(word).any(|(at, _)| {
+        // `mod pending;` declares the file; it uses nothing of it.
+        if code[..at].ends_with("mod ") {
+            return false;
+        }
         let before = at.checked_sub(1).map(|b| code.as_bytes()[b]);
         let after = code.as_bytes().get(at + word.len());
         !before.is_some_and(is_ident) && !after.is_some_and(|b| is_ident(*b))
