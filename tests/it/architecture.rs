@@ -12,6 +12,13 @@ use std::path::Path;
 /// A module's path from the crate root (`["engine", "journal"]`); the root is empty.
 type Module = Vec<String>;
 
+/// A path as a file names it: from `crate::` (`None`) or `n` levels up (`Some(n)`), and its
+/// names.
+type Named = (Option<usize>, Vec<String>);
+
+/// A path of a use tree, with the name after its `as` if it has one.
+type UsePath = (Vec<String>, Option<String>);
+
 /// Modules the bottom layers may not point at: the adapters and the backends above them.
 const ABOVE_THE_ENGINE: [&str; 9] = [
     "cli", "mcp", "agents", "agent", "store", "install", "hooks", "serve", "traces",
@@ -135,11 +142,7 @@ fn the_agent_layer_hooks_and_installer_do_not_import_the_mcp_server() {
 fn the_reader_finds_use_inline_super_and_grouped_paths() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path();
-    let write = |path: &str, text: &str| {
-        let path = src.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    };
+    let write = |path: &str, text: &str| write_file(src, path, text);
     write("lib.rs", "mod a;\nmod b;\nmod c;\n");
     write(
         "a/mod.rs",
@@ -175,11 +178,7 @@ fn the_reader_finds_use_inline_super_and_grouped_paths() {
 fn the_reader_follows_reexports_and_sees_a_parent_use_its_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = dir.path();
-    let write = |path: &str, text: &str| {
-        let path = src.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    };
+    let write = |path: &str, text: &str| write_file(src, path, text);
     write("lib.rs", "mod p;\nmod q;\nmod r;\n");
     // `p` re-exports `Thing` from its file `p/t` without using it, and uses `p/u` itself.
     write(
@@ -228,6 +227,13 @@ fn the_reader_follows_reexports_and_sees_a_parent_use_its_files() {
         ["p, r: p -> r, r -> p"],
         "the top level folds `p/v -> r` into `p -> r`"
     );
+}
+
+/// Writes `text` to `path` under `src`, making its folders.
+fn write_file(src: &Path, path: &str, text: &str) {
+    let path = src.join(path);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
 }
 
 /// Files and the modules each one's code names.
@@ -425,10 +431,7 @@ fn resolve(files: &BTreeMap<Module, File>, path: Module, depth: usize) -> Module
 /// What the `pub use` (and `pub(…) use`) statements of `code` re-export: the name each
 /// binds and the path it stands for, as [`paths_named`] gives paths.
 /// And `code` without those statements.
-fn reexports_of(
-    code: &str,
-    children: &BTreeSet<String>,
-) -> (BTreeMap<String, (Option<usize>, Vec<String>)>, String) {
+fn reexports_of(code: &str, children: &BTreeSet<String>) -> (BTreeMap<String, Named>, String) {
     let mut found = BTreeMap::new();
     let mut rest_of_code = String::new();
     let mut at = 0;
@@ -718,7 +721,7 @@ fn base(code: &str, at: usize, children: &BTreeSet<String>) -> Option<(Option<us
 
 /// The paths of a use tree at the start of `text` (`a::b`, `a::{b, c::d as e}`, `{self,
 /// x}`), each with the name after its `as` if it has one, and how many bytes it took.
-fn tree(text: &str) -> (Vec<(Vec<String>, Option<String>)>, usize) {
+fn tree(text: &str) -> (Vec<UsePath>, usize) {
     let mut prefix = Vec::new();
     let mut at = 0;
     loop {
