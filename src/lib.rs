@@ -45,6 +45,7 @@ mod host;
 mod install;
 mod mcp;
 mod memory;
+mod notify;
 mod paths;
 mod script;
 mod secrets;
