@@ -205,3 +205,28 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
+
+/// `url` with its password (in the user part, or a `password=` parameter) shown as `***`.
+pub(crate) fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@')
+            && let Some(colon) = rest[..at].find(':')
+        {
+            out = format!("{scheme}://{}:***{}", &rest[..colon], &rest[at..]);
+        }
+    }
+    let mut redacted = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find("password=") {
+        let value = at + "password=".len();
+        redacted.push_str(&rest[..value]);
+        redacted.push_str("***");
+        rest = &rest[value..];
+        let end = rest.find(['&', ' ']).unwrap_or(rest.len());
+        rest = &rest[end..];
+    }
+    redacted.push_str(rest);
+    redacted
+}

@@ -43,6 +43,7 @@ mod exit;
 #[cfg(test)]
 mod fuzz;
 mod hooks;
+mod host;
 mod install;
 mod mcp;
 mod memory;

@@ -16,14 +16,17 @@ use serde_json::{Value as Json, json};
 use super::clients::{Client, Served};
 use super::headless::{Agent, Reply, Request, Stopped, run_agent};
 use super::rate_limit::{RateLimited, is_limit_status, says_final};
+use super::reply::AFTER_START;
 use super::tools::{self, AgentTool, SERVER_NAME};
 use crate::display::shell_quote;
 use crate::engine::CancelToken;
 use crate::engine::step::AgentReport;
-use crate::hooks::Hook;
+use crate::install::commands::CommandFile;
 use crate::install::edits::{Edit, EditError, edit_json};
 use crate::install::{Direction, InstallError, Setup};
 use crate::paths::Locations;
+use crate::script::bundled;
+use crate::script::nl::{GENERATED_KEY, NlText};
 
 /// Claude Code.
 pub(crate) const CLIENT: Client = Client {
@@ -58,6 +61,7 @@ fn server_key(served: Served) -> String {
 }
 
 fn install(setup: &mut Setup<'_>) -> Result<(), InstallError> {
+    setup.bundled_commands(bundled_commands())?;
     let base = setup.base();
     let mcp_file = if setup.user() {
         base.join(".claude.json")
@@ -464,6 +468,143 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
     }
 }
 
+/// The hooks mekara provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hook {
+    /// UserPromptSubmit: a typed `/name args` for a compiled script.
+    RerouteUserCommands,
+    /// PreToolUse (matcher `Skill|SlashCommand`): the agent reaching for a compiled script.
+    RerouteAgentCommands,
+    /// SessionStart, registered by mekara's plugin only: mekara itself says nothing; the
+    /// plugin's launcher answers it when it finds no mekara to run (`plugin/bin/mekara`).
+    SessionStart,
+}
+
+impl Hook {
+    /// The hooks `mekara install` adds, in that order.
+    pub(crate) const INSTALLED: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
+
+    /// The subcommand name (`mekara hook <name>`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Hook::RerouteUserCommands => "reroute-user-commands",
+            Hook::RerouteAgentCommands => "reroute-agent-commands",
+            Hook::SessionStart => "session-start",
+        }
+    }
+
+    /// The Claude Code hook event it answers.
+    pub(crate) fn event(self) -> &'static str {
+        match self {
+            Hook::RerouteUserCommands => "UserPromptSubmit",
+            Hook::RerouteAgentCommands => "PreToolUse",
+            Hook::SessionStart => "SessionStart",
+        }
+    }
+
+    /// The tool matcher it is registered with, for tool events. The plugin's also matches
+    /// the plugin's own tools (`plugin_tools`: their prefix), which it lets run without a
+    /// permission prompt.
+    pub(crate) fn matcher(self, plugin_tools: Option<&str>) -> Option<String> {
+        match (self, plugin_tools) {
+            (Hook::RerouteAgentCommands, None) => Some("Skill|SlashCommand".to_string()),
+            (Hook::RerouteAgentCommands, Some(tools)) => {
+                Some(format!("Skill|SlashCommand|{tools}.*"))
+            }
+            (Hook::RerouteUserCommands | Hook::SessionStart, _) => None,
+        }
+    }
+
+    /// Matchers earlier mekaras registered it with: `install` replaces them and `uninstall`
+    /// removes them too.
+    pub(crate) fn earlier_matchers(self) -> &'static [&'static str] {
+        match self {
+            Hook::RerouteUserCommands | Hook::SessionStart => &[],
+            Hook::RerouteAgentCommands => &["Skill"],
+        }
+    }
+
+    /// The command line Claude Code runs.
+    pub(crate) fn command(self) -> String {
+        format!("mekara hook {}", self.name())
+    }
+}
+
+/// The body of the command file `mekara install` (or mekara's plugin) has for a bundled
+/// compiled script `name` (`compile`), typed as `/typed` (`/compile`, or `/mekara:compile`
+/// from the plugin): what the model reads when the person types it. It says the same as
+/// the answer of the hook ([`crate::hooks`]), which adds the call as JSON, so the two never
+/// disagree; without the hook it is still enough.
+pub(crate) fn bundled_command_body(typed: &str, name: &str, start: &str) -> String {
+    format!(
+        "`/{typed}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
+         steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
+         text typed after `/{typed}`, exactly; {AFTER_START}\n"
+    )
+}
+
+/// The command files `mekara install` writes for every bundled script that is not a demo.
+pub(crate) fn bundled_commands() -> Vec<CommandFile> {
+    command_files(Served::Configured)
+}
+
+/// The command files of every bundled script that is not a demo, for Claude Code given
+/// mekara's server as `served` says: `mekara install`'s (marked as generated), or the
+/// commands of mekara's Claude Code plugin (`crate::install::plugin`).
+pub(crate) fn command_files(served: Served) -> Vec<CommandFile> {
+    bundled::FILES
+        .iter()
+        .filter_map(|f| {
+            let name = f.path.strip_prefix("nl/")?.strip_suffix(".md")?;
+            (!bundled::is_demo(name)).then(|| {
+                let compiled = bundled::file(&format!("compiled/{name}.star")).is_some();
+                CommandFile {
+                    rel: PathBuf::from(format!("{name}.md")),
+                    text: command_text(name, f.text, compiled, served),
+                }
+            })
+        })
+        .collect()
+}
+
+/// An NL-only script's file is its own text (Claude Code replaces `$ARGUMENTS`, as mekara
+/// does); a compiled script's says to run it through mekara, which the hook says too.
+fn command_text(name: &str, nl: &str, compiled: bool, served: Served) -> String {
+    let parsed = NlText::parse(nl);
+    // Claude Code types a command in a folder (`flow/commit.md`) as `/flow:commit`.
+    let typed = match served {
+        Served::Configured => name.replace('/', ":"),
+        Served::ClaudePlugin => format!("{}:{}", PLUGIN, name.replace('/', ":")),
+    };
+    let body = if compiled {
+        bundled_command_body(&typed, name, &tool_name(AgentTool::Start, served))
+    } else {
+        parsed.body.to_string()
+    };
+    let mut front = match served {
+        Served::Configured => format!(
+            "---\n# Written by `mekara install`, which rewrites it; to change the script, run\n\
+             # `mekara scripts eject {name}` (it replaces this file with the script's own)\n"
+        ),
+        Served::ClaudePlugin => format!(
+            "---\n# mekara's bundled script `{name}`, generated from scripts/nl/{name}.md (the\n\
+             # test `install::plugin` checks it and `MEKARA_BLESS=1` rewrites it)\n"
+        ),
+    };
+    // The script's own front matter lines, as written (quotes and all).
+    if !parsed.front_matter.is_empty()
+        && let Some(rest) = nl.strip_prefix("---\n")
+        && let Some(end) = rest.find("\n---")
+    {
+        front.push_str(&rest[..=end]);
+    }
+    if served == Served::Configured {
+        front.push_str(&format!("{GENERATED_KEY}: {name}\n"));
+    }
+    front.push_str("---\n\n");
+    front + &body
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,5 +625,22 @@ mod tests {
         ] {
             assert!(rate_limited(&result(text)).is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn every_generated_command_file_is_marked_and_no_demo_gets_one() {
+        let files = super::bundled_commands();
+        let names: Vec<_> = files.iter().map(|f| f.rel.display().to_string()).collect();
+        assert_eq!(names[..2], ["compile.md", "systematize.md"]);
+        assert_eq!(names.len(), 12, "{names:?}");
+        assert!(
+            names[2..].iter().all(|n| n.starts_with("flow/")),
+            "{names:?}"
+        );
+        assert!(
+            files
+                .iter()
+                .all(|f| crate::script::nl::is_generated(&f.text))
+        );
     }
 }

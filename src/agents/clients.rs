@@ -1,62 +1,27 @@
-//! What mekara knows of an agent client, as one value per client ([`Client`]): how its model
-//! sees mekara's tools, its part of `mekara install`, and its headless adapter. Each client's
-//! value is in its own file; [`super::CLIENTS`] lists them. The command line takes them as
-//! values of `--client` and `--agent` from that list (the [`ValueEnum`] impls here), so a
-//! new client is not enumerated anywhere else.
+//! Every agent client mekara knows ([`CLIENTS`], each a [`Client`] in its own file). The
+//! command line takes them as values of `--client` and `--agent` from that list (the
+//! [`ValueEnum`] impls here), and an MCP connection's client is found in it
+//! ([`AgentClient`]), so a new client is not enumerated anywhere else.
 
-use std::fmt;
 use std::sync::LazyLock;
 
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
-use super::CLIENTS;
+pub(crate) use super::client::{AgentClient, Client, Served};
 use super::headless::Agent;
-use super::tools::AgentTool;
-use crate::install::{InstallError, Setup};
+use super::{claude, codex, copilot, gemini, opencode, qwen};
 
-/// An agent client mekara knows.
-pub(crate) struct Client {
-    /// Its value of `--client` and `--agent`: `claude`.
-    pub name: &'static str,
-    /// What `mekara install --help` says of it: ``OpenCode (`opencode.json`)``.
-    pub help: &'static str,
-    /// Whether `name`, the `clientInfo.name` of an MCP `initialize`, is this client's.
-    pub is_client_info: fn(name: &str) -> bool,
-    /// The name its model sees a tool of mekara's under, when it was given mekara's server
-    /// the way [`Served`] says.
-    pub tool_name: fn(AgentTool, Served) -> String,
-    /// Whether it passes what is typed after `/name` only to an MCP prompt's required
-    /// arguments, so that a prompt's `arguments` must be required there.
-    pub fills_only_required_arguments: bool,
-    /// Whether every install sets it up, `--client` or not (Claude Code).
-    pub always: bool,
-    /// Its part of `mekara install` and `mekara uninstall`: the edits of its configuration
-    /// files, and the command files it reads.
-    pub install: fn(&mut Setup<'_>) -> Result<(), InstallError>,
-    /// What an install leaves for the person to do for it, if anything (`user`: installed
-    /// for every project, with `--user`).
-    pub left_for_you: fn(user: bool) -> Option<String>,
-    /// Where its note goes among the clients' notes under `Left for you:` (lowest first),
-    /// which is not the order `--client` lists the clients in.
-    pub note_rank: u8,
-    /// Its adapter for unattended runs (`mekara run --agent NAME`), if it has one.
-    pub headless: Option<fn() -> Box<dyn Agent>>,
-}
-
-impl fmt::Debug for Client {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.name)
-    }
-}
-
-impl PartialEq for Client {
-    fn eq(&self, other: &Client) -> bool {
-        self.name == other.name
-    }
-}
-
-impl Eq for Client {}
+/// Every agent client mekara knows, in the order `mekara install --help` lists them. A new
+/// client is a file of its own (with its `mod` line in `agents/mod.rs`) and its line here.
+pub(crate) static CLIENTS: [&Client; 6] = [
+    &claude::CLIENT,
+    &opencode::CLIENT,
+    &codex::CLIENT,
+    &gemini::CLIENT,
+    &qwen::CLIENT,
+    &copilot::CLIENT,
+];
 
 /// `--client`: every client, described.
 impl ValueEnum for &'static Client {
@@ -99,54 +64,14 @@ impl ValueEnum for Headless {
     }
 }
 
-/// How a client was given mekara's server, which decides the names its model sees mekara's
-/// tools under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Served {
-    /// As the server `mekara` of the client's own configuration: what `mekara install`
-    /// writes, or a person by hand.
-    #[default]
-    Configured,
-    /// By mekara's Claude Code plugin (`mekara mcp --plugin`): Claude Code names a plugin's
-    /// server after the plugin too (`mcp__plugin_mekara_mekara__start`).
-    ClaudePlugin,
-}
-
-/// The client on the other end of an MCP connection, as far as mekara knows it: it decides
-/// how the client's model sees mekara's tools, so that every text mekara gives an agent names
-/// the tool it can actually call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct AgentClient(Option<&'static Client>, Served);
-
+/// Found in [`CLIENTS`]; the rest of it is in [`super::client`].
 impl AgentClient {
-    /// A client mekara does not know, best told the names `tools/list` gives.
-    pub(crate) const OTHER: AgentClient = AgentClient(None, Served::Configured);
-
     /// The client that calls itself `name` in `initialize`, given mekara's server as
     /// `served` says.
     pub(crate) fn from_client_info(name: &str, served: Served) -> AgentClient {
-        AgentClient(
+        AgentClient::new(
             CLIENTS.into_iter().find(|c| (c.is_client_info)(name)),
             served,
         )
-    }
-
-    /// Whether mekara does not know the client: it names the tools as `tools/list` does.
-    pub(crate) fn is_other(self) -> bool {
-        self.0.is_none()
-    }
-
-    /// Whether it passes what is typed after `/name` only to a prompt's required arguments
-    /// ([`Client::fills_only_required_arguments`]).
-    pub(crate) fn fills_only_required_arguments(self) -> bool {
-        self.0.is_some_and(|c| c.fills_only_required_arguments)
-    }
-
-    /// The name this client's model sees `tool` under.
-    pub(crate) fn tool_name(self, tool: AgentTool) -> String {
-        match self.0 {
-            Some(client) => (client.tool_name)(tool, self.1),
-            None => tool.name().to_string(),
-        }
     }
 }

@@ -13,13 +13,15 @@
 //!   gives back, and what every headless adapter shares;
 //! - [`rate_limit`]: a rate limit or an overload of the model an agent process met, and the
 //!   backoff an unattended run waits it out with;
-//! - [`clients`]: what mekara knows of a client ([`Client`]), and the values of `--client`
-//!   and `--agent`;
+//! - [`client`]: what mekara knows of a client ([`Client`]), and how `mekara install` is
+//!   given it;
+//! - [`clients`]: every client ([`CLIENTS`]), and the values of `--client` and `--agent`;
 //! - one file per agent client ([`claude`], [`opencode`], [`codex`], [`gemini`], [`qwen`],
 //!   [`copilot`]), listed in [`CLIENTS`]: its tool names, its part of `mekara install`, its
 //!   headless adapter; and [`command`], the generic `--agent-command` contract.
 
 pub(crate) mod claude;
+pub(crate) mod client;
 pub(crate) mod clients;
 pub(crate) mod codex;
 pub(crate) mod command;
@@ -34,15 +36,5 @@ pub(crate) mod reply;
 pub(crate) mod session;
 pub(crate) mod tools;
 
-pub(crate) use clients::Client;
-
-/// Every agent client mekara knows, in the order `mekara install --help` lists them. A new
-/// client is a file of its own (with its `mod` line above) and its line here.
-pub(crate) static CLIENTS: [&Client; 6] = [
-    &claude::CLIENT,
-    &opencode::CLIENT,
-    &codex::CLIENT,
-    &gemini::CLIENT,
-    &qwen::CLIENT,
-    &copilot::CLIENT,
-];
+pub(crate) use client::Client;
+pub(crate) use clients::CLIENTS;

@@ -28,10 +28,9 @@ pub(crate) enum AgentTool {
     Eject,
 }
 
-/// The name mekara's server is registered under in every client's configuration that
-/// `mekara install` writes (`.mcp.json`, `opencode.json`, ...): clients build the names
-/// their models see from it.
-pub(crate) const SERVER_NAME: &str = "mekara";
+/// The name mekara's server is registered under in every client's configuration, which
+/// `mekara install` writes.
+pub(crate) use crate::install::edits::SERVER_NAME;
 
 /// Every tool, in the order `tools/list` gives them.
 pub(crate) const ALL: [AgentTool; 7] = [

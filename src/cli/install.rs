@@ -3,7 +3,7 @@
 use super::output::out;
 use clap::Args;
 
-use crate::agents::Client;
+use crate::agents::{CLIENTS, Client};
 use crate::exit::Exit;
 pub(super) use crate::install::Direction;
 use crate::install::{self, Report, Scope};
@@ -36,7 +36,7 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
         // Inside a project, install at its root; elsewhere the current folder becomes one.
         Scope::Project(locations.project_root.unwrap_or(cwd))
     };
-    let plan = install::plan(scope, &args.clients, direction)?;
+    let plan = install::plan(scope, &CLIENTS, &args.clients, direction)?;
     if !args.dry_run {
         install::apply(&plan)?;
     }

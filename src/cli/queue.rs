@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use clap::{ArgGroup, Args};
 
 use super::output::outln;
+use crate::agents::CLIENTS;
 use crate::display::count;
 use crate::engine::runner::StepRunner;
 use crate::engine::runs::RunState;
@@ -55,7 +56,7 @@ pub(super) struct SubmitArgs {
     arguments: Vec<String>,
     /// The agent that does the llm steps and NL scripts on the worker: `claude`, `codex` or
     /// `gemini` (on the worker's PATH).
-    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(QUEUED_AGENTS))]
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(queued_agents()))]
     agent: Option<String>,
     /// The command that does the llm steps and NL scripts on the worker (docs/agent-command.md).
     #[arg(long, value_name = "CMD")]
@@ -104,8 +105,14 @@ pub(super) struct WorkerArgs {
 }
 
 /// The agents `--agent` of `mekara submit` names, which a worker runs as `mekara run
-/// --agent NAME`.
-const QUEUED_AGENTS: [&str; 3] = ["claude", "codex", "gemini"];
+/// --agent NAME`: the clients with a headless adapter, from the one list of clients.
+fn queued_agents() -> Vec<&'static str> {
+    CLIENTS
+        .into_iter()
+        .filter(|client| client.headless.is_some())
+        .map(|client| client.name)
+        .collect()
+}
 
 /// The limits a queued run may carry to its worker's `mekara run`, each with a value.
 const QUEUED_LIMITS: [&str; 5] = [
@@ -119,13 +126,13 @@ const QUEUED_LIMITS: [&str; 5] = [
 /// The words a worker adds to its `mekara run` for queued `job`'s agent and limits, or why
 /// it does not run the job. The queue's rows are data anyone who can write to the table
 /// controls, so nothing of them becomes a word of the command line unchecked: the agent is
-/// one of [`QUEUED_AGENTS`] or an agent command in `allowed`, word for word, and each limit is
+/// one of [`queued_agents`] or an agent command in `allowed`, word for word, and each limit is
 /// one of [`QUEUED_LIMITS`]; each is passed as `--flag=value`, so a value is never read as
 /// a flag of its own.
 fn queued_words(job: &Job, allowed: &[String]) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     match job.agent.as_slice() {
-        [flag, name] if flag == "--agent" && QUEUED_AGENTS.contains(&name.as_str()) => {
+        [flag, name] if flag == "--agent" && queued_agents().contains(&name.as_str()) => {
             words.push(format!("--agent={name}"));
         }
         [flag, command] if flag == "--agent-command" => {
@@ -142,7 +149,7 @@ fn queued_words(job: &Job, allowed: &[String]) -> Result<Vec<String>, String> {
             return Err(format!(
                 "its agent ({}) is neither `--agent` with one of {} nor `--agent-command`; the queue's row was not written by `mekara submit`",
                 crate::display::clipped(&other.join(" "), 200),
-                QUEUED_AGENTS.join(", ")
+                queued_agents().join(", ")
             ));
         }
     }

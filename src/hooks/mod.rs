@@ -7,80 +7,20 @@
 //! follow its Markdown by hand. They run on every prompt, so this module only parses the hook's
 //! JSON and resolves a name: no async runtime, no Starlark. It must never break a session:
 //! whatever goes wrong, the hook says nothing (the caller exits 0) and the reason goes to the
-//! log. It owns the hook text; it does not touch the engine or the MCP server. The tool's
-//! name comes from its caller, as Claude Code's file in [`crate::agents`] names it (that
-//! file registers the hooks, so this module does not import it).
+//! log. It owns the hooks' answers; it does not touch the engine or the MCP server. Which
+//! hooks there are ([`Hook`]) and the command files' text are Claude Code's, in
+//! [`crate::agents::claude`], which registers the hooks; the tool's name comes from the
+//! caller, as that file names it.
 
 use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
+pub(crate) use crate::agents::claude::Hook;
 use crate::agents::reply::{AFTER_START, project_script_question};
 use crate::display::SHOWN_ARGUMENTS;
 use crate::paths::Locations;
 use crate::script::{Level, Resolver, Script, Shadowing};
-
-/// The hooks mekara provides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Hook {
-    /// UserPromptSubmit: a typed `/name args` for a compiled script.
-    RerouteUserCommands,
-    /// PreToolUse (matcher `Skill|SlashCommand`): the agent reaching for a compiled script.
-    RerouteAgentCommands,
-    /// SessionStart, registered by mekara's plugin only: mekara itself says nothing; the
-    /// plugin's launcher answers it when it finds no mekara to run (`plugin/bin/mekara`).
-    SessionStart,
-}
-
-impl Hook {
-    /// The hooks `mekara install` adds, in that order.
-    pub(crate) const INSTALLED: [Hook; 2] = [Hook::RerouteUserCommands, Hook::RerouteAgentCommands];
-
-    /// The subcommand name (`mekara hook <name>`).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Hook::RerouteUserCommands => "reroute-user-commands",
-            Hook::RerouteAgentCommands => "reroute-agent-commands",
-            Hook::SessionStart => "session-start",
-        }
-    }
-
-    /// The Claude Code hook event it answers.
-    pub(crate) fn event(self) -> &'static str {
-        match self {
-            Hook::RerouteUserCommands => "UserPromptSubmit",
-            Hook::RerouteAgentCommands => "PreToolUse",
-            Hook::SessionStart => "SessionStart",
-        }
-    }
-
-    /// The tool matcher it is registered with, for tool events. The plugin's also matches
-    /// the plugin's own tools (`plugin_tools`: their prefix), which it lets run without a
-    /// permission prompt.
-    pub(crate) fn matcher(self, plugin_tools: Option<&str>) -> Option<String> {
-        match (self, plugin_tools) {
-            (Hook::RerouteAgentCommands, None) => Some("Skill|SlashCommand".to_string()),
-            (Hook::RerouteAgentCommands, Some(tools)) => {
-                Some(format!("Skill|SlashCommand|{tools}.*"))
-            }
-            (Hook::RerouteUserCommands | Hook::SessionStart, _) => None,
-        }
-    }
-
-    /// Matchers earlier mekaras registered it with: `install` replaces them and `uninstall`
-    /// removes them too.
-    pub(crate) fn earlier_matchers(self) -> &'static [&'static str] {
-        match self {
-            Hook::RerouteUserCommands | Hook::SessionStart => &[],
-            Hook::RerouteAgentCommands => &["Skill"],
-        }
-    }
-
-    /// The command line Claude Code runs.
-    pub(crate) fn command(self) -> String {
-        format!("mekara hook {}", self.name())
-    }
-}
 
 /// What a hook answers with depends on who registered it: `mekara install` (`plugin`: `None`)
 /// or mekara's Claude Code plugin, whose tools and commands Claude Code names after it.
@@ -344,19 +284,6 @@ fn user_prompt_answer(
         }
     })
     .to_string()
-}
-
-/// The body of the command file `mekara install` (or mekara's plugin) has for a bundled
-/// compiled script `name` (`compile`), typed as `/typed` (`/compile`, or `/mekara:compile`
-/// from the plugin): what the model reads when the person types it. It says the same as
-/// [`user_prompt_answer`], which adds the call as JSON, so the two never disagree; without the
-/// hook it is still enough.
-pub(crate) fn bundled_command_body(typed: &str, name: &str, start: &str) -> String {
-    format!(
-        "`/{typed}` is mekara's bundled compiled script `{name}`: mekara runs its automatic \
-         steps itself. Call the `{start}` tool with `name` `{name}` and, as `arguments`, the \
-         text typed after `/{typed}`, exactly; {AFTER_START}\n"
-    )
 }
 
 /// The PreToolUse answer of the plugin's hook for one of the plugin's own tools: allowed,

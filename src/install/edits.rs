@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value as Json};
 
 use super::{Action, Change, Direction};
-use crate::agents::tools;
 use crate::display::json_type;
 
 /// A configuration file that cannot be edited safely. Nothing was written.
@@ -208,6 +207,11 @@ fn at_comment(text: &str, e: &serde_json::Error) -> bool {
         .is_some_and(|rest| rest.starts_with("//") || rest.starts_with("/*"))
 }
 
+/// The name mekara's server is registered under in every client's configuration that
+/// `mekara install` writes (`.mcp.json`, `opencode.json`, ...): clients build the names
+/// their models see from it.
+pub(crate) const SERVER_NAME: &str = "mekara";
+
 /// Adds or removes the server entry `container.mekara = entry`.
 pub(crate) fn server_entry(
     path: &Path,
@@ -215,7 +219,7 @@ pub(crate) fn server_entry(
     container: &'static str,
     entry: &Json,
 ) -> Result<Edit, EditError> {
-    let name = tools::SERVER_NAME;
+    let name = SERVER_NAME;
     edit_json(path, direction, |state, root| {
         let file = path.display().to_string();
         match direction {

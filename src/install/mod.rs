@@ -1,5 +1,5 @@
 //! `mekara install` / `mekara uninstall`: setting a project (or the user's home) up for
-//! Claude Code, and optionally the other agent clients of [`crate::agents::CLIENTS`].
+//! Claude Code, and optionally the other agent clients it is given ([`ClientSetup`]).
 //!
 //! Work is done in two phases: [`plan`] reads every file it would touch and computes the
 //! changes (refusing a file it cannot parse, before anything is written), then [`apply`]
@@ -12,8 +12,10 @@
 //! ([`edits`]), the NL scripts folder with its command files and the commands link
 //! ([`commands`]), and the install record. What each client needs (its configuration edits,
 //! its own command files, its notes) is in its file in [`crate::agents`], which this module
-//! reaches only through [`crate::agents::CLIENTS`] and each client's [`Setup`] step.
+//! never imports: the command line gives [`plan`] the clients ([`crate::agents::CLIENTS`]),
+//! each a [`ClientSetup`] whose step writes through [`Setup`].
 
+mod change;
 pub(crate) mod commands;
 pub(crate) mod edits;
 #[cfg(test)]
@@ -23,19 +25,11 @@ mod record;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::agents::{CLIENTS, Client};
+pub(crate) use change::{Action, Change, Direction};
+use commands::CommandFile;
 use edits::Edit;
 pub(crate) use edits::EditError;
 use record::Record;
-
-/// Install or uninstall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
-    /// Add mekara.
-    Install,
-    /// Remove what install added.
-    Uninstall,
-}
 
 /// Where to install: a project folder, or the user's home.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,64 +87,6 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Insta
     }
 }
 
-/// One change to the file system.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Action {
-    /// Create a folder (and its parents).
-    CreateDir,
-    /// Create a symlink at the path, pointing at `target` (relative to the link's folder).
-    Symlink {
-        /// What the link points at.
-        target: PathBuf,
-    },
-    /// Move the files of a real commands folder into `into`, then remove it and link it.
-    MoveAndLink {
-        /// Files to move, relative to the folder.
-        files: Vec<PathBuf>,
-        /// Files already in `into` with the same content: dropped instead of moved.
-        duplicates: Vec<PathBuf>,
-        /// The NL scripts folder.
-        into: PathBuf,
-        /// The link's target.
-        target: PathBuf,
-    },
-    /// Remove a symlink.
-    RemoveSymlink,
-    /// Replace the link by a folder again, moving back the files install moved out of it.
-    RestoreCommands {
-        /// Files to move back, relative to the folder.
-        files: Vec<PathBuf>,
-        /// Files install dropped as duplicates: copied back.
-        dropped: Vec<PathBuf>,
-        /// The NL scripts folder they are in.
-        from: PathBuf,
-    },
-    /// Remove a folder install created, now empty.
-    RemoveDir,
-    /// Write a file with this text (`created`: it did not exist).
-    Write {
-        /// The whole new text.
-        text: String,
-        /// Whether the file is new.
-        created: bool,
-    },
-    /// Remove a file that only held what install added.
-    Remove,
-    /// Remove a command file install generated for a bundled script.
-    RemoveGenerated,
-}
-
-/// A change, with what it does in words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Change {
-    /// The absolute path.
-    pub path: PathBuf,
-    /// What happens to it.
-    pub action: Action,
-    /// The entries added or removed, in words (`+ server `mekara``).
-    pub details: Vec<String>,
-}
-
 /// Everything install or uninstall would do.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
@@ -168,9 +104,10 @@ pub(crate) struct Plan {
 
 /// Computes what install or uninstall would change for `clients` (Claude Code is always
 /// included) in `scope`. Reads files; writes nothing.
-pub(crate) fn plan(
+pub(crate) fn plan<C: ClientSetup>(
     scope: Scope,
-    clients: &[&'static Client],
+    known: &[&C],
+    clients: &[&C],
     direction: Direction,
 ) -> Result<Plan, InstallError> {
     let mut plan = Plan {
@@ -199,7 +136,6 @@ pub(crate) fn plan(
                 }
             }
             plan_link(&mut plan, &commands, &nl_dir, &link_target)?;
-            plan_bundled_commands(&mut plan, &commands, &nl_dir)?;
         }
         Direction::Uninstall => {
             // Every file install generated, also for a bundled script this mekara no longer has.
@@ -244,9 +180,9 @@ pub(crate) fn plan(
         plan: &mut plan,
         edits: Vec::new(),
     };
-    let always = CLIENTS.into_iter().filter(|c| c.always);
-    for client in always.chain(clients.iter().copied().filter(|c| !c.always)) {
-        (client.install)(&mut setup)?;
+    let always = known.iter().copied().filter(|c| c.always());
+    for client in always.chain(clients.iter().copied().filter(|c| !c.always())) {
+        client.set_up(&mut setup)?;
     }
     let Setup { edits, .. } = setup;
     for edit in edits {
@@ -260,12 +196,13 @@ pub(crate) fn plan(
     }
 
     if direction == Direction::Install {
-        let mut noted: Vec<&Client> = CLIENTS
-            .into_iter()
-            .filter(|c| c.always || clients.contains(c))
+        let mut noted: Vec<&C> = known
+            .iter()
+            .copied()
+            .filter(|c| c.always() || clients.contains(c))
             .collect();
-        noted.sort_by_key(|c| c.note_rank);
-        let notes = noted.into_iter().filter_map(|c| (c.left_for_you)(user));
+        noted.sort_by_key(|c| c.note_rank());
+        let notes = noted.into_iter().filter_map(|c| c.left_for_you(user));
         plan.left_for_you.extend(notes);
         if !on_path("mekara") {
             plan.left_for_you.push(
@@ -278,7 +215,22 @@ pub(crate) fn plan(
     Ok(plan)
 }
 
-/// One client's step of an install or uninstall ([`Client::install`]): where and which way,
+/// An agent client as install sees it: whether every install sets it up, its step of an
+/// install or uninstall, and what it leaves for the person. Install knows no client by name:
+/// the agent layer's clients ([`crate::agents::CLIENTS`]) are given to [`plan`], and each
+/// one's file in [`crate::agents`] implements its step with [`Setup`].
+pub(crate) trait ClientSetup: PartialEq {
+    /// Whether every install sets it up, `--client` or not (Claude Code).
+    fn always(&self) -> bool;
+    /// Its part of `mekara install` and `mekara uninstall`.
+    fn set_up(&self, setup: &mut Setup<'_>) -> Result<(), InstallError>;
+    /// What an install leaves for the person to do for it (`user`: with `--user`).
+    fn left_for_you(&self, user: bool) -> Option<String>;
+    /// Where its note goes among the clients' notes (lowest first).
+    fn note_rank(&self) -> u8;
+}
+
+/// One client's step of an install or uninstall ([`ClientSetup::set_up`]): where and which way,
 /// and the plan it adds to. Command files go into the plan at once; configuration edits are
 /// queued ([`Setup::edit`]) and follow every client's command files.
 pub(crate) struct Setup<'a> {
@@ -323,6 +275,22 @@ impl Setup<'_> {
         let edit = edits::server_entry(path, self.direction(), container, entry)?;
         self.edit(edit);
         Ok(())
+    }
+
+    /// On install, the command files of the bundled scripts (`files`: Claude Code's) in the
+    /// NL scripts folder that `.claude/commands` links to, and the removal of those of
+    /// scripts this mekara no longer has. Uninstall removes every generated file already.
+    pub(crate) fn bundled_commands(&mut self, files: Vec<CommandFile>) -> Result<(), InstallError> {
+        if self.direction() == Direction::Uninstall {
+            return Ok(());
+        }
+        let base = self.base().to_path_buf();
+        plan_bundled_commands(
+            self.plan,
+            &base.join(".claude/commands"),
+            &base.join(".mekara/scripts/nl"),
+            files,
+        )
     }
 }
 
@@ -455,6 +423,7 @@ fn plan_bundled_commands(
     plan: &mut Plan,
     commands: &Path,
     nl_dir: &Path,
+    current: Vec<CommandFile>,
 ) -> Result<(), InstallError> {
     let linked = links_to(commands, nl_dir)
         || plan.changes.iter().any(|c| {
@@ -469,7 +438,6 @@ fn plan_bundled_commands(
         return Ok(());
     }
     let base = plan.scope.base().to_path_buf();
-    let current = commands::bundled();
     // A command for a bundled script this mekara no longer has (an upgrade dropped it).
     for path in generated_files(nl_dir)? {
         if !current.iter().any(|f| nl_dir.join(&f.rel) == path) {

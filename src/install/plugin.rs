@@ -16,7 +16,6 @@ use std::path::PathBuf;
 
 use serde_json::{Value as Json, json};
 
-use super::commands;
 use crate::agents::claude::{self, PLUGIN};
 use crate::agents::clients::Served;
 use crate::agents::tools::SERVER_NAME;
@@ -46,7 +45,7 @@ pub(crate) fn files() -> Vec<(PathBuf, String)> {
         ),
         (PathBuf::from(DIR).join(HOOKS_FILE), pretty(&hooks())),
     ];
-    for file in commands::commands(Served::ClaudePlugin) {
+    for file in claude::command_files(Served::ClaudePlugin) {
         files.push((
             PathBuf::from(DIR).join("commands").join(file.rel),
             file.text,

@@ -4,93 +4,21 @@
 //! - [`registry`]: the runs a server holds, and which one each call goes to;
 //! - [`server`]: the rmcp handler (progress, cancellation, prompts);
 //! - [`vcr`]: cassettes, recording and replay;
-//! - this file: [`SessionPlan`], and serving sessions over the transports of
-//!   [`crate::transport`].
+//! - [`session_plan`]: where a session's scripts, runs and folder come from;
+//! - this file: serving sessions over the transports of [`crate::transport`].
 
 pub(crate) mod registry;
 pub(crate) mod server;
+mod session_plan;
 pub(crate) mod vcr;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use crate::agents::clients::Served;
-use crate::agents::session::Session;
-use crate::engine::store::RunStore;
-use crate::engine::{EngineError, Settings, ShellRunner, StepRunner};
-use crate::paths::Locations;
-use crate::script::Resolver;
 use crate::transport::{self, HttpOptions};
 pub(crate) use registry::Registry;
 pub(crate) use server::Server;
-
-/// Where a session's scripts, runs and default folder come from.
-#[derive(Clone)]
-pub(crate) struct SessionPlan {
-    /// Finds scripts.
-    pub resolver: Resolver,
-    /// Keeps runs.
-    pub store: RunStore,
-    /// Knobs of runs.
-    pub settings: Settings,
-    /// The folder scripts run in when a call names none.
-    pub cwd: PathBuf,
-    /// How the client was given this server (`mekara mcp --plugin`: by mekara's Claude Code
-    /// plugin), which decides the names its model sees the tools under.
-    pub served: Served,
-    /// Set when the server stands down: mekara's plugin in a project that sets its own
-    /// `mekara` server up in this file ([`crate::agents::claude::configured_server`]). It
-    /// then offers no tools, and says why.
-    pub stood_down: Option<PathBuf>,
-}
-
-impl SessionPlan {
-    /// The plan for a server started in `cwd`.
-    pub(crate) fn discover(cwd: &Path, settings: Settings) -> Result<SessionPlan, EngineError> {
-        SessionPlan::at(&Locations::discover(cwd), settings)
-    }
-
-    /// The plan for a server with these locations.
-    pub(crate) fn at(
-        locations: &Locations,
-        settings: Settings,
-    ) -> Result<SessionPlan, EngineError> {
-        let cwd = &locations.cwd;
-        let store = crate::store::config::run_store_or_refusal(locations)?;
-        Ok(SessionPlan {
-            resolver: Resolver::new(locations),
-            store,
-            settings,
-            cwd: cwd.clone(),
-            served: Served::Configured,
-            stood_down: None,
-        })
-    }
-
-    /// The real effect runner of a session: shell steps, and tool calls through an MCP
-    /// client of its own (connections live as long as the session).
-    pub(crate) fn runner(&self) -> Box<dyn StepRunner> {
-        let client = crate::client::McpClient::for_locations(&Locations::discover(&self.cwd));
-        Box::new(crate::client::ClientRunner::new(ShellRunner::new(), client))
-    }
-
-    /// A new session that runs effects with `runner`.
-    pub(crate) fn session(&self, runner: Box<dyn StepRunner>) -> Session {
-        Session::new(
-            self.resolver.clone(),
-            self.store.clone(),
-            runner,
-            self.settings.clone(),
-            self.cwd.clone(),
-        )
-    }
-
-    /// The runs of a server with this plan, each running effects with its own real runner.
-    pub(crate) fn registry(self) -> Registry {
-        let runner = self.clone();
-        Registry::new(self, Box::new(move || runner.runner()))
-    }
-}
+pub(crate) use session_plan::SessionPlan;
 
 /// Serves one connection over stdin/stdout until the client goes away. With `cassette`,
 /// everything it does is recorded there.

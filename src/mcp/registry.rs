@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::SessionPlan;
+use super::session_plan::SessionPlan;
 use crate::agents::history::Progress;
 use crate::agents::reply::{self, Reply};
 use crate::agents::session::Session;
@@ -582,5 +582,15 @@ impl Registry {
             .filter(|r| !live.iter().any(|l| l.id == r.id))
             .collect();
         Reply::ok(reply::interrupted_runs(&runs, &live))
+    }
+}
+
+/// Kept here rather than with the plan, which the registry holds: a plan does not know the
+/// registry.
+impl SessionPlan {
+    /// The runs of a server with this plan, each running effects with its own real runner.
+    pub(crate) fn registry(self) -> Registry {
+        let runner = self.clone();
+        Registry::new(self, Box::new(move || runner.runner()))
     }
 }

@@ -150,7 +150,7 @@ fn helpers_loaded(text: &'static str) -> Vec<&'static bundled::BundledFile> {
         let Ok(ast) = starlark::syntax::AstModule::parse(
             "bundled",
             text.to_string(),
-            &crate::engine::compiled::dialect(),
+            &super::dialect::dialect(),
         ) else {
             continue;
         };

@@ -5,6 +5,7 @@
 //! files but never runs anything; running is the engine's job.
 
 pub(crate) mod bundled;
+pub(crate) mod dialect;
 pub(crate) mod eject;
 pub(crate) mod name;
 pub(crate) mod nl;

@@ -33,7 +33,7 @@ pub(super) fn start(locations: &Locations) -> Option<Arc<Traces>> {
 }
 
 fn build(locations: &Locations, endpoint_var: &str, endpoint: &str) -> Result<Traces, String> {
-    let shown = crate::store::postgres::redact_url(endpoint);
+    let shown = crate::display::redact_url(endpoint);
     let uri: http::Uri = endpoint
         .parse()
         .map_err(|e| format!("`{endpoint_var}` is not a URL (`{shown}`: {e}); set it to the collector's OTLP/HTTP address, such as `http://localhost:4318`"))?;
@@ -80,7 +80,7 @@ fn build(locations: &Locations, endpoint_var: &str, endpoint: &str) -> Result<Tr
         .map_err(|e| format!("cannot export to `{endpoint_var}`: {e}"))?;
     let mut resource = opentelemetry_sdk::Resource::builder().with_attributes([
         KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-        KeyValue::new("host.name", crate::store::postgres::this_host()),
+        KeyValue::new("host.name", crate::host::this_host()),
     ]);
     let named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty())
         || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
@@ -95,8 +95,8 @@ fn build(locations: &Locations, endpoint_var: &str, endpoint: &str) -> Result<Tr
         tracer: provider.tracer("mekara"),
         provider,
         include_text: include_text(locations),
-        host: crate::store::postgres::this_host(),
-        user: crate::store::postgres::this_user(),
+        host: crate::host::this_host(),
+        user: crate::host::this_user(),
     })
 }
 

@@ -2,7 +2,6 @@
 //! (its own HOME, no colour, fixed width), the real binary, the one [`Project::scrub`] that
 //! makes output comparable (paths, run ids, times, versions), and [`mekara_snapshot!`],
 //! which pins a command's exit code, stdout and stderr together.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

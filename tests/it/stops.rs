@@ -52,18 +52,12 @@ fn a_script_that_stops_itself_at_the_terminal_ends_the_run_as_stopped_by_the_scr
     let project = project();
     let run = project.run(&["run", "release"], "no\n");
     run.expect_code(1);
+    // Stopped by the script, with its message: not "finish it by hand", not released.
+    let run = mekara_snapshot!("stopped_at_the_terminal", project, run);
     let out = &run.stdout;
-    assert!(
-        out.contains("stopped by the script `release`: the user said no"),
-        "{out}"
-    );
     assert!(!out.contains("finish it by hand"), "{out}");
     assert!(!out.contains("released"), "{out}");
     let id = only_run(&project);
-    assert!(
-        out.contains(&format!("── run {id} stopped by the script:")),
-        "{out}"
-    );
 
     let last = events(&project, &id).pop().expect("an event");
     assert_eq!(
@@ -72,22 +66,14 @@ fn a_script_that_stops_itself_at_the_terminal_ends_the_run_as_stopped_by_the_scr
         "{last}"
     );
 
-    let runs = project.run(&["runs"], "");
-    assert!(
-        runs.stdout.contains("stopped by the script"),
-        "{}",
-        runs.stdout
-    );
-    let shown = project.run(&["runs", "show", &id], "");
-    assert!(
-        shown
-            .stdout
-            .contains("◀ stopped by the script: the user said no")
-            && shown.stdout.contains(
-                "stopped by the script: the user said no\nthe script ended the run there on purpose"
-            ),
-        "{}",
-        shown.stdout
+    // The runs folder's size follows the journal's timings.
+    insta::with_settings!({filters => vec![(r"\d+ B in", "[SIZE] in")]}, {
+        mekara_snapshot!("stopped_runs", project, project.command(&["runs"]));
+    });
+    mekara_snapshot!(
+        "stopped_runs_show",
+        project,
+        project.command(&["runs", "show", &id])
     );
     // Not a run to finish: prune takes it as an ended run.
     let pruned = project.run(&["runs", "prune", "--state", "stopped", "--dry-run"], "");
@@ -96,13 +82,7 @@ fn a_script_that_stops_itself_at_the_terminal_ends_the_run_as_stopped_by_the_scr
     // A retry would stop again: it is refused, saying how to give another answer.
     let retried = project.run(&["run", "--resume", &id, "--retry"], "");
     retried.expect_code(2);
-    assert!(
-        retried.stderr.contains(&format!(
-            "run `{id}` was stopped by its script `release` (the user said no), not by a failed step, so a retry would only stop again"
-        )) && retried.stderr.contains("--from STEP"),
-        "{}",
-        retried.stderr
-    );
+    mekara_snapshot!("stopped_retry_refused", project, retried);
     // Going on from the question asks it again.
     let again = project.run(&["run", "--resume", &id, "--from", "release[1]"], "yes\n");
     again.expect_code(0);
@@ -119,13 +99,7 @@ fn resuming_a_run_the_script_stopped_says_why_and_what_can_go_on() {
     let id = only_run(&project);
     let resumed = project.run(&["run", "--resume", &id], "");
     resumed.expect_code(2);
-    assert!(
-        resumed.stderr.contains(&format!(
-            "run `{id}` was stopped by its script `release`: the user said no; there is nothing to resume as it is: it stopped on a decision, so a retry would only stop again; to go on differently, run it again from a step with `mekara run --resume {id} --from STEP` (MCP: `from`), e.g. `--from release[1]` for its last step before the stop, or start a new run"
-        )),
-        "{}",
-        resumed.stderr
-    );
+    let resumed = mekara_snapshot!("stopped_on_a_decision_resume_refused", project, resumed);
     assert!(
         !resumed.stderr.contains("has already finished"),
         "{}",
@@ -153,13 +127,7 @@ fn resuming_a_run_the_script_stopped_says_why_and_what_can_go_on() {
         .expect("the ship run");
     let resumed = project.run(&["run", "--resume", &ship], "");
     resumed.expect_code(2);
-    assert!(
-        resumed.stderr.contains(&format!(
-            "run `{ship}` was stopped by its script `ship`: the tests failed; there is nothing to resume as it is: it stopped after a failure it read, so once the cause is fixed, `mekara run --resume {ship} --retry` (MCP: `retry`) runs step `ship[1]` again"
-        )),
-        "{}",
-        resumed.stderr
-    );
+    mekara_snapshot!("stopped_after_a_failure_resume_refused", project, resumed);
     std::fs::write(project.root().join("tests-pass"), "").expect("write");
     let retried = project.run(&["run", "--resume", &ship, "--retry"], "");
     retried.expect_code(0);
@@ -184,16 +152,9 @@ fn unattended_a_script_that_stops_itself_exits_1_with_its_message() {
     args.extend_from_slice(&agent);
     let stopped = project.run(&args, "");
     stopped.expect_code(1);
-    assert!(
-        stopped
-            .stderr
-            .contains("stopped by the script `release`: the user said no")
-            && stopped
-                .stderr
-                .contains("the script ended the run there on purpose: nothing is left to resume"),
-        "{}",
-        stopped.stderr
-    );
+    let stopped = insta::with_settings!({filters => vec![(r#""duration_ms": \d+"#, r#""duration_ms": [MS]"#)]}, {
+        mekara_snapshot!("stopped_unattended", project, stopped)
+    });
     let summary: Json = serde_json::from_str(&stopped.stdout).expect("a JSON summary");
     assert_eq!(summary["state"], "stopped_by_script", "{summary}");
     assert_eq!(summary["resume"], Json::Null, "{summary}");
@@ -258,12 +219,7 @@ async fn a_script_started_with_parent_that_stops_itself_stops_the_run() {
         )
         .await
         .ok();
-    assert!(
-        stopped.contains("## Stopped by the script")
-            && stopped.contains("<message>\nthe user said no\n</message>")
-            && stopped.contains("Do not work around it"),
-        "{stopped}"
-    );
+    insta::assert_snapshot!("stopped_nested_over_mcp", project.scrub(&stopped));
     assert!(!stopped.contains("outer step"), "{stopped}");
     let id = only_run(&project);
     let last = events(&project, &id).pop().expect("an event");
@@ -300,15 +256,7 @@ fn piped_input_after_a_failure_stops_the_run_resumable_unless_it_says_done() {
     let run = project.run(&["run", "ship"], "1.2.0\n");
     run.expect_code(1);
     let id = only_run(&project);
-    assert!(
-        run.stdout.contains(
-            "the run stopped at the failure: with input that is not a terminal, only a line `done` says the script was finished by hand, and the line read was `1.2.0`, not `done`"
-        ) && run
-            .stdout
-            .contains(&format!("`mekara run --resume {id} --retry`")),
-        "{}",
-        run.stdout
-    );
+    let run = mekara_snapshot!("piped_line_after_a_failure", project, run);
     assert!(!run.stdout.contains("finished by hand:"), "{}", run.stdout);
     let runs = project.run(&["runs"], "");
     assert!(runs.stdout.contains("interrupted"), "{}", runs.stdout);
@@ -321,21 +269,13 @@ fn piped_input_after_a_failure_stops_the_run_resumable_unless_it_says_done() {
     project.write("tests-pass", "");
     let retried = project.run(&["run", "--resume", &id, "--retry"], "1.2.0\n");
     retried.expect_code(0);
-    assert!(
-        retried.stdout.contains("  │ shipped 1.2.0\n"),
-        "{}",
-        retried.stdout
-    );
+    mekara_snapshot!("piped_retry_after_the_fix", project, retried);
 
     // `done` says it was finished by hand.
     std::fs::remove_file(project.root().join("tests-pass")).expect("remove");
     let by_hand = project.run(&["run", "ship"], "done\n");
     by_hand.expect_code(1);
-    assert!(
-        by_hand.stdout.contains("failed and was finished by hand"),
-        "{}",
-        by_hand.stdout
-    );
+    mekara_snapshot!("piped_done_after_a_failure", project, by_hand);
 }
 
 /// Regression (issue 28): a resume that killed a step left running by a killed mekara

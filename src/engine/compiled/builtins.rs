@@ -1,5 +1,6 @@
 //! The step builtins of compiled scripts (`auto`, `llm`, `ask`, `mcp`, `call_script`), the global
-//! environment they live in ([`globals`]) and the Starlark dialect ([`dialect`]).
+//! environment they live in ([`globals`]); the Starlark dialect ([`dialect`]) is the
+//! script layer's.
 //!
 //! A builtin checks its arguments, says what the step asks for, and leaves the journal to
 //! the [`StepContext`]: it takes the recorded result when there is one, else runs the effect
@@ -11,7 +12,6 @@ use serde_json::{Map, Value as Json};
 use starlark::environment::{Globals, GlobalsBuilder, LibraryExtension};
 use starlark::eval::Evaluator;
 use starlark::starlark_module;
-use starlark::syntax::{Dialect, DialectTypes};
 use starlark::values::{Heap, Value};
 
 use super::Suspension;
@@ -28,18 +28,7 @@ use super::values::{
 use crate::engine::runner::{Ran, ShellStep, ToolCall};
 use crate::engine::step::{Kept, StepInput, StepResult};
 use crate::engine::tool;
-
-/// The Starlark dialect of compiled scripts: Python-like `def`, lambdas, keyword-only
-/// arguments, type annotations, f-strings, and `load` of helper modules (which only
-/// compiled scripts resolve: see `modules`).
-pub(crate) fn dialect() -> Dialect {
-    Dialect {
-        enable_f_strings: true,
-        enable_keyword_only_arguments: true,
-        enable_types: DialectTypes::Enable,
-        ..Dialect::Standard
-    }
-}
+pub(crate) use crate::script::dialect::dialect;
 
 /// The global environment: the standard library, `json`, `struct`, `print` and the step
 /// builtins.

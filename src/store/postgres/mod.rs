@@ -30,11 +30,13 @@ use postgres::{Client, GenericClient, NoTls};
 use sha2::Digest as _;
 
 use super::file::{self, journal_ids, make_runs_dir};
+use crate::display::redact_url;
 use crate::engine::error::EngineError;
 use crate::engine::group_note::{self, GroupNote};
 use crate::engine::journal::{self, Contents, Event, JournalError, StoreFailure};
 use crate::engine::runs::{self, RunSummary, summarize};
 use crate::engine::store::{RunLog, Store};
+use crate::host::{this_host, this_user};
 
 mod pgpass;
 mod queue;
@@ -159,31 +161,6 @@ pub(crate) struct Settings {
     pub from: String,
     /// The project id.
     pub project: String,
-}
-
-/// `url` with its password (in the user part, or a `password=` parameter) shown as `***`.
-pub(crate) fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        if let Some(at) = rest[..authority_end].rfind('@')
-            && let Some(colon) = rest[..at].find(':')
-        {
-            out = format!("{scheme}://{}:***{}", &rest[..colon], &rest[at..]);
-        }
-    }
-    let mut redacted = String::with_capacity(out.len());
-    let mut rest = out.as_str();
-    while let Some(at) = rest.find("password=") {
-        let value = at + "password=".len();
-        redacted.push_str(&rest[..value]);
-        redacted.push_str("***");
-        rest = &rest[value..];
-        let end = rest.find(['&', ' ']).unwrap_or(rest.len());
-        rest = &rest[end..];
-    }
-    redacted.push_str(rest);
-    redacted
 }
 
 /// `text` with every password `url` holds (as written and decoded) shown as `***`.
@@ -382,24 +359,6 @@ pub(crate) struct PgStore {
     user: String,
     /// The local runs folder, for step group notes.
     notes: PathBuf,
-}
-
-/// This host's name: `MEKARA_HOST`, else the system's.
-pub(crate) fn this_host() -> String {
-    std::env::var("MEKARA_HOST")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| whoami::hostname().ok())
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
-/// This user's name: `USER`, else the system's.
-pub(crate) fn this_user() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .or_else(|| whoami::username().ok())
-        .unwrap_or_else(|| "unknown".to_string())
 }
 
 impl PgStore {
