@@ -631,8 +631,80 @@ pub(crate) fn error_page(page: &Page<'_>, title: &str, message: &str) -> Markup 
 
 #[cfg(test)]
 mod tests {
-    use super::{Text, duration};
+    use super::{Filters, Page, Text, duration, run_page, runs_page};
+    use crate::ui::view::{Question, RunDetail, RunRow, Spent};
     use maud::Render as _;
+
+    /// Every place a page shows a run id, given one no store lets through: it is text in
+    /// the page and one path segment in its links and forms.
+    #[test]
+    fn a_hostile_run_id_is_text_on_the_pages_and_one_segment_in_their_links() {
+        let id = "\"><script>alert(1)</script> a/b?c#d é";
+        let row = RunRow {
+            id: id.to_string(),
+            script: "waits".into(),
+            state: "queued".into(),
+            state_key: "queued",
+            host: Some("laptop".into()),
+            user: None,
+            queue: Some("default".into()),
+            worker: None,
+            started_at: 0,
+            duration_ms: 0,
+            steps: 0,
+            cost_usd: None,
+            problem: None,
+        };
+        let detail = RunDetail {
+            row: row.clone(),
+            submitted_at: None,
+            until: 0,
+            frames: Vec::new(),
+            spent: Spent::default(),
+            question: Some(Question {
+                question: "Ship it?".into(),
+                choices: Some(vec!["yes".into()]),
+                script: "waits".into(),
+                index: 0,
+                asked_at: 0,
+            }),
+            commands: vec![format!("mekara run --resume '{id}'")],
+            torn: None,
+            now: None,
+        };
+        let page = Page {
+            token: Some("t0k"),
+            events: String::new(),
+        };
+        let text = "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt; a/b?c#d é";
+        let path = "/runs/%22%3E%3Cscript%3Ealert%281%29%3C%2Fscript%3E%20a%2Fb%3Fc%23d%20%C3%A9";
+        let list = runs_page(
+            &page,
+            "here",
+            std::slice::from_ref(&row),
+            &Filters::default(),
+        )
+        .into_string();
+        assert!(
+            list.contains(&format!(
+                "<tr class=\"run\" data-run=\"{text}\" data-state=\"queued\"><td><a href=\"{path}?token=t0k\">{text}</a></td>"
+            )),
+            "{list}"
+        );
+        let run = run_page(&page, &detail, true).into_string();
+        for expected in [
+            format!("<title>waits {text} · mekara</title>"),
+            format!("<dd id=\"run-id\">{text}</dd>"),
+            format!("<form method=\"post\" action=\"{path}/answer\" class=\"answer\">"),
+            format!("<form method=\"post\" action=\"{path}/cancel\" class=\"cancel\">"),
+            format!("data-copy=\"mekara run --resume '{text}'\""),
+        ] {
+            assert!(run.contains(&expected), "`{expected}` is not in {run}");
+        }
+        for html in [list, run] {
+            assert_eq!(html.matches("<script").count(), 1, "the viewer's own only");
+        }
+    }
 
     #[test]
     fn run_text_is_never_markup_and_controls_show_as_symbols() {
