@@ -25,8 +25,13 @@ pub(crate) struct Text<'a>(pub &'a str);
 
 impl Render for Text<'_> {
     fn render_to(&self, buffer: &mut String) {
-        let shown: String = self.0.chars().map(visible).collect();
-        shown.render_to(buffer);
+        // A copy only for the rare text with a control character in it.
+        if self.0.chars().any(|c| visible(c) != c) {
+            let shown: String = self.0.chars().map(visible).collect();
+            shown.render_to(buffer);
+        } else {
+            self.0.render_to(buffer);
+        }
     }
 }
 
