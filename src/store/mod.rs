@@ -72,13 +72,14 @@ pub(crate) fn with_queue(runs: &mut Vec<RunSummary>, queue: Vec<QueueRow>) {
 /// warning that says why and what to do, once per id and process (a viewer lists the store
 /// every half second).
 pub(crate) fn listed_id(id: &str, place: &str) -> bool {
+    /// The ids warned about: the first thousand (a folder of junk warns no more after them).
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     if crate::engine::runs::is_run_id(id) {
         return true;
     }
-    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let first = WARNED.lock().is_ok_and(|mut warned| {
-        let first = !warned.iter().any(|w| w == id);
-        if first && warned.len() < 1000 {
+        let first = warned.len() < 1000 && !warned.iter().any(|w| w == id);
+        if first {
             warned.push(id.to_string());
         }
         first

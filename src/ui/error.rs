@@ -131,12 +131,6 @@ fn engine_status(e: &EngineError) -> StatusCode {
     }
 }
 
-impl From<crate::store::postgres::StoreError> for UiError {
-    fn from(e: crate::store::postgres::StoreError) -> UiError {
-        UiError::Engine(e.into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{StatusCode, UiError};

@@ -1273,7 +1273,7 @@ fn hostile_run_ids_in_the_shared_store_are_refused_by_its_schema_and_skipped_by_
     let runs = laptop.project.root().join(".mekara/runs");
     assert_eq!(
         laptop.project.run_ids(),
-        [id.clone()],
+        std::slice::from_ref(&id),
         "only the real run is exported"
     );
     assert!(!runs.join("../outside.jsonl").exists());
