@@ -72,7 +72,7 @@ impl Page<'_> {
 /// A whole page: the head every page has, the header with its way home, and `body`.
 pub(crate) fn layout(page: &Page<'_>, title: &str, body: &Markup) -> Markup {
     html! {
-        (DOCTYPE)
+        (DOCTYPE) "\n"
         html lang="en" {
             head {
                 meta charset="utf-8";
@@ -90,6 +90,7 @@ pub(crate) fn layout(page: &Page<'_>, title: &str, body: &Markup) -> Markup {
                 main id="content" { (body) }
             }
         }
+        "\n"
     }
 }
 

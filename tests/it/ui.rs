@@ -244,6 +244,21 @@ fn tour(project: &Project, viewer: &Viewer) -> String {
     ]);
     assert_eq!(status, 409, "{body}");
     assert_eq!(project.journal(&id), before);
+    // Regression (issue 42): the status was chosen by searching the message for "not found",
+    // and this refusal quotes the answer.
+    let (status, body) = curl(&[
+        "-H",
+        &origin,
+        "--data",
+        &format!("value=not+found&token={}", viewer.token),
+        &answer_url,
+    ]);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.contains("<p class=\"problem\">`not found` is not one of the choices (`yes`, `no`); answer with one of them, as written or by its number; the question is still pending</p>"),
+        "{body}"
+    );
+    assert_eq!(project.journal(&id), before);
 
     // With the token, from its own page: answered, and back to the run's page.
     let (status, body) = curl(&["-H", &origin, "-D", "-", "--data", &form, &answer_url]);
