@@ -349,18 +349,20 @@ impl FileStore {
     }
 }
 
-/// The ids of the journal files in `dir`, sorted (none when it cannot be read).
+/// The ids of the journal files in `dir`, sorted (none when it cannot be read). A file
+/// whose name is not a run id is skipped with a warning ([`crate::store::listed_id`]).
 pub(crate) fn journal_ids(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
+    let place = format!("`{}`", dir.display());
     let mut ids: Vec<String> = entries
         .flatten()
         .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".jsonl")
-                .map(str::to_string)
+            let name = e.file_name();
+            let id = name.to_string_lossy();
+            let id = id.strip_suffix(".jsonl")?;
+            crate::store::listed_id(id, &place).then(|| id.to_string())
         })
         .collect();
     ids.sort();

@@ -99,7 +99,7 @@ pub(super) fn api(locations: &Locations, id: &str) -> Result<Json, RecordError> 
 pub(super) fn page(locations: &Locations, id: &str, token: &str) -> Result<String, RecordError> {
     let (plan, eval, results) = read(locations, id)?;
     let summary = Summary::of(&plan, &results);
-    let run_link = |run: &str| link(token, &format!("/runs/{run}"));
+    let run_link = |run: &str| link(token, &super::view::run_path(run, ""));
     let body = html! {
         h1 { "Eval " (plan.id) " of " code { (plan.script) } }
         p.summary {

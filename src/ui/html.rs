@@ -1,10 +1,16 @@
-//! The viewer's pages, rendered on the server from [`super::view`]: plain HTML that reads
-//! with JavaScript off. Every text from a run (scripts, commands, outputs, errors, prompts,
-//! answers) goes through [`escape`]: nothing a step printed is ever markup.
+//! The viewer's pages, rendered on the server from [`super::view`] with `maud` templates:
+//! plain HTML that reads with JavaScript off. The template engine escapes every value
+//! spliced into a page, in text and in attributes alike, so nothing a step printed (nor a
+//! run id, a script name or an answer) is ever markup; run text goes through [`Text`], which
+//! also shows control characters as symbols. A link to a run is built by
+//! [`super::view::run_path`], which URL-encodes the id.
+//!
+//! A new page is a function returning [`Markup`] whose body goes through [`layout`], with
+//! the [`Page`] the router hands it (the token for its links and forms).
 
-use std::fmt::Write as _;
+use maud::{DOCTYPE, Markup, Render, html};
 
-use super::view::{FrameView, Item, RunDetail, RunRow, STATE_KEYS, StepView};
+use super::view::{FrameView, Item, RunDetail, RunRow, STATE_KEYS, StepView, run_path};
 use crate::display::format_time;
 use crate::engine::group_note::DoingKind;
 use crate::engine::step::StepInput;
@@ -12,25 +18,32 @@ use crate::engine::step::StepInput;
 /// An output longer than this many lines is folded (the whole text one click away).
 const FOLD_LINES: usize = 40;
 
-/// `text` safe inside an element or a quoted attribute: markup characters as entities,
-/// and control characters (an ANSI escape's ESC among them) as visible symbols.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' | '\t' => out.push(c),
-            // U+2400 and on: the Control Pictures block shows C0 controls as symbols (␛).
-            c if (c as u32) < 0x20 => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('�')),
-            '\u{7f}' => out.push('␡'),
-            c => out.push(c),
+/// Run text as a page shows it: escaped as every spliced value is, with control characters
+/// (an ANSI escape's ESC among them) shown as visible symbols rather than dropped or
+/// passed to the browser.
+pub(crate) struct Text<'a>(pub &'a str);
+
+impl Render for Text<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        // A copy only for the rare text with a control character in it.
+        if self.0.chars().any(|c| visible(c) != c) {
+            let shown: String = self.0.chars().map(visible).collect();
+            shown.render_to(buffer);
+        } else {
+            self.0.render_to(buffer);
         }
     }
-    out
+}
+
+/// `c`, or its symbol when it is a control character other than a newline or a tab.
+fn visible(c: char) -> char {
+    match c {
+        '\n' | '\t' => c,
+        // U+2400 and on: the Control Pictures block shows C0 controls as symbols (␛).
+        c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or('�'),
+        '\u{7f}' => '␡',
+        c => c,
+    }
 }
 
 /// What a page needs besides its data: the token actions take, when the page was opened
@@ -43,31 +56,42 @@ pub(crate) struct Page<'a> {
 
 impl Page<'_> {
     /// `path` with the token, so that a link keeps the actions it had.
-    fn link(&self, path: &str) -> String {
+    pub(crate) fn link(&self, path: &str) -> String {
         match self.token {
             Some(token) => {
+                let mut query = form_urlencoded::Serializer::new(String::new());
+                query.append_pair("token", token);
                 let join = if path.contains('?') { '&' } else { '?' };
-                format!("{path}{join}token={}", escape(token))
+                format!("{path}{join}{}", query.finish())
             }
             None => path.to_string(),
         }
     }
 }
 
-fn layout(page: &Page<'_>, title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"referrer\" content=\"no-referrer\">\
-         <title>{title} · mekara</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
-         <script src=\"/assets/app.js\" defer></script></head>\
-         <body data-events=\"{events}\"><header><a class=\"home\" href=\"{home}\">mekara runs</a>\
-         <span id=\"live\" class=\"live\" hidden>live</span></header>\
-         <main id=\"content\">{body}</main></body></html>\n",
-        title = escape(title),
-        events = escape(&page.events),
-        home = page.link("/"),
-    )
+/// A whole page: the head every page has, the header with its way home, and `body`.
+pub(crate) fn layout(page: &Page<'_>, title: &str, body: &Markup) -> Markup {
+    html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                title { (Text(title)) " · mekara" }
+                link rel="stylesheet" href="/assets/app.css";
+                script src="/assets/app.js" defer {}
+            }
+            body data-events=(page.events) {
+                header {
+                    a class="home" href=(page.link("/")) { "mekara runs" }
+                    span id="live" class="live" hidden { "live" }
+                }
+                main id="content" { (body) }
+            }
+        }
+        "\n"
+    }
 }
 
 /// The filters of the runs page, from its query.
@@ -98,99 +122,88 @@ pub(crate) fn runs_page(
     place: &str,
     rows: &[RunRow],
     filters: &Filters,
-) -> String {
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h1>Runs</h1><p class=\"place\">in {}</p>",
-        escape(place)
-    );
-    body.push_str("<form class=\"filters\" method=\"get\" action=\"/\">");
-    if let Some(token) = page.token {
-        let _ = write!(
-            body,
-            "<input type=\"hidden\" name=\"token\" value=\"{}\">",
-            escape(token)
-        );
-    }
-    body.push_str("<label>state <select name=\"state\"><option value=\"\">any</option>");
-    for key in STATE_KEYS {
-        let selected = if filters.state.as_deref() == Some(key) {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(body, "<option{selected}>{key}</option>");
-    }
+) -> Markup {
     let mut hosts: Vec<&str> = rows.iter().filter_map(|r| r.host.as_deref()).collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let _ = write!(
-        body,
-        "</select></label> <label>script <input name=\"script\" value=\"{}\" size=\"14\"></label> ",
-        escape(filters.script.as_deref().unwrap_or(""))
-    );
-    if !hosts.is_empty() {
-        body.push_str("<label>host <select name=\"host\"><option value=\"\">any</option>");
-        for host in hosts {
-            let selected = if filters.host.as_deref() == Some(host) {
-                " selected"
-            } else {
-                ""
-            };
-            let _ = write!(body, "<option{selected}>{}</option>", escape(host));
-        }
-        body.push_str("</select></label> ");
-    }
-    body.push_str("<button>filter</button></form>");
     let shown: Vec<&RunRow> = rows.iter().filter(|r| filters.keep(r)).collect();
-    if shown.is_empty() {
-        let _ = write!(
-            body,
-            "<p class=\"empty\">{}</p>",
-            if rows.is_empty() {
-                "no runs yet"
-            } else {
-                "no run matches"
+    let body = html! {
+        h1 { "Runs" }
+        p class="place" { "in " (Text(place)) }
+        form class="filters" method="get" action="/" {
+            @if let Some(token) = page.token {
+                input type="hidden" name="token" value=(token);
             }
-        );
-        return layout(page, "Runs", &body);
-    }
-    body.push_str(
-        "<table class=\"runs\"><thead><tr><th>run</th><th>script</th><th>state</th><th>host</th>\
-         <th>started</th><th>duration</th><th>steps</th><th>agent cost</th></tr></thead><tbody>",
-    );
-    for r in shown {
-        let state = match (&r.queue, &r.worker) {
-            (Some(queue), _) if r.state_key == "queued" => format!("queued in {queue}"),
-            (_, Some(worker)) if matches!(r.state_key, "active" | "llm") => {
-                format!("{} on {worker}", r.state)
+            label {
+                "state "
+                select name="state" {
+                    option value="" { "any" }
+                    @for key in STATE_KEYS {
+                        option selected[filters.state.as_deref() == Some(key)] { (key) }
+                    }
+                }
             }
-            _ => r.state.clone(),
-        };
-        let state = match &r.problem {
-            Some(problem) => format!("unreadable: {problem}"),
-            None => state,
-        };
-        let _ = write!(
-            body,
-            "<tr class=\"run\" data-run=\"{id}\" data-state=\"{key}\"><td><a href=\"{link}\">{id}</a></td>\
-             <td>{script}</td><td><span class=\"state {key}\">{state}</span></td><td>{host}</td>\
-             <td>{started}</td><td>{duration}</td><td class=\"num\">{steps}</td><td class=\"num\">{cost}</td></tr>",
-            id = escape(&r.id),
-            key = r.state_key,
-            link = page.link(&format!("/runs/{}", r.id)),
-            script = escape(&r.script),
-            state = escape(&state),
-            host = escape(r.host.as_deref().unwrap_or("")),
-            started = format_time(r.started_at),
-            duration = duration(r.duration_ms),
-            steps = r.steps,
-            cost = r.cost_usd.map(dollars).unwrap_or_default(),
-        );
-    }
-    body.push_str("</tbody></table>");
+            " "
+            label {
+                "script "
+                input name="script" value=(Text(filters.script.as_deref().unwrap_or(""))) size="14";
+            }
+            " "
+            @if !hosts.is_empty() {
+                label {
+                    "host "
+                    select name="host" {
+                        option value="" { "any" }
+                        @for host in &hosts {
+                            option selected[filters.host.as_deref() == Some(*host)] { (Text(host)) }
+                        }
+                    }
+                }
+                " "
+            }
+            button { "filter" }
+        }
+        @if shown.is_empty() {
+            p class="empty" { (if rows.is_empty() { "no runs yet" } else { "no run matches" }) }
+        } @else {
+            table class="runs" {
+                thead {
+                    tr {
+                        th { "run" } th { "script" } th { "state" } th { "host" }
+                        th { "started" } th { "duration" } th { "steps" } th { "agent cost" }
+                    }
+                }
+                tbody {
+                    @for r in shown { (run_row(page, r)) }
+                }
+            }
+        }
+    };
     layout(page, "Runs", &body)
+}
+
+/// A run's row on the runs page.
+fn run_row(page: &Page<'_>, r: &RunRow) -> Markup {
+    let state = match (&r.problem, &r.queue, &r.worker) {
+        (Some(problem), _, _) => format!("unreadable: {problem}"),
+        (None, Some(queue), _) if r.state_key == "queued" => format!("queued in {queue}"),
+        (None, _, Some(worker)) if matches!(r.state_key, "active" | "llm") => {
+            format!("{} on {worker}", r.state)
+        }
+        _ => r.state.clone(),
+    };
+    html! {
+        tr class="run" data-run=(Text(&r.id)) data-state=(r.state_key) {
+            td { a href=(page.link(&run_path(&r.id, ""))) { (Text(&r.id)) } }
+            td { (Text(&r.script)) }
+            td { span class={ "state " (r.state_key) } { (Text(&state)) } }
+            td { (Text(r.host.as_deref().unwrap_or(""))) }
+            td { (format_time(r.started_at)) }
+            td { (duration(r.duration_ms)) }
+            td class="num" { (r.steps) }
+            td class="num" { (r.cost_usd.map(dollars).unwrap_or_default()) }
+        }
+    }
 }
 
 fn dollars(cost: f64) -> String {
@@ -217,98 +230,86 @@ struct Axis<'a> {
 impl Axis<'_> {
     /// A bar from `from` to `to` on the axis, as an SVG (no inline style: the page's
     /// content security policy allows none).
-    fn bar(&self, from: u64, to: u64, class: &str) -> String {
+    fn bar(&self, from: u64, to: u64, class: &str) -> Markup {
         let span = (self.end.saturating_sub(self.start)).max(1) as f64;
         let x = (from.saturating_sub(self.start)) as f64 / span * 1000.0;
         let w = ((to.saturating_sub(from)) as f64 / span * 1000.0).max(3.0);
-        format!(
-            "<svg class=\"bar\" viewBox=\"0 0 1000 10\" preserveAspectRatio=\"none\" aria-hidden=\"true\">\
-             <rect class=\"{class}\" x=\"{x:.1}\" y=\"1\" width=\"{w:.1}\" height=\"8\"></rect></svg>"
-        )
+        html! {
+            svg class="bar" viewBox="0 0 1000 10" preserveAspectRatio="none" aria-hidden="true" {
+                rect class=(class) x=(format!("{x:.1}")) y="1" width=(format!("{w:.1}")) height="8" {}
+            }
+        }
     }
 }
 
 /// A run's page.
-pub(crate) fn run_page(page: &Page<'_>, run: &RunDetail, shared: bool) -> String {
+pub(crate) fn run_page(page: &Page<'_>, run: &RunDetail, shared: bool) -> Markup {
     let r = &run.row;
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h1><span class=\"script\">{script}</span> <span class=\"state {key}\" id=\"state\">{state}</span></h1>\
-         <dl class=\"facts\"><dt>run</dt><dd id=\"run-id\">{id}</dd><dt>started</dt><dd>{started}</dd>\
-         <dt>duration</dt><dd>{duration}</dd><dt>steps</dt><dd>{steps}</dd>",
-        script = escape(&r.script),
-        key = r.state_key,
-        state = escape(&r.state),
-        id = escape(&r.id),
-        started = format_time(r.started_at),
-        duration = duration(r.duration_ms),
-        steps = r.steps,
-    );
-    if let Some(host) = &r.host {
-        let _ = write!(
-            body,
-            "<dt>host</dt><dd>{}{}</dd>",
-            escape(host),
-            r.user
-                .as_deref()
-                .map(|u| format!(" ({})", escape(u)))
-                .unwrap_or_default()
-        );
-    }
-    if let Some(submitted) = run.submitted_at {
-        let _ = write!(
-            body,
-            "<dt>queued</dt><dd>{} before it started</dd>",
-            duration(r.started_at.saturating_sub(submitted))
-        );
-    }
-    if run.spent.answers > 0 {
-        let _ = write!(body, "<dt>agent</dt><dd id=\"spent\">{}</dd>", spent(run));
-    }
-    body.push_str("</dl>");
-    if let Some(problem) = &r.problem {
-        let _ = write!(body, "<p class=\"problem\">{}</p>", escape(problem));
-    }
-    if let Some(torn) = &run.torn {
-        let _ = write!(body, "<p class=\"problem\">{}</p>", escape(torn));
-    }
-    actions(page, run, shared, &mut body);
     let axis = Axis {
         start: run.submitted_at.unwrap_or(r.started_at).min(r.started_at),
         end: run.until,
         page,
     };
-    body.push_str("<section class=\"waterfall\"><h2>Steps</h2>");
-    if let Some(submitted) = run.submitted_at
-        && submitted < r.started_at
-    {
-        let _ = write!(
-            body,
-            "<div class=\"row queue\"><span class=\"label\">⏳ queued</span>{}<span class=\"took\">{}</span></div>",
-            axis.bar(submitted, r.started_at, "queued"),
-            duration(r.started_at - submitted)
-        );
-    }
-    for frame in &run.frames {
-        frame_html(&axis, frame, &mut body);
-    }
-    if let Some(now) = &run.now {
-        let (key, doing) = match now.kind {
-            DoingKind::Llm => ("llm", "llm step waiting for the agent"),
-            DoingKind::Shell => ("shell", "shell step running"),
-        };
-        let _ = write!(
-            body,
-            "<div class=\"row now\" id=\"now\" data-kind=\"{key}\"><span class=\"label\">⏳ {script}[{index}] {doing} since {since}</span>{bar}<span class=\"took\">{took}</span></div>",
-            script = escape(&now.script),
-            index = now.index,
-            since = format_time(now.since),
-            bar = axis.bar(now.since, run.until, "open"),
-            took = duration(now.for_ms),
-        );
-    }
-    body.push_str("</section>");
+    let queued = run
+        .submitted_at
+        .filter(|submitted| *submitted < r.started_at);
+    let body = html! {
+        h1 {
+            span class="script" { (Text(&r.script)) }
+            " "
+            span class={ "state " (r.state_key) } id="state" { (Text(&r.state)) }
+        }
+        dl class="facts" {
+            dt { "run" } dd id="run-id" { (Text(&r.id)) }
+            dt { "started" } dd { (format_time(r.started_at)) }
+            dt { "duration" } dd { (duration(r.duration_ms)) }
+            dt { "steps" } dd { (r.steps) }
+            @if let Some(host) = &r.host {
+                dt { "host" }
+                dd {
+                    (Text(host))
+                    @if let Some(user) = &r.user { " (" (Text(user)) ")" }
+                }
+            }
+            @if let Some(submitted) = run.submitted_at {
+                dt { "queued" } dd { (duration(r.started_at.saturating_sub(submitted))) " before it started" }
+            }
+            @if run.spent.answers > 0 {
+                dt { "agent" } dd id="spent" { (spent(run)) }
+            }
+        }
+        @if let Some(problem) = &r.problem {
+            p class="problem" { (Text(problem)) }
+        }
+        @if let Some(torn) = &run.torn {
+            p class="problem" { (Text(torn)) }
+        }
+        (actions(page, run, shared))
+        section class="waterfall" {
+            h2 { "Steps" }
+            @if let Some(submitted) = queued {
+                div class="row queue" {
+                    span class="label" { "⏳ queued" }
+                    (axis.bar(submitted, r.started_at, "queued"))
+                    span class="took" { (duration(r.started_at - submitted)) }
+                }
+            }
+            @for frame in &run.frames { (frame_html(&axis, frame)) }
+            @if let Some(now) = &run.now {
+                @let (key, doing) = match now.kind {
+                    DoingKind::Llm => ("llm", "llm step waiting for the agent"),
+                    DoingKind::Shell => ("shell", "shell step running"),
+                };
+                div class="row now" id="now" data-kind=(key) {
+                    span class="label" {
+                        "⏳ " (Text(&now.script)) "[" (now.index) "] " (doing) " since " (format_time(now.since))
+                    }
+                    (axis.bar(now.since, run.until, "open"))
+                    span class="took" { (duration(now.for_ms)) }
+                }
+            }
+        }
+    };
     layout(page, &format!("{} {}", r.script, r.id), &body)
 }
 
@@ -328,78 +329,69 @@ fn spent(run: &RunDetail) -> String {
     parts.join(", ")
 }
 
-fn actions(page: &Page<'_>, run: &RunDetail, shared: bool, body: &mut String) {
-    let id = escape(&run.row.id);
-    if let Some(q) = &run.question {
-        let _ = write!(
-            body,
-            "<section class=\"ask\" id=\"question\"><h2>Waiting for your answer</h2>\
-             <p class=\"where\">{} step {}, asked {}</p><pre class=\"text\">{}</pre>",
-            escape(&q.script),
-            q.index,
-            format_time(q.asked_at),
-            escape(q.question.trim_end())
-        );
-        match page.token {
-            Some(token) => {
-                let _ = write!(
-                    body,
-                    "<form method=\"post\" action=\"/runs/{id}/answer\" class=\"answer\">\
-                     <input type=\"hidden\" name=\"token\" value=\"{}\">",
-                    escape(token)
-                );
-                match &q.choices {
-                    Some(choices) => {
-                        for choice in choices {
-                            let choice = escape(choice);
-                            let _ = write!(
-                                body,
-                                "<button name=\"value\" value=\"{choice}\">{choice}</button> "
-                            );
+/// What a person can do with the run here: answer its question, cancel it, or copy the
+/// commands that go on with it.
+fn actions(page: &Page<'_>, run: &RunDetail, shared: bool) -> Markup {
+    let id = &run.row.id;
+    let cancellable = shared
+        && matches!(run.row.state_key, "queued" | "active" | "llm")
+        && run.row.queue.is_some();
+    html! {
+        @if let Some(q) = &run.question {
+            section class="ask" id="question" {
+                h2 { "Waiting for your answer" }
+                p class="where" { (Text(&q.script)) " step " (q.index) ", asked " (format_time(q.asked_at)) }
+                pre class="text" { (Text(q.question.trim_end())) }
+                @match page.token {
+                    Some(token) => {
+                        form method="post" action=(run_path(id, "/answer")) class="answer" {
+                            input type="hidden" name="token" value=(token);
+                            @match &q.choices {
+                                Some(choices) => {
+                                    @for choice in choices {
+                                        button name="value" value=(Text(choice)) { (Text(choice)) }
+                                        " "
+                                    }
+                                }
+                                None => {
+                                    input name="value" required size="30" aria-label="answer";
+                                    " "
+                                    button { "answer" }
+                                }
+                            }
                         }
                     }
-                    None => body.push_str(
-                        "<input name=\"value\" required size=\"30\" aria-label=\"answer\"> <button>answer</button>",
-                    ),
+                    None => p class="hint" { "open the address `mekara ui` printed (with its token) to answer here" },
                 }
-                body.push_str("</form>");
             }
-            None => body.push_str(
-                "<p class=\"hint\">open the address `mekara ui` printed (with its token) to answer here</p>",
-            ),
         }
-        body.push_str("</section>");
-    }
-    let cancellable = shared && matches!(run.row.state_key, "queued" | "active" | "llm");
-    if cancellable && run.row.queue.is_some() {
-        match page.token {
-            Some(token) => {
-                let _ = write!(
-                    body,
-                    "<form method=\"post\" action=\"/runs/{id}/cancel\" class=\"cancel\">\
-                     <input type=\"hidden\" name=\"token\" value=\"{}\"><button class=\"danger\">cancel run</button></form>",
-                    escape(token)
-                );
+        @if cancellable {
+            @match page.token {
+                Some(token) => {
+                    form method="post" action=(run_path(id, "/cancel")) class="cancel" {
+                        input type="hidden" name="token" value=(token);
+                        button class="danger" { "cancel run" }
+                    }
+                }
+                None => p class="hint" { "open the address `mekara ui` printed (with its token) to cancel here" },
             }
-            None => body.push_str(
-                "<p class=\"hint\">open the address `mekara ui` printed (with its token) to cancel here</p>",
-            ),
         }
-    }
-    if !run.commands.is_empty() {
-        body.push_str("<section class=\"commands\"><h2>Go on</h2>");
-        for command in &run.commands {
-            let command = escape(command);
-            let _ = write!(
-                body,
-                "<div class=\"command\"><code>{command}</code> <button type=\"button\" class=\"copy\" data-copy=\"{command}\" hidden>copy</button></div>"
-            );
+        @if !run.commands.is_empty() {
+            section class="commands" {
+                h2 { "Go on" }
+                @for command in &run.commands {
+                    div class="command" {
+                        code { (Text(command)) }
+                        " "
+                        button type="button" class="copy" data-copy=(Text(command)) hidden { "copy" }
+                    }
+                }
+            }
         }
-        body.push_str("</section>");
     }
 }
 
-fn frame_html(axis: &Axis<'_>, frame: &FrameView, body: &mut String) {
+fn frame_html(axis: &Axis<'_>, frame: &FrameView) -> Markup {
     let outcome = frame.outcome.unwrap_or("running");
     let class = match (frame.superseded, frame.outcome) {
         (true, _) => "superseded",
@@ -409,274 +401,201 @@ fn frame_html(axis: &Axis<'_>, frame: &FrameView, body: &mut String) {
         (_, None) => "open",
     };
     let end = frame.ended_at.unwrap_or(axis.end);
-    let _ = write!(
-        body,
-        "<details class=\"frame {class}\" open data-depth=\"{depth}\"><summary class=\"row\">\
-         <span class=\"label\">▶ <b>{script}</b> <span class=\"kind\">{kind}, {origin}</span>{request}\
-         <span class=\"outcome\">{outcome}{superseded}</span></span>{bar}<span class=\"took\">{took}</span></summary>",
-        depth = frame.depth,
-        script = escape(&frame.script),
-        kind = if frame.compiled { "compiled" } else { "NL" },
-        origin = frame.origin,
-        request = if frame.request.is_empty() {
-            String::new()
-        } else {
-            format!(" <code>{}</code>", escape(&frame.request))
-        },
-        superseded = if frame.superseded { ", superseded" } else { "" },
-        bar = axis.bar(frame.started_at, end, class),
-        took = duration(end.saturating_sub(frame.started_at)),
-    );
-    let _ = write!(
-        body,
-        "<div class=\"frame-body\"><p class=\"where\">in <code>{}</code></p>",
-        escape(&frame.working_dir)
-    );
-    for item in &frame.items {
-        match item {
-            Item::Step(step) => step_html(axis, step, body),
-            Item::Frame(child) => frame_html(axis, child, body),
-            Item::Killed { index, group, at } => {
-                let _ = write!(
-                    body,
-                    "<div class=\"supersede killed\">✗ [{index}] killed at {}: this attempt was still running from a mekara that stopped; the resume killed its process group {group} and ran the step again below</div>",
-                    format_time(*at),
-                );
+    html! {
+        details class={ "frame " (class) } open data-depth=(frame.depth) {
+            summary class="row" {
+                span class="label" {
+                    "▶ " b { (Text(&frame.script)) } " "
+                    span class="kind" { (if frame.compiled { "compiled" } else { "NL" }) ", " (frame.origin) }
+                    @if !frame.request.is_empty() { " " code { (Text(&frame.request)) } }
+                    span class="outcome" { (outcome) @if frame.superseded { ", superseded" } }
+                }
+                (axis.bar(frame.started_at, end, class))
+                span class="took" { (duration(end.saturating_sub(frame.started_at))) }
             }
-            Item::Supersede {
-                script,
-                index,
-                reason,
-                at,
-            } => {
-                let _ = write!(
-                    body,
-                    "<div class=\"supersede\">↺ {reason} at {}: from {}[{index}] on, the attempts above are superseded (kept here) and the run went on below</div>",
-                    format_time(*at),
-                    escape(script),
-                );
-            }
-            Item::Wait {
-                step,
-                attempt,
-                wait_ms,
-                said,
-                at,
-                superseded,
-            } => {
-                let _ = write!(
-                    body,
-                    "<div class=\"wait\">⏸ <code>{}</code> rate-limited by the model at {}: a wait of {} before attempt {attempt}{}<pre class=\"text\">{}</pre></div>",
-                    escape(step),
-                    format_time(*at),
-                    duration(*wait_ms),
-                    if *superseded { ", superseded" } else { "" },
-                    escape(said.trim_end()),
-                );
+            div class="frame-body" {
+                p class="where" { "in " code { (Text(&frame.working_dir)) } }
+                @for item in &frame.items { (item_html(axis, item)) }
+                @if let Some(error) = &frame.fell_back {
+                    div class="fell-back" {
+                        b { "✗ fell back to the NL instructions" }
+                        pre class="text error" { (Text(error.trim_end())) }
+                    }
+                }
+                @if let Some(error) = &frame.error {
+                    div class="fell-back" {
+                        b { "◀ " (outcome) }
+                        pre class="text error" { (Text(error.trim_end())) }
+                    }
+                }
+                @if let Some(agent) = &frame.agent {
+                    p class="agent" { "finished by an agent process: " (Text(&agent.summary())) }
+                }
             }
         }
     }
-    if let Some(error) = &frame.fell_back {
-        let _ = write!(
-            body,
-            "<div class=\"fell-back\"><b>✗ fell back to the NL instructions</b><pre class=\"text error\">{}</pre></div>",
-            escape(error.trim_end())
-        );
-    }
-    if let Some(error) = &frame.error {
-        let _ = write!(
-            body,
-            "<div class=\"fell-back\"><b>◀ {outcome}</b><pre class=\"text error\">{}</pre></div>",
-            escape(error.trim_end())
-        );
-    }
-    if let Some(agent) = &frame.agent {
-        let _ = write!(
-            body,
-            "<p class=\"agent\">finished by an agent process: {}</p>",
-            escape(&agent.summary())
-        );
-    }
-    body.push_str("</div></details>");
 }
 
-fn step_html(axis: &Axis<'_>, step: &StepView, body: &mut String) {
+/// One item of a frame, in the order it happened.
+fn item_html(axis: &Axis<'_>, item: &Item) -> Markup {
+    match item {
+        Item::Step(step) => step_html(axis, step),
+        Item::Frame(child) => frame_html(axis, child),
+        Item::Killed { index, group, at } => html! {
+            div class="supersede killed" {
+                "✗ [" (index) "] killed at " (format_time(*at))
+                ": this attempt was still running from a mekara that stopped; the resume killed its process group "
+                (group) " and ran the step again below"
+            }
+        },
+        Item::Supersede {
+            script,
+            index,
+            reason,
+            at,
+        } => html! {
+            div class="supersede" {
+                "↺ " (reason) " at " (format_time(*at)) ": from " (Text(script)) "[" (index)
+                "] on, the attempts above are superseded (kept here) and the run went on below"
+            }
+        },
+        Item::Wait {
+            step,
+            attempt,
+            wait_ms,
+            said,
+            at,
+            superseded,
+        } => html! {
+            div class="wait" {
+                "⏸ " code { (Text(step)) } " rate-limited by the model at " (format_time(*at))
+                ": a wait of " (duration(*wait_ms)) " before attempt " (attempt)
+                @if *superseded { ", superseded" }
+                pre class="text" { (Text(said.trim_end())) }
+            }
+        },
+    }
+}
+
+fn step_html(axis: &Axis<'_>, step: &StepView) -> Markup {
     let kind = step.input.kind();
     let mark = match step.mark {
         "ok" => "✓",
         "allowed" => "⚠",
         _ => "✗",
     };
-    let lane = match (step.group, step.member) {
-        (Some(group), Some(member)) => {
-            format!(" <span class=\"lane\">∥ group {group}, lane {member}</span>")
-        }
-        _ => String::new(),
-    };
     let class = if step.superseded {
         "superseded"
     } else {
         step.mark
     };
+    let who = if kind == "ask" {
+        "the person"
+    } else {
+        "the agent"
+    };
     let waited = step
         .waited_ms
-        .map(|ms| {
-            let who = if kind == "ask" {
-                "the person"
-            } else {
-                "the agent"
-            };
-            format!(" title=\"waited {} for {who}\"", duration(ms))
-        })
-        .unwrap_or_default();
-    let _ = write!(
-        body,
-        "<details class=\"step {class} {kind}\" data-index=\"{index}\"{waited}><summary class=\"row\">\
-         <span class=\"label\"><span class=\"mark\">{mark}</span> [{index}] {summary}{lane}{superseded}</span>\
-         {bar}<span class=\"took\">{took}</span></summary><div class=\"step-body\">",
-        index = step.index,
-        summary = escape(&crate::display::clipped(&step.summary, 160)),
-        superseded = if step.superseded {
-            " <span class=\"tag\">superseded</span>"
-        } else {
-            ""
-        },
-        bar = axis.bar(step.started_at, step.ended_at, class),
-        took = duration(step.ended_at.saturating_sub(step.started_at)),
-    );
-    if let Some(context) = &step.context {
-        let _ = write!(body, "<p class=\"context\"># {}</p>", escape(context));
+        .map(|ms| format!("waited {} for {who}", duration(ms)));
+    let result = &step.result;
+    html! {
+        details class={ "step " (class) " " (kind) } data-index=(step.index) title=[waited.as_deref()] {
+            summary class="row" {
+                span class="label" {
+                    span class="mark" { (mark) }
+                    " [" (step.index) "] " (Text(&crate::display::clipped(&step.summary, 160)))
+                    @if let (Some(group), Some(member)) = (step.group, step.member) {
+                        " " span class="lane" { "∥ group " (group) ", lane " (member) }
+                    }
+                    @if step.superseded { " " span class="tag" { "superseded" } }
+                }
+                (axis.bar(step.started_at, step.ended_at, class))
+                span class="took" { (duration(step.ended_at.saturating_sub(step.started_at))) }
+            }
+            div class="step-body" {
+                @if let Some(context) = &step.context {
+                    p class="context" { "# " (Text(context)) }
+                }
+                (input_html(step))
+                @if let Some(code) = result.exit_code {
+                    p class="exit" { "exit code " (code) }
+                }
+                @if !result.output.is_empty() { (output_html("output", &result.output)) }
+                @if let Some(clipped) = &step.output_clipped {
+                    p class="whole" {
+                        "clipped to its first and last lines: "
+                        a class="whole-output" href=(axis.page.link(&clipped.whole)) { "the whole output" }
+                        " (" (clipped.bytes) " bytes, " (clipped.lines) " lines, as plain text)"
+                    }
+                }
+                @if let Some(value) = &result.value {
+                    h3 { "value" } pre class="text" { (Text(&json(value))) }
+                }
+                @if let Some(structured) = &result.structured {
+                    h3 { "structured" } pre class="text" { (Text(&json(structured))) }
+                }
+                @if let Some(outputs) = &result.outputs {
+                    h3 { "the agent's outputs" }
+                    pre class="text outputs" { (Text(&json(&serde_json::Value::Object(outputs.clone())))) }
+                }
+                @if let Some(answer) = &result.answer {
+                    h3 { (Text(&result.answer_label())) }
+                    pre class="text answer" { (Text(answer)) }
+                }
+                @if let Some(waited) = &waited {
+                    p class="waited" { (waited) }
+                }
+                @if let Some(agent) = &result.agent {
+                    p class="agent" { "agent: " (Text(&agent.summary())) }
+                }
+                @if let Some(error) = &result.error {
+                    h3 {
+                        @if step.mark == "allowed" {
+                            "error (allowed by " code { "allow_failure" } ": the script went on)"
+                        } @else {
+                            "error"
+                        }
+                    }
+                    pre class="text error" { (Text(error.trim_end())) }
+                }
+            }
+        }
     }
+}
+
+/// What a step was asked to do: its command, prompt, question or call.
+fn input_html(step: &StepView) -> Markup {
     match &step.input {
         StepInput::Shell {
             command,
             working_dir,
             env,
-        } => {
-            let _ = write!(
-                body,
-                "<p class=\"where\">in <code>{}</code></p><pre class=\"text command\">$ {}</pre>",
-                escape(&working_dir.display().to_string()),
-                escape(command)
-            );
-            if !env.is_empty() {
-                let env: Vec<String> = env.keys().map(|k| escape(k)).collect();
-                let _ = write!(body, "<p class=\"where\">env: {}</p>", env.join(", "));
+        } => html! {
+            p class="where" { "in " code { (Text(&working_dir.display().to_string())) } }
+            pre class="text command" { "$ " (Text(command)) }
+            @if !env.is_empty() {
+                p class="where" { "env: " (Text(&env.keys().map(String::as_str).collect::<Vec<_>>().join(", "))) }
             }
-        }
-        StepInput::Llm { prompt, expects } => {
-            let _ = write!(
-                body,
-                "<h3>prompt</h3><pre class=\"text prompt\">{}</pre>",
-                escape(prompt.trim_end())
-            );
-            if let Some(expects) = expects {
-                let _ = write!(
-                    body,
-                    "<h3>expects</h3><pre class=\"text\">{}</pre>",
-                    escape(&json(&serde_json::Value::Object(expects.clone())))
-                );
+        },
+        StepInput::Llm { prompt, expects } => html! {
+            h3 { "prompt" }
+            pre class="text prompt" { (Text(prompt.trim_end())) }
+            @if let Some(expects) = expects {
+                h3 { "expects" }
+                pre class="text" { (Text(&json(&serde_json::Value::Object(expects.clone())))) }
             }
-        }
-        StepInput::Ask { question, choices } => {
-            let _ = write!(
-                body,
-                "<h3>question</h3><pre class=\"text\">{}</pre>",
-                escape(question.trim_end())
-            );
-            if let Some(choices) = choices {
-                let _ = write!(
-                    body,
-                    "<p>choices: {}</p>",
-                    escape(&crate::display::quoted(choices))
-                );
+        },
+        StepInput::Ask { question, choices } => html! {
+            h3 { "question" }
+            pre class="text" { (Text(question.trim_end())) }
+            @if let Some(choices) = choices {
+                p { "choices: " (Text(&crate::display::quoted(choices))) }
             }
-        }
-        StepInput::Function { .. } | StepInput::Call { .. } | StepInput::Mcp { .. } => {
-            let _ = write!(
-                body,
-                "<pre class=\"text command\">{}</pre>",
-                escape(&step.summary)
-            );
-        }
+        },
+        StepInput::Function { .. } | StepInput::Call { .. } | StepInput::Mcp { .. } => html! {
+            pre class="text command" { (Text(&step.summary)) }
+        },
     }
-    let result = &step.result;
-    if let Some(code) = result.exit_code {
-        let _ = write!(body, "<p class=\"exit\">exit code {code}</p>");
-    }
-    if !result.output.is_empty() {
-        output_html("output", &result.output, body);
-    }
-    if let Some(clipped) = &step.output_clipped {
-        let _ = write!(
-            body,
-            "<p class=\"whole\">clipped to its first and last lines: <a class=\"whole-output\" href=\"{}\">the whole output</a> ({} bytes, {} lines, as plain text)</p>",
-            escape(&axis.page.link(&clipped.whole)),
-            clipped.bytes,
-            clipped.lines
-        );
-    }
-    if let Some(value) = &result.value {
-        let _ = write!(
-            body,
-            "<h3>value</h3><pre class=\"text\">{}</pre>",
-            escape(&json(value))
-        );
-    }
-    if let Some(structured) = &result.structured {
-        let _ = write!(
-            body,
-            "<h3>structured</h3><pre class=\"text\">{}</pre>",
-            escape(&json(structured))
-        );
-    }
-    if let Some(outputs) = &result.outputs {
-        let _ = write!(
-            body,
-            "<h3>the agent's outputs</h3><pre class=\"text outputs\">{}</pre>",
-            escape(&json(&serde_json::Value::Object(outputs.clone())))
-        );
-    }
-    if let Some(answer) = &result.answer {
-        let _ = write!(
-            body,
-            "<h3>{}</h3><pre class=\"text answer\">{}</pre>",
-            escape(&result.answer_label()),
-            escape(answer)
-        );
-    }
-    if let Some(ms) = step.waited_ms {
-        let who = if kind == "ask" {
-            "the person"
-        } else {
-            "the agent"
-        };
-        let _ = write!(
-            body,
-            "<p class=\"waited\">waited {} for {who}</p>",
-            duration(ms)
-        );
-    }
-    if let Some(agent) = &result.agent {
-        let _ = write!(
-            body,
-            "<p class=\"agent\">agent: {}</p>",
-            escape(&agent.summary())
-        );
-    }
-    if let Some(error) = &result.error {
-        let label = if step.mark == "allowed" {
-            "error (allowed by <code>allow_failure</code>: the script went on)"
-        } else {
-            "error"
-        };
-        let _ = write!(
-            body,
-            "<h3>{label}</h3><pre class=\"text error\">{}</pre>",
-            escape(error.trim_end())
-        );
-    }
-    body.push_str("</div></details>");
 }
 
 fn json(value: &serde_json::Value) -> String {
@@ -684,55 +603,127 @@ fn json(value: &serde_json::Value) -> String {
 }
 
 /// A step's output: whole when short, folded behind its first lines when long.
-fn output_html(label: &str, text: &str, body: &mut String) {
+fn output_html(label: &str, text: &str) -> Markup {
     let lines = text.lines().count();
     if lines <= FOLD_LINES {
-        let _ = write!(
-            body,
-            "<h3>{label}</h3><pre class=\"text output\">{}</pre>",
-            escape(text.trim_end())
-        );
-        return;
+        return html! {
+            h3 { (label) }
+            pre class="text output" { (Text(text.trim_end())) }
+        };
     }
     let head: String = text
         .lines()
         .take(FOLD_LINES / 2)
         .collect::<Vec<_>>()
         .join("\n");
-    let _ = write!(
-        body,
-        "<h3>{label}</h3><pre class=\"text output head\">{}</pre>\
-         <details class=\"fold\"><summary>all {lines} lines</summary><pre class=\"text output\">{}</pre></details>",
-        escape(&head),
-        escape(text.trim_end())
-    );
+    html! {
+        h3 { (label) }
+        pre class="text output head" { (Text(&head)) }
+        details class="fold" {
+            summary { "all " (lines) " lines" }
+            pre class="text output" { (Text(text.trim_end())) }
+        }
+    }
 }
 
 /// An error page.
-pub(crate) fn error_page(page: &Page<'_>, title: &str, message: &str) -> String {
-    layout(
-        page,
-        title,
-        &format!(
-            "<h1>{}</h1><p class=\"problem\">{}</p>",
-            escape(title),
-            escape(message)
-        ),
-    )
+pub(crate) fn error_page(page: &Page<'_>, title: &str, message: &str) -> Markup {
+    let body = html! {
+        h1 { (Text(title)) }
+        p class="problem" { (Text(message)) }
+    };
+    layout(page, title, &body)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{duration, escape};
+    use super::{Filters, Page, Text, duration, run_page, runs_page};
+    use crate::ui::view::{Question, RunDetail, RunRow, Spent};
+    use maud::Render as _;
+
+    /// Every place a page shows a run id, given one no store lets through: it is text in
+    /// the page and one path segment in its links and forms.
+    #[test]
+    fn a_hostile_run_id_is_text_on_the_pages_and_one_segment_in_their_links() {
+        let id = "\"><script>alert(1)</script> a/b?c#d é";
+        let row = RunRow {
+            id: id.to_string(),
+            script: "waits".into(),
+            state: "queued".into(),
+            state_key: "queued",
+            host: Some("laptop".into()),
+            user: None,
+            queue: Some("default".into()),
+            worker: None,
+            started_at: 0,
+            duration_ms: 0,
+            steps: 0,
+            cost_usd: None,
+            problem: None,
+        };
+        let detail = RunDetail {
+            row: row.clone(),
+            submitted_at: None,
+            until: 0,
+            frames: Vec::new(),
+            spent: Spent::default(),
+            question: Some(Question {
+                question: "Ship it?".into(),
+                choices: Some(vec!["yes".into()]),
+                script: "waits".into(),
+                index: 0,
+                asked_at: 0,
+            }),
+            commands: vec![format!("mekara run --resume '{id}'")],
+            torn: None,
+            now: None,
+        };
+        let page = Page {
+            token: Some("t0k"),
+            events: String::new(),
+        };
+        let text = "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt; a/b?c#d é";
+        let path = "/runs/%22%3E%3Cscript%3Ealert%281%29%3C%2Fscript%3E%20a%2Fb%3Fc%23d%20%C3%A9";
+        let list = runs_page(
+            &page,
+            "here",
+            std::slice::from_ref(&row),
+            &Filters::default(),
+        )
+        .into_string();
+        assert!(
+            list.contains(&format!(
+                "<tr class=\"run\" data-run=\"{text}\" data-state=\"queued\"><td><a href=\"{path}?token=t0k\">{text}</a></td>"
+            )),
+            "{list}"
+        );
+        let run = run_page(&page, &detail, true).into_string();
+        for expected in [
+            format!("<title>waits {text} · mekara</title>"),
+            format!("<dd id=\"run-id\">{text}</dd>"),
+            format!("<form method=\"post\" action=\"{path}/answer\" class=\"answer\">"),
+            format!("<form method=\"post\" action=\"{path}/cancel\" class=\"cancel\">"),
+            format!("data-copy=\"mekara run --resume '{text}'\""),
+        ] {
+            assert!(run.contains(&expected), "`{expected}` is not in {run}");
+        }
+        for html in [list, run] {
+            assert_eq!(html.matches("<script").count(), 1, "the viewer's own only");
+        }
+    }
 
     #[test]
     fn run_text_is_never_markup_and_controls_show_as_symbols() {
         assert_eq!(
-            escape("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+            Text("<script>alert('x')</script> & \"q\"")
+                .render()
+                .into_string(),
+            "&lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(
-            escape("\u{1b}[31mred\u{1b}[0m\n\tok\u{7f}"),
+            Text("\u{1b}[31mred\u{1b}[0m\n\tok\u{7f}")
+                .render()
+                .into_string(),
             "␛[31mred␛[0m\n\tok␡"
         );
     }

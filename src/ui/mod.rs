@@ -7,12 +7,14 @@
 //! Safe on a shared machine: it binds loopback unless told otherwise, accepts only the names
 //! it serves in `Host` and `Origin` (no DNS rebinding, no cross-site form), wants the random
 //! token it printed for everything but its stylesheet and script, and sends a content
-//! security policy that allows no inline script. Run text only ever reaches the page
-//! escaped ([`html::escape`]).
+//! security policy that allows no inline script. Pages are `maud` templates, which escape
+//! every value they are given ([`html`]); a failure is a [`UiError`], whose variant names
+//! its HTTP status.
 //!
 //! It reads runs through the store every reader uses and answers through the executor as
 //! `mekara answer` does; it knows nothing of the command line.
 
+mod error;
 mod eval;
 mod html;
 mod view;
@@ -37,6 +39,7 @@ use crate::engine::store::RunStore;
 use crate::engine::{Answer, EngineError, Executor};
 use crate::paths::Locations;
 use crate::script::Resolver;
+use error::UiError;
 use html::{Filters, Page};
 
 /// What `mekara ui` serves, and where.
@@ -162,48 +165,10 @@ pub(crate) async fn serve(
     }
 }
 
-/// The query's values by name (`a=1&b=x+y`), decoded.
-fn query(text: &str) -> Vec<(String, String)> {
-    text.split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(name), decode(value))
-        })
-        .collect()
-}
-
-/// `application/x-www-form-urlencoded` text decoded: `+` is a space, `%XX` a byte.
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = |b: u8| (b as char).to_digit(16);
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(high), Some(low)) => {
-                        out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
-                }
-            }
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn value<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    pairs
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
-        .filter(|v| !v.is_empty())
+/// The values of a query or of a form body (`application/x-www-form-urlencoded`), by name,
+/// decoded (`+` a space, `%XX` a byte; bytes that are not UTF-8 shown as `�`).
+fn form(text: &[u8]) -> Vec<(String, String)> {
+    form_urlencoded::parse(text).into_owned().collect()
 }
 
 /// Whether `given` is `expected`, in time that does not depend on where they differ.
@@ -216,39 +181,53 @@ fn same_token(given: &str, expected: &str) -> bool {
             == 0
 }
 
-/// What a request is after, from its method and path.
-enum Route<'a> {
+/// The first non-empty value named `name`.
+fn value<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// What a request is after, from its method and path. A run's id is its path segment
+/// decoded (`%20` a space): the store then says whether such a run can be.
+///
+/// A new page is a variant here, its path in [`route`], its handler in
+/// [`Viewer::serve`] (returning `Result<Response, UiError>`; a failure is answered by
+/// [`Route::failed`]) and its markup in a module of its own built on [`html::layout`].
+enum Route {
     Asset(&'static str, &'static str),
     Runs {
         api: bool,
     },
     Run {
         api: bool,
-        id: &'a str,
+        id: String,
     },
     /// The whole output of the step at event `event` of run `id`, as text.
     Output {
-        id: &'a str,
+        id: String,
         event: usize,
     },
     Events,
     Answer {
         api: bool,
-        id: &'a str,
+        id: String,
     },
     Cancel {
         api: bool,
-        id: &'a str,
+        id: String,
     },
     /// The evals (`mekara eval`), and one of them.
     Evals,
     Eval {
         api: bool,
-        id: &'a str,
+        id: String,
     },
 }
 
-fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
+fn route(method: &Method, path: &str) -> Option<Route> {
     let (api, rest) = match path.strip_prefix("/api") {
         Some(rest) => (true, rest),
         None => (false, path),
@@ -265,20 +244,30 @@ fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
         ("/evals" | "/evals/", true) if !api => Some(Route::Evals),
         _ if get && rest.starts_with("/evals/") => Some(Route::Eval {
             api,
-            id: rest.strip_prefix("/evals/")?,
+            id: percent_encoding::percent_decode_str(rest.strip_prefix("/evals/")?)
+                .decode_utf8()
+                .ok()?
+                .into_owned(),
         }),
         _ => {
             let rest = rest.strip_prefix("/runs/")?;
-            match (rest.split_once('/'), get) {
-                (None, true) => Some(Route::Run { api, id: rest }),
-                (Some((id, tail)), true) => {
+            let (id, tail) = rest
+                .split_once('/')
+                .map_or((rest, None), |(id, tail)| (id, Some(tail)));
+            let id = percent_encoding::percent_decode_str(id)
+                .decode_utf8()
+                .ok()?
+                .into_owned();
+            match (tail, get) {
+                (None, true) => Some(Route::Run { api, id }),
+                (Some(tail), true) => {
                     let event = tail.strip_prefix("output/")?.parse().ok()?;
                     Some(Route::Output { id, event })
                 }
-                (Some((id, "answer")), false) if method == Method::POST => {
+                (Some("answer"), false) if method == Method::POST => {
                     Some(Route::Answer { api, id })
                 }
-                (Some((id, "cancel")), false) if method == Method::POST => {
+                (Some("cancel"), false) if method == Method::POST => {
                     Some(Route::Cancel { api, id })
                 }
                 _ => None,
@@ -287,45 +276,48 @@ fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
     }
 }
 
+impl Route {
+    /// The answer to a failure of this route: JSON under `/api`, plain text for the whole
+    /// output and the event stream (read by programs and `EventSource`), a page otherwise.
+    fn failed(&self, page: &Page<'_>, e: &UiError) -> Response<Body> {
+        match self {
+            Route::Runs { api }
+            | Route::Run { api, .. }
+            | Route::Eval { api, .. }
+            | Route::Answer { api, .. }
+            | Route::Cancel { api, .. } => error(*api, page, e),
+            Route::Evals => error(false, page, e),
+            Route::Asset(..) | Route::Output { .. } | Route::Events => refused(e),
+        }
+    }
+}
+
 impl Viewer {
     async fn answer(self: Arc<Self>, request: Request<hyper::body::Incoming>) -> Response<Body> {
         let (parts, body) = request.into_parts();
-        if let Some(refused) = self.refusal(&parts.headers) {
-            return refused;
+        if let Err(e) = self.check_sender(&parts.headers) {
+            return refused(&e);
         }
-        let path = parts.uri.path().to_string();
-        let mut pairs = query(parts.uri.query().unwrap_or(""));
-        let Some(route) = route(&parts.method, &path) else {
-            return text(
-                StatusCode::NOT_FOUND,
-                &format!(
-                    "no page `{} {path}` here: the viewer serves `/`, `/runs/ID`, `/evals`, `/evals/ID`, `/runs/ID/output/N`, `/api/runs`, `/api/runs/ID`, and POSTs to `/runs/ID/answer` and `/runs/ID/cancel`",
-                    parts.method
-                ),
-            );
+        let mut pairs = form(parts.uri.query().unwrap_or("").as_bytes());
+        let Some(route) = route(&parts.method, parts.uri.path()) else {
+            return refused(&UiError::NoPage {
+                method: parts.method.to_string(),
+                path: parts.uri.path().to_string(),
+            });
         };
         if let Route::Asset(text, kind) = route {
             return respond(StatusCode::OK, kind, Bytes::from_static(text.as_bytes()));
         }
         if matches!(route, Route::Answer { .. } | Route::Cancel { .. }) {
-            let form = match tokio::time::timeout(
-                READ_TIMEOUT,
-                Limited::new(body, MAX_BODY).collect(),
-            )
-            .await
-            {
-                Ok(Ok(collected)) => collected.to_bytes(),
+            match tokio::time::timeout(READ_TIMEOUT, Limited::new(body, MAX_BODY).collect()).await {
+                Ok(Ok(collected)) => pairs.extend(form(&collected.to_bytes())),
                 _ => {
-                    return text(
-                        StatusCode::BAD_REQUEST,
-                        &format!(
-                            "the request body did not arrive whole (at most {MAX_BODY} bytes, within {} s)",
-                            READ_TIMEOUT.as_secs()
-                        ),
-                    );
+                    return refused(&UiError::Body {
+                        limit: MAX_BODY,
+                        seconds: READ_TIMEOUT.as_secs(),
+                    });
                 }
-            };
-            pairs.extend(query(&String::from_utf8_lossy(&form)));
+            }
         }
         let given = parts
             .headers
@@ -333,72 +325,77 @@ impl Viewer {
             .and_then(|v| v.to_str().ok())
             .or_else(|| value(&pairs, "token"));
         if !given.is_some_and(|t| same_token(t, &self.token)) {
-            return text(
-                StatusCode::FORBIDDEN,
-                "this needs the viewer's token: open the address `mekara ui` printed (it ends in `?token=…`), or send the token in the `X-Mekara-Token` header",
-            );
+            return refused(&UiError::Token);
         }
         let page = Page {
             token: Some(&self.token),
             events: String::new(),
         };
+        match self.clone().serve(&route, &pairs).await {
+            Ok(response) => response,
+            Err(e) => route.failed(&page, &e),
+        }
+    }
+
+    /// What `route` answers, the token checked.
+    async fn serve(
+        self: Arc<Self>,
+        route: &Route,
+        pairs: &[(String, String)],
+    ) -> Result<Response<Body>, UiError> {
+        let page = Page {
+            token: Some(&self.token),
+            events: String::new(),
+        };
         match route {
-            Route::Asset(..) => unreachable_asset(),
+            Route::Asset(text, kind) => Ok(respond(
+                StatusCode::OK,
+                kind,
+                Bytes::from_static(text.as_bytes()),
+            )),
             Route::Runs { api } => {
                 let filters = Filters {
-                    state: value(&pairs, "state").map(str::to_string),
-                    script: value(&pairs, "script").map(str::to_string),
-                    host: value(&pairs, "host").map(str::to_string),
+                    state: value(pairs, "state").map(str::to_string),
+                    script: value(pairs, "script").map(str::to_string),
+                    host: value(pairs, "host").map(str::to_string),
                 };
                 let me = self.clone();
-                let rows = blocking(move || {
+                let (rows, place) = blocking(move || {
                     view::rows(&me.locations, &me.store, &me.costs).map(|r| (r, me.store.place()))
                 })
-                .await;
-                match rows {
-                    Err(e) => error(api, &page, StatusCode::INTERNAL_SERVER_ERROR, &e),
-                    Ok((rows, _)) if api => {
-                        let rows: Vec<_> = rows.into_iter().filter(|r| filters.keep(r)).collect();
-                        json_response(StatusCode::OK, &json!({ "runs": rows }))
-                    }
-                    Ok((rows, place)) => {
-                        let page = Page {
-                            events: format!("/events?token={}", self.token),
-                            ..page
-                        };
-                        html_response(
-                            StatusCode::OK,
-                            html::runs_page(&page, &place, &rows, &filters),
-                        )
-                    }
+                .await?;
+                if *api {
+                    let rows: Vec<_> = rows.into_iter().filter(|r| filters.keep(r)).collect();
+                    return Ok(json_response(StatusCode::OK, &json!({ "runs": rows })));
                 }
+                let page = Page {
+                    events: page.link("/events"),
+                    ..page
+                };
+                Ok(html_response(
+                    StatusCode::OK,
+                    html::runs_page(&page, &place, &rows, &filters),
+                ))
             }
             Route::Evals => {
                 let me = self.clone();
                 let body =
-                    blocking(move || Ok::<_, String>(eval::list_page(&me.locations, &me.token)))
-                        .await;
-                match body {
-                    Ok(body) => html_response(StatusCode::OK, body),
-                    Err(e) => error(false, &page, StatusCode::INTERNAL_SERVER_ERROR, &e),
-                }
+                    blocking(move || Ok::<_, UiError>(eval::list_page(&me.locations, &me.token)))
+                        .await?;
+                Ok(html_response(StatusCode::OK, maud::PreEscaped(body)))
             }
             Route::Eval { api: true, id } => {
-                let (me, id) = (self.clone(), id.to_string());
-                match blocking(move || eval::api(&me.locations, &id)).await {
-                    Ok(json) => json_response(StatusCode::OK, &json),
-                    Err(e) => error(true, &page, StatusCode::NOT_FOUND, &e),
-                }
+                let (me, id) = (self.clone(), id.clone());
+                let json = blocking(move || eval::api(&me.locations, &id)).await?;
+                Ok(json_response(StatusCode::OK, &json))
             }
             Route::Eval { api: false, id } => {
-                let (me, id) = (self.clone(), id.to_string());
-                match blocking(move || eval::page(&me.locations, &id, &me.token)).await {
-                    Ok(body) => html_response(StatusCode::OK, body),
-                    Err(e) => error(false, &page, StatusCode::NOT_FOUND, &e),
-                }
+                let (me, id) = (self.clone(), id.clone());
+                let body = blocking(move || eval::page(&me.locations, &id, &me.token)).await?;
+                Ok(html_response(StatusCode::OK, maud::PreEscaped(body)))
             }
             Route::Run { api, id } => {
-                let (me, id) = (self.clone(), id.to_string());
+                let (me, id) = (self.clone(), id.clone());
                 let shared = self.store.is_shared();
                 let _reading = self.reads.acquire().await;
                 let detail = blocking(move || {
@@ -406,50 +403,43 @@ impl Viewer {
                     crate::memory::give_back_freed();
                     detail
                 })
-                .await;
-                match detail {
-                    Err(e) => error(api, &page, status_of(&e), &e),
-                    Ok(detail) if api => json_response(StatusCode::OK, &json!(detail)),
-                    Ok(detail) => {
-                        let page = Page {
-                            events: format!("/events?run={}&token={}", detail.row.id, self.token),
-                            ..page
-                        };
-                        html_response(StatusCode::OK, html::run_page(&page, &detail, shared))
-                    }
+                .await?;
+                if *api {
+                    return Ok(json_response(StatusCode::OK, &json!(detail)));
                 }
+                let mut events = form_urlencoded::Serializer::new(String::new());
+                events.append_pair("run", &detail.row.id);
+                let page = Page {
+                    events: page.link(&format!("/events?{}", events.finish())),
+                    ..page
+                };
+                Ok(html_response(
+                    StatusCode::OK,
+                    html::run_page(&page, &detail, shared),
+                ))
             }
             Route::Output { id, event } => {
-                let (me, run) = (self.clone(), id.to_string());
+                let (me, run, event) = (self.clone(), id.clone(), *event);
                 let _reading = self.reads.acquire().await;
                 let output = blocking(move || {
                     let output = step_output(&me.store, &run, event);
                     crate::memory::give_back_freed();
                     output
                 })
-                .await;
-                match output {
-                    Ok(output) => respond(
-                        StatusCode::OK,
-                        "text/plain; charset=utf-8",
-                        Bytes::from(output),
-                    ),
-                    Err(e) => text(status_of(&e), &e),
-                }
+                .await?;
+                Ok(respond(
+                    StatusCode::OK,
+                    "text/plain; charset=utf-8",
+                    Bytes::from(output),
+                ))
             }
-            Route::Events => self.events(value(&pairs, "run").map(str::to_string)),
+            Route::Events => self.events(value(pairs, "run").map(str::to_string)),
             Route::Answer { api, id } => {
-                let Some(answer) = value(&pairs, "value").map(str::to_string) else {
-                    return error(
-                        api,
-                        &page,
-                        StatusCode::BAD_REQUEST,
-                        &"the answer is missing: send it as the form field `value`",
-                    );
-                };
-                let (me, id) = (self.clone(), id.to_string());
-                let run = id.clone();
-                let answered = blocking(move || {
+                let answer = value(pairs, "value")
+                    .map(str::to_string)
+                    .ok_or(UiError::NoAnswer)?;
+                let (me, run) = (self.clone(), id.clone());
+                let (path, answer, resume) = blocking(move || {
                     let answered = Executor::answer_run(
                         Resolver::new(&me.locations),
                         me.store.clone(),
@@ -460,32 +450,26 @@ impl Viewer {
                     let resume = me.store.resume_command(&run, false);
                     answered.map(|(path, answer)| (path, answer, resume))
                 })
-                .await;
-                match answered {
-                    Err(e) => error(api, &page, status_of(&e), &e),
-                    Ok((path, Answer::Given(answer), resume)) => done(
-                        api,
-                        &self.token,
-                        &id,
-                        &format!("answered `{path}` with `{answer}`; go on with `{resume}`"),
-                    ),
-                    Ok((path, Answer::TooLate(_), _)) => error(
-                        api,
+                .await?;
+                match answer {
+                    Answer::Given(answer) => Ok(done(
+                        *api,
                         &page,
-                        StatusCode::CONFLICT,
-                        &format!(
-                            "the answer came after the question's timeout, so `{path}` failed and the answer was not kept; `mekara run --resume {id} --retry` asks again"
-                        ),
-                    ),
+                        id,
+                        &format!("answered `{path}` with `{answer}`; go on with `{resume}`"),
+                    )),
+                    Answer::TooLate(_) => Err(UiError::TooLate {
+                        step: path,
+                        id: id.clone(),
+                    }),
                 }
             }
             Route::Cancel { api, id } => {
-                let (me, run) = (self.clone(), id.to_string());
-                let cancelled = blocking(move || -> Result<String, String> {
-                    let shared = crate::store::config::shared(&me.locations)
-                        .map_err(|e| e.to_string())?
-                        .ok_or("only a queued run of the shared run store can be cancelled here; a run in this project's files stops with Ctrl-C in the `mekara run` (or agent) that drives it")?;
-                    Ok(match shared.cancel(&run).map_err(|e| e.to_string())? {
+                let (me, run) = (self.clone(), id.clone());
+                let message = blocking(move || -> Result<String, UiError> {
+                    let shared = crate::store::config::shared(&me.locations)?
+                        .ok_or(UiError::NotShared)?;
+                    Ok(match shared.cancel(&run)? {
                         crate::store::postgres::Cancel::Dequeued => {
                             format!("cancelled run {run}: no worker runs it, and none will")
                         }
@@ -500,36 +484,28 @@ impl Viewer {
                         ),
                     })
                 })
-                .await;
-                match cancelled {
-                    Ok(message) => done(api, &self.token, id, &message),
-                    Err(e) => error(api, &page, status_of(&e), &e),
-                }
+                .await?;
+                Ok(done(*api, &page, id, &message))
             }
         }
     }
 
     /// Refuses a request whose `Host` is not a name this server serves (DNS rebinding), or
     /// that comes from another site's page (`Origin`, `Sec-Fetch-Site`).
-    fn refusal(&self, headers: &HeaderMap) -> Option<Response<Body>> {
+    fn check_sender(&self, headers: &HeaderMap) -> Result<(), UiError> {
         for name in [header::HOST, header::ORIGIN] {
             if headers.get_all(&name).iter().nth(1).is_some() {
-                return Some(text(
-                    StatusCode::BAD_REQUEST,
-                    &format!("the request has more than one `{name}` header; send exactly one"),
-                ));
+                return Err(UiError::TwoHeaders {
+                    header: name.to_string(),
+                });
             }
         }
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         if !host.is_some_and(|h| self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(h))) {
-            return Some(text(
-                StatusCode::MISDIRECTED_REQUEST,
-                &format!(
-                    "the viewer answers only to {}, not to `Host: {}`; open the address `mekara ui` printed (`--allow-host NAME` adds a name)",
-                    crate::display::quoted(&self.hosts),
-                    host.unwrap_or("")
-                ),
-            ));
+            return Err(UiError::Host {
+                served: crate::display::quoted(&self.hosts),
+                given: host.unwrap_or("").to_string(),
+            });
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
@@ -537,39 +513,28 @@ impl Viewer {
                 .strip_prefix("http://")
                 .is_some_and(|o| self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(o)));
             if !ours {
-                return Some(text(
-                    StatusCode::FORBIDDEN,
-                    &format!("a page of `{origin}` may not use the viewer; only its own pages may"),
-                ));
+                return Err(UiError::Origin {
+                    origin: origin.to_string(),
+                });
             }
         }
         if headers
             .get("sec-fetch-site")
             .is_some_and(|s| s.as_bytes() == b"cross-site")
         {
-            return Some(text(
-                StatusCode::FORBIDDEN,
-                "another site's page may not use the viewer; only its own pages may",
-            ));
+            return Err(UiError::CrossSite);
         }
-        None
+        Ok(())
     }
 
     /// Server-sent events: `change` whenever what the runs page (or run `run`'s page) shows
     /// changed, found by looking at the store every `poll`.
     /// At most [`MAX_EVENT_STREAMS`] are open at once; one more is refused (503).
-    fn events(self: Arc<Self>, run: Option<String>) -> Response<Body> {
+    fn events(self: Arc<Self>, run: Option<String>) -> Result<Response<Body>, UiError> {
         let Ok(permit) = self.streams.clone().try_acquire_owned() else {
-            let mut refused = text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!(
-                    "the viewer already has {MAX_EVENT_STREAMS} event streams open, the most it serves at once; close some of its pages (or reload this one later)"
-                ),
-            );
-            refused
-                .headers_mut()
-                .insert(header::RETRY_AFTER, http::HeaderValue::from_static("10"));
-            return refused;
+            return Err(UiError::Streams {
+                open: MAX_EVENT_STREAMS,
+            });
         };
         let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(4);
         tokio::spawn(async move {
@@ -620,7 +585,7 @@ impl Viewer {
             header::CACHE_CONTROL,
             http::HeaderValue::from_static("no-store"),
         );
-        response
+        Ok(response)
     }
 
     /// What changes when a page should be drawn again: the listing, or one run's summary.
@@ -646,46 +611,33 @@ impl Viewer {
     }
 }
 
-fn unreachable_asset() -> Response<Body> {
-    text(StatusCode::INTERNAL_SERVER_ERROR, "an asset was not served")
-}
-
 /// Runs store work (blocking: files, or PostgreSQL's own runtime) off the server's thread.
-async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+async fn blocking<T: Send + 'static, E: Into<UiError> + Send + 'static>(
     work: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Result<T, String> {
+) -> Result<T, UiError> {
     match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(format!("the viewer failed reading the store: {e}")),
+        Ok(result) => result.map_err(Into::into),
+        Err(e) => Err(UiError::Task(e.to_string())),
     }
 }
 
 /// The whole output of the step journaled at event `event` of run `id`. The journal is
 /// read for this request only; nothing of it is kept.
-fn step_output(store: &RunStore, id: &str, event: usize) -> Result<String, String> {
-    let contents = store.read(id).map_err(|e| e.to_string())?;
+fn step_output(store: &RunStore, id: &str, event: usize) -> Result<String, UiError> {
+    let contents = store.read(id)?;
     match contents.events.into_iter().nth(event) {
         Some(crate::engine::journal::Event::Step(mut step)) => {
             Ok(std::mem::take(&mut step.record.result.output))
         }
-        _ => Err(format!(
-            "step not found: run `{id}` has no step at event {event} of its journal; follow the link under a clipped output on the run's page"
-        )),
-    }
-}
-
-/// The status of an error of the store or the executor.
-fn status_of(message: &str) -> StatusCode {
-    if message.contains("not found") || message.contains("no run") {
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::CONFLICT
+        _ => Err(UiError::NoStep {
+            id: id.to_string(),
+            event,
+        }),
     }
 }
 
 /// An action's success: JSON for `/api`, else back to the run's page.
-fn done(api: bool, token: &str, id: &str, message: &str) -> Response<Body> {
+fn done(api: bool, page: &Page<'_>, id: &str, message: &str) -> Response<Body> {
     if api {
         return json_response(StatusCode::OK, &json!({ "ok": true, "message": message }));
     }
@@ -694,26 +646,44 @@ fn done(api: bool, token: &str, id: &str, message: &str) -> Response<Body> {
         "text/plain; charset=utf-8",
         Bytes::from(format!("{message}\n")),
     );
-    if let Ok(location) = http::HeaderValue::from_str(&format!("/runs/{id}?token={token}")) {
+    if let Ok(location) = http::HeaderValue::from_str(&page.link(&view::run_path(id, ""))) {
         response.headers_mut().insert(header::LOCATION, location);
     }
     response
 }
 
-fn error(
-    api: bool,
-    page: &Page<'_>,
-    status: StatusCode,
-    message: &dyn std::fmt::Display,
-) -> Response<Body> {
-    let message = message.to_string();
-    if api {
-        return json_response(status, &json!({ "ok": false, "error": message }));
+/// A failure as a page, or as JSON for `/api`.
+fn error(api: bool, page: &Page<'_>, e: &UiError) -> Response<Body> {
+    let status = e.status();
+    let message = e.to_string();
+    let response = if api {
+        json_response(status, &json!({ "ok": false, "error": message }))
+    } else {
+        html_response(
+            status,
+            html::error_page(page, status.canonical_reason().unwrap_or("error"), &message),
+        )
+    };
+    with_retry_after(response)
+}
+
+/// A failure as plain text.
+fn refused(e: &UiError) -> Response<Body> {
+    with_retry_after(respond(
+        e.status(),
+        "text/plain; charset=utf-8",
+        Bytes::from(format!("{e}\n")),
+    ))
+}
+
+/// `response`, telling a client refused for now (503) when to come back.
+fn with_retry_after(mut response: Response<Body>) -> Response<Body> {
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from_static("10"));
     }
-    html_response(
-        status,
-        html::error_page(page, status.canonical_reason().unwrap_or("error"), &message),
-    )
+    response
 }
 
 fn respond(status: StatusCode, kind: &'static str, body: Bytes) -> Response<Body> {
@@ -740,16 +710,12 @@ fn respond(status: StatusCode, kind: &'static str, body: Bytes) -> Response<Body
     response
 }
 
-fn text(status: StatusCode, reason: &str) -> Response<Body> {
+fn html_response(status: StatusCode, page: maud::Markup) -> Response<Body> {
     respond(
         status,
-        "text/plain; charset=utf-8",
-        Bytes::from(format!("{reason}\n")),
+        "text/html; charset=utf-8",
+        Bytes::from(page.into_string()),
     )
-}
-
-fn html_response(status: StatusCode, page: String) -> Response<Body> {
-    respond(status, "text/html; charset=utf-8", Bytes::from(page))
 }
 
 fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
@@ -759,13 +725,26 @@ fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<Body
 
 #[cfg(test)]
 mod tests {
-    use super::{decode, same_token};
+    use super::{form, same_token};
 
     #[test]
     fn form_values_decode_pluses_and_percent_escapes() {
-        assert_eq!(decode("a+b%3Cscript%3E%E2%9C%93"), "a b<script>✓");
-        assert_eq!(decode("100%"), "100%");
-        assert_eq!(decode("%zz"), "%zz");
+        let decoded = form(b"a=b+c%3Cscript%3E%E2%9C%93&token=100%25&bad=%zz&raw=%FF&=x&lone");
+        let pairs: Vec<(&str, &str)> = decoded
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("a", "b c<script>✓"),
+                ("token", "100%"),
+                ("bad", "%zz"),
+                ("raw", "\u{fffd}"),
+                ("", "x"),
+                ("lone", ""),
+            ]
+        );
     }
 
     #[test]

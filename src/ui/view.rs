@@ -355,9 +355,27 @@ pub(crate) struct ClippedOutput {
     pub whole: String,
 }
 
+/// The characters of a run id left as they are in a link's path; every other byte is
+/// percent-encoded (a store only lists ids of letters, digits, `-` and `_`, but a link never
+/// relies on it: `/`, `?`, `#` or a space in an id would otherwise change where it goes).
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// The viewer's path of run `id` (`/runs/ID`) followed by `tail` (`/answer`), the id
+/// URL-encoded.
+pub(crate) fn run_path(id: &str, tail: &str) -> String {
+    format!(
+        "/runs/{}{tail}",
+        percent_encoding::utf8_percent_encode(id, PATH_SEGMENT)
+    )
+}
+
 /// Where the viewer serves the whole output of the step at `event` of run `id`.
 pub(crate) fn output_path(id: &str, event: usize) -> String {
-    format!("/runs/{id}/output/{event}")
+    run_path(id, &format!("/output/{event}"))
 }
 
 /// A frame being built: where it sits, and what it holds so far.

@@ -493,19 +493,19 @@ fn the_schema_is_checked_older_and_newer_with_what_to_do() {
     assert_eq!(
         old.stderr.trim_end(),
         format!(
-            "error: the run store `{shown}` has schema version 0 and this mekara needs version 2: run `mekara store migrate`"
+            "error: the run store `{shown}` has schema version 0 and this mekara needs version 3: run `mekara store migrate`"
         )
     );
     let migrated = a.run(&["store", "migrate"]);
     migrated.expect_code(0);
     assert!(
-        migrated.stdout.contains("from schema version 0 to 2"),
+        migrated.stdout.contains("from schema version 0 to 3"),
         "{}",
         migrated.stdout
     );
     let again = a.run(&["store", "migrate"]);
     assert!(
-        again.stdout.contains("at schema version 2 already"),
+        again.stdout.contains("at schema version 3 already"),
         "{}",
         again.stdout
     );
@@ -519,7 +519,7 @@ fn the_schema_is_checked_older_and_newer_with_what_to_do() {
     assert_eq!(
         newer.stderr.trim_end(),
         format!(
-            "error: the run store `{shown}` has schema version 7, newer than this mekara's (2), so a newer mekara migrated it; upgrade mekara to use it"
+            "error: the run store `{shown}` has schema version 7, newer than this mekara's (3), so a newer mekara migrated it; upgrade mekara to use it"
         )
     );
     let refused = a.run(&["store", "migrate"]);

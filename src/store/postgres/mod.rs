@@ -45,10 +45,14 @@ mod tls;
 pub(crate) use queue::{Cancel, Job, JobState, NewJob, QueueRow, Worker};
 
 /// The schema's migrations, in order: version N is `MIGRATIONS[..N]` applied.
-const MIGRATIONS: &[&str] = &[include_str!("1_runs.sql"), include_str!("2_queue.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("1_runs.sql"),
+    include_str!("2_queue.sql"),
+    include_str!("3_run_ids.sql"),
+];
 
 /// The schema version this mekara reads and writes.
-pub(crate) const SCHEMA: i32 = 2;
+pub(crate) const SCHEMA: i32 = 3;
 
 /// How long a connection may take before the store is said to be unreachable, unless the
 /// URL sets `connect_timeout`.
@@ -245,6 +249,20 @@ impl Db {
             url: self.shown.clone(),
             reason: redact(&reason(e), &self.url),
         }
+    }
+
+    /// The store and the project, for messages.
+    fn place(&self) -> String {
+        format!(
+            "the run store `{}` (project `{}`)",
+            self.shown, self.project
+        )
+    }
+
+    /// Whether `id`, read from the database, can be a run's id; one that cannot (a row
+    /// written by other means, before the schema's check) is skipped with a warning.
+    fn listed(&self, id: &str) -> bool {
+        crate::store::listed_id(id, &self.place())
     }
 
     /// Where run `id` is, for messages.
@@ -501,9 +519,6 @@ impl PgStore {
         let mut client = db.connect()?;
         let mut report = Vec::new();
         for id in journal_ids(dir) {
-            if !runs::is_run_id(&id) {
-                continue;
-            }
             let path = dir.join(format!("{id}.jsonl"));
             if file::is_busy(&path) {
                 report.push((id, Moved::Busy));
@@ -558,7 +573,9 @@ impl PgStore {
             )
             .map_err(|e| db.failed(&e))?
             .iter()
-            .map(|r| r.get(0))
+            .map(|r| r.get::<_, String>(0))
+            // An id names the file written: one with a `/` or `..` would write elsewhere.
+            .filter(|id| db.listed(id))
             .collect();
         make_runs_dir(dir)?;
         let mut report = Vec::new();
@@ -612,6 +629,7 @@ impl PgStore {
             .map_err(|e| db.failed(&e))?;
         Ok(rows
             .iter()
+            .filter(|row| db.listed(row.get(0)))
             .filter(|row| {
                 let last: Option<String> = row.get(1);
                 let ended = last
@@ -646,7 +664,7 @@ impl PgStore {
             )
             .map_err(|e| db.failed(&e))?;
         let mut runs: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
-        for row in &rows {
+        for row in rows.iter().filter(|row| db.listed(row.get(0))) {
             let entry = runs
                 .entry(row.get(0))
                 .or_insert_with(|| (row.get(1), row.get(2), Vec::new()));

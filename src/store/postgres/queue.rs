@@ -202,6 +202,7 @@ impl PgStore {
             .map_err(|e| db.failed(&e))?;
         Ok(rows
             .iter()
+            .filter(|r| db.listed(r.get(0)))
             .map(|r| {
                 let run_id: String = r.get(0);
                 let at: i64 = r.get(7);
@@ -224,6 +225,9 @@ impl PgStore {
     /// Cancels queued run `id`: a run no worker runs is cancelled here; a running one's
     /// worker is asked to stop it (it looks every half second).
     pub(crate) fn cancel(&self, id: &str) -> Result<Cancel, EngineError> {
+        if !crate::engine::runs::is_run_id(id) {
+            return Err(EngineError::RunNotFound { id: id.to_string() });
+        }
         let db = &self.db;
         let mut client = db.connect()?;
         let held = db.held(&mut client)?;
