@@ -55,6 +55,9 @@ const RECENT_STEPS: usize = 2;
 /// then, if the reply is still over it, its first line only.
 const OLDER_LINES: (usize, usize) = (6, 3);
 const OLDEST_LINES: (usize, usize) = (1, 0);
+/// The most lines that carry an error ([`crate::display::error_lines`]) a long output's cut
+/// part keeps.
+const KEPT_ERROR_LINES: usize = 30;
 
 /// What a tool call gives back: Markdown, and whether it is an error the agent must act on.
 #[derive(Debug, Clone, PartialEq)]
@@ -363,14 +366,40 @@ pub(crate) fn head_and_tail(output: &str, whole: &str, (head, tail): (usize, usi
     for line in &lines[..head] {
         let _ = writeln!(shown, "{}", clip_line(line));
     }
-    let cut = lines.len() - head - tail;
-    let _ = writeln!(
-        shown,
-        "… {cut} lines cut here (lines {}–{} of {}); {whole} …",
-        head + 1,
-        head + cut,
-        lines.len()
-    );
+    // The lines that carry an error are kept from the cut part: the error a check printed
+    // after many lines of downloads is what the agent needs, not what clipping may hide. Not
+    // where a reply over its budget shortens older outputs further.
+    let end = lines.len() - tail;
+    let most = if head >= HEAD_LINES {
+        KEPT_ERROR_LINES
+    } else {
+        0
+    };
+    let kept = crate::display::error_lines(&lines[head..end], most);
+    let mut from = head;
+    for index in kept.iter().map(|k| k + head).chain([end]) {
+        let cut = index - from;
+        if cut > 0 && from == head {
+            let _ = writeln!(
+                shown,
+                "… {cut} lines cut here (lines {}–{} of {}); {whole} …",
+                from + 1,
+                index,
+                lines.len()
+            );
+        } else if cut > 0 {
+            let _ = writeln!(
+                shown,
+                "… {cut} lines cut here (lines {}–{}) …",
+                from + 1,
+                index
+            );
+        }
+        if index < end {
+            let _ = writeln!(shown, "{}", clip_line(lines[index]));
+        }
+        from = index + 1;
+    }
     for line in &lines[lines.len() - tail..] {
         let _ = writeln!(shown, "{}", clip_line(line));
     }

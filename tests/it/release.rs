@@ -17,7 +17,7 @@ use crate::library::{
 };
 
 /// What the run stopped on: the question it waits for, or why it stopped.
-fn stopped_by(run: &Run) -> String {
+pub(crate) fn stopped_by(run: &Run) -> String {
     let summary: Json = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr));
     summary["stopped_by"]
