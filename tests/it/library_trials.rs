@@ -461,3 +461,23 @@ fn commit_says_in_its_steps_which_checks_did_not_run() {
         "{out}"
     );
 }
+
+/// Regression (click): the CI runs `tox run -e typing`, whose `pyright --verifytypes click`
+/// passes, but the check came from `[tool.pyright]`: a bare `pyright`, which fails on code the
+/// CI never checks that way, for the agent to "fix". A tox environment's command, as the CI
+/// runs it, goes before the bare tool its configuration names.
+#[test]
+fn a_tox_environments_linter_command_goes_before_the_bare_configured_tool() {
+    let project = repository(&[(
+        "pyproject.toml",
+        "[project]\nname = \"pkg\"\nversion = \"1.0.0\"\n\n[tool.pyright]\ninclude = [\"src\", \"tests/typing\"]\n\n[tool.tox.env.typing]\ncommands = [\n    [\"pyright\", \"--ignoreexternal\", \"--verifytypes\", \"pkg\"],\n]\n",
+    )]);
+    let path = fake_tools(&project, &[("pyright", "#!/bin/sh\nexit 0\n")]);
+    let facts = detected_on(&project, &path);
+    let checks = facts["checks"].as_array().expect("checks");
+    assert!(
+        checks.contains(&json!("pyright --ignoreexternal --verifytypes pkg")),
+        "{facts:#}"
+    );
+    assert!(!checks.contains(&json!("pyright")), "{facts:#}");
+}
