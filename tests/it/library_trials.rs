@@ -481,3 +481,23 @@ fn a_tox_environments_linter_command_goes_before_the_bare_configured_tool() {
     );
     assert!(!checks.contains(&json!("pyright")), "{facts:#}");
 }
+
+/// Regression (click): `[tool.ruff]` says `fix = true`, so the `ruff check .` made from it
+/// fixed the unused import itself and passed: a check changed the code, and the agent and the
+/// person never heard of the failure the CI's pre-commit reports. It runs with `--no-fix`. The
+/// stand-in `ruff` fixes as the real one does unless told `--no-fix`.
+#[test]
+fn a_configured_ruff_that_fixes_is_run_as_a_check_that_changes_nothing() {
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"pkg\"\nversion = \"1.0.0\"\n\n[tool.ruff]\nfix = true\n",
+        ),
+        ("pkg.py", "import os\n\nVALUE = 1\n"),
+    ]);
+    let ruff = "#!/bin/sh\n[ \"$1\" = check ] || exit 0\ncase \" $* \" in *' --no-fix '*) grep -n '^import os$' pkg.py && { echo 'F401 `os` imported but unused'; exit 1; }; exit 0;; esac\nsed -i '/^import os$/d' pkg.py\necho 'Found 1 error (1 fixed, 0 remaining).'\n";
+    let path = fake_tools(&project, &[("ruff", ruff)]);
+    let plan = json!([{"when": "Step 3: `ruff check --no-fix .` fails", "run": "sed -i '/^import os$/d' pkg.py", "outputs": {"fix": "removed the unused import"}}]);
+    completed(&flow_on(&project, &plan, "flow/fix-ci", &[], Some(&path)));
+    assert_eq!(calls(&project).len(), 1, "the failure went to the agent");
+}
