@@ -1387,6 +1387,8 @@ pub(crate) fn test_gaps() -> Case {
                 ran.contains("Ran 3 tests") || ran.contains("3 passed"),
                 "{ran}"
             );
+            // Its last words say the checks pass (it ended with no word at all).
+            assert!(ran.contains("Every check passes: "), "{ran}");
         }),
     )
 }
