@@ -501,3 +501,43 @@ fn a_configured_ruff_that_fixes_is_run_as_a_check_that_changes_nothing() {
     completed(&flow_on(&project, &plan, "flow/fix-ci", &[], Some(&path)));
     assert_eq!(calls(&project).len(), 1, "the failure went to the agent");
 }
+
+/// Regression (click): `8.5.0` was released from the maintenance branch, and main still says
+/// `8.5.0.dev`; the last release reachable from main is `8.4.2`, so `release` offered `patch:
+/// 8.4.3` (below a release that exists) and nothing above `8.5.0`. The versions offered and
+/// typed start above the release tagged on another branch, and the question says it is there.
+#[test]
+fn release_offers_versions_above_a_release_tagged_on_another_branch() {
+    let project = crate::release::pep440_project();
+    git(&project, &["checkout", "-q", "-b", "stable", "2.2.0"]);
+    project.write("NOTES.txt", "the 2.3.0 release\n");
+    commit_all(&project, "release version 2.3.0");
+    git(&project, &["tag", "-a", "2.3.0", "-m", "Version 2.3.0"]);
+    git(&project, &["checkout", "-q", "main"]);
+    let run = flow(&project, &json!([]), "flow/release", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let question = stopped_by(&run);
+    assert!(
+        question
+            .contains("(last release: 2.2.0; 2.3.0 is tagged on another branch). Which version?")
+            && question.contains("- `patch`: 2.3.1\n  - `minor`: 2.4.0\n  - `major`: 3.0.0\n")
+            && !question.contains("in progress"),
+        "{question}"
+    );
+    project
+        .run(&["answer", &last_run(&project), "type a version"], "")
+        .expect_code(0);
+    let typed = crate::library::mekara(&project, &crate::library::resume(&last_run(&project)));
+    assert_eq!(state(&typed), "waiting", "{}", typed.stderr);
+    project
+        .run(&["answer", &last_run(&project), "2.2.5"], "")
+        .expect_code(0);
+    let refused = crate::library::mekara(&project, &crate::library::resume(&last_run(&project)));
+    assert!(
+        stopped_by(&refused).contains(
+            "`2.2.5` is not greater than `2.3.0`, tagged on another branch. Type another version:"
+        ),
+        "{}",
+        stopped_by(&refused)
+    );
+}
