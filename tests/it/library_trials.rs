@@ -541,3 +541,38 @@ fn release_offers_versions_above_a_release_tagged_on_another_branch() {
         stopped_by(&refused)
     );
 }
+
+/// Regression (click): a Markdown `CHANGES.md` whose entries are `## Version X.Y.Z`, a blank
+/// line and `Released DATE` (the newest one `Unreleased`) got a new entry without its date
+/// line: only reStructuredText changelogs had one.
+#[test]
+fn release_dates_a_markdown_entry_as_the_changelogs_entries_are_dated() {
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"pkg\"\nversion = \"1.1.0\"\n",
+        ),
+        (
+            "CHANGES.md",
+            "## Version 1.1.0\n\nReleased 2026-01-02\n\n- Second.\n\n## Version 1.0.0\n\nReleased 2025-12-01\n\n- First.\n",
+        ),
+    ]);
+    git(&project, &["tag", "1.1.0"]);
+    project.write("pkg.py", "VALUE = 2\n");
+    commit_all(&project, "Change the value");
+    let plan = json!([{"when": "Step 5: draft the changelog entry", "outputs": {"entry": "- The value is 2."}}]);
+    let run = flow(&project, &plan, "flow/release", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let mut answered = run;
+    for answer in ["release anyway", "patch"] {
+        if !stopped_by(&answered).contains("release anyway") && answer == "release anyway" {
+            continue;
+        }
+        answered = answer_and_resume(&project, answer);
+    }
+    let confirm = stopped_by(&answered).replace("\n  ", "\n");
+    assert!(
+        confirm.contains("## Version 1.1.1\n\nReleased "),
+        "{confirm}"
+    );
+}
