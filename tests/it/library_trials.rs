@@ -576,3 +576,42 @@ fn release_dates_a_markdown_entry_as_the_changelogs_entries_are_dated() {
         "{confirm}"
     );
 }
+
+/// Regression (walkdir): a library crate that keeps `Cargo.lock` out of git (in `.gitignore`)
+/// had its release fail at the commit, half staged: `git add Cargo.lock` refuses an ignored
+/// file. The lock file is updated in place and left out of the commit.
+#[test]
+fn release_of_a_crate_whose_cargo_lock_is_ignored_commits_and_tags() {
+    let project = repository(&[
+        (".gitignore", "/target\nCargo.lock\n.mekara/\nagent/\n"),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"adder\"\nversion = \"0.4.1\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+        ),
+        ("CHANGELOG.md", "# Changelog\n\n## 0.4.1\n\n- First.\n"),
+    ]);
+    git(&project, &["tag", "0.4.1"]);
+    project.write(
+        "Cargo.lock",
+        "version = 3\n\n[[package]]\nname = \"adder\"\nversion = \"0.4.1\"\n",
+    );
+    project.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a.wrapping_add(b)\n}\n",
+    );
+    commit_all(&project, "Add without overflow");
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- `add` wraps."}}]);
+    let mut run = flow(&project, &plan, "flow/release", &[]);
+    for answer in ["patch", "yes"] {
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        run = answer_and_resume(&project, answer);
+    }
+    completed(&run);
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "0.4.2");
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+    assert!(read(&project, "Cargo.lock").contains("version = \"0.4.2\""));
+}
