@@ -210,7 +210,7 @@ fn upgrade_deps_without_node_modules_says_it_cannot_compare_rather_than_nothing_
     ]);
     let run = flow(&project, &json!([]), "flow/upgrade-deps", &[]);
     assert!(
-        stopped_by(&run).ends_with("nothing was compared: npm: no `node_modules`, so the installed versions cannot be compared with the registry's: install the dependencies (`npm ci`), then run this workflow again"),
+        stopped_by(&run).ends_with("nothing was compared: npm: no `node_modules`, so the installed versions cannot be compared with the registry's: install the dependencies (`npm ci`, or `npm install` without a lock file), then run this workflow again"),
         "{}",
         run.stderr
     );
@@ -614,4 +614,27 @@ fn release_of_a_crate_whose_cargo_lock_is_ignored_commits_and_tags() {
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "0.4.2");
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
     assert!(read(&project, "Cargo.lock").contains("version = \"0.4.2\""));
+}
+
+/// Regression (p-limit): `bisect` ran the check at the good commit in a fresh worktree under
+/// the temporary folder, where the project's installed dependencies (`node_modules`, which git
+/// ignores) are not, so a check that imports one "fails at v7.3.1 too". It checks the good
+/// commit in the work tree, as `git bisect run` does.
+#[test]
+fn bisect_checks_the_good_commit_where_the_installed_dependencies_are() {
+    let project = repository(&[("check.sh", "test -f node_modules/dep/index.js\n")]);
+    git(&project, &["tag", "v1.0"]);
+    project.write("node_modules/dep/index.js", "module.exports = 1;\n");
+    project.write("check.sh", "test -f node_modules/dep/index.js && exit 1\n");
+    commit_all(&project, "Break the check");
+    let plan = json!([{"when": "Step 5", "outputs": {"explanation": "check.sh:1: exits 1"}}]);
+    let run = flow(&project, &plan, "flow/bisect", &["v1.0", "sh check.sh"]);
+    completed(&run);
+    let bad = git(&project, &["rev-parse", "HEAD"]);
+    assert!(
+        outputs(&project).contains(&format!("first bad commit: {bad}")),
+        "{}",
+        outputs(&project)
+    );
+    assert_eq!(git(&project, &["branch", "--show-current"]), "main");
 }
