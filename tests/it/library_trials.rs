@@ -638,3 +638,32 @@ fn bisect_checks_the_good_commit_where_the_installed_dependencies_are() {
     );
     assert_eq!(git(&project, &["branch", "--show-current"]), "main");
 }
+
+/// Regression (p-limit): a `package.json` indented with tabs (sindresorhus' packages) was not
+/// read as holding the version ("version 7.3.1 in the tags"): the release would have tagged
+/// and left the old version in the file. Its top-level `"version"` is found whatever the
+/// indentation.
+#[test]
+fn release_writes_the_version_of_a_tab_indented_package_json() {
+    let project = repository(&[(
+        "package.json",
+        "{\n\t\"name\": \"limit\",\n\t\"version\": \"1.0.0\",\n\t\"engines\": {\n\t\t\"version\": \"x\"\n\t},\n\t\"scripts\": {\n\t\t\"test\": \"node -e 0\"\n\t}\n}\n",
+    )]);
+    git(&project, &["tag", "v1.0.0"]);
+    project.write("index.js", "export default 1;\n");
+    commit_all(&project, "Add index");
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Add the index."}}]);
+    let mut run = flow(&project, &plan, "flow/release", &[]);
+    for answer in ["minor", "yes"] {
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        run = answer_and_resume(&project, answer);
+    }
+    completed(&run);
+    assert!(
+        read(&project, "package.json")
+            .starts_with("{\n\t\"name\": \"limit\",\n\t\"version\": \"1.1.0\",\n"),
+        "{}",
+        read(&project, "package.json")
+    );
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.1.0");
+}
