@@ -205,30 +205,3 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
-
-/// Words of an output line that carries an error or a warning (a compiler's `error[E0425]`
-/// and its `--> src/lib.rs:3:5`, a test runner's `FAILED`, a panic, a traceback).
-const ERROR_MARKERS: [&str; 10] = [
-    "error",
-    "Error",
-    "ERROR",
-    "warning:",
-    "FAILED",
-    "FAIL ",
-    "-->",
-    "panicked",
-    "Traceback",
-    "assert",
-];
-
-/// The indices of the first `most` of `lines` that carry an error ([`ERROR_MARKERS`]): what
-/// a long output's clipping keeps from the part it cuts.
-pub(crate) fn error_lines(lines: &[&str], most: usize) -> Vec<usize> {
-    lines
-        .iter()
-        .enumerate()
-        .filter(|(_, line)| ERROR_MARKERS.iter().any(|m| line.contains(m)))
-        .map(|(index, _)| index)
-        .take(most)
-        .collect()
-}
