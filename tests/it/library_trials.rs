@@ -667,3 +667,36 @@ fn release_writes_the_version_of_a_tab_indented_package_json() {
     );
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.1.0");
 }
+
+/// Regression (google/uuid): a release-please history (`chore(master): release 1.6.0
+/// (#151)`, headings `## [1.6.0](https://.../compare/v1.5.0...v1.6.0) (DATE)`) gave the new
+/// release the last one's pull request number and its compare link. The number is dropped and
+/// the link compares the last release with the new one.
+#[test]
+fn release_in_a_release_please_history_drops_the_pr_number_and_moves_the_compare_link() {
+    let project = repository(&[("go.mod", "module example.com/uuid\n\ngo 1.21\n")]);
+    project.write(
+        "CHANGELOG.md",
+        "# Changelog\n\n## [1.6.0](https://github.com/o/uuid/compare/v1.5.0...v1.6.0) (2024-01-16)\n\n### Features\n\n* add Max\n",
+    );
+    commit_all(&project, "chore(master): release 1.6.0 (#151)");
+    git(&project, &["tag", "v1.6.0"]);
+    project.write("max.go", "package uuid\n");
+    commit_all(&project, "feat: more");
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "### Features\n\n* more"}}]);
+    let mut run = flow(&project, &plan, "flow/release", &[]);
+    for answer in ["release anyway", "minor"] {
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        if answer == "release anyway" && !stopped_by(&run).contains("release anyway") {
+            continue;
+        }
+        run = answer_and_resume(&project, answer);
+    }
+    let confirm = stopped_by(&run);
+    for part in [
+        "Commit message: `chore(master): release 1.7.0`\n",
+        "## [1.7.0](https://github.com/o/uuid/compare/v1.6.0...v1.7.0) (",
+    ] {
+        assert!(confirm.contains(part), "{part}\n{confirm}");
+    }
+}
