@@ -169,7 +169,7 @@ fn bisect_given_a_ref_and_a_sentence_asks_for_the_command_and_never_runs_the_sen
     assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
     let journal = project.journal(&last_run(&project));
     assert!(
-        journal.contains("`retries are ignored since the rewrite` does not start with a command here. Which shell command shows the breakage"),
+        journal.contains("`retries are ignored since the rewrite` does not start with a command here (`retries` is not installed, or these are words). Which shell command shows the breakage"),
         "{journal}"
     );
     completed(&answer_and_resume(&project, "sh check.sh"));
