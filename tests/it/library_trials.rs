@@ -560,16 +560,7 @@ fn release_dates_a_markdown_entry_as_the_changelogs_entries_are_dated() {
     git(&project, &["tag", "1.1.0"]);
     project.write("pkg.py", "VALUE = 2\n");
     commit_all(&project, "Change the value");
-    let plan = json!([{"when": "Step 5: draft the changelog entry", "outputs": {"entry": "- The value is 2."}}]);
-    let run = flow(&project, &plan, "flow/release", &[]);
-    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
-    let mut answered = run;
-    for answer in ["release anyway", "patch"] {
-        if !stopped_by(&answered).contains("release anyway") && answer == "release anyway" {
-            continue;
-        }
-        answered = answer_and_resume(&project, answer);
-    }
+    let answered = release_answering(&project, "- The value is 2.", &["patch"]);
     let confirm = stopped_by(&answered).replace("\n  ", "\n");
     assert!(
         confirm.contains("## Version 1.1.1\n\nReleased "),
@@ -604,12 +595,7 @@ fn release_of_a_crate_whose_cargo_lock_is_ignored_commits_and_tags() {
         "pub fn add(a: i32, b: i32) -> i32 {\n    a.wrapping_add(b)\n}\n",
     );
     commit_all(&project, "Add without overflow");
-    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- `add` wraps."}}]);
-    let mut run = flow(&project, &plan, "flow/release", &[]);
-    for answer in ["patch", "yes"] {
-        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
-        run = answer_and_resume(&project, answer);
-    }
+    let run = release_answering(&project, "- `add` wraps.", &["patch", "yes"]);
     completed(&run);
     assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "0.4.2");
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
@@ -652,12 +638,7 @@ fn release_writes_the_version_of_a_tab_indented_package_json() {
     git(&project, &["tag", "v1.0.0"]);
     project.write("index.js", "export default 1;\n");
     commit_all(&project, "Add index");
-    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Add the index."}}]);
-    let mut run = flow(&project, &plan, "flow/release", &[]);
-    for answer in ["minor", "yes"] {
-        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
-        run = answer_and_resume(&project, answer);
-    }
+    let run = release_answering(&project, "- Add the index.", &["minor", "yes"]);
     completed(&run);
     assert!(
         read(&project, "package.json")
@@ -683,15 +664,7 @@ fn release_in_a_release_please_history_drops_the_pr_number_and_moves_the_compare
     git(&project, &["tag", "v1.6.0"]);
     project.write("max.go", "package uuid\n");
     commit_all(&project, "feat: more");
-    let plan = json!([{"when": "Step 5", "outputs": {"entry": "### Features\n\n* more"}}]);
-    let mut run = flow(&project, &plan, "flow/release", &[]);
-    for answer in ["release anyway", "minor"] {
-        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
-        if answer == "release anyway" && !stopped_by(&run).contains("release anyway") {
-            continue;
-        }
-        run = answer_and_resume(&project, answer);
-    }
+    let run = release_answering(&project, "### Features\n\n* more", &["minor"]);
     let confirm = stopped_by(&run);
     for part in [
         "Commit message: `chore(master): release 1.7.0`\n",
@@ -699,4 +672,19 @@ fn release_in_a_release_please_history_drops_the_pr_number_and_moves_the_compare
     ] {
         assert!(confirm.contains(part), "{part}\n{confirm}");
     }
+}
+
+/// Runs `flow/release` with the agent drafting `entry`, and answers `answers` in order (first
+/// "release anyway" whenever the checks could not run here); returns the last run.
+fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate::common::Run {
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": entry}}]);
+    let mut run = flow(project, &plan, "flow/release", &[]);
+    for answer in answers {
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        if stopped_by(&run).contains("release anyway") {
+            run = answer_and_resume(project, "release anyway");
+        }
+        run = answer_and_resume(project, answer);
+    }
+    run
 }
