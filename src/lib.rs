@@ -32,6 +32,7 @@ use nix as _;
 // Everything is crate-private but what `main.rs` and the benches call, so the compiler
 // reports what nothing uses; the tests go through the binary.
 mod agents;
+mod cases;
 mod cli;
 mod client;
 mod config;

@@ -14,6 +14,7 @@ mod runs;
 mod scripts;
 mod serve;
 mod store;
+mod test;
 mod tools;
 mod ui;
 mod unattended;
@@ -68,6 +69,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
     Vcr(vcr::VcrArgs),
+    /// Run workflows' test cases (`.mekara/tests/`) with no agent, each in a scratch copy.
+    Test(test::TestArgs),
     /// Use the tools of the MCP servers in `.mcp.json`: list, call, write a policy file.
     Tools(tools::ToolsArgs),
     /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
@@ -192,6 +195,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Worker(args) => queue::worker(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
+        Command::Test(args) => test::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Install(args) => install::run(args, install::Direction::Install),

@@ -429,7 +429,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
 }
 
 /// Asks a child `mekara run` to stop its run resumably (its Ctrl-C).
-fn interrupt(child: &Child) {
+pub(super) fn interrupt(child: &Child) {
     if let Some(pid) = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw)

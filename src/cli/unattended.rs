@@ -154,7 +154,7 @@ pub(super) enum Start {
 
 /// How an unattended run ended, for the summary.
 #[derive(Debug, Clone, PartialEq)]
-enum End {
+pub(super) enum End {
     Completed,
     /// A step failed and the script fell back; the agent finished it.
     FellBack,
@@ -176,7 +176,8 @@ enum End {
 }
 
 impl End {
-    fn state(&self) -> &'static str {
+    /// Its name in the JSON summary (`completed`, `waiting`, ...).
+    pub(super) fn state(&self) -> &'static str {
         match self {
             End::Completed => "completed",
             End::FellBack => "fell_back",
@@ -185,6 +186,18 @@ impl End {
             End::Waiting(_) => "waiting",
             End::Stopped { .. } => "stopped_by_script",
             End::Interrupted => "interrupted",
+        }
+    }
+
+    /// What the run said when it did not end as asked: why it stopped, what it waits for.
+    pub(super) fn why(&self) -> Option<&str> {
+        match self {
+            End::Limit(why)
+            | End::Failed(why)
+            | End::StepFailed(why)
+            | End::Waiting(why)
+            | End::Stopped { why, .. } => Some(why),
+            End::Completed | End::FellBack | End::Interrupted => None,
         }
     }
 
@@ -215,6 +228,41 @@ impl End {
 
 /// Runs the script (or resumes the run) with the agent answering, to its end or a limit.
 pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::Result<Exit> {
+    let store = parts.store.clone();
+    let mut agent = args.agent();
+    let driven = drive(args, parts, start, agent.as_mut(), &mut |_, _, _| None)?;
+    finish(
+        args,
+        &store,
+        driven.id.as_deref(),
+        &driven.end,
+        driven.elapsed,
+    )
+}
+
+/// How a driven run ended, and which run it was.
+pub(super) struct Driven {
+    pub end: End,
+    /// The run's id; `None` when the script could not start (not found, say).
+    pub id: Option<String>,
+    pub elapsed: Duration,
+}
+
+/// Who gives the person's answer to a question (`ask`) in a run driven in-process (`mekara
+/// test`): given the question's path, text and choices, the answer, or `None` to leave the run
+/// waiting for one.
+pub(super) type Person<'a> = dyn FnMut(&str, &str, Option<&[String]>) -> Option<String> + 'a;
+
+/// The driver of an unattended run: runs the script (or resumes the run) with `agent`
+/// answering the llm steps and `person` the questions, to its end, a limit or a question
+/// nobody answers. What it says goes to stderr; the closing report is [`finish`]'s.
+pub(super) fn drive(
+    args: &UnattendedArgs,
+    parts: Parts,
+    start: Start,
+    agent: &mut dyn Agent,
+    person: &mut Person<'_>,
+) -> anyhow::Result<Driven> {
     let agent_timeout = super::timeout_arg("--agent-timeout", args.agent_timeout)?;
     if let Some(cost) = args.max_cost
         && !(cost.is_finite() && cost >= 0.0)
@@ -327,7 +375,6 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     if new {
         note_agent(&mut session);
     }
-    let mut agent = args.agent();
     let mut run_id = session.run_id().map(str::to_string);
     let end = loop {
         if reply.is_error && session.interrupted() {
@@ -379,6 +426,15 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 choices,
                 ..
             } => {
+                if let Some(answer) = person(path, question, choices.as_deref()) {
+                    let answer = AgentCall::Resume {
+                        run_id: None,
+                        rewind: None,
+                        answer: Some(answer),
+                    };
+                    reply = session.call(&answer, &progress, String::new(), None);
+                    continue;
+                }
                 let id = session.run_id().unwrap_or_default();
                 break End::Waiting(waiting_for_answer(id, path, question, choices.as_deref()));
             }
@@ -435,7 +491,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
         eprintln!("… asking the agent: {} `{path}`", kind_name(kind));
         match ask(
-            agent.as_mut(),
+            agent,
             &mut session,
             &mut request,
             Bounds {
@@ -454,7 +510,11 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     if let Some(id) = &id {
         notify_stop(&store, id, &end, held);
     }
-    finish(args, &store, id.as_deref(), &end, started.elapsed())
+    Ok(Driven {
+        end,
+        id,
+        elapsed: started.elapsed(),
+    })
 }
 
 /// Tells the notifiers (`[notify]`) that run `id` stopped for a person: at a failed step,
@@ -854,7 +914,7 @@ fn finish(
 }
 
 /// The run's steps, each with its path (`test:random[1]`), in journal order.
-fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
+pub(super) fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
     let mut scripts: Vec<String> = Vec::new();
     let mut steps = Vec::new();
     for event in events {
@@ -937,7 +997,7 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
 /// entities, line breaks and tabs as character references (a parser would turn them into
 /// spaces), and characters XML 1.0 cannot hold at all (other control characters, U+FFFE,
 /// U+FFFF) as `\u{..}`, so the report is valid XML whatever a step printed or said.
-fn xml_attribute(text: &str) -> String {
+pub(super) fn xml_attribute(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

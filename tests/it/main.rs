@@ -34,6 +34,7 @@ mod library_trials;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;
+mod mekara_test;
 mod memory;
 mod notify;
 mod opencode;
