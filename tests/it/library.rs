@@ -375,7 +375,7 @@ def execute(request):
     auto("printf '%s' " + quote(json.encode(facts)) + " > facts.json")
 "#;
 
-fn detected(project: &Project) -> Json {
+pub(crate) fn detected(project: &Project) -> Json {
     project
         .run(&["scripts", "eject", "flow:fix-ci"], "")
         .expect_code(0);
@@ -474,7 +474,7 @@ fn detection_finds_the_checks_of_rust_python_javascript_make_and_ci_projects() {
 // ---- the project's checks are what its CI runs (issue 39) ----
 
 /// Whether `tool` is on `path` (the test's `PATH` when `None`).
-fn on_path(tool: &str, path: Option<&str>) -> bool {
+pub(crate) fn on_path(tool: &str, path: Option<&str>) -> bool {
     let mut cmd = Command::new("sh");
     cmd.args(["-c", &format!("command -v {tool}")]);
     if let Some(path) = path {
@@ -490,7 +490,7 @@ const FAKE_RUFF: &str = "#!/bin/sh\n[ \"$1\" = check ] || exit 0\nif grep -n '^i
 
 /// The `PATH` with the project's `fake-bin` (under its home, out of the repository) first,
 /// holding `tools` (name and script).
-fn fake_tools(project: &Project, tools: &[(&str, &str)]) -> String {
+pub(crate) fn fake_tools(project: &Project, tools: &[(&str, &str)]) -> String {
     let bin = project.home().join("fake-bin");
     std::fs::create_dir_all(&bin).expect("mkdir");
     for (name, script) in tools {
@@ -515,7 +515,7 @@ fn fix_ci_on(project: &Project, plan: &Json, path: &str) -> Run {
 }
 
 /// What the detection finds, run with `PATH` set to `path`.
-fn detected_on(project: &Project, path: &str) -> Json {
+pub(crate) fn detected_on(project: &Project, path: &str) -> Json {
     project
         .run(&["scripts", "eject", "flow:fix-ci"], "")
         .expect_code(0);
@@ -651,9 +651,9 @@ fn fix_ci_hands_the_ci_linters_failure_to_the_agent() {
     );
 }
 
-/// A check whose tool is missing is listed as skipped when it is found, said not to have run
-/// when it is found missing only at run time (a Makefile target's tool: exit 127), and never
-/// shown as passed; the agent is not asked to fix it. Nor is a check whose container cannot
+/// A check whose tool is missing is listed as skipped when it is found (a Makefile target's
+/// recipe's tool too: its first lines never run), said not to have run when it is found
+/// missing only at run time (exit 127), and never shown as passed; the agent is not asked to fix it. Nor is a check whose container cannot
 /// start (cobra's CI runs its license check with `docker run`; here no Docker daemon runs:
 /// a stand-in `docker` says so, as the real one does).
 #[test]
@@ -676,7 +676,7 @@ fn a_check_whose_tool_is_missing_is_not_run_and_never_shown_as_passed() {
         &run,
         &[
             "skipped: no-such-typechecker-xyz --strict src (.github/workflows/ci.yml job check): `no-such-typechecker-xyz` not installed",
-            "not run: make lint: `no-such-linter-xyz` not installed",
+            "skipped: make lint (Makefile): `no-such-linter-xyz` not installed",
         ],
         "The checks that ran pass: sh ./check.sh (not run: `no-such-typechecker-xyz --strict src`: `no-such-typechecker-xyz` not installed; `docker run --rm -v $(pwd):/src addlicense -check .`: needs a running Docker daemon; `make lint`: `no-such-linter-xyz` not installed)",
     );
@@ -714,7 +714,7 @@ fn commit_asks_before_committing_when_no_check_could_run() {
 
 /// Checks that the run's steps printed each of `lines` and that its last words were `last`,
 /// never that every check passes.
-fn told(project: &Project, run: &Run, lines: &[&str], last: &str) {
+pub(crate) fn told(project: &Project, run: &Run, lines: &[&str], last: &str) {
     let out = outputs(project);
     for line in lines {
         assert!(out.contains(line), "{line}\n{out}");
@@ -813,7 +813,7 @@ fn instructions(prompt: &str) -> &str {
 }
 
 /// The text of the first llm step the agent got.
-fn first_prompt(project: &Project) -> String {
+pub(crate) fn first_prompt(project: &Project) -> String {
     calls(project)[0]["prompt"]
         .as_str()
         .unwrap_or_default()
@@ -1387,6 +1387,8 @@ pub(crate) fn test_gaps() -> Case {
                 ran.contains("Ran 3 tests") || ran.contains("3 passed"),
                 "{ran}"
             );
+            // Its last words say the checks pass (it ended with no word at all).
+            assert!(ran.contains("Every check passes: "), "{ran}");
         }),
     )
 }
@@ -1413,7 +1415,7 @@ fn test_gaps_on_a_clean_tree_says_nothing_changed_and_what_to_give() {
 
 /// A `PATH` whose `python3` has pytest and coverage: the virtualenv `tests/python/install.sh`
 /// makes in `target/test-clients/py`.
-fn python_with_coverage() -> String {
+pub(crate) fn python_with_coverage() -> String {
     let python = crate::common::outside_client(
         "py/bin/python3",
         "the Python virtualenv with pytest and coverage",

@@ -339,6 +339,8 @@ fn upgrade_deps_gives_npm_a_hostile_registry_version_as_one_value() {
         "dependencies": {"pad-VERSION-x": "1.0.0", "spaced": "1.0.0"},
     });
     let project = crate::library::repository(&[("package.json", &package.to_string())]);
+    // Installed dependencies, which `npm outdated` compares with the registry.
+    project.write("node_modules/.package-lock.json", "{}\n");
     let bin = project.dir.path().join("bin");
     let npm = crate::common::write_file(&bin.join("npm"), FAKE_NPM);
     std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).expect("chmod");

@@ -31,6 +31,7 @@ mod inspector;
 mod install;
 mod library;
 mod library_hostile;
+mod library_trials;
 mod mcp;
 mod mcp_client;
 mod mcp_protocol;

@@ -17,7 +17,7 @@ use crate::library::{
 };
 
 /// What the run stopped on: the question it waits for, or why it stopped.
-fn stopped_by(run: &Run) -> String {
+pub(crate) fn stopped_by(run: &Run) -> String {
     let summary: Json = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr));
     summary["stopped_by"]
@@ -104,7 +104,7 @@ const PY_TEST: &str = "import unittest\n\n\nclass T(unittest.TestCase):\n    def
 /// `pyproject.toml`, `CHANGES.rst` with `Version X.Y.Z` / `Released DATE` sections, releases
 /// committed as `release version X.Y.Z` and tagged `X.Y.Z` (annotated `Version X.Y.Z`), and
 /// a maintenance-branch marker tag `2.1.x` made after the last release.
-fn pep440_project() -> Project {
+pub(crate) fn pep440_project() -> Project {
     let project = repository(&[
         (
             "pyproject.toml",

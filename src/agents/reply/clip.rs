@@ -12,6 +12,36 @@ pub(super) const TAIL_LINES: usize = 20;
 /// it: the newest steps of a reply, and the viewer.
 pub(crate) const SHOWN_LINES: (usize, usize) = (HEAD_LINES, TAIL_LINES);
 
+/// The most lines that carry an error ([`error_lines`]) a long output's cut part keeps.
+const KEPT_ERROR_LINES: usize = 30;
+
+/// Words of an output line that carries an error or a warning (a compiler's `error[E0425]`
+/// and its `--> src/lib.rs:3:5`, a test runner's `FAILED`, a panic, a traceback).
+const ERROR_MARKERS: [&str; 10] = [
+    "error",
+    "Error",
+    "ERROR",
+    "warning:",
+    "FAILED",
+    "FAIL ",
+    "-->",
+    "panicked",
+    "Traceback",
+    "assert",
+];
+
+/// The indices of the first `most` of `lines` that carry an error ([`ERROR_MARKERS`]): what
+/// a long output's clipping keeps from the part it cuts.
+fn error_lines(lines: &[&str], most: usize) -> Vec<usize> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| ERROR_MARKERS.iter().any(|m| line.contains(m)))
+        .map(|(index, _)| index)
+        .take(most)
+        .collect()
+}
+
 /// The most characters of one output line (or of a function step's echoed call) a reply
 /// shows.
 const MAX_LINE: usize = 400;
@@ -53,14 +83,40 @@ pub(crate) fn head_and_tail(output: &str, whole: &str, (head, tail): (usize, usi
     for line in &lines[..head] {
         let _ = writeln!(shown, "{}", clip_line(line));
     }
-    let cut = lines.len() - head - tail;
-    let _ = writeln!(
-        shown,
-        "… {cut} lines cut here (lines {}–{} of {}); {whole} …",
-        head + 1,
-        head + cut,
-        lines.len()
-    );
+    // The lines that carry an error are kept from the cut part: the error a check printed
+    // after many lines of downloads is what the agent needs, not what clipping may hide. Not
+    // where a reply over its budget shortens older outputs further.
+    let end = lines.len() - tail;
+    let most = if head >= HEAD_LINES {
+        KEPT_ERROR_LINES
+    } else {
+        0
+    };
+    let kept = error_lines(&lines[head..end], most);
+    let mut from = head;
+    for index in kept.iter().map(|k| k + head).chain([end]) {
+        let cut = index - from;
+        if cut > 0 && from == head {
+            let _ = writeln!(
+                shown,
+                "… {cut} lines cut here (lines {}–{} of {}); {whole} …",
+                from + 1,
+                index,
+                lines.len()
+            );
+        } else if cut > 0 {
+            let _ = writeln!(
+                shown,
+                "… {cut} lines cut here (lines {}–{}) …",
+                from + 1,
+                index
+            );
+        }
+        if index < end {
+            let _ = writeln!(shown, "{}", clip_line(lines[index]));
+        }
+        from = index + 1;
+    }
     for line in &lines[lines.len() - tail..] {
         let _ = writeln!(shown, "{}", clip_line(line));
     }
