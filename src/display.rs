@@ -205,3 +205,13 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
+
+/// A cost in US dollars as every reader shows it: `$0.0123`, or `~$0.0123 (estimated)` when
+/// mekara computed it from its price table rather than the agent reporting it.
+pub(crate) fn usd(cost: f64, estimated: bool) -> String {
+    if estimated {
+        format!("~${cost:.4} (estimated)")
+    } else {
+        format!("${cost:.4}")
+    }
+}

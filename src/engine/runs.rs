@@ -252,7 +252,7 @@ impl RunHistory {
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}
                 // Notes: a wait is not a step result, and an ignorable event changes nothing.
-                Event::Wait(_) | Event::Ignored(_) | Event::Agent(_) => {}
+                Event::Wait(_) | Event::Ignored(_) | Event::Agent(_) | Event::Cap(_) => {}
                 // An attempt that recorded nothing: only the history's readers show it.
                 Event::Killed(_) => {}
                 Event::Pop(pop) => {

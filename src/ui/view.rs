@@ -589,7 +589,7 @@ fn frames(events: &[Event], clipped: &HashMap<usize, ClippedOutput>) -> Vec<Fram
             }
             // The pending step's prompt is for `status` and `runs show`; the step shows
             // once answered.
-            Event::Ignored(_) | Event::Handed(_) | Event::Agent(_) => {}
+            Event::Ignored(_) | Event::Handed(_) | Event::Agent(_) | Event::Cap(_) => {}
             Event::Killed(killed) => {
                 if let Some(&top) = open.last() {
                     arena[top].items.push(Slot::Item(Item::Killed {

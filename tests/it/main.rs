@@ -52,6 +52,7 @@ mod runs_index;
 mod serve;
 mod shadowing;
 mod shell;
+mod spend;
 mod stack;
 mod standin;
 mod stops;

@@ -549,7 +549,10 @@ fn max_agent_steps_stops_before_the_next_agent_step_and_the_run_resumes() {
 #[test]
 fn max_cost_and_max_duration_stop_the_run_naming_the_limit() {
     let project = project();
-    let run = run(&project, &["--max-cost", "0.5", "colour"]);
+    let run = run(
+        &project,
+        &["--max-cost", "0.5", "--on-cap", "stop", "colour"],
+    );
     run.expect_code(1);
     let summary = json_summary(&run);
     assert_eq!(
