@@ -34,16 +34,8 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     )? {
         return match answered {
             Err(error) => super::usage(error),
-            Ok(crate::engine::caps::CapAnswer::Stop) => {
-                outln!("stopped run {id} at its spend cap: it will not be resumed")?;
-                Ok(Exit::Success)
-            }
-            Ok(crate::engine::caps::CapAnswer::Raise(caps)) => {
-                let resume = store.resume_command(id, false);
-                outln!(
-                    "raised the caps of run {id} to {}; go on with `{resume}`",
-                    caps.shown()
-                )?;
+            Ok(answer) => {
+                outln!("{}", answer.said(id, &store.resume_command(id, false)))?;
                 Ok(Exit::Success)
             }
         };

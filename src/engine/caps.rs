@@ -42,6 +42,20 @@ pub(crate) enum CapAnswer {
     Stop,
 }
 
+impl CapAnswer {
+    /// What was done, said to the person who answered run `id` (`resume`: the command that
+    /// goes on with it).
+    pub(crate) fn said(&self, id: &str, resume: &str) -> String {
+        match self {
+            CapAnswer::Stop => format!("stopped run {id} at its spend cap: it will not be resumed"),
+            CapAnswer::Raise(caps) => format!(
+                "raised the caps of run {id} to {}; go on with `{resume}`",
+                caps.shown()
+            ),
+        }
+    }
+}
+
 /// How to answer a run paused at a cap, for the messages that say so.
 pub(crate) const HOW_TO_ANSWER: &str = "`stop`, or the caps raised as `max-cost=USD`, `max-tokens=N`, `max-step-tokens=N` (several separated by spaces)";
 

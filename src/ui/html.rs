@@ -58,7 +58,7 @@ fn layout(page: &Page<'_>, title: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"referrer\" content=\"no-referrer\">\
+         <meta name=\"referrer\" content=\"same-origin\">\
          <title>{title} · mekara</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
          <script src=\"/assets/app.js\" defer></script></head>\
          <body data-events=\"{events}\"><header><a class=\"home\" href=\"{home}\">mekara runs</a>\
@@ -274,6 +274,7 @@ pub(crate) fn run_page(page: &Page<'_>, run: &RunDetail, shared: bool) -> String
         let _ = write!(body, "<p class=\"problem\">{}</p>", escape(torn));
     }
     actions(page, run, shared, &mut body);
+    body.push_str(&super::spend::section(&run.spend, &run.row.id, page.token).into_string());
     let axis = Axis {
         start: run.submitted_at.unwrap_or(r.started_at).min(r.started_at),
         end: run.until,

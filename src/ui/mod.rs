@@ -14,6 +14,7 @@
 //! `mekara answer` does; it knows nothing of the command line.
 
 mod html;
+mod spend;
 mod view;
 
 use std::convert::Infallible;
@@ -412,6 +413,29 @@ impl Viewer {
                     );
                 };
                 let (me, id) = (self.clone(), id.to_string());
+                // A run paused at a spend cap: the answer raises the cap or stops the run.
+                let (cap_me, cap_run, cap_answer) = (self.clone(), id.clone(), answer.clone());
+                let capped = blocking(move || {
+                    crate::engine::caps::answer_cap(
+                        Resolver::new(&cap_me.locations),
+                        cap_me.store.clone(),
+                        &cap_run,
+                        &cap_answer,
+                        AnsweredBy::Viewer,
+                    )
+                    .map(|a| a.map(|a| (a, cap_me.store.resume_command(&cap_run, false))))
+                })
+                .await;
+                match capped {
+                    Err(e) => return error(api, &page, status_of(&e), &e),
+                    Ok(Some((Err(refused), _))) => {
+                        return error(api, &page, StatusCode::BAD_REQUEST, &refused);
+                    }
+                    Ok(Some((Ok(answered), resume))) => {
+                        return done(api, &self.token, &id, &answered.said(&id, &resume));
+                    }
+                    Ok(None) => {}
+                }
                 let run = id.clone();
                 let answered = blocking(move || {
                     let answered = Executor::answer_run(
@@ -693,9 +717,13 @@ fn respond(status: StatusCode, kind: &'static str, body: Bytes) -> Response<Body
         header::X_CONTENT_TYPE_OPTIONS,
         http::HeaderValue::from_static("nosniff"),
     );
+    // `same-origin`, not `no-referrer`: the token in a page's address never leaves for
+    // another site either way, but under `no-referrer` a browser sends `Origin: null` with
+    // the page's own form posts, which the origin check refuses (no form of the viewer
+    // could be used from a browser).
     headers.insert(
         header::REFERRER_POLICY,
-        http::HeaderValue::from_static("no-referrer"),
+        http::HeaderValue::from_static("same-origin"),
     );
     headers.insert(
         header::CACHE_CONTROL,

@@ -221,6 +221,8 @@ pub(crate) struct RunDetail {
     pub frames: Vec<FrameView>,
     /// What the agents spent.
     pub spent: Spent,
+    /// The caps, a pause at one, and the estimate.
+    pub spend: super::spend::SpendView,
     /// The question it waits on, when nobody drives it and it waits for a person.
     pub question: Option<Question>,
     /// Commands that go on with it.
@@ -409,6 +411,7 @@ pub(crate) fn detail(
             submitted_at,
             frames: Vec::new(),
             spent: Spent::default(),
+            spend: super::spend::SpendView::default(),
             question: None,
             commands: Vec::new(),
             torn: None,
@@ -416,6 +419,13 @@ pub(crate) fn detail(
         });
     };
     let spent = Spent::of(&contents.events);
+    let spend = super::spend::SpendView::of(
+        store,
+        id,
+        &crate::script::name::shown(&summary.script),
+        &contents.events,
+        spent.answers,
+    );
     let clipped = clip_outputs(id, &mut contents.events);
     let events = &contents.events;
     let frames = frames(events, &clipped);
@@ -459,6 +469,7 @@ pub(crate) fn detail(
         until,
         frames,
         spent,
+        spend,
         question,
         commands,
         torn,
