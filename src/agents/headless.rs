@@ -194,11 +194,7 @@ impl Spent {
     pub(crate) fn of(events: &[Event]) -> Spent {
         let mut spent = Spent::default();
         for event in events {
-            let report = match event {
-                Event::Step(step) => step.record.result.agent.as_ref(),
-                Event::Pop(pop) => pop.agent.as_ref(),
-                _ => None,
-            };
+            let report = event.agent_report();
             if let Some(report) = report {
                 // A task of a `parallel` group had an agent session of its own.
                 let task = matches!(event, Event::Step(step) if step.record.parallel.is_some());

@@ -76,11 +76,7 @@ fn took(events: &[Event]) -> Took {
     let mut took = Took::default();
     let first = events.first().map(Event::at);
     for event in events {
-        let report = match event {
-            Event::Step(step) => step.record.result.agent.as_ref(),
-            Event::Pop(pop) => pop.agent.as_ref(),
-            _ => None,
-        };
+        let report = event.agent_report();
         if let Some(report) = report {
             if let Some(cost) = report.cost_usd {
                 *took.cost_usd.get_or_insert(0.0) += cost;

@@ -490,6 +490,16 @@ impl Event {
         }
     }
 
+    /// What the agent that answered reported: on a step an agent answered, or the pop of a
+    /// frame an agent finished.
+    pub(crate) fn agent_report(&self) -> Option<&super::step::AgentReport> {
+        match self {
+            Event::Step(step) => step.record.result.agent.as_ref(),
+            Event::Pop(pop) => pop.agent.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The event's name, as the journal writes it.
     pub(crate) fn kind(&self) -> &'static str {
         match self {

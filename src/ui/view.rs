@@ -181,11 +181,7 @@ impl Spent {
     fn of(events: &[Event]) -> Spent {
         let mut spent = Spent::default();
         for event in events {
-            let agent = match event {
-                Event::Step(step) => step.record.result.agent.as_ref(),
-                Event::Pop(pop) => pop.agent.as_ref(),
-                _ => None,
-            };
+            let agent = event.agent_report();
             if let Some(agent) = agent {
                 spent.add(agent);
             }

@@ -4,28 +4,17 @@
 //! restates its earlier totals. The agents are the scripted agent of `unattended.rs` (a
 //! Python script answering the JSON contract) and a stand-in `claude` on `PATH`.
 
-use serde_json::{Value as Json, json};
+use serde_json::json;
 
 use crate::common::{Project, Run};
-use crate::unattended::{AGENT_COMMAND, answers, calls, project};
+use crate::unattended::{
+    AGENT_COMMAND, answers, asked_steps as asked, calls, json_summary as summary, project,
+};
 
 fn unattended(project: &Project, extra: &[&str]) -> Run {
     let mut args = vec!["run", "--agent-command", AGENT_COMMAND];
     args.extend_from_slice(extra);
     project.run(&args, "")
-}
-
-fn summary(run: &Run) -> Json {
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr))
-}
-
-/// The steps the agent was asked about, in order.
-fn asked(project: &Project) -> Vec<String> {
-    calls(project)
-        .iter()
-        .map(|c| c["step"].as_str().expect("a step").to_string())
-        .collect()
 }
 
 /// A reached `--max-cost` pauses the run before the next agent step (not after it ran); a

@@ -100,35 +100,21 @@ impl Limits {
             })?),
         };
         let (journaled, raised) = journaled_caps(events);
-        let pick_f = |flag: Option<f64>, own: Option<f64>, was: Option<f64>, up: Option<f64>| {
-            let cap = flag.or(own).or(was);
-            match (cap, up) {
-                (Some(cap), Some(up)) => Some(cap.max(up)),
-                (cap, up) => cap.or(up),
-            }
-        };
-        let pick_u = |flag: Option<u64>, own: Option<u64>, was: Option<u64>, up: Option<u64>| {
-            let cap = flag.or(own).or(was);
-            match (cap, up) {
-                (Some(cap), Some(up)) => Some(cap.max(up)),
-                (cap, up) => cap.or(up),
-            }
-        };
         Ok(Limits {
             caps: Caps {
-                max_cost: pick_f(
+                max_cost: pick(
                     given.caps.max_cost,
                     section.max_cost,
                     journaled.max_cost,
                     raised.max_cost,
                 ),
-                max_tokens: pick_u(
+                max_tokens: pick(
                     given.caps.max_tokens,
                     section.max_tokens,
                     journaled.max_tokens,
                     raised.max_tokens,
                 ),
-                max_step_tokens: pick_u(
+                max_step_tokens: pick(
                     given.caps.max_step_tokens,
                     section.max_step_tokens,
                     journaled.max_step_tokens,
@@ -196,6 +182,20 @@ impl Limits {
             });
         }
         None
+    }
+}
+
+/// A cap: the flag, else the config's, else the one the journal carried; never below the
+/// one a person raised (`up`).
+fn pick<T: PartialOrd + Copy>(
+    flag: Option<T>,
+    own: Option<T>,
+    was: Option<T>,
+    up: Option<T>,
+) -> Option<T> {
+    match (flag.or(own).or(was), up) {
+        (Some(cap), Some(up)) if up > cap => Some(up),
+        (cap, up) => cap.or(up),
     }
 }
 
