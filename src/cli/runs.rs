@@ -295,7 +295,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             let agent_hint = |hint: &'static str| if driver.is_some() { "" } else { hint };
             let paused = crate::engine::caps::waiting_at_cap(&contents.events);
             match summary[0].state {
-                RunState::Interrupted if paused.is_some() => out.push_str(&format!(
+                RunState::WaitingForAnswer | RunState::Interrupted if paused.is_some() => out.push_str(&format!(
                     "paused at a spend cap: answer with `mekara answer {id} ANSWER` ({}), then resume it with `{resume}`{}\n",
                     crate::engine::caps::HOW_TO_ANSWER,
                     agent_hint(" (with the `--agent` it ran with)")

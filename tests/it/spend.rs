@@ -27,6 +27,8 @@ fn a_reached_cost_cap_pauses_the_run_until_mekara_answer_raises_it_and_no_step_r
     let id = project.run_ids().pop().expect("a run");
     insta::assert_snapshot!("cap_paused", project.transcript(&paused));
     assert_eq!(asked(&project), ["colour[1]", "colour[3]"]);
+    let runs = project.run(&["runs"], "").stdout;
+    assert!(runs.contains("waiting for an answer"), "{runs}");
     let show = project.run(&["runs", "show", &id], "");
     let show = project.scrub(&show.stdout);
     assert!(

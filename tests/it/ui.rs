@@ -1067,6 +1067,7 @@ fn the_viewer_shows_the_spend_and_the_estimate_and_raises_a_paused_runs_cap() {
     let viewer = Viewer::start(&project);
     let detail = get_json(&viewer.with_token(&format!("/api/runs/{first}")));
     assert_eq!(detail["spend"]["caps"], "`--max-cost 0.5`", "{detail}");
+    assert_eq!(detail["state_key"], "waiting", "{detail}");
     let token = format!("X-Mekara-Token: {}", viewer.token);
     let answer_url = format!("{}/api/runs/{first}/answer", viewer.base);
     let (status, body) = curl(&["-H", &token, "--data", "value=max-cost=0.1", &answer_url]);
