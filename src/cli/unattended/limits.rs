@@ -26,11 +26,13 @@ use crate::engine::journal::{CapAction, Caps, Event};
 /// `--max-step-tokens`) is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Deserialize)]
 #[serde(rename_all = "snake_case")]
+// The values have no `///` help of their own (the flag's says what each does): a description
+// per value would turn `mekara run --help` into clap's long form.
 pub(crate) enum OnCap {
-    /// The run waits for a person, resumable, who raises the cap or stops the run.
+    // The run waits for a person, resumable, who raises the cap or stops the run.
     #[default]
     Pause,
-    /// The run stops there, resumable with higher limits (for CI).
+    // The run stops there, resumable with higher limits (for CI).
     Stop,
 }
 
