@@ -293,7 +293,7 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             let resume = resume_command(&id, driver, false);
             // Said when the journal does not name the agent that drove the run.
             let agent_hint = |hint: &'static str| if driver.is_some() { "" } else { hint };
-            let paused = crate::engine::caps::waiting_at_cap(&contents.events);
+            let paused = crate::engine::journal::waiting_at_cap(&contents.events);
             match summary[0].state {
                 RunState::WaitingForAnswer | RunState::Interrupted if paused.is_some() => out.push_str(&format!(
                     "paused at a spend cap: answer with `mekara answer {id} ANSWER` ({}), then resume it with `{resume}`{}\n",

@@ -271,7 +271,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         Err(error) => return super::usage(error),
     };
     if let Start::Resume(id, None) = &start
-        && crate::engine::caps::stopped_at_cap(&past)
+        && crate::engine::journal::stopped_at_cap(&past)
     {
         eprintln!(
             "run `{id}` was stopped at its spend cap by a person (`mekara answer {id} stop`): nothing is left to resume"

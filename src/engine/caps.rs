@@ -3,35 +3,11 @@
 //! the viewer, raising caps or stopping the run. The answer is journaled under the run's
 //! lock; nothing of the script runs here (the next `mekara run --resume` goes on).
 
-use super::journal::{CapAction, CapEvent, Caps, Event};
+use super::journal::{CapAction, CapEvent, Caps, waiting_at_cap};
 use super::step::AnsweredBy;
 use super::store::RunStore;
 use super::{EngineError, Executor, Settings};
 use crate::script::Resolver;
-
-/// The `cap` event a run waits at: the journal's last event that is not a note of another
-/// kind is a pause at a cap.
-pub(crate) fn waiting_at_cap(events: &[Event]) -> Option<&CapEvent> {
-    let last = events.iter().rev().find(|e| {
-        !matches!(
-            e,
-            Event::Handed(_) | Event::Ignored(_) | Event::Agent(_) | Event::Wait(_)
-        )
-    })?;
-    match last {
-        Event::Cap(cap) if cap.action == CapAction::Paused => Some(cap),
-        _ => None,
-    }
-}
-
-/// Whether a person stopped the run at its cap, and nothing has happened since.
-pub(crate) fn stopped_at_cap(events: &[Event]) -> bool {
-    events
-        .iter()
-        .rev()
-        .find(|e| !matches!(e, Event::Handed(_) | Event::Ignored(_) | Event::Agent(_)))
-        .is_some_and(|e| matches!(e, Event::Cap(cap) if cap.action == CapAction::Stopped))
-}
 
 /// What a person answers a run that paused at a cap.
 #[derive(Debug, Clone, PartialEq)]

@@ -435,6 +435,30 @@ impl CapEvent {
     }
 }
 
+/// The `cap` event a run waits at: the journal's last event that is not a note of another
+/// kind is a pause at a cap.
+pub(crate) fn waiting_at_cap(events: &[Event]) -> Option<&CapEvent> {
+    let last = events.iter().rev().find(|e| {
+        !matches!(
+            e,
+            Event::Handed(_) | Event::Ignored(_) | Event::Agent(_) | Event::Wait(_)
+        )
+    })?;
+    match last {
+        Event::Cap(cap) if cap.action == CapAction::Paused => Some(cap),
+        _ => None,
+    }
+}
+
+/// Whether a person stopped the run at its cap, and nothing has happened since.
+pub(crate) fn stopped_at_cap(events: &[Event]) -> bool {
+    events
+        .iter()
+        .rev()
+        .find(|e| !matches!(e, Event::Handed(_) | Event::Ignored(_) | Event::Agent(_)))
+        .is_some_and(|e| matches!(e, Event::Cap(cap) if cap.action == CapAction::Stopped))
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]

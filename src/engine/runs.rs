@@ -394,7 +394,7 @@ pub(crate) fn summarize(
         .and_then(|c| {
             let last_at = c.events.last().map_or(0, Event::at);
             // A run paused at a spend cap waits for a person, as one at a question does.
-            let at_cap = super::caps::waiting_at_cap(&c.events).is_some();
+            let at_cap = super::journal::waiting_at_cap(&c.events).is_some();
             RunHistory::replay(label, &c.events).map(|h| (h, last_at, at_cap))
         })
         .map_err(|e| e.to_string());

@@ -37,7 +37,7 @@ impl SpendView {
             Event::Cap(cap) => Some(cap.caps),
             _ => None,
         });
-        let paused = crate::engine::caps::waiting_at_cap(events).map(CapEvent::said);
+        let paused = crate::engine::journal::waiting_at_cap(events).map(CapEvent::said);
         let estimate = (answers > 0 || caps.is_some())
             .then(|| crate::engine::estimate::Estimate::of(store, script, Some(id)))
             .flatten()
