@@ -3,9 +3,8 @@
 //! store, with how many runs that rests on. Shown by `mekara run --dry-run`, at the start of
 //! an unattended run, by `mekara runs show` and in the viewer's run page.
 //!
-//! Cost: one listing of the store (its index of runs, as `mekara runs` reads it) and at most
-//! [`RUNS`] journals read whole; it grows with the size of those journals, not with the
-//! number of runs kept.
+//! Cost: one listing of every run of the store (its index, as `mekara runs --all` reads it,
+//! which grows with the number of runs kept) and at most [`RUNS`] journals read whole.
 
 use super::journal::Event;
 use super::store::RunStore;
