@@ -44,6 +44,7 @@ mod hooks;
 mod install;
 mod mcp;
 mod memory;
+mod notify;
 mod paths;
 mod script;
 mod secrets;

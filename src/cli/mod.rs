@@ -126,6 +126,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command)));
     // Spans not yet sent go now, within a bounded wait, whatever the command's result.
     crate::traces::shutdown();
+    crate::notify::shutdown();
     let result = match dispatched {
         Ok(result) => result,
         Err(payload) => {

@@ -301,6 +301,13 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
     };
     let new = matches!(start, Start::New { .. });
+    // What the journal held before this invocation: a failure in it was notified already.
+    let held = match &start {
+        Start::Resume(id, _) if crate::notify::is_on() => {
+            store.read(id).map_or(0, |c| c.events.len())
+        }
+        _ => 0,
+    };
     let (mut session, first) = match start {
         Start::New {
             name,
@@ -510,7 +517,46 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     };
     // No run when the script could not start (not found, say): nothing to resume.
     let id = session.run_id().map(str::to_string).or(run_id);
+    if let Some(id) = &id {
+        notify_stop(&store, id, &end, held);
+    }
     finish(args, &store, id.as_deref(), &end, started.elapsed())
+}
+
+/// Tells the notifiers (`[notify]`) that run `id` stopped for a person: at a failed step,
+/// a limit, or an agent that could not go on (questions and ends are told as they are
+/// journaled). A failed step among the `held` events the journal had before this
+/// invocation was told by the one that ran it, and is not told again.
+fn notify_stop(store: &RunStore, id: &str, end: &End, held: usize) {
+    let (kind, why, retry) = match end {
+        End::StepFailed(why) => (crate::notify::Kind::StepFailed, why, true),
+        End::Limit(why) => (crate::notify::Kind::Limit, why, false),
+        End::Failed(why) => (crate::notify::Kind::AgentFailed, why, false),
+        _ => return,
+    };
+    if !crate::notify::is_on() {
+        return;
+    }
+    let events = store.read(id).map(|c| c.events).unwrap_or_default();
+    let failed_at = events.iter().rposition(|e| {
+        matches!(e, Event::Step(step) if !step.record.result.success && !step.record.allow_failure)
+    });
+    if retry && failed_at.is_some_and(|at| at < held) {
+        return;
+    }
+    let script = events.iter().find_map(|e| match e {
+        Event::Push(push) if push.depth == 0 => Some(push.script.clone()),
+        _ => None,
+    });
+    crate::notify::announce(&crate::notify::Notice {
+        kind,
+        run_id: id.to_string(),
+        script: script.unwrap_or_default(),
+        detail: Some(why.clone()),
+        choices: None,
+        next: Some(store.resume_command(id, retry)),
+        at: crate::engine::journal::now_ms(),
+    });
 }
 
 /// What came of asking the agent about the pending item.

@@ -47,6 +47,9 @@ struct File {
     /// Prices of models, read by `crate::agents::prices`.
     #[serde(default, rename = "prices")]
     _prices: Option<toml::Table>,
+    /// Who is told when a run waits for a person or ends, read by `crate::notify`.
+    #[serde(default, rename = "notify")]
+    _notify: Option<toml::Table>,
 }
 
 /// One server's policy.

@@ -34,6 +34,7 @@ mod mcp;
 mod mcp_client;
 mod mcp_protocol;
 mod memory;
+mod notify;
 mod opencode;
 mod otel;
 mod packaging;
