@@ -6,7 +6,9 @@
 //!   which also refuses a section no one owns);
 //! - `[store]` and `[queue.NAME]`: the shared run store and its queues' limits
 //!   (`crate::store::config`);
-//! - `[traces]`: what exported traces carry (`crate::traces`).
+//! - `[traces]`: what exported traces carry (`crate::traces`);
+//! - `[limits]`: the limits and spend caps of unattended runs (`crate::cli::unattended`);
+//! - `[prices."MODEL"]`: what a model's tokens cost (`crate::agents::prices`).
 //!
 //! The person's own `~/.mekara/config.toml` is read for `[store] url` only (by
 //! `crate::store::config`): a project's file is a cloned repository's word, so the
@@ -35,4 +37,28 @@ pub(crate) fn read(file: &Path) -> Result<Option<String>, String> {
 /// What the TOML parser says of `e`, without its trailing newline.
 pub(crate) fn reason(e: &toml::de::Error) -> String {
     e.to_string().trim_end().to_string()
+}
+
+/// Section `name` of the project's settings file (of the project at `root`), read as `T`:
+/// `None` when there is no file or no such section; the error names the file and the
+/// section and says what is wrong.
+pub(crate) fn section<T: serde::de::DeserializeOwned>(
+    root: Option<&Path>,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let Some(file) = path(root) else {
+        return Ok(None);
+    };
+    let bad = |reason: String| format!("`{}`: {reason}", file.display());
+    let Some(text) = read(&file).map_err(bad)? else {
+        return Ok(None);
+    };
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| bad(reason(&e)))?;
+    let Some(value) = table.remove(name) else {
+        return Ok(None);
+    };
+    value
+        .try_into()
+        .map(Some)
+        .map_err(|e: toml::de::Error| bad(format!("`[{name}]`: {}", reason(&e))))
 }

@@ -230,3 +230,13 @@ pub(crate) fn redact_url(url: &str) -> String {
     redacted.push_str(rest);
     redacted
 }
+
+/// A cost in US dollars as every reader shows it: `$0.0123`, or `~$0.0123 (estimated)` when
+/// mekara computed it from its price table rather than the agent reporting it.
+pub(crate) fn usd(cost: f64, estimated: bool) -> String {
+    if estimated {
+        format!("~${cost:.4} (estimated)")
+    } else {
+        format!("${cost:.4}")
+    }
+}

@@ -370,7 +370,8 @@ impl Agent for ClaudeAgent {
             timeout,
             cancel,
         ) {
-            Ok(stdout) => read_result(&stdout, request.wants_outputs()),
+            Ok(stdout) => read_result(&stdout, request.wants_outputs())
+                .map_report(|report| this_answer_only(report, request)),
             // Claude Code exits 1 on an API error, with its JSON result on stdout: a rate
             // limit or an overload is told by the result's `api_error_status`.
             Err(Stopped::Failed(error, said)) => match read_result(&said.stdout, false) {
@@ -380,6 +381,32 @@ impl Agent for ClaudeAgent {
             Err(stopped) => stopped.into(),
         }
     }
+}
+
+/// What an answer cost by itself. Claude Code's result gives the totals of its process; newer
+/// versions restate a resumed session's earlier totals in the result of `--resume` (a
+/// wrapper that added the figures up over-counted 16×). So a figure of a resumed session
+/// that is at least what the session's earlier answers were journaled at is taken as
+/// cumulative, and they are taken off (tokens too, as far as they reach). A version that
+/// reports the answer alone gives less than that sum, unless this one answer cost more than
+/// all the session's earlier ones together: then it is undercounted by at most those.
+fn this_answer_only(mut report: AgentReport, request: &Request) -> AgentReport {
+    let before = request.session_spent;
+    let resumed = request.session.is_some() && report.session == request.session;
+    let Some(cost) = report.cost_usd else {
+        return report;
+    };
+    if !resumed || before.cost_usd <= 0.0 || cost < before.cost_usd {
+        return report;
+    }
+    report.cost_usd = Some(cost - before.cost_usd);
+    report.input_tokens = report
+        .input_tokens
+        .map(|n| n.saturating_sub(before.input_tokens));
+    report.output_tokens = report
+        .output_tokens
+        .map(|n| n.saturating_sub(before.output_tokens));
+    report
 }
 
 /// The API errors of Claude Code's result that are a rate limit (429, `rate_limit_error`) or
@@ -608,6 +635,56 @@ fn command_text(name: &str, nl: &str, compiled: bool, served: Served) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 44): newer Claude Code versions restate a resumed session's earlier
+    /// totals in the result of `--resume`; adding the figures up over-counted the run.
+    #[test]
+    fn a_resumed_sessions_restated_totals_count_once_and_a_per_process_figure_stays() {
+        let report = |session: &str, cost: f64, input: u64| AgentReport {
+            session: Some(session.to_string()),
+            cost_usd: Some(cost),
+            input_tokens: Some(input),
+            output_tokens: Some(10),
+            ..AgentReport::default()
+        };
+        let request = Request {
+            run_id: "r".into(),
+            step: "s[1]".into(),
+            kind: super::super::headless::Kind::Llm,
+            prompt: String::new(),
+            schema: Json::Null,
+            session: Some("abc".into()),
+            session_spent: super::super::headless::SessionSpent {
+                cost_usd: 0.30,
+                input_tokens: 1000,
+                output_tokens: 20,
+            },
+            attempt: 1,
+            previous_error: None,
+            budget_usd: None,
+            working_dir: ".".into(),
+            group_note: None,
+        };
+        // Cumulative: the session's $0.30 before, and $0.05 of its own.
+        let own = this_answer_only(report("abc", 0.35, 1500), &request);
+        assert!(
+            (own.cost_usd.expect("a cost") - 0.05).abs() < 1e-9,
+            "{own:?}"
+        );
+        assert_eq!((own.input_tokens, own.output_tokens), (Some(500), Some(0)));
+        // Per process: less than what the session cost before, so the answer's own.
+        let alone = report("abc", 0.04, 700);
+        assert_eq!(this_answer_only(alone.clone(), &request), alone);
+        // Another session (no resume, or Claude Code forked it): as reported.
+        let other = report("def", 0.5, 900);
+        assert_eq!(this_answer_only(other.clone(), &request), other);
+        let fresh = Request {
+            session: None,
+            ..request
+        };
+        let first = report("abc", 0.5, 900);
+        assert_eq!(this_answer_only(first.clone(), &fresh), first);
+    }
 
     /// A 429 is waited out, unless its words say that waiting does not help.
     #[test]

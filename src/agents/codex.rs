@@ -228,7 +228,10 @@ impl Agent for CodexAgent {
             timeout,
             cancel,
         ) {
-            Ok(stdout) => read_events(&stdout, request.wants_outputs()),
+            Ok(stdout) => read_events(&stdout, request.wants_outputs()).map_report(|mut r| {
+                r.model = configured_model();
+                r
+            }),
             // Codex exits 1 when a turn fails, its events on stdout: a rate limit or an
             // overload is told by the words of its `turn.failed`.
             Err(Stopped::Failed(error, said)) => match read_events(&said.stdout, false) {
@@ -238,6 +241,18 @@ impl Agent for CodexAgent {
             Err(stopped) => stopped.into(),
         }
     }
+}
+
+/// The model the person's Codex configuration names (`model` of `$CODEX_HOME/config.toml`,
+/// `~/.codex/config.toml` by default), for its price: Codex's events do not name it. `None`
+/// when it names none (Codex's own default then answers, whose price mekara cannot know).
+fn configured_model() -> Option<String> {
+    let home = std::env::var_os("CODEX_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")))?;
+    let text = std::fs::read_to_string(home.join("config.toml")).ok()?;
+    let config: toml::Table = toml::from_str(&text).ok()?;
+    config.get("model")?.as_str().map(str::to_string)
 }
 
 /// The outputs' JSON Schema in a file, for `--output-schema`, when the step expects outputs.

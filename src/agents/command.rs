@@ -2,7 +2,8 @@
 //! `docs/agent-command.md`. CMD gets the [`Request`] as JSON on stdin and answers on stdout
 //! with `{"outputs": {...}}` or `{"error": "..."}` (with `"rate_limited": true` and
 //! perhaps `"retry_after": SECONDS` when the model turned it away for now), and may add
-//! what it knows of itself (`session`, `cost_usd`, `input_tokens`, `output_tokens`).
+//! what it knows of itself (`session`, `cost_usd`, `input_tokens`, `output_tokens`,
+//! `model`).
 
 use std::time::Duration;
 
@@ -138,6 +139,10 @@ fn report_of(answer: &Map<String, Json>) -> AgentReport {
         cost_usd: answer.get("cost_usd").and_then(Json::as_f64),
         input_tokens: answer.get("input_tokens").and_then(Json::as_u64),
         output_tokens: answer.get("output_tokens").and_then(Json::as_u64),
+        model: answer
+            .get("model")
+            .and_then(Json::as_str)
+            .map(|m| crate::display::clipped(m, 200).into_owned()),
         ..AgentReport::default()
     }
 }

@@ -139,6 +139,22 @@ fn untrusted(request: &Request) -> String {
 /// How a failure Gemini CLI reported in its JSON error begins.
 const GEMINI_FAILED: &str = "Gemini CLI failed: ";
 
+/// The model that used the most tokens in `result`'s `stats.models`: Gemini CLI routes some
+/// requests to a smaller model, and the answer's tokens are priced at the main one's price
+/// (an estimate that errs high).
+fn main_model(result: &serde_json::Map<String, Json>) -> Option<String> {
+    let models = result.get("stats")?.get("models")?.as_object()?;
+    models
+        .iter()
+        .max_by_key(|(_, m)| {
+            m.get("tokens")
+                .and_then(|t| t.get("total"))
+                .and_then(Json::as_u64)
+                .unwrap_or(0)
+        })
+        .map(|(name, _)| name.clone())
+}
+
 /// Reads the result object `gemini --output-format json` prints.
 fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
     // Gemini CLI may print a line of its own before the JSON (a warning): the result is the
@@ -170,6 +186,7 @@ fn read_result(stdout: &str, wants_outputs: bool) -> Reply {
             .map(str::to_string),
         input_tokens: tokens("prompt"),
         output_tokens: tokens("candidates"),
+        model: main_model(&result),
         ..AgentReport::default()
     };
     if let Some(error) = result.get("error") {
@@ -234,6 +251,8 @@ mod tests {
                     (report.input_tokens, report.output_tokens),
                     (Some(14), Some(4))
                 );
+                // The main model's name, for its price.
+                assert_eq!(report.model.as_deref(), Some("gemini-2.5-flash"));
             }
             other => panic!("{other:?}"),
         }

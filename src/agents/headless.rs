@@ -65,6 +65,8 @@ pub(crate) struct Request {
     pub previous_error: Option<String>,
     /// What the agent may still spend, when the run has a cost limit.
     pub budget_usd: Option<f64>,
+    /// What the answers so far in `session` cost, as journaled.
+    pub session_spent: SessionSpent,
     /// The folder the agent runs in.
     pub working_dir: PathBuf,
     /// Where the agent's process group is noted while it runs, so that a resume after mekara
@@ -96,6 +98,20 @@ pub(crate) enum Reply {
     RateLimited(RateLimited, AgentReport),
     /// The run was stopped (Ctrl-C) while the agent worked.
     Cancelled,
+}
+
+impl Reply {
+    /// The reply with `f` applied to its report (a price estimate, a correction).
+    #[must_use]
+    pub(crate) fn map_report(self, f: impl FnOnce(AgentReport) -> AgentReport) -> Reply {
+        match self {
+            Reply::Outputs(outputs, report) => Reply::Outputs(outputs, f(report)),
+            Reply::Malformed(error, report) => Reply::Malformed(error, f(report)),
+            Reply::Failed(error, report) => Reply::Failed(error, f(report)),
+            Reply::RateLimited(limited, report) => Reply::RateLimited(limited, f(report)),
+            Reply::Cancelled => Reply::Cancelled,
+        }
+    }
 }
 
 /// An agent process mekara starts for each question.
@@ -150,12 +166,27 @@ pub(crate) fn last_json_object(text: &str) -> Option<Map<String, Json>> {
 pub(crate) struct Spent {
     /// Agent answers journaled (steps answered or failed, NL scripts finished).
     pub answers: usize,
-    /// Their cost, as far as the agent reported it.
+    /// Their cost, as far as the agent reported it or mekara's price table estimated it.
     pub cost_usd: f64,
+    /// Whether some of that cost is an estimate from the price table.
+    pub cost_estimated: bool,
     /// The tokens they read and wrote.
     pub tokens: u64,
+    /// The tokens of the last agent item, for `--max-step-tokens`.
+    pub last_step_tokens: u64,
     /// The agent's session of the last answer that named one.
     pub session: Option<String>,
+    /// What the answers in that session added up to (a resumed Claude Code session may
+    /// report its earlier totals again: `agents::claude` takes them off).
+    pub in_session: SessionSpent,
+}
+
+/// What the answers of one agent session cost, as journaled.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct SessionSpent {
+    pub cost_usd: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 impl Spent {
@@ -163,24 +194,34 @@ impl Spent {
     pub(crate) fn of(events: &[Event]) -> Spent {
         let mut spent = Spent::default();
         for event in events {
-            let report = match event {
-                Event::Step(step) => step.record.result.agent.as_ref(),
-                Event::Pop(pop) => pop.agent.as_ref(),
-                _ => None,
-            };
+            let report = event.agent_report();
             if let Some(report) = report {
-                spent.answers += 1;
-                spent.cost_usd += report.cost_usd.unwrap_or(0.0);
-                spent.tokens +=
-                    report.input_tokens.unwrap_or(0) + report.output_tokens.unwrap_or(0);
                 // A task of a `parallel` group had an agent session of its own.
                 let task = matches!(event, Event::Step(step) if step.record.parallel.is_some());
-                if report.session.is_some() && !task {
-                    spent.session.clone_from(&report.session);
-                }
+                spent.add(report, !task);
             }
         }
         spent
+    }
+
+    /// Adds one answer's report; `in_run_session` when the answer was in the run's own agent
+    /// session (not a task of a `parallel` group, which has one of its own).
+    pub(crate) fn add(&mut self, report: &AgentReport, in_run_session: bool) {
+        self.answers += 1;
+        self.cost_usd += report.cost_usd.unwrap_or(0.0);
+        self.cost_estimated |= report.cost_estimated;
+        let tokens = report.input_tokens.unwrap_or(0) + report.output_tokens.unwrap_or(0);
+        self.tokens += tokens;
+        self.last_step_tokens = tokens;
+        if report.session.is_some() && in_run_session {
+            if report.session != self.session {
+                self.in_session = SessionSpent::default();
+            }
+            self.session.clone_from(&report.session);
+            self.in_session.cost_usd += report.cost_usd.unwrap_or(0.0);
+            self.in_session.input_tokens += report.input_tokens.unwrap_or(0);
+            self.in_session.output_tokens += report.output_tokens.unwrap_or(0);
+        }
     }
 }
 

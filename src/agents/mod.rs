@@ -30,6 +30,7 @@ pub(crate) mod gemini;
 pub(crate) mod headless;
 pub(crate) mod history;
 pub(crate) mod opencode;
+pub(crate) mod prices;
 pub(crate) mod qwen;
 pub(crate) mod rate_limit;
 pub(crate) mod reply;

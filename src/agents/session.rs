@@ -169,6 +169,14 @@ impl Session {
         self.executor.note_agent(note).map_err(|e| e.to_string())
     }
 
+    /// Journals a note about the run's spend caps; see `Executor::note_cap`.
+    pub(crate) fn note_cap(
+        &mut self,
+        note: crate::engine::journal::CapEvent,
+    ) -> Result<(), String> {
+        self.executor.note_cap(note).map_err(|e| e.to_string())
+    }
+
     /// Journals a wait for a rate limit before the agent is asked about `step` again
     /// (`attempt`); see `Executor::note_wait`.
     pub(crate) fn note_wait(

@@ -1,5 +1,6 @@
 //! `mekara answer RUN_ID VALUE`: answers the question a run stopped at (`ask` in an
-//! unattended run, or one left at a prompt). The answer is journaled under the run's lock,
+//! unattended run, or one left at a prompt), or the spend cap an unattended run paused at
+//! (`stop`, or the caps raised: `max-cost=USD`, `max-tokens=N`, `max-step-tokens=N`). The answer is journaled under the run's lock,
 //! as a resume takes it; nothing of the script runs here: the next `mekara run --resume`
 //! goes on with it.
 
@@ -14,7 +15,9 @@ use crate::exit::Exit;
 pub(super) struct AnswerArgs {
     /// The run's id, as `mekara runs` lists it.
     id: String,
-    /// The answer: any text, or one of the question's choices (as written, or its number).
+    /// The answer: any text, or one of the question's choices (as written, or its number);
+    /// to a run paused at a spend cap, `stop` or the caps raised (`max-cost=2`,
+    /// `max-tokens=N`, `max-step-tokens=N`, several separated by spaces).
     value: String,
 }
 
@@ -22,6 +25,21 @@ pub(super) fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     let (locations, resolver) = super::locate()?;
     let store = super::run_store(&locations)?;
     let id = args.id.as_str();
+    if let Some(answered) = crate::engine::caps::answer_cap(
+        resolver.clone(),
+        store.clone(),
+        id,
+        &args.value,
+        AnsweredBy::Command,
+    )? {
+        return match answered {
+            Err(error) => super::usage(error),
+            Ok(answer) => {
+                outln!("{}", answer.said(id, &store.resume_command(id, false)))?;
+                Ok(Exit::Success)
+            }
+        };
+    }
     let (path, answered) = Executor::answer_run(
         resolver,
         store.clone(),

@@ -64,9 +64,19 @@ pub(super) struct SubmitArgs {
     /// The queue (`[queue.NAME]` of .mekara/config.toml sets its limits).
     #[arg(long, value_name = "NAME", default_value = DEFAULT_QUEUE, value_parser = queue_name)]
     queue: String,
-    /// Stop the run before an agent step once its agents spent this much (US dollars).
+    /// Pause the run before an agent step once its agents spent this much (US dollars).
     #[arg(long, value_name = "USD")]
     max_cost: Option<f64>,
+    /// Pause the run before an agent step once its agents used this many tokens.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Pause the run before the next agent step once one step used this many tokens.
+    #[arg(long, value_name = "N")]
+    max_step_tokens: Option<u64>,
+    /// What a reached spend cap does: `pause` the run for a person (`mekara answer`), or
+    /// `stop` it.
+    #[arg(long, value_name = "WHAT", value_parser = ["pause", "stop"])]
+    on_cap: Option<String>,
     /// Stop the run before an agent step once it has had this many agent answers.
     #[arg(long, value_name = "N")]
     max_agent_steps: Option<usize>,
@@ -115,8 +125,11 @@ fn queued_agents() -> Vec<&'static str> {
 }
 
 /// The limits a queued run may carry to its worker's `mekara run`, each with a value.
-const QUEUED_LIMITS: [&str; 5] = [
+const QUEUED_LIMITS: [&str; 8] = [
     "--max-cost",
+    "--max-tokens",
+    "--max-step-tokens",
+    "--on-cap",
     "--max-agent-steps",
     "--max-duration",
     "--agent-timeout",
@@ -229,6 +242,12 @@ pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
         }
     };
     limit("--max-cost", args.max_cost.map(|v| v.to_string()));
+    limit("--max-tokens", args.max_tokens.map(|v| v.to_string()));
+    limit(
+        "--max-step-tokens",
+        args.max_step_tokens.map(|v| v.to_string()),
+    );
+    limit("--on-cap", args.on_cap.clone());
     limit(
         "--max-agent-steps",
         args.max_agent_steps.map(|v| v.to_string()),

@@ -293,7 +293,13 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             let resume = resume_command(&id, driver, false);
             // Said when the journal does not name the agent that drove the run.
             let agent_hint = |hint: &'static str| if driver.is_some() { "" } else { hint };
+            let paused = crate::engine::journal::waiting_at_cap(&contents.events);
             match summary[0].state {
+                RunState::WaitingForAnswer | RunState::Interrupted if paused.is_some() => out.push_str(&format!(
+                    "paused at a spend cap: answer with `mekara answer {id} ANSWER` ({}), then resume it with `{resume}`{}\n",
+                    crate::engine::caps::HOW_TO_ANSWER,
+                    agent_hint(" (with the `--agent` it ran with)")
+                )),
                 // The journal keeps only the digest of a run's token: over MCP, only the
                 // agent that holds the handle its `start` gave can take the run up.
                 RunState::Interrupted if has_token => out.push_str(&format!(
@@ -332,10 +338,50 @@ pub(super) fn run(args: RunsArgs) -> anyhow::Result<Exit> {
             if matches!(summary[0].state, RunState::Active | RunState::Interrupted) {
                 out.push_str(&waiting_on(&id, &contents.events));
             }
+            out.push_str(&spend_lines(
+                &store,
+                &id,
+                &summary[0].script,
+                &contents.events,
+            ));
             out!("{out}")?;
         }
     }
     Ok(Exit::Success)
+}
+
+/// What a run's agents spent, against the caps it last ran under, and what a run of its
+/// script is likely to cost (from the script's past runs, this one left out): said only for
+/// a run with agent answers or caps.
+fn spend_lines(
+    store: &crate::engine::store::RunStore,
+    id: &str,
+    script: &str,
+    events: &[Event],
+) -> String {
+    let spent = crate::agents::headless::Spent::of(events);
+    let caps = events.iter().rev().find_map(|e| match e {
+        Event::Cap(cap) => Some(cap.caps),
+        _ => None,
+    });
+    if spent.answers == 0 && caps.is_none() {
+        return String::new();
+    }
+    let mut out = format!(
+        "spent: {} and {} tokens in {}",
+        crate::display::usd(spent.cost_usd, spent.cost_estimated),
+        spent.tokens,
+        crate::display::count(spent.answers, "agent answer")
+    );
+    if let Some(caps) = caps {
+        out.push_str(&format!(" (caps: {})", caps.shown()));
+    }
+    out.push('\n');
+    if let Some(estimate) = crate::engine::estimate::Estimate::of(store, &shown(script), Some(id)) {
+        out.push_str(&estimate.shown());
+        out.push('\n');
+    }
+    out
 }
 
 /// The llm step a run waits on for the agent, as its journal says (`handed`): a line naming
@@ -512,6 +558,7 @@ fn show_event(out: &mut String, event: &Event) {
             agent.flags().trim_start(),
             format_time(agent.at)
         )),
+        Event::Cap(cap) => out.push_str(&format!("{}, {}\n", cap.said(), format_time(cap.at))),
         Event::Killed(killed) => {
             let indent = "  ".repeat(killed.depth + 1);
             out.push_str(&format!(

@@ -456,6 +456,7 @@ fn drive(request: &Path) -> anyhow::Result<Exit> {
         runner,
         settings,
         cwd: std::env::current_dir()?,
+        project_root: locations.project_root.clone(),
     };
     let start = super::unattended::Start::New {
         name,

@@ -7,6 +7,7 @@
 //!
 //! Progress goes to stderr, so that stdout holds only the closing line, or the JSON summary.
 
+pub(crate) mod limits;
 mod tasks;
 
 use std::fmt::Write as _;
@@ -62,10 +63,23 @@ pub(super) struct UnattendedArgs {
     /// Stop before an agent step once the run has had this many agent answers.
     #[arg(long, value_name = "N", requires = "unattended_agent")]
     max_agent_steps: Option<usize>,
-    /// Stop before an agent step once the run's agents reported spending this much (US
-    /// dollars); what is left is passed on as the agent's own budget where it has one.
+    /// Pause before an agent step once the run's agents spent this much (US dollars: as
+    /// reported, or estimated from the price table for agents that report only tokens);
+    /// what is left is passed on as the agent's own budget where it has one.
     #[arg(long, value_name = "USD", requires = "unattended_agent")]
     max_cost: Option<f64>,
+    /// Pause before an agent step once the run's agents used this many tokens (in and out).
+    #[arg(long, value_name = "N", requires = "unattended_agent")]
+    max_tokens: Option<u64>,
+    /// Pause before the next agent step once one agent step used this many tokens (in and
+    /// out); a step's agent is not asked again once its own tokens reached it.
+    #[arg(long, value_name = "N", requires = "unattended_agent")]
+    max_step_tokens: Option<u64>,
+    /// What a reached `--max-cost`, `--max-tokens` or `--max-step-tokens` does: `pause` the
+    /// run for a person to raise the cap or stop it with `mekara answer`, or `stop` it (for
+    /// CI); `[limits] on_cap` of the config, else `pause`.
+    #[arg(long, value_enum, value_name = "WHAT", requires = "unattended_agent")]
+    on_cap: Option<limits::OnCap>,
     /// Stop before an agent step once this invocation has run this long (`90s`, `20m`, `1h`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "unattended_agent")]
     max_duration: Option<Duration>,
@@ -106,6 +120,20 @@ impl UnattendedArgs {
         self.agent.is_some() || self.agent_command.is_some()
     }
 
+    /// The limits given as flags.
+    fn given(&self) -> limits::Given {
+        limits::Given {
+            caps: crate::engine::journal::Caps {
+                max_cost: self.max_cost,
+                max_tokens: self.max_tokens,
+                max_step_tokens: self.max_step_tokens,
+            },
+            max_agent_steps: self.max_agent_steps,
+            max_duration: self.max_duration,
+            on_cap: self.on_cap,
+        }
+    }
+
     fn agent(&self) -> Box<dyn Agent> {
         match (&self.agent, &self.agent_command) {
             (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
@@ -137,6 +165,8 @@ pub(super) struct Parts {
     pub runner: Box<dyn StepRunner>,
     pub settings: Settings,
     pub cwd: PathBuf,
+    /// The project's root, whose `.mekara/config.toml` has `[limits]` and `[prices]`.
+    pub project_root: Option<PathBuf>,
 }
 
 /// A new run, or one taken up again.
@@ -160,6 +190,9 @@ pub(super) enum End {
     FellBack,
     /// A limit stopped it before an agent step.
     Limit(String),
+    /// A spend cap was reached before an agent step: the run waits for a person to raise
+    /// it or stop the run (`mekara answer`).
+    Paused(String),
     /// The agent could not finish an NL script or fallback, or mekara refused what came.
     Failed(String),
     /// A step failed, and the run stopped there (`--fallback stop`).
@@ -183,7 +216,7 @@ impl End {
             End::FellBack => "fell_back",
             End::Limit(_) => "stopped",
             End::Failed(_) | End::StepFailed(_) => "failed",
-            End::Waiting(_) => "waiting",
+            End::Waiting(_) | End::Paused(_) => "waiting",
             End::Stopped { .. } => "stopped_by_script",
             End::Interrupted => "interrupted",
         }
@@ -193,6 +226,7 @@ impl End {
     pub(super) fn why(&self) -> Option<&str> {
         match self {
             End::Limit(why)
+            | End::Paused(why)
             | End::Failed(why)
             | End::StepFailed(why)
             | End::Waiting(why)
@@ -210,7 +244,8 @@ impl End {
             | End::Failed(_)
             | End::StepFailed(_)
             | End::Stopped { .. }
-            | End::Waiting(_) => Exit::Failure,
+            | End::Waiting(_)
+            | End::Paused(_) => Exit::Failure,
         }
     }
 
@@ -218,6 +253,7 @@ impl End {
         matches!(
             self,
             End::Limit(_)
+                | End::Paused(_)
                 | End::Failed(_)
                 | End::StepFailed(_)
                 | End::Waiting(_)
@@ -270,6 +306,28 @@ pub(super) fn drive(
         return super::usage(format!(
             "`--max-cost` must be a number of US dollars, 0 or more, not `{cost}`"
         ));
+    }
+    let past = match &start {
+        Start::Resume(id, _) => parts.store.read(id).map(|c| c.events).unwrap_or_default(),
+        Start::New { .. } => Vec::new(),
+    };
+    let limits = match limits::Limits::of(&args.given(), parts.project_root.as_deref(), &past) {
+        Ok(limits) => limits,
+        Err(error) => return super::usage(error),
+    };
+    let prices = match crate::agents::prices::Prices::of_project(parts.project_root.as_deref()) {
+        Ok(prices) => prices,
+        Err(error) => return super::usage(error),
+    };
+    if let Start::Resume(id, None) = &start
+        && crate::engine::journal::stopped_at_cap(&past)
+    {
+        anyhow::bail!(
+            "run `{id}` was stopped at its spend cap by a person (`mekara answer {id} stop`): nothing is left to resume"
+        );
+    }
+    if let Start::New { name, .. } = &start {
+        print_estimate(&parts.store, &parts.resolver, name);
     }
     let started = Instant::now();
     let progress = |p: Progress<'_>| {
@@ -441,8 +499,8 @@ pub(super) fn drive(
         };
         let id = session.run_id().unwrap_or_default().to_string();
         let spent = spent_of(&store, &id);
-        if let Some(limit) = limit_reached(args, &spent, started.elapsed()) {
-            break End::Limit(format!("stopped before `{path}`: {limit}"));
+        if let Some(reached) = limits.reached(&spent, started.elapsed()) {
+            break at_limit(&mut session, &limits, &path, reached);
         }
         let mut request = Request {
             run_id: id,
@@ -451,9 +509,13 @@ pub(super) fn drive(
             prompt: reply.text.clone(),
             schema: outputs_schema(expects.as_ref()),
             session: spent.session.clone(),
+            session_spent: spent.in_session,
             attempt: 1,
             previous_error: None,
-            budget_usd: args.max_cost.map(|max| (max - spent.cost_usd).max(0.0)),
+            budget_usd: limits
+                .caps
+                .max_cost
+                .map(|max| (max - spent.cost_usd).max(0.0)),
             working_dir: session
                 .frames()
                 .last()
@@ -474,6 +536,8 @@ pub(super) fn drive(
                 tasks,
                 spent: &spent,
                 started,
+                limits: &limits,
+                prices: &prices,
             };
             match tasks::ask_tasks(
                 args,
@@ -496,8 +560,10 @@ pub(super) fn drive(
             &mut request,
             Bounds {
                 timeout: agent_timeout,
-                deadline: deadline(args, started),
+                deadline: deadline(&limits, started),
+                max_step_tokens: limits.caps.max_step_tokens,
             },
+            &prices,
             &cancel,
             &progress,
         ) {
@@ -580,16 +646,71 @@ fn waiting_for_answer(id: &str, path: &str, question: &str, choices: Option<&[St
     )
 }
 
-/// How long one agent answer may take, and when the run must stop (`--max-duration`).
+/// How long one agent answer may take, when the run must stop (`--max-duration`), and how
+/// many tokens one item may use before its agent is not asked again (`--max-step-tokens`).
 #[derive(Debug, Clone, Copy)]
 struct Bounds {
     timeout: Duration,
     deadline: Option<Instant>,
+    max_step_tokens: Option<u64>,
 }
 
 /// When this invocation must stop, by `--max-duration`.
-fn deadline(args: &UnattendedArgs, started: Instant) -> Option<Instant> {
-    args.max_duration.and_then(|max| started.checked_add(max))
+fn deadline(limits: &limits::Limits, started: Instant) -> Option<Instant> {
+    limits.max_duration.and_then(|max| started.checked_add(max))
+}
+
+/// How the run ends at a limit `reached` before item `step`: a spend cap pauses it for a
+/// person (journaled, so `mekara answer` knows what it waits for), unless `--on-cap stop`;
+/// another limit stops it.
+fn at_limit(
+    session: &mut Session,
+    limits: &limits::Limits,
+    step: &str,
+    reached: limits::Reached,
+) -> End {
+    if !reached.cap || limits.on_cap == limits::OnCap::Stop {
+        return End::Limit(format!("stopped before `{step}`: {}", reached.why));
+    }
+    let note = crate::engine::journal::CapEvent {
+        action: crate::engine::journal::CapAction::Paused,
+        step: Some(step.to_string()),
+        why: Some(reached.why.clone()),
+        caps: limits.caps,
+        by: None,
+        ignorable: true,
+        at: crate::engine::journal::now_ms(),
+    };
+    if let Err(error) = session.note_cap(note) {
+        // Without the note `mekara answer` cannot raise the cap: stopped, resumable with a
+        // higher flag, as `--on-cap stop` would.
+        eprintln!("! could not journal the pause at the cap: {error}");
+        return End::Limit(format!("stopped before `{step}`: {}", reached.why));
+    }
+    let id = session.run_id().unwrap_or_default();
+    End::Paused(format!(
+        "paused before `{step}`: {}\nthe run waits for a person: raise the cap with `mekara answer {id} {}` (or any higher), or end the run with `mekara answer {id} stop`",
+        reached.why,
+        raise_example(&limits.caps, &reached.why)
+    ))
+}
+
+/// An answer that raises the cap named in `why` to twice what it is.
+fn raise_example(caps: &crate::engine::journal::Caps, why: &str) -> String {
+    if why.contains("--max-step-tokens") {
+        format!(
+            "max-step-tokens={}",
+            caps.max_step_tokens.unwrap_or(0).saturating_mul(2).max(1)
+        )
+    } else if why.contains("--max-tokens") {
+        format!(
+            "max-tokens={}",
+            caps.max_tokens.unwrap_or(0).saturating_mul(2).max(1)
+        )
+    } else {
+        let cost = caps.max_cost.unwrap_or(0.0);
+        format!("max-cost={}", if cost > 0.0 { cost * 2.0 } else { 1.0 })
+    }
 }
 
 /// What came of a rate limit.
@@ -649,6 +770,7 @@ fn ask(
     session: &mut Session,
     request: &mut Request,
     bounds: Bounds,
+    prices: &crate::agents::prices::Prices,
     cancel: &crate::engine::CancelToken,
     progress: &dyn Fn(Progress<'_>),
 ) -> Asked {
@@ -656,7 +778,24 @@ fn ask(
     let mut total = AgentReport::default();
     let mut backoff = Backoff::new();
     loop {
-        let answer = agent.ask(request, bounds.timeout, cancel);
+        if let Some(max) = bounds.max_step_tokens
+            && total.attempts > 0
+            && step_tokens(&total) >= max
+        {
+            // Asked again, the agent would take the step past its cap.
+            let error = format!(
+                "the agent was not asked again: this step used {} tokens already (`--max-step-tokens {max}`)",
+                step_tokens(&total)
+            );
+            eprintln!("  {error}");
+            if request.kind != Kind::Llm {
+                return Asked::Stop(End::Failed(unfinished(request.kind, &request.step, &error)));
+            }
+            return Asked::Next(session.answer(Answered::Failed(error), total, progress));
+        }
+        let answer = agent
+            .ask(request, bounds.timeout, cancel)
+            .map_report(|r| prices.estimate(r));
         let (answer, report) = match answer {
             AgentReply::Cancelled => return Asked::Stop(End::Interrupted),
             AgentReply::Outputs(outputs, report) => (Ok(outputs), report),
@@ -678,6 +817,7 @@ fn ask(
                 ) {
                     Waited::Again => {
                         add(&mut total, &report, request.attempt, started.elapsed());
+                        in_session(request, &report);
                         eprintln!(
                             "… asking the agent again: {} `{}`",
                             kind_name(request.kind),
@@ -691,9 +831,7 @@ fn ask(
             }
         };
         add(&mut total, &report, request.attempt, started.elapsed());
-        if total.session.is_some() {
-            request.session.clone_from(&total.session);
-        }
+        in_session(request, &report);
         let refused = match answer {
             Ok(outputs) if request.kind == Kind::Llm => {
                 eprintln!("  answered{}", cost_note(&total));
@@ -747,10 +885,34 @@ fn add(total: &mut AgentReport, report: &AgentReport, attempt: u32, elapsed: Dur
         total.session.clone_from(&report.session);
     }
     total.cost_usd = sum_f(total.cost_usd, report.cost_usd);
+    total.cost_estimated |= report.cost_estimated;
+    if report.model.is_some() {
+        total.model.clone_from(&report.model);
+    }
     total.input_tokens = sum_u(total.input_tokens, report.input_tokens);
     total.output_tokens = sum_u(total.output_tokens, report.output_tokens);
     total.attempts = attempt;
     total.wall_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+}
+
+/// The tokens an item's answers used, in and out.
+fn step_tokens(report: &AgentReport) -> u64 {
+    report.input_tokens.unwrap_or(0) + report.output_tokens.unwrap_or(0)
+}
+
+/// Takes the session an answer to `request` named as the one the next asking continues, and
+/// counts the answer in what that session has cost.
+fn in_session(request: &mut Request, report: &AgentReport) {
+    let Some(session) = &report.session else {
+        return;
+    };
+    if request.session.as_ref() != Some(session) {
+        request.session = Some(session.clone());
+        request.session_spent = crate::agents::headless::SessionSpent::default();
+    }
+    request.session_spent.cost_usd += report.cost_usd.unwrap_or(0.0);
+    request.session_spent.input_tokens += report.input_tokens.unwrap_or(0);
+    request.session_spent.output_tokens += report.output_tokens.unwrap_or(0);
 }
 
 fn cost_note(report: &AgentReport) -> String {
@@ -783,36 +945,6 @@ fn spent_of(store: &RunStore, id: &str) -> Spent {
         .unwrap_or_default()
 }
 
-/// The limit the next agent step would cross, named with its flag.
-fn limit_reached(args: &UnattendedArgs, spent: &Spent, elapsed: Duration) -> Option<String> {
-    if let Some(max) = args.max_agent_steps
-        && spent.answers >= max
-    {
-        return Some(format!(
-            "the run has had {} (`--max-agent-steps {max}`)",
-            count(spent.answers, "agent answer")
-        ));
-    }
-    if let Some(max) = args.max_cost
-        && spent.cost_usd >= max
-    {
-        return Some(format!(
-            "the run's agents spent ${:.4} (`--max-cost {max}`)",
-            spent.cost_usd
-        ));
-    }
-    if let Some(max) = args.max_duration
-        && elapsed >= max
-    {
-        return Some(format!(
-            "this run took {} (`--max-duration {}`)",
-            humantime::format_duration(Duration::from_secs(elapsed.as_secs())),
-            humantime::format_duration(max)
-        ));
-    }
-    None
-}
-
 /// Reports how the run ended (the closing line or the JSON summary, and the JUnit file).
 fn finish(
     args: &UnattendedArgs,
@@ -839,6 +971,7 @@ fn finish(
     let exit = end.exit();
     match end {
         End::Limit(why)
+        | End::Paused(why)
         | End::Failed(why)
         | End::StepFailed(why)
         | End::Waiting(why)
@@ -877,9 +1010,12 @@ fn finish(
                 "error": record.result.error,
             })),
             "cost_usd": spent.cost_usd,
+            "cost_estimated": spent.cost_estimated,
+            "tokens": spent.tokens,
             "duration_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             "stopped_by": match end {
                 End::Limit(why)
+                | End::Paused(why)
                 | End::Failed(why)
                 | End::StepFailed(why)
                 | End::Waiting(why)
@@ -895,6 +1031,7 @@ fn finish(
             End::Completed => "completed",
             End::FellBack => "failed and was finished by the agent",
             End::Limit(_) => "stopped at a limit",
+            End::Paused(_) => "is paused at a spend cap",
             End::Failed(_) => "stopped: the agent could not go on",
             End::StepFailed(_) => "stopped at a failed step",
             End::Waiting(_) => "is waiting for an answer",
@@ -903,10 +1040,10 @@ fn finish(
         };
         let run = id.map_or_else(|| "run".to_string(), |id| format!("run {id}"));
         outln!(
-            "── {run} {how}: {}, {} (${:.4}) in {:.1} s ──",
+            "── {run} {how}: {}, {} ({}) in {:.1} s ──",
             count(steps.len(), "step"),
             count(spent.answers, "agent answer"),
-            spent.cost_usd,
+            crate::display::usd(spent.cost_usd, spent.cost_estimated),
             elapsed.as_secs_f64()
         )?;
     }
@@ -975,9 +1112,11 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
     } else {
         failures += 1;
         let why = match end {
-            End::Limit(why) | End::Failed(why) | End::Waiting(why) | End::Stopped { why, .. } => {
-                why.clone()
-            }
+            End::Limit(why)
+            | End::Paused(why)
+            | End::Failed(why)
+            | End::Waiting(why)
+            | End::Stopped { why, .. } => why.clone(),
             other => other.state().replace('_', " "),
         };
         let _ = write!(
@@ -1020,13 +1159,15 @@ pub(super) fn xml_attribute(text: &str) -> String {
 
 /// `--dry-run`: what a run of script `name` would do, as far as its source tells, without
 /// running anything.
-pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
+pub(super) fn dry_run(resolver: &Resolver, store: &RunStore, name: &str) -> anyhow::Result<Exit> {
     let script = resolver.resolve(name)?;
     let shown = script.name.to_string();
+    let estimate = crate::engine::estimate::Estimate::of(store, &shown, None)
+        .map_or_else(String::new, |e| e.shown());
     let Some(compiled) = &script.compiled else {
         outln!(
             "dry run of `{shown}`, an NL script: nothing runs. The agent does all of it, in one \
-             agent step."
+             agent step.\n{estimate}"
         )?;
         return Ok(Exit::Success);
     };
@@ -1096,8 +1237,23 @@ pub(super) fn dry_run(resolver: &Resolver, name: &str) -> anyhow::Result<Exit> {
              the script computes when it runs (a name, or the expression written).\n",
         );
     }
+    out.push_str(&estimate);
     outln!("{}", out.trim_end())?;
     Ok(Exit::Success)
+}
+
+/// Says on stderr what a run of script `name` is likely to cost, from its past runs.
+fn print_estimate(store: &RunStore, resolver: &Resolver, name: &str) {
+    let Ok(script) = resolver.resolve(name) else {
+        return;
+    };
+    // Said only when there is something to go by: a first run has no past.
+    if let Some(estimate) =
+        crate::engine::estimate::Estimate::of(store, &script.name.to_string(), None)
+        && estimate.runs > 0
+    {
+        eprintln!("{}", estimate.shown());
+    }
 }
 
 /// The rest of the rate-limit wait run `id` stopped in, and its step: its journal ends with

@@ -41,6 +41,12 @@ struct File {
     /// The traces' section, read by `crate::traces`.
     #[serde(default, rename = "traces")]
     _traces: Option<toml::Table>,
+    /// Unattended runs' limits, read by `crate::cli::unattended::limits`.
+    #[serde(default, rename = "limits")]
+    _limits: Option<toml::Table>,
+    /// Prices of models, read by `crate::agents::prices`.
+    #[serde(default, rename = "prices")]
+    _prices: Option<toml::Table>,
     /// Who is told when a run waits for a person or ends, read by `crate::notify`.
     #[serde(default, rename = "notify")]
     _notify: Option<toml::Table>,

@@ -345,6 +345,120 @@ pub(crate) struct KilledEvent {
     pub at: u64,
 }
 
+/// What a `cap` event says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum CapAction {
+    /// A cap was reached before the run's next agent item: the run waits for a person.
+    Paused,
+    /// A person raised the caps (`mekara answer`, the viewer): a resume goes on.
+    Raised,
+    /// A person stopped the run at its cap: nothing is left to resume.
+    Stopped,
+}
+
+/// The spend caps of an unattended run, as a `cap` event carries them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Caps {
+    /// `--max-cost`, US dollars for the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// `--max-tokens`, tokens (in and out) for the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// `--max-step-tokens`, tokens (in and out) for one agent item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_step_tokens: Option<u64>,
+}
+
+/// A spend cap of an unattended run: reached (the run paused before `step`, a gate for a
+/// person, as `ask` is), raised or stopped by a person. A note: replay and rewind pass over
+/// it; the unattended driver reads the caps a person raised from it, and `mekara answer`
+/// knows from it that a run waits at a cap. It says `"ignorable": true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CapEvent {
+    /// What happened.
+    pub action: CapAction,
+    /// Paused: the item that waits (`colour[3]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// Paused: which cap, and what was spent (`the run's agents spent $0.5000 (`--max-cost 0.5`)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Paused: the caps in force; raised: the new caps (an absent one is unchanged).
+    #[serde(default)]
+    pub caps: Caps,
+    /// Raised or stopped: by whom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<super::step::AnsweredBy>,
+    /// Always `true`: a reader that does not know the event may skip it.
+    #[serde(default)]
+    pub ignorable: bool,
+    /// Unix time in milliseconds.
+    pub at: u64,
+}
+
+impl Caps {
+    /// The caps set, as flags: `--max-cost 2, --max-tokens 50000`, or `no cap`.
+    pub(crate) fn shown(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(cost) = self.max_cost {
+            parts.push(format!("`--max-cost {cost}`"));
+        }
+        if let Some(tokens) = self.max_tokens {
+            parts.push(format!("`--max-tokens {tokens}`"));
+        }
+        if let Some(tokens) = self.max_step_tokens {
+            parts.push(format!("`--max-step-tokens {tokens}`"));
+        }
+        if parts.is_empty() {
+            "no cap".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+impl CapEvent {
+    /// What the event says, for `mekara runs show` and the viewer (without its time).
+    pub(crate) fn said(&self) -> String {
+        let by = self.by.map_or_else(String::new, |by| format!(" {by}"));
+        match self.action {
+            CapAction::Paused => format!(
+                "⏸ paused at a cap before `{}`: {}",
+                self.step.as_deref().unwrap_or("the next agent step"),
+                self.why.as_deref().unwrap_or("a cap was reached")
+            ),
+            CapAction::Raised => format!("· caps raised{by} to {}", self.caps.shown()),
+            CapAction::Stopped => format!("· stopped at its cap{by}"),
+        }
+    }
+}
+
+/// The `cap` event a run waits at: the journal's last event that is not a note of another
+/// kind is a pause at a cap.
+pub(crate) fn waiting_at_cap(events: &[Event]) -> Option<&CapEvent> {
+    let last = events.iter().rev().find(|e| {
+        !matches!(
+            e,
+            Event::Handed(_) | Event::Ignored(_) | Event::Agent(_) | Event::Wait(_)
+        )
+    })?;
+    match last {
+        Event::Cap(cap) if cap.action == CapAction::Paused => Some(cap),
+        _ => None,
+    }
+}
+
+/// Whether a person stopped the run at its cap, and nothing has happened since.
+pub(crate) fn stopped_at_cap(events: &[Event]) -> bool {
+    events
+        .iter()
+        .rev()
+        .find(|e| !matches!(e, Event::Handed(_) | Event::Ignored(_) | Event::Agent(_)))
+        .is_some_and(|e| matches!(e, Event::Cap(cap) if cap.action == CapAction::Stopped))
+}
+
 /// One line of a journal. Steps are the big variant and the common one, so boxing them
 /// would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -376,6 +490,8 @@ pub(crate) enum Event {
     Killed(KilledEvent),
     /// Which agent drives an unattended run.
     Agent(AgentEvent),
+    /// An unattended run paused at a spend cap, or a person raised its caps or stopped it.
+    Cap(CapEvent),
 }
 
 impl Event {
@@ -394,6 +510,17 @@ impl Event {
             Event::Killed(e) => e.at,
             Event::Handed(e) => e.at,
             Event::Agent(e) => e.at,
+            Event::Cap(e) => e.at,
+        }
+    }
+
+    /// What the agent that answered reported: on a step an agent answered, or the pop of a
+    /// frame an agent finished.
+    pub(crate) fn agent_report(&self) -> Option<&super::step::AgentReport> {
+        match self {
+            Event::Step(step) => step.record.result.agent.as_ref(),
+            Event::Pop(pop) => pop.agent.as_ref(),
+            _ => None,
         }
     }
 
@@ -412,6 +539,7 @@ impl Event {
             Event::Killed(_) => "killed",
             Event::Handed(_) => "handed",
             Event::Agent(_) => "agent",
+            Event::Cap(_) => "cap",
         }
     }
 
@@ -447,6 +575,7 @@ impl Event {
             Some("killed") => read(text, line).map(Event::Killed),
             Some("handed") => read(text, line).map(Event::Handed),
             Some("agent") => read(text, line).map(Event::Agent),
+            Some("cap") => read(text, line).map(Event::Cap),
             Some(other) if line.get("ignorable") == Some(&Json::Bool(true)) => {
                 Ok(Event::Ignored(IgnoredEvent {
                     kind: other.to_string(),

@@ -6,8 +6,10 @@
 //! It knows nothing of terminals or MCP: callers drive it through [`Executor`] and hear about
 //! steps through an [`Observer`].
 
+pub(crate) mod caps;
 pub(crate) mod compiled;
 pub(crate) mod error;
+pub(crate) mod estimate;
 pub(crate) mod executor;
 pub(crate) mod group_note;
 pub(crate) mod handle;

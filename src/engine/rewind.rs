@@ -214,7 +214,8 @@ fn traces(events: &[Event], live: &[bool]) -> Vec<Trace> {
             | Event::Ignored(_)
             | Event::Killed(_)
             | Event::Handed(_)
-            | Event::Agent(_) => {}
+            | Event::Agent(_)
+            | Event::Cap(_) => {}
         }
     }
     while let Some(trace) = stack.pop() {

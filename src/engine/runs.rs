@@ -252,7 +252,7 @@ impl RunHistory {
                 // Not live: `live` left it out.
                 Event::Supersede(_) => {}
                 // Notes: a wait is not a step result, and an ignorable event changes nothing.
-                Event::Wait(_) | Event::Ignored(_) | Event::Agent(_) => {}
+                Event::Wait(_) | Event::Ignored(_) | Event::Agent(_) | Event::Cap(_) => {}
                 // An attempt that recorded nothing: only the history's readers show it.
                 Event::Killed(_) => {}
                 Event::Pop(pop) => {
@@ -294,7 +294,8 @@ pub(crate) enum RunState {
     /// Nobody drives it and it has not ended: it can be resumed.
     Interrupted,
     /// Nobody drives it, and its script asked the person a question (`ask`) that has no
-    /// answer yet: `mekara answer` gives one, then the run can be resumed.
+    /// answer yet, or it paused at a spend cap (`engine::caps`): `mekara answer` gives one,
+    /// then the run can be resumed.
     WaitingForAnswer,
     /// The root script completed.
     Completed,
@@ -392,11 +393,13 @@ pub(crate) fn summarize(
     let history = contents
         .and_then(|c| {
             let last_at = c.events.last().map_or(0, Event::at);
-            RunHistory::replay(label, &c.events).map(|h| (h, last_at))
+            // A run paused at a spend cap waits for a person, as one at a question does.
+            let at_cap = super::journal::waiting_at_cap(&c.events).is_some();
+            RunHistory::replay(label, &c.events).map(|h| (h, last_at, at_cap))
         })
         .map_err(|e| e.to_string());
     match history {
-        Ok((h, last_at)) => RunSummary {
+        Ok((h, last_at, at_cap)) => RunSummary {
             state: match h.outcome {
                 _ if !h.started => RunState::NotStarted,
                 _ if !h.frames.is_empty() && busy() => RunState::Active,
@@ -407,6 +410,7 @@ pub(crate) fn summarize(
                 {
                     RunState::WaitingForAnswer
                 }
+                _ if !h.frames.is_empty() && at_cap => RunState::WaitingForAnswer,
                 _ if !h.frames.is_empty() => RunState::Interrupted,
                 _ if h.root_fell_back => RunState::FellBack,
                 Some(Outcome::Completed) => RunState::Completed,

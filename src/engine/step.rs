@@ -331,6 +331,14 @@ pub struct AgentReport {
     /// How many times the agent was asked (a wrong answer is asked again once).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub attempts: u32,
+    /// The model that answered, when the agent said (its price gives the cost of agents
+    /// that report only tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether `cost_usd` is mekara's estimate from its price table, not what the agent
+    /// reported (`agents::prices`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost_estimated: bool,
 }
 
 fn one() -> u32 {
@@ -548,7 +556,7 @@ impl AgentReport {
     pub(crate) fn summary(&self) -> String {
         let mut parts = Vec::new();
         if let Some(cost) = self.cost_usd {
-            parts.push(format!("${cost:.4}"));
+            parts.push(crate::display::usd(cost, self.cost_estimated));
         }
         match (self.input_tokens, self.output_tokens) {
             (Some(input), Some(output)) => parts.push(format!("{input} tokens in, {output} out")),

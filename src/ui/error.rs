@@ -65,6 +65,10 @@ pub(crate) enum UiError {
         /// How many.
         open: usize,
     },
+    /// An answer to a run paused at a spend cap that is neither `stop` nor a raise above
+    /// the cap in force.
+    #[error("{0}")]
+    CapAnswer(String),
     /// An answer without its value.
     #[error("the answer is missing: send it as the form field `value`")]
     NoAnswer,
@@ -109,9 +113,10 @@ impl UiError {
     pub(crate) fn status(&self) -> StatusCode {
         match self {
             UiError::NoPage { .. } | UiError::NoStep { .. } => StatusCode::NOT_FOUND,
-            UiError::Body { .. } | UiError::TwoHeaders { .. } | UiError::NoAnswer => {
-                StatusCode::BAD_REQUEST
-            }
+            UiError::Body { .. }
+            | UiError::TwoHeaders { .. }
+            | UiError::NoAnswer
+            | UiError::CapAnswer(_) => StatusCode::BAD_REQUEST,
             UiError::Host { .. } => StatusCode::MISDIRECTED_REQUEST,
             UiError::Origin { .. } | UiError::CrossSite | UiError::Token => StatusCode::FORBIDDEN,
             UiError::Streams { .. } => StatusCode::SERVICE_UNAVAILABLE,

@@ -24,7 +24,7 @@ fn layout(token: &str, title: &str, body: Markup) -> String {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · mekara" }
                 link rel="stylesheet" href="/assets/app.css";
             }

@@ -77,7 +77,7 @@ pub(crate) fn layout(page: &Page<'_>, title: &str, body: &Markup) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (Text(title)) " · mekara" }
                 link rel="stylesheet" href="/assets/app.css";
                 script src="/assets/app.js" defer {}
@@ -285,6 +285,7 @@ pub(crate) fn run_page(page: &Page<'_>, run: &RunDetail, shared: bool) -> Markup
             p class="problem" { (Text(torn)) }
         }
         (actions(page, run, shared))
+        (super::spend::section(&run.spend, &run.row.id, page.token))
         section class="waterfall" {
             h2 { "Steps" }
             @if let Some(submitted) = queued {
@@ -677,6 +678,7 @@ mod tests {
             commands: vec![format!("mekara run --resume '{id}'")],
             torn: None,
             now: None,
+            spend: crate::ui::spend::SpendView::default(),
         };
         let page = Page {
             token: Some("t0k"),

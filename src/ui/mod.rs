@@ -17,6 +17,7 @@
 mod error;
 mod eval;
 mod html;
+mod spend;
 mod view;
 
 use std::convert::Infallible;
@@ -438,6 +439,26 @@ impl Viewer {
                 let answer = value(pairs, "value")
                     .map(str::to_string)
                     .ok_or(UiError::NoAnswer)?;
+                // A run paused at a spend cap: the answer raises the cap or stops the run.
+                let (me, run, given) = (self.clone(), id.clone(), answer.clone());
+                let capped = blocking(move || {
+                    crate::engine::caps::answer_cap(
+                        Resolver::new(&me.locations),
+                        me.store.clone(),
+                        &run,
+                        &given,
+                        AnsweredBy::Viewer,
+                    )
+                    .map(|a| a.map(|a| (a, me.store.resume_command(&run, false))))
+                })
+                .await?;
+                match capped {
+                    Some((Err(refused), _)) => return Err(UiError::CapAnswer(refused)),
+                    Some((Ok(answered), resume)) => {
+                        return Ok(done(*api, &page, id, &answered.said(id, &resume)));
+                    }
+                    None => {}
+                }
                 let (me, run) = (self.clone(), id.clone());
                 let (path, answer, resume) = blocking(move || {
                     let answered = Executor::answer_run(
@@ -699,9 +720,13 @@ fn respond(status: StatusCode, kind: &'static str, body: Bytes) -> Response<Body
         header::X_CONTENT_TYPE_OPTIONS,
         http::HeaderValue::from_static("nosniff"),
     );
+    // `same-origin`, not `no-referrer`: the token in a page's address never leaves for
+    // another site either way, but under `no-referrer` a browser sends `Origin: null` with
+    // the page's own form posts, which the origin check refuses (no form of the viewer
+    // could be used from a browser).
     headers.insert(
         header::REFERRER_POLICY,
-        http::HeaderValue::from_static("no-referrer"),
+        http::HeaderValue::from_static("same-origin"),
     );
     headers.insert(
         header::CACHE_CONTROL,

@@ -181,11 +181,7 @@ impl Spent {
     fn of(events: &[Event]) -> Spent {
         let mut spent = Spent::default();
         for event in events {
-            let agent = match event {
-                Event::Step(step) => step.record.result.agent.as_ref(),
-                Event::Pop(pop) => pop.agent.as_ref(),
-                _ => None,
-            };
+            let agent = event.agent_report();
             if let Some(agent) = agent {
                 spent.add(agent);
             }
@@ -221,6 +217,8 @@ pub(crate) struct RunDetail {
     pub frames: Vec<FrameView>,
     /// What the agents spent.
     pub spent: Spent,
+    /// The caps, a pause at one, and the estimate.
+    pub spend: super::spend::SpendView,
     /// The question it waits on, when nobody drives it and it waits for a person.
     pub question: Option<Question>,
     /// Commands that go on with it.
@@ -427,6 +425,7 @@ pub(crate) fn detail(
             submitted_at,
             frames: Vec::new(),
             spent: Spent::default(),
+            spend: super::spend::SpendView::default(),
             question: None,
             commands: Vec::new(),
             torn: None,
@@ -434,6 +433,13 @@ pub(crate) fn detail(
         });
     };
     let spent = Spent::of(&contents.events);
+    let spend = super::spend::SpendView::of(
+        store,
+        id,
+        &crate::script::name::shown(&summary.script),
+        &contents.events,
+        spent.answers,
+    );
     let clipped = clip_outputs(id, &mut contents.events);
     let events = &contents.events;
     let frames = frames(events, &clipped);
@@ -477,6 +483,7 @@ pub(crate) fn detail(
         until,
         frames,
         spent,
+        spend,
         question,
         commands,
         torn,
@@ -607,7 +614,7 @@ fn frames(events: &[Event], clipped: &HashMap<usize, ClippedOutput>) -> Vec<Fram
             }
             // The pending step's prompt is for `status` and `runs show`; the step shows
             // once answered.
-            Event::Ignored(_) | Event::Handed(_) | Event::Agent(_) => {}
+            Event::Ignored(_) | Event::Handed(_) | Event::Agent(_) | Event::Cap(_) => {}
             Event::Killed(killed) => {
                 if let Some(&top) = open.last() {
                     arena[top].items.push(Slot::Item(Item::Killed {

@@ -683,6 +683,7 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
         assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
         if stopped_by(&run).contains("release anyway") {
             run = answer_and_resume(project, "release anyway");
+            assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
         }
         run = answer_and_resume(project, answer);
     }

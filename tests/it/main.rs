@@ -56,6 +56,7 @@ mod runs_index;
 mod serve;
 mod shadowing;
 mod shell;
+mod spend;
 mod stack;
 mod standin;
 mod stops;

@@ -372,7 +372,8 @@ fn limits_stop_the_tasks_of_a_group_from_starting_and_the_run_resumes_with_the_r
             value,
         ];
         if limit == "--max-cost" {
-            args.extend(["--max-parallel-agents", "1"]);
+            // Stopped, as today, rather than paused for a person.
+            args.extend(["--max-parallel-agents", "1", "--on-cap", "stop"]);
         }
         args.push("orchard");
         let run = project.run(&args, "");

@@ -512,11 +512,12 @@ fn a_queues_concurrency_holds_across_workers_and_its_max_cost_stops_a_run() {
         "{}",
         stderr_of(s, "a")
     );
-    // `max_cost = 0.5`: the first agent step spent $0.60, so the second never ran.
+    // `max_cost = 0.5`: the first agent step spent $0.60, so the second never ran; the run
+    // waits at the cap for a person (`mekara answer`).
     assert_eq!(state(&db, &paid), "failed");
     let said = format!("{}{}", stderr_of(s, "a"), stderr_of(s, "b"));
     assert!(
-        said.contains(&format!("failed run {paid}: stopped: stopped before `paid[1]`: the run's agents spent $0.6000 (`--max-cost 0.5`)")),
+        said.contains(&format!("failed run {paid}: waiting: paused before `paid[1]`: the run's agents spent $0.6000 (`--max-cost 0.5`)")),
         "{said}"
     );
     // A flag given to `submit` wins over the queue's setting.

@@ -1300,3 +1300,72 @@ fn hostile_run_ids_in_the_shared_store_are_refused_by_its_schema_and_skipped_by_
         {"wait": "window.pwned === undefined && document.querySelectorAll('img').length === 0"},
     ]));
 }
+
+/// Issue 44: a run paused at a spend cap shows in the viewer with what it spent against its
+/// caps and the estimate from its script's past runs, and is answered there: the API raises
+/// one run's cap, the page's form another's; each resumes without asking a step twice.
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs Chromium")]
+fn the_viewer_shows_the_spend_and_the_estimate_and_raises_a_paused_runs_cap() {
+    let project = crate::unattended::project();
+    let unattended = |extra: &[&str]| {
+        let mut args = vec!["run", "--agent-command", crate::unattended::AGENT_COMMAND];
+        args.extend_from_slice(extra);
+        project.run(&args, "")
+    };
+    unattended(&["--max-cost", "0.5", "colour"]).expect_code(1);
+    let first = project.run_ids().pop().expect("a run");
+    let viewer = Viewer::start(&project);
+    let detail = get_json(&viewer.with_token(&format!("/api/runs/{first}")));
+    assert_eq!(detail["spend"]["caps"], "`--max-cost 0.5`", "{detail}");
+    assert_eq!(detail["state_key"], "waiting", "{detail}");
+    let token = format!("X-Mekara-Token: {}", viewer.token);
+    let answer_url = format!("{}/api/runs/{first}/answer", viewer.base);
+    let (status, body) = curl(&["-H", &token, "--data", "value=max-cost=0.1", &answer_url]);
+    assert_eq!(status, 400, "a cap lowered is refused: {body}");
+    let (status, body) = curl(&["-H", &token, "--data", "value=max-cost=1", &answer_url]);
+    assert_eq!(status, 200, "{body}");
+    unattended(&["--resume", &first]).expect_code(0);
+
+    unattended(&["--max-cost", "0.4", "colour"]).expect_code(1);
+    let second = project.run_ids().pop().expect("a run");
+    let work = tempfile::tempdir().expect("tempdir");
+    let (paused, answered) = (
+        work.path().join("paused.html"),
+        work.path().join("answered.html"),
+    );
+    browse(&json!([
+        {"open": viewer.with_token(&format!("/runs/{second}"))},
+        {"wait": "document.querySelector('#cap form') !== null"},
+        {"dom": paused},
+        {"eval": "document.querySelector('#cap input[name=value]').value = 'max-cost=2'; document.querySelector('#cap form').submit(); true"},
+        {"wait": "document.querySelector('#spend') !== null && document.querySelector('#cap') === null"},
+        {"dom": answered},
+    ]));
+    let paused = std::fs::read_to_string(paused).expect("the paused page's DOM");
+    for expected in [
+        "caps: `--max-cost 0.4`",
+        "⏸ paused at a cap before `colour[4] &gt; plain[0]`: the run's agents spent $0.5000 (`--max-cost 0.4`)",
+        "estimate for `colour` from 1 past completed run: cost $0.7500 median, $0.7500 at the 90th percentile; 321 tokens median, 321 at the 90th percentile",
+        "stop the run",
+    ] {
+        assert!(
+            paused.contains(expected),
+            "`{expected}` is not in:\n{paused}"
+        );
+    }
+    let answered = std::fs::read_to_string(answered).expect("the answered page's DOM");
+    assert!(answered.contains("caps: `--max-cost 2`"), "{answered}");
+    let show = project.run(&["runs", "show", &second], "").stdout;
+    assert!(
+        show.contains("· caps raised in `mekara ui` to `--max-cost 2`"),
+        "{show}"
+    );
+    unattended(&["--resume", &second]).expect_code(0);
+    let steps: Vec<String> = crate::unattended::calls(&project)
+        .iter()
+        .map(|c| c["step"].as_str().expect("a step").to_string())
+        .collect();
+    let once = ["colour[1]", "colour[3]", "colour[4] > plain[0]"];
+    assert_eq!(steps, [once, once].concat(), "no step asked twice");
+}

@@ -86,7 +86,7 @@ pub(crate) fn answers(project: &Project, answers: &Json) {
 }
 
 /// The steps the agent was asked about, in order.
-fn asked_steps(project: &Project) -> Vec<String> {
+pub(crate) fn asked_steps(project: &Project) -> Vec<String> {
     calls(project)
         .iter()
         .map(|c| c["step"].as_str().expect("a string").to_string())
@@ -108,7 +108,7 @@ fn run(project: &Project, extra: &[&str]) -> Run {
     project.run(&args, "")
 }
 
-fn json_summary(run: &Run) -> Json {
+pub(crate) fn json_summary(run: &Run) -> Json {
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("no JSON summary ({e}):\n{}\n{}", run.stdout, run.stderr))
 }
@@ -549,7 +549,10 @@ fn max_agent_steps_stops_before_the_next_agent_step_and_the_run_resumes() {
 #[test]
 fn max_cost_and_max_duration_stop_the_run_naming_the_limit() {
     let project = project();
-    let run = run(&project, &["--max-cost", "0.5", "colour"]);
+    let run = run(
+        &project,
+        &["--max-cost", "0.5", "--on-cap", "stop", "colour"],
+    );
     run.expect_code(1);
     let summary = json_summary(&run);
     assert_eq!(

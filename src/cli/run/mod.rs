@@ -159,7 +159,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     }
     if args.unattended.dry_run {
         let name = super::script_named(&resolver, args.name.as_deref().unwrap_or_default(), "run")?;
-        return super::unattended::dry_run(&resolver, &name);
+        return super::unattended::dry_run(&resolver, &store, &name);
     }
     let how = match (&args.from, args.retry) {
         (Some(step), _) => Some(Rewind::From(step.clone())),
@@ -196,6 +196,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
             runner,
             settings,
             cwd,
+            project_root: locations.project_root.clone(),
         };
         return super::unattended::run(&args.unattended, session, start);
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value as Json};
 
-use super::{Asked, End, UnattendedArgs, add, cost_note, limit_reached};
+use super::{Asked, End, UnattendedArgs, add, cost_note};
 use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::agents::history::Progress;
 use crate::agents::reply;
@@ -30,6 +30,10 @@ pub(super) struct Group<'a> {
     pub spent: &'a Spent,
     /// When the run (this process's part of it) started, for `--max-duration`.
     pub started: Instant,
+    /// The run's limits and spend caps.
+    pub limits: &'a super::limits::Limits,
+    /// What models' tokens cost, for agents that report no cost.
+    pub prices: &'a crate::agents::prices::Prices,
 }
 
 /// What the workers share: the next task to start, and what the run has spent with the
@@ -37,23 +41,20 @@ pub(super) struct Group<'a> {
 struct Budget {
     next: usize,
     spent: Spent,
-    /// Why no more tasks start, once a limit is reached: `stopped before …`.
-    limit: Option<String>,
+    /// Why no more tasks start, once a limit is reached: the task, and the limit.
+    limit: Option<(String, super::limits::Reached)>,
 }
 
 impl Budget {
     /// The next task to start, unless the tasks are all started or a limit is reached. A
     /// started task counts as an agent answer at once (it will be journaled as one).
-    fn take<'t>(&mut self, args: &UnattendedArgs, group: &Group<'t>) -> Option<&'t Task> {
+    fn take<'t>(&mut self, group: &Group<'t>) -> Option<&'t Task> {
         let task = group.tasks.get(self.next)?;
         if self.limit.is_some() {
             return None;
         }
-        if let Some(limit) = limit_reached(args, &self.spent, group.started.elapsed()) {
-            self.limit = Some(format!(
-                "stopped before `{}`: {limit}",
-                reply::task_label(group.path, task.member)
-            ));
+        if let Some(reached) = group.limits.reached(&self.spent, group.started.elapsed()) {
+            self.limit = Some((reply::task_label(group.path, task.member), reached));
             return None;
         }
         self.next += 1;
@@ -141,7 +142,7 @@ pub(super) fn ask_tasks(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     };
     let (sender, answers) = mpsc::channel::<Message>();
-    let deadline = super::deadline(args, group.started);
+    let deadline = super::deadline(group.limits, group.started);
     let mut stopped = false;
     std::thread::scope(|scope| {
         for worker in 0..workers {
@@ -151,7 +152,7 @@ pub(super) fn ask_tasks(
                 // Limits are checked before each task starts: the tasks started finish.
                 loop {
                     // The guard is dropped here, before the task runs.
-                    let Some(task) = lock().take(args, group) else {
+                    let Some(task) = lock().take(group) else {
                         break;
                     };
                     if cancel.is_cancelled() {
@@ -171,11 +172,25 @@ pub(super) fn ask_tasks(
                             .map(|n| n.member_slot(worker + 1, number_of(task))),
                         ..base.clone()
                     };
-                    let bounds = super::Bounds { timeout, deadline };
-                    let answer =
-                        ask_one(agent.as_mut(), &mut request, task, bounds, cancel, &sender);
+                    let bounds = super::Bounds {
+                        timeout,
+                        deadline,
+                        max_step_tokens: None,
+                    };
+                    let answer = ask_one(
+                        agent.as_mut(),
+                        &mut request,
+                        task,
+                        bounds,
+                        group.prices,
+                        cancel,
+                        &sender,
+                    );
                     if let Some((_, report)) = &answer {
-                        lock().spent.cost_usd += report.cost_usd.unwrap_or(0.0);
+                        let mut budget = lock();
+                        // Counted as an answer when it started.
+                        budget.spent.add(report, false);
+                        budget.spent.answers -= 1;
                     }
                     if let Some(note) = &request.group_note {
                         note.clear();
@@ -228,8 +243,8 @@ pub(super) fn ask_tasks(
     if stopped || cancel.is_cancelled() {
         return Asked::Stop(End::Interrupted);
     }
-    if let Some(limit) = lock().limit.take() {
-        return Asked::Stop(End::Limit(limit));
+    if let Some((step, reached)) = lock().limit.take() {
+        return Asked::Stop(super::at_limit(session, group.limits, &step, reached));
     }
     Asked::Next(session.go_on(progress))
 }
@@ -241,6 +256,7 @@ fn ask_one(
     request: &mut Request,
     task: &Task,
     bounds: super::Bounds,
+    prices: &crate::agents::prices::Prices,
     cancel: &CancelToken,
     sender: &mpsc::Sender<Message>,
 ) -> Option<Answered> {
@@ -249,7 +265,10 @@ fn ask_one(
     let mut backoff = super::Backoff::new();
     loop {
         eprintln!("… asking an agent: llm step `{}`", request.step);
-        let (answer, report) = match agent.ask(request, bounds.timeout, cancel) {
+        let (answer, report) = match agent
+            .ask(request, bounds.timeout, cancel)
+            .map_report(|r| prices.estimate(r))
+        {
             AgentReply::Cancelled => return None,
             AgentReply::Outputs(outputs, report) => {
                 let checked =

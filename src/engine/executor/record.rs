@@ -21,6 +21,16 @@ impl Executor {
         self.append(&Event::Agent(note))
     }
 
+    /// Journals a note about the run's spend caps (a pause at one, a person's answer), on
+    /// disk at once: a person looking at the run sees why it waits.
+    pub(crate) fn note_cap(&mut self, note: super::journal::CapEvent) -> Result<(), EngineError> {
+        if self.journal.is_none() || self.stack.is_empty() {
+            return Ok(());
+        }
+        self.append(&Event::Cap(note))?;
+        self.sync()
+    }
+
     /// Journals that the agent asked about `step`, the pending item of the top frame, was
     /// turned away by the model and that the run now waits `wait` before asking again
     /// (`attempt`). A note, not a step result: replay skips it.
