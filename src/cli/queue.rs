@@ -372,7 +372,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
                 if running.len() == 1 { "s" } else { "" }
             );
             for r in running.values() {
-                interrupt(&r.child);
+                crate::engine::process::interrupt(&r.child);
             }
         }
         let ended: Vec<(String, ExitStatus)> = running
@@ -402,7 +402,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
                 {
                     r.cancelled = true;
                     eprintln!("cancelling run {id}: stopping it within the step in flight");
-                    interrupt(&r.child);
+                    crate::engine::process::interrupt(&r.child);
                 }
             }
         }
@@ -425,16 +425,6 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
             return Ok(Exit::Success);
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Asks a child `mekara run` to stop its run resumably (its Ctrl-C).
-fn interrupt(child: &Child) {
-    if let Some(pid) = i32::try_from(child.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
     }
 }
 
@@ -530,6 +520,7 @@ fn start(
     };
     let stderr = open(&log, true)?;
     let stdout = open(&summary_path(&log), false)?;
+    crate::engine::process::interruptible(&mut command);
     let mut child = match command
         .stdin(Stdio::piped())
         .stdout(stdout)

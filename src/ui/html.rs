@@ -552,6 +552,7 @@ fn step_html(axis: &Axis<'_>, step: &StepView, body: &mut String) {
             command,
             working_dir,
             env,
+            ..
         } => {
             let _ = write!(
                 body,
