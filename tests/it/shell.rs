@@ -671,11 +671,11 @@ fn a_shell_mekara_does_not_know_is_an_error_naming_the_ones_it_does() {
         Some("def execute(request):\n    auto(\"echo hi\", shell = \"zsh\")\n"),
     );
     let run = project.run(&["run", "zsh"], "\n");
+    let said = format!("{}{}", run.stdout, run.stderr);
     assert!(
-        run.stderr.contains(
+        said.contains(
             "`shell` is `zsh`, which mekara does not know; use one of `\"bash\"`, `\"pwsh\"`, `\"cmd\"`"
         ),
-        "{}",
-        run.stderr
+        "{said}"
     );
 }
