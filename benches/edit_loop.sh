@@ -11,7 +11,7 @@
 # TREE    the checkout (default this one); another, e.g. an older commit made with
 #         `git worktree add --detach /tmp/old COMMIT`, puts two layouts side by side: give
 #         both the same CARGO_TARGET_DIR so the dependencies are built once
-# FILE    the library file edited (default src/engine/executor.rs)
+# FILE    the library file edited (default src/engine/executor/mod.rs)
 # TEST    the integration test run (default exit_codes::an_unknown_script_name_is_a_usage_error_everywhere)
 #
 # The edit adds a constant with a new value each round (a comment alone is seen through by
@@ -19,7 +19,7 @@
 set -euo pipefail
 rounds=${1:-3}
 tree=${2:-$(cd "$(dirname "$0")/.." && pwd)}
-file=${3:-src/engine/executor.rs}
+file=${3:-src/engine/executor/mod.rs}
 test=${4:-exit_codes::an_unknown_script_name_is_a_usage_error_everywhere}
 cd "$tree"
 times=$(mktemp)

@@ -246,8 +246,19 @@ fn a_run_failed_at_the_memory_cap_is_retried_with_the_fixed_script() {
     );
 }
 
-/// A frame job for `mekara __evaluate` whose script is `execute`'s body `body`.
+/// A frame job for `mekara __evaluate` whose script is `execute`'s body `body`, opened as a
+/// parent of protocol 1 opens it.
 fn frame_job(body: &str) -> String {
+    opening(1, frame(body)).to_string()
+}
+
+/// A parent's first line: the protocol it speaks and `job`.
+fn opening(protocol: u32, job: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"protocol": protocol, "mekara": "9.9.9", "job": job})
+}
+
+/// The job of a frame whose script is `execute`'s body `body`.
+fn frame(body: &str) -> serde_json::Value {
     serde_json::json!({"Frame": {
         "sources": {
             "origin": "job.star",
@@ -263,7 +274,6 @@ fn frame_job(body: &str) -> String {
         "default_timeout": {"secs": 10, "nanos": 0},
         "limits": {"max_ticks": 1_000_000, "max_heap_bytes": 268_435_456, "max_call_depth": 200}
     }})
-    .to_string()
 }
 
 #[test]
@@ -297,8 +307,14 @@ fn the_evaluating_child_answers_its_parent_and_refuses_what_is_not_its_protocol(
     for (input, what) in [
         ("", "nothing"),
         ("not json\n", "not JSON"),
-        ("{\"Frame\": {}}\n", "a job without its fields"),
-        ("{\"Run\": \"rm -rf /\"}\n", "an unknown job"),
+        (
+            "{\"protocol\": 1, \"job\": {\"Frame\": {}}}\n",
+            "a job without its fields",
+        ),
+        (
+            "{\"protocol\": 1, \"job\": {\"Run\": \"rm -rf /\"}}\n",
+            "an unknown job",
+        ),
         (&"x".repeat(10 << 20), "ten megabytes of one line"),
     ] {
         let run = child(input);
@@ -310,4 +326,25 @@ fn the_evaluating_child_answers_its_parent_and_refuses_what_is_not_its_protocol(
         );
         assert!(run.stdout.is_empty(), "{what}: {}", run.stdout);
     }
+}
+
+#[test]
+fn an_evaluating_child_started_by_a_mekara_of_another_protocol_says_to_restart_the_server() {
+    let project = Project::new();
+    let child = |opening: serde_json::Value| {
+        let run = crate::common::run_with_stdin(
+            project.command(&["__evaluate"]),
+            &format!("{opening}\n"),
+        );
+        run.expect_code(2);
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        run.stderr
+            .replace(env!("CARGO_PKG_VERSION"), "[version]")
+            .trim()
+            .to_string()
+    };
+    // A newer parent (or an older child: the same mismatch).
+    insta::assert_snapshot!(child(opening(999, frame("    x = 1\n"))), @"error: this evaluator is mekara [version] (protocol 1) and was started by mekara 9.9.9 (protocol 999): mekara was upgraded or replaced under a server that is still running; restart the server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so that it and its evaluator are the same mekara");
+    // A parent from before the protocol had a version: its first line is the job itself.
+    insta::assert_snapshot!(child(frame("    x = 1\n")), @"error: this evaluator is mekara [version] (protocol 1) and was started by an older mekara, without a protocol version: mekara was upgraded or replaced under a server that is still running; restart the server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so that it and its evaluator are the same mekara");
 }

@@ -10,7 +10,7 @@ use starlark::syntax::AstModule;
 
 use super::evaluator::SUBCOMMAND;
 use super::link::Link;
-use super::protocol::{Ask, CallJob, FrameJob, LoadJob, Outcome, Start};
+use super::protocol::{Ask, CallJob, FrameJob, LoadJob, Opening, Outcome, Start, other_protocol};
 use super::sources::Sources;
 use crate::engine::compiled::{
     Called, DirectCall, Evaluation, FrameRun, Program, evaluate_counted,
@@ -31,13 +31,19 @@ pub(crate) fn serve_parent() -> anyhow::Result<()> {
     let mut from_parent = BufReader::new(std::io::stdin());
     let mut line = String::new();
     from_parent.read_line(&mut line)?;
-    let start: Start = serde_json::from_str(&line).map_err(|e| {
+    let not_understood = |e: serde_json::Error| {
         anyhow::anyhow!(
             "`mekara {SUBCOMMAND}` is mekara's own, and this one ({}) does not understand the \
              mekara that started it ({e}): was mekara upgraded under it? Restart it",
             env!("CARGO_PKG_VERSION")
         )
-    })?;
+    };
+    let opening: serde_json::Value = serde_json::from_str(&line).map_err(not_understood)?;
+    if let Some(refused) = other_protocol(&opening) {
+        anyhow::bail!(refused);
+    }
+    let Opening { job: start, .. }: Opening<Start> =
+        serde_json::from_value(opening).map_err(not_understood)?;
     let link = Link(Mutex::new((from_parent, std::io::stdout())));
     let finished = match start {
         Start::Frame(job) => evaluate_frame(job, &link),

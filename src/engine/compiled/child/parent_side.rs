@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::evaluator::SUBCOMMAND;
 use super::protocol::{
-    Answer, Ask, CallJob, FrameJob, LoadJob, Outcome, Start, stopped, write_line,
+    Answer, Ask, CallJob, FrameJob, LoadJob, Opening, Outcome, Start, stopped, write_line,
 };
 use super::sources::Sources;
 use crate::engine::compiled::static_check::largest_constant;
@@ -277,7 +277,7 @@ enum End {
 fn start<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
     let _evaluating = Evaluating::enter();
     match Live::spawn(exe) {
-        Ok(live) => converse(live, start, run, false),
+        Ok(live) => converse(live, &Opening::new(start), run, false),
         Err(e) => {
             let detail = format!("cannot start `{} {SUBCOMMAND}`: {e}", exe.display());
             Ended {

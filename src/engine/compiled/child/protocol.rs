@@ -18,7 +18,56 @@ use crate::engine::observer::Recorded;
 use crate::engine::runner::{Ran, ShellStep, ToolCall};
 use crate::engine::step::{StepInput, StepRecord};
 
-/// What the parent sends first: the job.
+/// The version of what the parent and the child say to each other. Raise it with any change
+/// to these messages that an older or newer mekara would misread: a child is started by path
+/// where the running binary cannot be kept open (the portable backend), so an upgrade under
+/// a long-running server can start a child of another version, and then both must say so
+/// rather than misunderstand each other.
+pub(super) const PROTOCOL: u32 = 1;
+
+/// The parent's first line: the protocol it speaks, its version (for the message a child of
+/// another protocol gives), and the job.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Opening<J> {
+    pub(super) protocol: u32,
+    pub(super) mekara: String,
+    pub(super) job: J,
+}
+
+impl<J> Opening<J> {
+    /// `job`, as this mekara opens it.
+    pub(super) fn new(job: J) -> Opening<J> {
+        Opening {
+            protocol: PROTOCOL,
+            mekara: env!("CARGO_PKG_VERSION").to_string(),
+            job,
+        }
+    }
+}
+
+/// Why a child does not take `opening` (the parent's first line, as JSON) up: it was
+/// started by a mekara of another protocol. `None` when the protocols are the same (the
+/// job itself is read after).
+pub(super) fn other_protocol(opening: &Json) -> Option<String> {
+    let theirs = opening.get("protocol").and_then(Json::as_u64);
+    if theirs == Some(u64::from(PROTOCOL)) {
+        return None;
+    }
+    let mine = env!("CARGO_PKG_VERSION");
+    let parent = match (theirs, opening.get("mekara").and_then(Json::as_str)) {
+        (Some(protocol), Some(version)) => format!("mekara {version} (protocol {protocol})"),
+        (Some(protocol), None) => format!("a mekara of protocol {protocol}"),
+        (None, _) => "an older mekara, without a protocol version".to_string(),
+    };
+    Some(format!(
+        "this evaluator is mekara {mine} (protocol {PROTOCOL}) and was started by {parent}: \
+         mekara was upgraded or replaced under a server that is still running; restart the \
+         server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so \
+         that it and its evaluator are the same mekara"
+    ))
+}
+
+/// What the parent sends first, inside an [`Opening`]: the job.
 #[derive(Serialize, Deserialize)]
 pub(super) enum Start {
     /// Evaluate a frame of a run.
