@@ -70,13 +70,22 @@ impl CtrlC {
     }
 }
 
-/// The time left until `deadline`, `Some(None)` for none, `None` when it has passed.
-fn left(deadline: Option<Instant>) -> Option<Option<std::time::Duration>> {
+/// The time left until a prompt's deadline.
+enum Left {
+    /// It has none.
+    Forever,
+    /// This much.
+    For(std::time::Duration),
+    /// It passed.
+    Passed,
+}
+
+fn left(deadline: Option<Instant>) -> Left {
     match deadline {
-        None => Some(None),
-        Some(deadline) => {
-            let left = deadline.saturating_duration_since(Instant::now());
-            (!left.is_zero()).then_some(Some(left))
-        }
+        None => Left::Forever,
+        Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
+            left if left.is_zero() => Left::Passed,
+            left => Left::For(left),
+        },
     }
 }

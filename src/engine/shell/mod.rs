@@ -271,7 +271,7 @@ fn finish(
         (_, Ok(s)) => match s.code() {
             Some(0) => None,
             Some(code) => Some(format!("exited with code {code}")),
-            None => Some(format!("killed by signal {}", os::signal_of(s))),
+            None => Some(format!("killed by signal {}", os::signal_of(*s))),
         },
     };
     Ran::Done(StepResult {

@@ -88,17 +88,14 @@ impl ShellRunner {
             Ok(Program::Named { program, args, .. }) => Some((program, args)),
             Err(error) => return failed(started, error),
         };
-        let mut command = match (&named, &gate) {
-            (Some((program, args)), None) => {
-                let mut command = Command::new(program);
-                command.args(*args).arg(&step.command);
-                command
-            }
-            _ => {
-                let mut command = Command::new(&self.shell);
-                command.arg("-c");
-                command
-            }
+        let mut command = if let (Some((program, args)), None) = (&named, &gate) {
+            let mut command = Command::new(program);
+            command.args(*args).arg(&step.command);
+            command
+        } else {
+            let mut command = Command::new(&self.shell);
+            command.arg("-c");
+            command
         };
         let stdin = if let Some((gate_in, gate_out)) = gate {
             let gate = if self.tied { TIED_GATE } else { GATE };
@@ -241,8 +238,8 @@ impl ShellRunner {
 }
 
 /// The signal that ended a process, for its step's error.
-pub(super) fn signal_of(status: &std::process::ExitStatus) -> i32 {
-    std::os::unix::process::ExitStatusExt::signal(status).unwrap_or(0)
+pub(super) fn signal_of(status: std::process::ExitStatus) -> i32 {
+    std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
 }
 
 /// Whether `link` is a symbolic link to `exe`.

@@ -169,7 +169,7 @@ impl ShellRunner {
 }
 
 /// Never called: a Windows process always ends with an exit code.
-pub(super) fn signal_of(_status: &std::process::ExitStatus) -> i32 {
+pub(super) fn signal_of(_status: std::process::ExitStatus) -> i32 {
     0
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use super::{CtrlC, Stdin, left};
+use super::{CtrlC, Left, Stdin, left};
 
 /// Readable once Ctrl-C was pressed.
 pub(super) struct Pressed {
@@ -44,12 +44,12 @@ pub(crate) fn read_stdin(
         if let Some(ctrl_c) = ctrl_c {
             fds.push(PollFd::new(&ctrl_c.pressed.pressed, PollFlags::IN));
         }
-        let Some(left) = left(deadline) else {
-            return Ok(Stdin::TimedOut);
-        };
         // A millisecond more, so that the deadline has passed when poll returns.
-        let wait = left
-            .and_then(|left| Timespec::try_from(left + std::time::Duration::from_millis(1)).ok());
+        let wait = match left(deadline) {
+            Left::Passed => return Ok(Stdin::TimedOut),
+            Left::Forever => None,
+            Left::For(left) => Timespec::try_from(left + std::time::Duration::from_millis(1)).ok(),
+        };
         match poll(&mut fds, wait.as_ref()) {
             Ok(_) => {}
             Err(Errno::INTR) => continue,

@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{CtrlC, Stdin, left};
+use super::{CtrlC, Left, Stdin, left};
 
 /// How often a waiting prompt looks at the flag.
 const TICK: Duration = Duration::from_millis(50);
@@ -21,6 +21,7 @@ pub(super) struct Pressed {
 }
 
 impl Pressed {
+    #[allow(clippy::unnecessary_wraps)] // The Unix one can fail; the callers are shared.
     pub(super) fn new(flag: &Arc<AtomicBool>) -> std::io::Result<Pressed> {
         Ok(Pressed { flag: flag.clone() })
     }
@@ -70,10 +71,12 @@ pub(crate) fn read_stdin(
         if ctrl_c.is_some_and(|c| c.pressed.flag.load(Ordering::SeqCst)) {
             return Ok(Stdin::Interrupted);
         }
-        let Some(left) = left(deadline) else {
-            return Ok(Stdin::TimedOut);
+        let wait = match left(deadline) {
+            Left::Passed => return Ok(Stdin::TimedOut),
+            Left::Forever => TICK,
+            Left::For(left) => left.min(TICK),
         };
-        match receive.recv_timeout(left.map_or(TICK, |left| left.min(TICK))) {
+        match receive.recv_timeout(wait) {
             Ok(Some(bytes)) => {
                 buffered.extend_from_slice(&bytes);
                 return Ok(Stdin::Read);
