@@ -193,7 +193,41 @@ impl StepRunner for ShellRunner {
     }
 }
 
+/// One pipe for a step's stdout and stderr together, so the output keeps the order in which
+/// it was written: the end mekara reads, and the shell's two copies of the other.
+struct Output {
+    reader: std::io::PipeReader,
+    stdout: std::io::PipeWriter,
+    stderr: std::io::PipeWriter,
+}
+
 impl ShellRunner {
+    /// Spawns the step's shell in a group of its own (`os`) and waits for it.
+    fn spawn_and_wait(
+        &self,
+        step: &ShellStep,
+        on_output: &mut dyn FnMut(&[u8]),
+        cancel: &CancelToken,
+    ) -> Ran {
+        // A stop asked for before the step began (say, its header could not be shown)
+        // starts nothing.
+        if cancel.is_cancelled() {
+            return Ran::Cancelled;
+        }
+        let started = Instant::now();
+        let output = std::io::pipe().and_then(|(reader, stdout)| {
+            Ok(Output {
+                stderr: stdout.try_clone()?,
+                reader,
+                stdout,
+            })
+        });
+        match output {
+            Ok(output) => self.spawn_and_watch(step, started, output, on_output, cancel),
+            Err(e) => self.failed_to_start(step, started, &e),
+        }
+    }
+
     /// The failed result of a step whose shell could not be started. The folder is only
     /// looked at then, so a step does not pay for a `stat` it nearly never needs.
     fn failed_to_start(&self, step: &ShellStep, started: Instant, e: &std::io::Error) -> Ran {

@@ -11,7 +11,9 @@ use super::super::process::{ExitWatch, clock_ns, kill_group};
 use super::super::runner::{CancelToken, Ran, ShellStep};
 use super::super::step::Kept;
 use super::program::{self, Program};
-use super::{DRAIN_GRACE, READ_SIZE, RUNNING_MEKARA, ShellRunner, Stop, TICK, failed, finish};
+use super::{
+    DRAIN_GRACE, Output, READ_SIZE, RUNNING_MEKARA, ShellRunner, Stop, TICK, failed, finish,
+};
 
 thread_local! {
     /// The read buffer of the steps run on this thread, made once and handed from step to
@@ -48,27 +50,20 @@ fn gated(gate: &str, command: &str) -> String {
 
 impl ShellRunner {
     /// Spawns the step's shell in its own process group and waits for it.
-    pub(super) fn spawn_and_wait(
+    pub(super) fn spawn_and_watch(
         &self,
         step: &ShellStep,
+        started: Instant,
+        output: Output,
         on_output: &mut dyn FnMut(&[u8]),
         cancel: &CancelToken,
     ) -> Ran {
-        // A stop asked for before the step began (say, its header could not be shown)
-        // starts nothing.
-        if cancel.is_cancelled() {
-            return Ran::Cancelled;
-        }
-        let started = Instant::now();
         let failed_to_start = |e: std::io::Error| self.failed_to_start(step, started, &e);
-        let (mut reader, writer) = match std::io::pipe() {
-            Ok(pair) => pair,
-            Err(e) => return failed_to_start(e),
-        };
-        let stderr = match writer.try_clone() {
-            Ok(w) => w,
-            Err(e) => return failed_to_start(e),
-        };
+        let Output {
+            mut reader,
+            stdout: writer,
+            stderr,
+        } = output;
         // A step whose group is noted starts held at a gate (see `GATE`): it runs nothing
         // until its group is on disk, so a mekara killed in between leaves nothing running
         // that a resume could not find.

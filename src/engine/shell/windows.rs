@@ -19,29 +19,26 @@ use super::super::process::{Job, clock_ns, resume};
 use super::super::runner::{CancelToken, Ran, ShellStep};
 use super::super::step::Kept;
 use super::program::{self, Program};
-use super::{DRAIN_GRACE, READ_SIZE, RUNNING_MEKARA, ShellRunner, Stop, TICK, failed, finish};
+use super::{
+    DRAIN_GRACE, Output, READ_SIZE, RUNNING_MEKARA, ShellRunner, Stop, TICK, failed, finish,
+};
 
 impl ShellRunner {
     /// Spawns the step's shell in a Job of its own and waits for it.
-    pub(super) fn spawn_and_wait(
+    pub(super) fn spawn_and_watch(
         &self,
         step: &ShellStep,
+        started: Instant,
+        output: Output,
         on_output: &mut dyn FnMut(&[u8]),
         cancel: &CancelToken,
     ) -> Ran {
-        if cancel.is_cancelled() {
-            return Ran::Cancelled;
-        }
-        let started = Instant::now();
         let failed_to_start = |e: std::io::Error| self.failed_to_start(step, started, &e);
-        let (mut reader, writer) = match std::io::pipe() {
-            Ok(pair) => pair,
-            Err(e) => return failed_to_start(e),
-        };
-        let stderr = match writer.try_clone() {
-            Ok(w) => w,
-            Err(e) => return failed_to_start(e),
-        };
+        let Output {
+            mut reader,
+            stdout: writer,
+            stderr,
+        } = output;
         let stdin = self
             .dev_null
             .as_ref()
