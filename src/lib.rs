@@ -36,11 +36,13 @@ use rustix as _;
 // Everything is crate-private but what `main.rs` and the benches call, so the compiler
 // reports what nothing uses; the tests go through the binary.
 mod agents;
+mod cases;
 mod cli;
 mod client;
 mod config;
 mod display;
 mod engine;
+mod eval;
 mod exit;
 #[cfg(test)]
 mod fuzz;
@@ -48,6 +50,7 @@ mod hooks;
 mod install;
 mod mcp;
 mod memory;
+mod notify;
 mod paths;
 mod script;
 mod secrets;

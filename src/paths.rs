@@ -57,6 +57,13 @@ impl Locations {
             .or_else(|| self.user_dir())
             .map(|d| d.join("runs"))
     }
+
+    /// Where evals keep their folders (`mekara eval`): beside the runs they started.
+    pub fn evals_dir(&self) -> Option<PathBuf> {
+        self.project_dir()
+            .or_else(|| self.user_dir())
+            .map(|d| d.join("evals"))
+    }
 }
 
 /// The nearest ancestor of `cwd` (itself included) that holds `.mekara/` or `.claude/`.

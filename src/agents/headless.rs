@@ -152,6 +152,8 @@ pub(crate) struct Spent {
     pub answers: usize,
     /// Their cost, as far as the agent reported it.
     pub cost_usd: f64,
+    /// The tokens they read and wrote.
+    pub tokens: u64,
     /// The agent's session of the last answer that named one.
     pub session: Option<String>,
 }
@@ -169,6 +171,8 @@ impl Spent {
             if let Some(report) = report {
                 spent.answers += 1;
                 spent.cost_usd += report.cost_usd.unwrap_or(0.0);
+                spent.tokens +=
+                    report.input_tokens.unwrap_or(0) + report.output_tokens.unwrap_or(0);
                 // A task of a `parallel` group had an agent session of its own.
                 let task = matches!(event, Event::Step(step) if step.record.parallel.is_some());
                 if report.session.is_some() && !task {

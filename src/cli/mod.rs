@@ -4,6 +4,7 @@
 
 mod answer;
 mod check;
+mod eval;
 mod hook;
 mod install;
 mod mcp;
@@ -14,6 +15,7 @@ mod runs;
 mod scripts;
 mod serve;
 mod store;
+mod test;
 mod tools;
 mod ui;
 mod unattended;
@@ -54,6 +56,8 @@ enum Command {
     Scripts(scripts::ScriptsArgs),
     /// Parse compiled scripts and report errors, without running anything.
     Check(check::CheckArgs),
+    /// Run a script's cases many times with real agents: pass rates, cost, time, failures.
+    Eval(eval::EvalArgs),
     /// List runs, show one run's journal, or prune old runs.
     Runs(runs::RunsArgs),
     /// The shared run store (PostgreSQL): migrate its schema, import or export runs.
@@ -68,6 +72,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Replay recorded MCP sessions (VCR cassettes).
     Vcr(vcr::VcrArgs),
+    /// Run workflows' test cases (`.mekara/tests/`) with no agent, each in a scratch copy.
+    Test(test::TestArgs),
     /// Use the tools of the MCP servers in `.mcp.json`: list, call, write a policy file.
     Tools(tools::ToolsArgs),
     /// Serve the functions of Starlark tool modules as MCP tools (stdio, or `--http`).
@@ -126,6 +132,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli.command)));
     // Spans not yet sent go now, within a bounded wait, whatever the command's result.
     crate::traces::shutdown();
+    crate::notify::shutdown();
     let result = match dispatched {
         Ok(result) => result,
         Err(payload) => {
@@ -184,6 +191,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Answer(args) => answer::run(&args),
         Command::Scripts(args) => scripts::run(args),
         Command::Check(args) => check::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Ui(args) => ui::run(args),
         Command::Store(args) => store::run(args),
@@ -191,6 +199,7 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
         Command::Worker(args) => queue::worker(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Vcr(args) => vcr::run(args),
+        Command::Test(args) => test::run(args),
         Command::Tools(args) => tools::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Install(args) => install::run(args, install::Direction::Install),

@@ -372,7 +372,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
                 if running.len() == 1 { "s" } else { "" }
             );
             for r in running.values() {
-                crate::engine::process::interrupt(&r.child);
+                interrupt(&r.child);
             }
         }
         let ended: Vec<(String, ExitStatus)> = running
@@ -402,7 +402,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
                 {
                     r.cancelled = true;
                     eprintln!("cancelling run {id}: stopping it within the step in flight");
-                    crate::engine::process::interrupt(&r.child);
+                    interrupt(&r.child);
                 }
             }
         }
@@ -426,6 +426,12 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Asks a child `mekara run` to stop its run resumably (its Ctrl-C; a Ctrl-Break on
+/// Windows).
+pub(super) fn interrupt(child: &Child) {
+    crate::engine::process::interrupt(child);
 }
 
 /// What a worker's host gives each run it starts.

@@ -154,7 +154,7 @@ pub(super) enum Start {
 
 /// How an unattended run ended, for the summary.
 #[derive(Debug, Clone, PartialEq)]
-enum End {
+pub(super) enum End {
     Completed,
     /// A step failed and the script fell back; the agent finished it.
     FellBack,
@@ -176,7 +176,8 @@ enum End {
 }
 
 impl End {
-    fn state(&self) -> &'static str {
+    /// Its name in the JSON summary (`completed`, `waiting`, ...).
+    pub(super) fn state(&self) -> &'static str {
         match self {
             End::Completed => "completed",
             End::FellBack => "fell_back",
@@ -185,6 +186,18 @@ impl End {
             End::Waiting(_) => "waiting",
             End::Stopped { .. } => "stopped_by_script",
             End::Interrupted => "interrupted",
+        }
+    }
+
+    /// What the run said when it did not end as asked: why it stopped, what it waits for.
+    pub(super) fn why(&self) -> Option<&str> {
+        match self {
+            End::Limit(why)
+            | End::Failed(why)
+            | End::StepFailed(why)
+            | End::Waiting(why)
+            | End::Stopped { why, .. } => Some(why),
+            End::Completed | End::FellBack | End::Interrupted => None,
         }
     }
 
@@ -215,6 +228,41 @@ impl End {
 
 /// Runs the script (or resumes the run) with the agent answering, to its end or a limit.
 pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::Result<Exit> {
+    let store = parts.store.clone();
+    let mut agent = args.agent();
+    let driven = drive(args, parts, start, agent.as_mut(), &mut |_, _, _| None)?;
+    finish(
+        args,
+        &store,
+        driven.id.as_deref(),
+        &driven.end,
+        driven.elapsed,
+    )
+}
+
+/// How a driven run ended, and which run it was.
+pub(super) struct Driven {
+    pub end: End,
+    /// The run's id; `None` when the script could not start (not found, say).
+    pub id: Option<String>,
+    pub elapsed: Duration,
+}
+
+/// Who gives the person's answer to a question (`ask`) in a run driven in-process (`mekara
+/// test`): given the question's path, text and choices, the answer, or `None` to leave the run
+/// waiting for one.
+pub(super) type Person<'a> = dyn FnMut(&str, &str, Option<&[String]>) -> Option<String> + 'a;
+
+/// The driver of an unattended run: runs the script (or resumes the run) with `agent`
+/// answering the llm steps and `person` the questions, to its end, a limit or a question
+/// nobody answers. What it says goes to stderr; the closing report is [`finish`]'s.
+pub(super) fn drive(
+    args: &UnattendedArgs,
+    parts: Parts,
+    start: Start,
+    agent: &mut dyn Agent,
+    person: &mut Person<'_>,
+) -> anyhow::Result<Driven> {
     let agent_timeout = super::timeout_arg("--agent-timeout", args.agent_timeout)?;
     if let Some(cost) = args.max_cost
         && !(cost.is_finite() && cost >= 0.0)
@@ -243,6 +291,13 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
     };
     let new = matches!(start, Start::New { .. });
+    // What the journal held before this invocation: a failure in it was notified already.
+    let held = match &start {
+        Start::Resume(id, _) if crate::notify::is_on() => {
+            store.read(id).map_or(0, |c| c.events.len())
+        }
+        _ => 0,
+    };
     let (mut session, first) = match start {
         Start::New {
             name,
@@ -320,7 +375,6 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     if new {
         note_agent(&mut session);
     }
-    let mut agent = args.agent();
     let mut run_id = session.run_id().map(str::to_string);
     let end = loop {
         if reply.is_error && session.interrupted() {
@@ -372,6 +426,15 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
                 choices,
                 ..
             } => {
+                if let Some(answer) = person(path, question, choices.as_deref()) {
+                    let answer = AgentCall::Resume {
+                        run_id: None,
+                        rewind: None,
+                        answer: Some(answer),
+                    };
+                    reply = session.call(&answer, &progress, String::new(), None);
+                    continue;
+                }
                 let id = session.run_id().unwrap_or_default();
                 break End::Waiting(waiting_for_answer(id, path, question, choices.as_deref()));
             }
@@ -428,7 +491,7 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
         }
         eprintln!("… asking the agent: {} `{path}`", kind_name(kind));
         match ask(
-            agent.as_mut(),
+            agent,
             &mut session,
             &mut request,
             Bounds {
@@ -444,7 +507,50 @@ pub(super) fn run(args: &UnattendedArgs, parts: Parts, start: Start) -> anyhow::
     };
     // No run when the script could not start (not found, say): nothing to resume.
     let id = session.run_id().map(str::to_string).or(run_id);
-    finish(args, &store, id.as_deref(), &end, started.elapsed())
+    if let Some(id) = &id {
+        notify_stop(&store, id, &end, held);
+    }
+    Ok(Driven {
+        end,
+        id,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Tells the notifiers (`[notify]`) that run `id` stopped for a person: at a failed step,
+/// a limit, or an agent that could not go on (questions and ends are told as they are
+/// journaled). A failed step among the `held` events the journal had before this
+/// invocation was told by the one that ran it, and is not told again.
+fn notify_stop(store: &RunStore, id: &str, end: &End, held: usize) {
+    let (kind, why, retry) = match end {
+        End::StepFailed(why) => (crate::notify::Kind::StepFailed, why, true),
+        End::Limit(why) => (crate::notify::Kind::Limit, why, false),
+        End::Failed(why) => (crate::notify::Kind::AgentFailed, why, false),
+        _ => return,
+    };
+    if !crate::notify::is_on() {
+        return;
+    }
+    let events = store.read(id).map(|c| c.events).unwrap_or_default();
+    let failed_at = events.iter().rposition(|e| {
+        matches!(e, Event::Step(step) if !step.record.result.success && !step.record.allow_failure)
+    });
+    if retry && failed_at.is_some_and(|at| at < held) {
+        return;
+    }
+    let script = events.iter().find_map(|e| match e {
+        Event::Push(push) if push.depth == 0 => Some(push.script.clone()),
+        _ => None,
+    });
+    crate::notify::announce(&crate::notify::Notice {
+        kind,
+        run_id: id.to_string(),
+        script: script.unwrap_or_default(),
+        detail: Some(why.clone()),
+        choices: None,
+        next: Some(store.resume_command(id, retry)),
+        at: crate::engine::journal::now_ms(),
+    });
 }
 
 /// What came of asking the agent about the pending item.
@@ -808,7 +914,7 @@ fn finish(
 }
 
 /// The run's steps, each with its path (`test:random[1]`), in journal order.
-fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
+pub(super) fn steps_of(events: &[Event]) -> Vec<(String, StepRecord)> {
     let mut scripts: Vec<String> = Vec::new();
     let mut steps = Vec::new();
     for event in events {
@@ -891,7 +997,7 @@ fn junit(id: &str, steps: &[(String, StepRecord)], end: &End, elapsed: Duration)
 /// entities, line breaks and tabs as character references (a parser would turn them into
 /// spaces), and characters XML 1.0 cannot hold at all (other control characters, U+FFFE,
 /// U+FFFF) as `\u{..}`, so the report is valid XML whatever a step printed or said.
-fn xml_attribute(text: &str) -> String {
+pub(super) fn xml_attribute(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

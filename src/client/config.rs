@@ -252,6 +252,16 @@ impl ServerDecl {
     }
 }
 
+/// The variables of the environment `text` names (`${VAR}` or `${VAR:-default}`), read
+/// from nothing: how a setting that must not reach into the environment (a project's) is
+/// checked.
+pub(crate) fn variables_named(text: &str) -> Vec<String> {
+    let mut ignored = Secrets::default();
+    expand(text, &|_| Some(String::new()), &mut ignored)
+        .map(|(_, vars)| vars)
+        .unwrap_or_default()
+}
+
 /// Expands `${VAR}` and `${VAR:-default}` in `text`; returns the text and the variables
 /// that were read from the environment. A variable that is not set and has no default is
 /// an error, as in Claude Code.

@@ -41,6 +41,9 @@ struct File {
     /// The traces' section, read by `crate::traces`.
     #[serde(default, rename = "traces")]
     _traces: Option<toml::Table>,
+    /// Who is told when a run waits for a person or ends, read by `crate::notify`.
+    #[serde(default, rename = "notify")]
+    _notify: Option<toml::Table>,
 }
 
 /// One server's policy.

@@ -90,6 +90,54 @@ pub(crate) trait Watch: Send + Sync + std::fmt::Debug {
     fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog>;
 }
 
+/// Sees each event appended to one run, once it is appended: what a [`Watch`] puts around
+/// a run ([`Watched`]), so that a watch writes no `RunLog` of its own.
+pub(crate) trait Seer: Send + std::fmt::Debug {
+    /// `event` was appended to run `id`.
+    fn seen(&mut self, id: &str, event: &Event);
+}
+
+/// A run held for writing whose appended events are shown to a [`Seer`].
+#[derive(Debug)]
+pub(crate) struct Watched<S> {
+    /// The run.
+    pub inner: Box<dyn RunLog>,
+    /// What sees its events.
+    pub seer: S,
+}
+
+impl<S: Seer + 'static> RunLog for Watched<S> {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn append(&mut self, event: &Event) -> Result<(), JournalError> {
+        self.inner.append(event)?;
+        self.seer.seen(self.inner.id(), event);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), JournalError> {
+        self.inner.sync()
+    }
+
+    fn read(&self) -> Result<Contents, JournalError> {
+        self.inner.read()
+    }
+
+    fn group_note(&self) -> &GroupNote {
+        self.inner.group_note()
+    }
+
+    fn close(self: Box<Self>) -> Result<(), JournalError> {
+        self.inner.close()
+    }
+}
+
 /// One run, held by this process, that events are appended to.
 pub(crate) trait RunLog: Send + std::fmt::Debug {
     /// The run's id.
@@ -120,7 +168,8 @@ pub(crate) trait RunLog: Send + std::fmt::Debug {
 #[derive(Debug, Clone)]
 pub(crate) struct RunStore {
     store: Arc<dyn Store>,
-    watch: Option<Arc<dyn Watch>>,
+    /// What watches each run taken for writing (traces, notifications), innermost first.
+    watches: Vec<Arc<dyn Watch>>,
 }
 
 impl RunStore {
@@ -133,15 +182,17 @@ impl RunStore {
 
     /// Runs kept by `store`.
     pub(crate) fn with(store: Arc<dyn Store>) -> RunStore {
-        RunStore { store, watch: None }
+        RunStore {
+            store,
+            watches: Vec::new(),
+        }
     }
 
-    /// The same runs, each run taken for writing wrapped by `watch`.
-    pub(crate) fn watched(self, watch: Arc<dyn Watch>) -> RunStore {
-        RunStore {
-            watch: Some(watch),
-            ..self
-        }
+    /// The same runs, each run taken for writing wrapped by `watch` too (around the
+    /// watches it already has).
+    pub(crate) fn watched(mut self, watch: Arc<dyn Watch>) -> RunStore {
+        self.watches.push(watch);
+        self
     }
 
     /// Where the runs are, for people: the folder, or the database (its password hidden)
@@ -206,10 +257,9 @@ impl RunStore {
     }
 
     fn wrap(&self, log: Box<dyn RunLog>, history: &[Event]) -> Box<dyn RunLog> {
-        match &self.watch {
-            Some(watch) => watch.wrap(log, history),
-            None => log,
-        }
+        self.watches
+            .iter()
+            .fold(log, |log, watch| watch.wrap(log, history))
     }
 
     /// Reads run `id` without taking it.

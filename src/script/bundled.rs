@@ -57,6 +57,8 @@ pub(crate) static FILES: &[BundledFile] = bundled![
     "nl/test/imagine-object.md",
     "nl/test/nested.md",
     "compiled/test/nested.star",
+    // Eval case sets: `mekara eval flow/fix-ci` without `--cases` runs these.
+    "evals/flow/fix-ci.toml",
 ];
 
 /// The folder of the bundled demo scripts (`test/random`, ...): they exist for mekara's own

@@ -376,6 +376,23 @@ impl Resolver {
         }
     }
 
+    /// This resolver with `mekara_dir` (a folder holding `scripts/`) searched before every
+    /// other level, as a project's own: an eval's baseline (`mekara eval --baseline`) runs
+    /// the script's NL file alone, or its files at a git ref, from such a folder. A compiled
+    /// file pairs only with an NL file of its own level or a higher one, so a folder with an
+    /// NL file alone runs it as an NL script.
+    pub(crate) fn preferring(mut self, mekara_dir: &Path) -> Resolver {
+        self.roots.insert(
+            0,
+            Root {
+                level: Level::Project,
+                mekara_dir: mekara_dir.to_path_buf(),
+                skills_dir: mekara_dir.join("skills"),
+            },
+        );
+        self
+    }
+
     /// Resolves `raw` (`test/random`, `test:random`, `test:double_or_nothing`, ...).
     pub(crate) fn resolve(&self, raw: &str) -> Result<Script, ScriptError> {
         let name = ScriptName::parse(raw)?;

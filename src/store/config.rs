@@ -29,7 +29,11 @@ pub(crate) fn run_store(locations: &Locations) -> Result<RunStore, EngineError> 
         None => crate::store::files(locations.runs_dir().ok_or(EngineError::NoRunsDir)?),
         Some(store) => RunStore::with(Arc::new(store)),
     };
-    Ok(match crate::traces::watch(locations) {
+    let store = match crate::traces::watch(locations) {
+        Some(watch) => store.watched(watch),
+        None => store,
+    };
+    Ok(match crate::notify::watch(locations)? {
         Some(watch) => store.watched(watch),
         None => store,
     })
@@ -257,11 +261,7 @@ fn settings(locations: &Locations) -> Result<Option<Settings>, StoreError> {
 /// Refuses `url`, the `[store] url` of the project's settings `file`, when it names a
 /// variable of the environment (`${VAR}` or `${VAR:-default}`).
 fn refuse_variables(url: &str, file: &Path) -> Result<(), StoreError> {
-    let mut ignored = crate::client::Secrets::default();
-    let named = crate::client::config::expand(url, &|_| Some(String::new()), &mut ignored)
-        .map(|(_, vars)| vars)
-        .unwrap_or_default();
-    match named.first() {
+    match crate::client::config::variables_named(url).first() {
         None => Ok(()),
         Some(var) => Err(StoreError::Config {
             file: file.to_path_buf(),

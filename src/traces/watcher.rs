@@ -1,13 +1,12 @@
 //! [`Watcher`]: wraps the runs a store hands out for writing, so that the events appended
 //! to them become spans.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::exporter::Traces;
 use super::run_trace::{Mark, RunTrace};
-use crate::engine::journal::{Contents, Event, JournalError};
-use crate::engine::store::{RunLog, Watch};
+use crate::engine::journal::Event;
+use crate::engine::store::{RunLog, Seer, Watch, Watched};
 
 /// Wraps the runs a store hands out for writing.
 #[derive(Debug)]
@@ -30,50 +29,25 @@ impl Watch for Watcher {
         for index in 0..run.marks.len() {
             run.follow(index);
         }
-        Box::new(TracedLog {
+        Box::new(Watched {
             inner: log,
-            traces: self.0.clone(),
-            run,
+            seer: Traced {
+                traces: self.0.clone(),
+                run,
+            },
         })
     }
 }
 
 /// A run held for writing, whose appended events become spans.
 #[derive(Debug)]
-struct TracedLog {
-    inner: Box<dyn RunLog>,
+struct Traced {
     traces: Arc<Traces>,
     run: RunTrace,
 }
 
-impl RunLog for TracedLog {
-    fn id(&self) -> &str {
-        self.inner.id()
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn append(&mut self, event: &Event) -> Result<(), JournalError> {
-        self.inner.append(event)?;
+impl Seer for Traced {
+    fn seen(&mut self, _: &str, event: &Event) {
         self.run.record(&self.traces, event);
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<(), JournalError> {
-        self.inner.sync()
-    }
-
-    fn read(&self) -> Result<Contents, JournalError> {
-        self.inner.read()
-    }
-
-    fn group_note(&self) -> &crate::engine::group_note::GroupNote {
-        self.inner.group_note()
-    }
-
-    fn close(self: Box<Self>) -> Result<(), JournalError> {
-        self.inner.close()
     }
 }

@@ -13,6 +13,7 @@
 //! It reads runs through the store every reader uses and answers through the executor as
 //! `mekara answer` does; it knows nothing of the command line.
 
+mod eval;
 mod html;
 mod view;
 
@@ -239,6 +240,12 @@ enum Route<'a> {
         api: bool,
         id: &'a str,
     },
+    /// The evals (`mekara eval`), and one of them.
+    Evals,
+    Eval {
+        api: bool,
+        id: &'a str,
+    },
 }
 
 fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
@@ -255,6 +262,11 @@ fn route<'a>(method: &Method, path: &'a str) -> Option<Route<'a>> {
         ("/" | "", true) if !api => Some(Route::Runs { api }),
         ("/runs" | "/runs/", true) => Some(Route::Runs { api }),
         ("/events", true) if !api => Some(Route::Events),
+        ("/evals" | "/evals/", true) if !api => Some(Route::Evals),
+        _ if get && rest.starts_with("/evals/") => Some(Route::Eval {
+            api,
+            id: rest.strip_prefix("/evals/")?,
+        }),
         _ => {
             let rest = rest.strip_prefix("/runs/")?;
             match (rest.split_once('/'), get) {
@@ -287,7 +299,7 @@ impl Viewer {
             return text(
                 StatusCode::NOT_FOUND,
                 &format!(
-                    "no page `{} {path}` here: the viewer serves `/`, `/runs/ID`, `/runs/ID/output/N`, `/api/runs`, `/api/runs/ID`, and POSTs to `/runs/ID/answer` and `/runs/ID/cancel`",
+                    "no page `{} {path}` here: the viewer serves `/`, `/runs/ID`, `/evals`, `/evals/ID`, `/runs/ID/output/N`, `/api/runs`, `/api/runs/ID`, and POSTs to `/runs/ID/answer` and `/runs/ID/cancel`",
                     parts.method
                 ),
             );
@@ -359,6 +371,30 @@ impl Viewer {
                             html::runs_page(&page, &place, &rows, &filters),
                         )
                     }
+                }
+            }
+            Route::Evals => {
+                let me = self.clone();
+                let body =
+                    blocking(move || Ok::<_, String>(eval::list_page(&me.locations, &me.token)))
+                        .await;
+                match body {
+                    Ok(body) => html_response(StatusCode::OK, body),
+                    Err(e) => error(false, &page, StatusCode::INTERNAL_SERVER_ERROR, &e),
+                }
+            }
+            Route::Eval { api: true, id } => {
+                let (me, id) = (self.clone(), id.to_string());
+                match blocking(move || eval::api(&me.locations, &id)).await {
+                    Ok(json) => json_response(StatusCode::OK, &json),
+                    Err(e) => error(true, &page, StatusCode::NOT_FOUND, &e),
+                }
+            }
+            Route::Eval { api: false, id } => {
+                let (me, id) = (self.clone(), id.to_string());
+                match blocking(move || eval::page(&me.locations, &id, &me.token)).await {
+                    Ok(body) => html_response(StatusCode::OK, body),
+                    Err(e) => error(false, &page, StatusCode::NOT_FOUND, &e),
                 }
             }
             Route::Run { api, id } => {

@@ -52,10 +52,10 @@ fn project() -> Project {
 }
 
 /// A `mekara ui` serving the project, stopped when dropped.
-struct Viewer {
+pub(crate) struct Viewer {
     child: Child,
     /// The address it printed, with its token.
-    url: String,
+    pub(crate) url: String,
     /// `http://127.0.0.1:PORT`.
     base: String,
     token: String,
@@ -63,7 +63,7 @@ struct Viewer {
 
 impl Viewer {
     /// `mekara ui` in `project`.
-    fn start(project: &Project) -> Viewer {
+    pub(crate) fn start(project: &Project) -> Viewer {
         Viewer::spawn(project.command(&["ui", "--poll", "100ms"]))
     }
 
@@ -100,7 +100,7 @@ impl Viewer {
     }
 
     /// `path` with the token.
-    fn with_token(&self, path: &str) -> String {
+    pub(crate) fn with_token(&self, path: &str) -> String {
         let join = if path.contains('?') { '&' } else { '?' };
         format!("{}{path}{join}token={}", self.base, self.token)
     }
@@ -114,7 +114,7 @@ impl Drop for Viewer {
 }
 
 /// What curl got: the status and the body.
-fn curl(args: &[&str]) -> (u16, String) {
+pub(crate) fn curl(args: &[&str]) -> (u16, String) {
     let out = Command::new("curl")
         .args(["-s", "--max-time", "20", "-w", "\n%{http_code}"])
         .args(args)
@@ -420,7 +420,7 @@ fn the_event_stream_says_when_a_run_moved() {
 /// Runs `steps` in headless Chromium (Debian's, as `.ci/run` installs it) through the
 /// DevTools protocol (`tests/ui/browser.js`, on Node's own WebSocket); panics with what
 /// failed. Returns what the driver printed.
-fn browse(steps: &Json) -> String {
+pub(crate) fn browse(steps: &Json) -> String {
     let chromium = Path::new("/usr/bin/chromium");
     assert!(
         chromium.exists(),
@@ -451,7 +451,7 @@ fn browse(steps: &Json) -> String {
 }
 
 /// Where the screenshots are kept.
-fn shots() -> PathBuf {
+pub(crate) fn shots() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui");
     std::fs::create_dir_all(&dir).expect("mkdir");
     dir

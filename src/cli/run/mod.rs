@@ -60,6 +60,10 @@ pub(super) struct RunArgs {
         requires = "name"
     )]
     run_id: Option<String>,
+    /// Take scripts from this folder (holding `scripts/`) before any other: a trial of an
+    /// eval's baseline (`mekara eval --baseline`).
+    #[arg(long, value_name = "DIR", hide = true)]
+    scripts_dir: Option<PathBuf>,
     /// Run this project's own script although it has the name of one of mekara's bundled
     /// scripts (without it, mekara asks at a terminal and refuses elsewhere).
     #[arg(long)]
@@ -130,6 +134,10 @@ impl RunArgs {
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
     args.check_options()?;
     let (locations, resolver) = super::locate()?;
+    let resolver = match &args.scripts_dir {
+        Some(dir) => resolver.preferring(dir),
+        None => resolver,
+    };
     let store = super::run_store(&locations)?;
     let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
     let settings = Settings {

@@ -7,6 +7,7 @@
 //! `target/test-clients/claude-code/`. The tests are ignored unless the `clients` feature is on
 //! (as in CI); with it on, a missing binary is a failure.
 
+mod eval;
 mod library;
 mod plugin;
 mod standin;
