@@ -2,7 +2,8 @@
 //
 //   node packaging/npm.js main VERSION DIR             the `mekara` package (npm/mekara)
 //   node packaging/npm.js platform VERSION ID DIR      `@mekara-dev/mekara-ID`, whose
-//                                                      bin/mekara is the binary for ID
+//                                                      bin/mekara (bin/mekara.exe on
+//                                                      Windows) is the binary for ID
 //
 // The main package lists every platform package as an optional dependency at the same
 // version; npm installs only the one whose `os`, `cpu` and `libc` match the machine, and
@@ -21,6 +22,7 @@ const PLATFORMS = {
   "linux-arm64-musl": { os: "linux", cpu: "arm64", libc: "musl" },
   "darwin-x64": { os: "darwin", cpu: "x64" },
   "darwin-arm64": { os: "darwin", cpu: "arm64" },
+  "win32-x64": { os: "win32", cpu: "x64", exe: ".exe" },
 };
 
 const common = {
@@ -53,7 +55,7 @@ if (kind === "main" && rest.length === 1) {
   });
 } else if (kind === "platform" && rest.length === 2 && PLATFORMS[rest[0]]) {
   const [id, dir] = rest;
-  const { os, cpu, libc } = PLATFORMS[id];
+  const { os, cpu, libc, exe = "" } = PLATFORMS[id];
   write(dir, {
     name: `${SCOPE}/mekara-${id}`,
     version,
@@ -62,7 +64,7 @@ if (kind === "main" && rest.length === 1) {
     os: [os],
     cpu: [cpu],
     ...(libc ? { libc: [libc] } : {}),
-    files: ["bin/mekara"],
+    files: [`bin/mekara${exe}`],
     preferUnplugged: true,
   });
 } else {

@@ -36,10 +36,20 @@ impl Exit {
 /// (a CI job cancelled) and SIGHUP (its terminal closed). Each stops the running step's
 /// process group and leaves the run resumable; left to their default, the last two ended
 /// mekara and left that group (one of its own, which neither reaches) running on.
+#[cfg(unix)]
 pub(crate) const INTERRUPTING_SIGNALS: [std::ffi::c_int; 3] = [
     signal_hook::consts::SIGINT,
     signal_hook::consts::SIGTERM,
     signal_hook::consts::SIGHUP,
+];
+
+/// On Windows the C runtime turns the console's Ctrl-C into SIGINT and its Ctrl-Break into
+/// SIGBREAK (21, which `signal_hook` does not name); SIGTERM is what `raise` sends.
+#[cfg(windows)]
+pub(crate) const INTERRUPTING_SIGNALS: [std::ffi::c_int; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    21,
 ];
 
 impl From<Exit> for ExitCode {

@@ -206,6 +206,7 @@ fn journal_events() -> impl Strategy<Value = Vec<Event>> {
                                 command: text,
                                 working_dir: "/w".into(),
                                 env: std::collections::BTreeMap::new(),
+                                shell: None,
                             },
                             context: (!output.is_empty()).then(|| output.clone()),
                             result: StepResult {

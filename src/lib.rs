@@ -29,6 +29,10 @@
 #[cfg(not(all(target_os = "linux", not(feature = "force-portable"))))]
 use nix as _;
 
+// Windows has no use for rustix (its process and poll calls are Unix's).
+#[cfg(windows)]
+use rustix as _;
+
 // Everything is crate-private but what `main.rs` and the benches call, so the compiler
 // reports what nothing uses; the tests go through the binary.
 mod agents;

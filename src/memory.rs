@@ -21,7 +21,6 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::fmt::Write as _;
-use std::os::fd::BorrowedFd;
 
 use starlark::codemap::FileSpan;
 
@@ -105,9 +104,22 @@ fn say_refused(bytes: usize, cap: isize) {
     );
     write_statement(&mut text);
     let _ = writeln!(text, "\n{STOPS}");
+    write_stderr(&text.bytes[..text.len]);
+}
+
+/// Writes `bytes` to stderr without allocating: the descriptor itself on Unix.
+#[cfg(unix)]
+fn write_stderr(bytes: &[u8]) {
     // SAFETY: fd 2 is open for the life of the process, and only borrowed for the write.
-    let stderr = unsafe { BorrowedFd::borrow_raw(2) };
-    let _ = rustix::io::write(stderr, &text.bytes[..text.len]);
+    let stderr = unsafe { std::os::fd::BorrowedFd::borrow_raw(2) };
+    let _ = rustix::io::write(stderr, bytes);
+}
+
+/// Writes `bytes` to stderr without allocating: std's stderr is unbuffered, and turns text
+/// for a console into UTF-16 in a buffer on the stack.
+#[cfg(windows)]
+fn write_stderr(bytes: &[u8]) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), bytes);
 }
 
 /// A few lines of text on the stack (the allocator must not allocate); what does not fit is cut.

@@ -12,16 +12,23 @@ pub struct Locations {
     pub cwd: PathBuf,
     /// The nearest ancestor of the current directory holding `.mekara/` or `.claude/`.
     pub project_root: Option<PathBuf>,
-    /// The user's home folder, from `HOME`.
+    /// The user's home folder (see [`home_dir`]).
     pub home: Option<PathBuf>,
+}
+
+/// The user's home folder: `HOME`, else on Windows `USERPROFILE` (where Claude Code and the
+/// other clients keep their settings there; `HOME` is usually unset).
+pub(crate) fn home_dir() -> Option<PathBuf> {
+    let set = |name: &str| std::env::var_os(name).filter(|h| !h.is_empty());
+    set("HOME")
+        .or_else(|| set("USERPROFILE").filter(|_| cfg!(windows)))
+        .map(PathBuf::from)
 }
 
 impl Locations {
     /// Finds the project around `cwd` and the user's home from the environment.
     pub fn discover(cwd: &Path) -> Locations {
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
+        let home = home_dir();
         Locations {
             cwd: cwd.to_path_buf(),
             project_root: find_project_root(cwd, home.as_deref()),

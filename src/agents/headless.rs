@@ -293,6 +293,7 @@ pub(super) fn run_agent(
         timeout,
         group_note: request.group_note.clone(),
         number: None,
+        shell: None,
     };
     let mut stderr = Vec::new();
     // The agent is stopped once its answer passes what a step keeps: `stop` is set by the

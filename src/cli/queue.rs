@@ -454,14 +454,10 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
     }
 }
 
-/// Asks a child `mekara run` to stop its run resumably (its Ctrl-C).
+/// Asks a child `mekara run` to stop its run resumably (its Ctrl-C; a Ctrl-Break on
+/// Windows).
 pub(super) fn interrupt(child: &Child) {
-    if let Some(pid) = i32::try_from(child.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-    }
+    crate::engine::process::interrupt(child);
 }
 
 /// What a worker's host gives each run it starts.
@@ -556,6 +552,7 @@ fn start(
     };
     let stderr = open(&log, true)?;
     let stdout = open(&summary_path(&log), false)?;
+    crate::engine::process::interruptible(&mut command);
     let mut child = match command
         .stdin(Stdio::piped())
         .stdout(stdout)

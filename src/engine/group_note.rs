@@ -38,15 +38,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
-
-use super::process::{self, clock_ns};
+use super::process::{self, FileAt as _, clock_ns, kill_group};
 
 /// The note of one run: where its running step's process group is written down.
 #[derive(Debug, Clone)]
@@ -251,21 +248,16 @@ impl GroupNote {
                 Leftover::NotOurs(note.pgid)
             }
             Ok(false) => Leftover::Reused(note.pgid),
-            Ok(true) => match Pid::from_raw(note.pgid) {
-                Some(group) if kill_process_group(group, Signal::KILL).is_ok() => {
-                    if gone(note.pgid, GONE_WITHIN) {
-                        Leftover::Killed(note.pgid)
-                    } else {
-                        tracing::warn!(
-                            "process group {} (a step left running when mekara stopped) was killed but still has processes after {} s (one in uninterruptible sleep, on a hung disk or network file system?); what it holds (files, locks) may still be held while the run goes on",
-                            note.pgid,
-                            GONE_WITHIN.as_secs()
-                        );
-                        Leftover::Lingers(note.pgid)
-                    }
-                }
-                _ => Leftover::None,
-            },
+            Ok(true) if !kill_group(note.pgid) => Leftover::None,
+            Ok(true) if gone(note.pgid, GONE_WITHIN) => Leftover::Killed(note.pgid),
+            Ok(true) => {
+                tracing::warn!(
+                    "process group {} (a step left running when mekara stopped) was killed but still has processes after {} s (one in uninterruptible sleep, on a hung disk or network file system?); what it holds (files, locks) may still be held while the run goes on",
+                    note.pgid,
+                    GONE_WITHIN.as_secs()
+                );
+                Leftover::Lingers(note.pgid)
+            }
         }
     }
 }
@@ -394,8 +386,7 @@ const MAX_WINDOW_NS: u64 = 10 * 1_000_000_000;
 /// group and started inside the window, and with the leader gone every member left of the
 /// group started after the window opened (a step's processes start after its spawn).
 fn ours(note: &Noted, now: u64) -> Result<bool, String> {
-    let own_group = rustix::process::getpgrp().as_raw_nonzero().get();
-    let own_pid = rustix::process::getpid().as_raw_nonzero().get();
+    let (own_group, own_pid) = process::own_group_and_pid();
     if note.pgid <= 1 || note.pgid == own_group || note.pgid == own_pid {
         return Err("it is init, 0, or mekara's own".into());
     }
@@ -495,6 +486,7 @@ mod tests {
         assert_eq!(parse("123 1 2").map(|n| n.journal_len), Some(u64::MAX));
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_group_is_killed_only_while_the_journal_says_its_step_had_not_ended() {
         use std::os::unix::process::CommandExt as _;
@@ -533,6 +525,7 @@ mod tests {
     /// again at once, while the killed process was still ending (its file lock was seen
     /// held 2 to 4 ms after). When `kill_leftover` returns, no process of the group is
     /// left running, even one that takes a while to end (it frees 200 MB first).
+    #[cfg(unix)]
     #[test]
     fn a_killed_group_is_gone_when_the_kill_returns() {
         use std::os::unix::process::CommandExt as _;
@@ -563,6 +556,7 @@ mod tests {
         child.wait().expect("wait");
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_groups_of_parallel_steps_are_killed_though_the_journal_grew_until_cleared() {
         use std::os::unix::process::CommandExt as _;
@@ -645,6 +639,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_crafted_note_does_not_kill_a_process_it_did_not_start() {
         use std::os::unix::process::CommandExt as _;
@@ -683,6 +678,7 @@ mod tests {
         bystander.wait().expect("reap");
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_note_file_that_is_a_link_is_replaced_not_written_through() {
         let dir = tempfile::tempdir().expect("tempdir");

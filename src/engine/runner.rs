@@ -179,6 +179,9 @@ pub(crate) struct ShellStep {
     /// group, so that a resume that kills it journals which step it was. `None` elsewhere (a
     /// sequential step is the one after the journal's last).
     pub number: Option<usize>,
+    /// The shell the script named for it (`"bash"`, `"pwsh"`, `"cmd"`); `None` for the
+    /// runner's own (bash).
+    pub shell: Option<String>,
 }
 
 impl ShellStep {
@@ -189,6 +192,7 @@ impl ShellStep {
             command: self.command.clone(),
             working_dir: self.working_dir.clone(),
             env: self.env.clone(),
+            shell: self.shell.clone(),
         }
     }
 }

@@ -581,6 +581,7 @@ mod tests {
                     command: format!("echo {index}"),
                     working_dir: "/".into(),
                     env: std::collections::BTreeMap::new(),
+                    shell: None,
                 },
                 context: None,
                 result: StepResult::default(),

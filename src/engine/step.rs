@@ -24,6 +24,9 @@ pub enum StepInput {
         /// Extra environment variables.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         env: BTreeMap<String, String>,
+        /// The shell the step named (`auto(..., shell = "pwsh")`); none for the default bash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shell: Option<String>,
     },
     /// `auto(function, kwargs)`: a Starlark function of the script.
     Function {
@@ -128,11 +131,13 @@ impl StepInput {
                     command: a,
                     working_dir: wa,
                     env: ea,
+                    shell: sa,
                 },
                 StepInput::Shell {
                     command: b,
                     working_dir: wb,
                     env: eb,
+                    shell: sb,
                 },
             ) => differing(&[
                 ("command", a.as_str(), b.as_str()),
@@ -142,6 +147,11 @@ impl StepInput {
                     &wb.display().to_string(),
                 ),
                 ("env", &format!("{ea:?}"), &format!("{eb:?}")),
+                (
+                    "shell",
+                    sa.as_deref().unwrap_or("bash"),
+                    sb.as_deref().unwrap_or("bash"),
+                ),
             ]),
             (
                 StepInput::Function {

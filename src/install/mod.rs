@@ -614,16 +614,25 @@ fn links_to(link: &Path, dir: &Path) -> bool {
         }
 }
 
-/// Whether an executable `name` is on `PATH`.
+/// Whether an executable `name` is on `PATH` (on Windows, `name.exe`).
 fn on_path(name: &str) -> bool {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|dir| {
-            std::fs::metadata(dir.join(name)).is_ok_and(|m| {
-                use std::os::unix::fs::PermissionsExt;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            })
+            std::fs::metadata(dir.join(&file)).is_ok_and(|m| m.is_file() && executable(&m))
         })
     })
+}
+
+#[cfg(unix)]
+fn executable(meta: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
+}
+
+/// Windows has no execute bit: a `.exe` is a program.
+#[cfg(windows)]
+fn executable(_meta: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// Makes the changes of `plan`, in order.
@@ -716,7 +725,12 @@ fn symlink(target: &Path, link: &Path) -> Result<(), InstallError> {
     if let Some(parent) = link.parent() {
         std::fs::create_dir_all(parent).map_err(io("create", parent))?;
     }
-    std::os::unix::fs::symlink(target, link).map_err(io("link", link))
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    // A folder's link; Windows lets a user make one in Developer Mode or as an administrator.
+    #[cfg(windows)]
+    let made = std::os::windows::fs::symlink_dir(target, link);
+    made.map_err(io("link", link))
 }
 
 /// Writes through a temporary file in the same folder and a rename, so a crash leaves the

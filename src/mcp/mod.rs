@@ -49,6 +49,7 @@ pub(crate) async fn serve_stdio(plan: SessionPlan, cassette: Option<&Path>) -> a
 /// cannot be watched is never waited for.
 ///
 /// [`INTERRUPTING_SIGNALS`]: crate::exit::INTERRUPTING_SIGNALS
+#[cfg(unix)]
 async fn interrupted() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut watched: Vec<_> = crate::exit::INTERRUPTING_SIGNALS
@@ -61,6 +62,21 @@ async fn interrupted() {
     let any = watched.iter_mut().map(|s| Box::pin(s.recv()));
     let _ = futures::future::select_all(any).await;
     tracing::info!("stopped by a signal: stopping the running steps");
+}
+
+/// On Windows: the console's Ctrl-C, Ctrl-Break and close.
+#[cfg(windows)]
+async fn interrupted() {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+    let (Ok(mut c), Ok(mut b), Ok(mut x)) = (ctrl_c(), ctrl_break(), ctrl_close()) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = c.recv() => {}
+        _ = b.recv() => {}
+        _ = x.recv() => {}
+    }
+    tracing::info!("stopped by a console event: stopping the running steps");
 }
 
 /// Serves Streamable HTTP at `http://ADDR/mcp` until the process is stopped: every MCP

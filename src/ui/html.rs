@@ -571,6 +571,7 @@ fn input_html(step: &StepView) -> Markup {
             command,
             working_dir,
             env,
+            ..
         } => html! {
             p class="where" { "in " code { (Text(&working_dir.display().to_string())) } }
             pre class="text command" { "$ " (Text(command)) }

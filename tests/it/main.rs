@@ -9,6 +9,10 @@
 //! `#[cfg_attr(not(feature = "clients"), ignore = "needs Codex")]`. With the feature on, a
 //! missing install fails the test, saying how to install it ([`common::outside_client`]).
 
+// These tests drive Unix tools (bash, process groups, signals, strace). On Windows the
+// smoke suite of `tests/windows/` (run under Wine from Linux) stands in for them.
+#![cfg(unix)]
+
 #[macro_use]
 mod common;
 

@@ -621,3 +621,61 @@ fn a_step_keeps_path_when_it_finds_the_running_mekara_there() {
     assert!(run.status.success(), "{out}");
     assert!(out.contains(&format!("PATH={path}\n")), "{out}");
 }
+
+#[test]
+fn a_step_naming_cmd_or_a_missing_pwsh_fails_on_unix_saying_what_to_install() {
+    let project = Project::new();
+    project.script(
+        "shells",
+        NL,
+        Some(concat!(
+            "def execute(request):\n",
+            "    c = auto(\"dir\", shell = \"cmd\", allow_failure = True)\n",
+            "    p = auto(\"Get-ChildItem\", shell = \"pwsh\", allow_failure = True)\n",
+            "    b = auto(\"echo by-bash\", shell = \"bash\")\n",
+            "    llm(\"cmd: %s\\npwsh: %s\\nbash: %s\" % (c.error, p.error, b.output.strip()))\n",
+        )),
+    );
+    // `pwsh` is looked for on `PATH`: one without it, where bash and echo still are.
+    let bin = tempfile::tempdir().expect("tempdir");
+    for tool in ["bash", "echo"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(tool))
+            .find(|p| p.exists())
+            .expect("the tool is installed");
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).expect("link");
+    }
+    let mut command = project.command(&["run", "shells"]);
+    command.env("PATH", bin.path());
+    let run = crate::common::run_with_stdin(command, "\n");
+    run.expect_code(0);
+    let shown = run
+        .stdout
+        .split("── llm step shells[3] ──\n")
+        .nth(1)
+        .expect("the llm step is shown");
+    insta::assert_snapshot!(shown.lines().take(3).collect::<Vec<_>>().join("\n"));
+    // The shell a step names is part of what the journal records of it.
+    let journal = project.journal(&project.run_ids()[0]);
+    assert!(journal.contains(r#""shell":"cmd""#), "{journal}");
+    assert!(!journal.contains(r#""shell":"bash""#), "{journal}");
+}
+
+#[test]
+fn a_shell_mekara_does_not_know_is_an_error_naming_the_ones_it_does() {
+    let project = Project::new();
+    project.script(
+        "zsh",
+        NL,
+        Some("def execute(request):\n    auto(\"echo hi\", shell = \"zsh\")\n"),
+    );
+    let run = project.run(&["run", "zsh"], "\n");
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        said.contains(
+            "`shell` is `zsh`, which mekara does not know; use one of `\"bash\"`, `\"pwsh\"`, `\"cmd\"`"
+        ),
+        "{said}"
+    );
+}

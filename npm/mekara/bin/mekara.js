@@ -38,7 +38,8 @@ function findBinary() {
   for (const name of platforms().map(packageName)) {
     try {
       const manifest = require.resolve(`${name}/package.json`);
-      return path.join(path.dirname(manifest), "bin", "mekara");
+      const file = process.platform === "win32" ? "mekara.exe" : "mekara";
+      return path.join(path.dirname(manifest), "bin", file);
     } catch {
       // not installed: try the next one
     }

@@ -230,6 +230,7 @@ fn shell(command: &str, scratch: &Scratch, cancel: &CancelToken) -> (bool, Strin
         timeout: COMMAND_TIMEOUT,
         group_note: None,
         number: None,
+        shell: None,
     };
     let mut output = Vec::new();
     match ShellRunner::new().run_shell(&step, &mut |chunk| output.extend_from_slice(chunk), cancel)

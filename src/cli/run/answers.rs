@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::ctrl_c::CtrlC;
+use super::ctrl_c::{CtrlC, Stdin};
 
 /// How a question to the person ended.
 pub(super) enum Asked<T> {
@@ -29,9 +29,7 @@ impl<T> Asked<T> {
 
 /// The person's answers, read from stdin a line at a time while watching for Ctrl-C.
 ///
-/// stdin is read with `poll` and `read` on the descriptor, not through `std::io::Stdin`:
-/// std retries a read that a signal interrupted, so a prompt could not notice Ctrl-C, and
-/// its buffer would hide from `poll` the answers already read.
+/// How stdin is read while Ctrl-C is watched is the OS's (see `ctrl_c::read_stdin`).
 pub(super) struct Answers {
     ctrl_c: Option<CtrlC>,
     /// Read, not yet taken.
@@ -58,8 +56,6 @@ impl Answers {
         &mut self,
         deadline: Option<Instant>,
     ) -> std::io::Result<Asked<String>> {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        use rustix::io::Errno;
         loop {
             if let Some(end) = self.buffered.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buffered.drain(..=end).collect();
@@ -72,42 +68,11 @@ impl Answers {
                     Asked::Answered(text_of(&std::mem::take(&mut self.buffered)))
                 });
             }
-            let stdin = std::io::stdin();
-            let mut fds = vec![PollFd::new(&stdin, PollFlags::IN)];
-            if let Some(ctrl_c) = &self.ctrl_c {
-                fds.push(PollFd::new(&ctrl_c.pressed, PollFlags::IN));
-            }
-            let wait = match deadline {
-                None => None,
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(Asked::TimedOut);
-                    }
-                    // A millisecond more, so that the deadline has passed when poll returns.
-                    Timespec::try_from(left + std::time::Duration::from_millis(1)).ok()
-                }
-            };
-            match poll(&mut fds, wait.as_ref()) {
-                Ok(_) => {}
-                Err(Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            if fds.get(1).is_some_and(|fd| !fd.revents().is_empty()) {
-                return Ok(Asked::Interrupted);
-            }
-            if fds[0].revents().is_empty() {
-                continue;
-            }
-            drop(fds);
-            let mut chunk = [0u8; 4096];
-            match rustix::io::read(&stdin, &mut chunk) {
-                Ok(0) => self.ended = true,
-                Ok(n) => self.buffered.extend_from_slice(&chunk[..n]),
-                Err(Errno::INTR | Errno::AGAIN) => {}
-                // No stdin at all reads as an empty one, as std has it.
-                Err(Errno::BADF) => self.ended = true,
-                Err(e) => return Err(e.into()),
+            match super::ctrl_c::read_stdin(self.ctrl_c.as_ref(), deadline, &mut self.buffered)? {
+                Stdin::Read => {}
+                Stdin::Ended => self.ended = true,
+                Stdin::Interrupted => return Ok(Asked::Interrupted),
+                Stdin::TimedOut => return Ok(Asked::TimedOut),
             }
         }
     }

@@ -57,7 +57,8 @@ pub(crate) fn globals() -> &'static Globals {
 fn step_builtins(builder: &mut GlobalsBuilder) {
     /// Runs an auto step: a shell command, or a function of the script with keyword
     /// arguments. Returns `.success`, `.output`, `.error` and `.exit_code` (shell) or
-    /// `.value` (function).
+    /// `.value` (function). A command runs with bash unless `shell` names `"pwsh"` or
+    /// `"cmd"`.
     // The parameters are the user-facing script API, one Rust argument each.
     #[allow(clippy::too_many_arguments)]
     fn auto<'v>(
@@ -68,6 +69,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
         #[starlark(require = named)] timeout: Option<Declared<'v, Seconds>>,
         #[starlark(require = named)] env: Option<Declared<'v, DictOrNone>>,
         #[starlark(require = named, default = false)] allow_failure: bool,
+        #[starlark(require = named)] shell: Option<&str>,
         eval: &mut Evaluator<'v, '_, '_>,
     ) -> anyhow::Result<Returns<'v, AutoResult>> {
         let ctx = step_context(eval, "auto")?;
@@ -81,6 +83,10 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                     "`auto` takes keyword arguments only for a function step; pass `env = {{...}}` to set variables of a command"
                 );
             }
+            let chosen = shell
+                .map(crate::engine::shell::named)
+                .transpose()?
+                .flatten();
             let shell = ShellStep {
                 command: command.to_string(),
                 working_dir: working_dir.map_or_else(
@@ -97,6 +103,7 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                     .unwrap_or(ctx.default_timeout),
                 group_note: ctx.group_note.cloned(),
                 number: None,
+                shell: chosen,
             };
             let input = shell.input();
             let index = ctx.cursor.get();
@@ -131,9 +138,9 @@ fn step_builtins(builder: &mut GlobalsBuilder) {
                 step.get_type()
             );
         }
-        if working_dir.is_some() || timeout.is_some() || env.is_some() {
+        if working_dir.is_some() || timeout.is_some() || env.is_some() || shell.is_some() {
             anyhow::bail!(
-                "`working_dir`, `timeout` and `env` apply to shell commands, not to function steps"
+                "`working_dir`, `timeout`, `env` and `shell` apply to shell commands, not to function steps"
             );
         }
         let kwargs_json = match kwargs {

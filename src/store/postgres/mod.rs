@@ -405,9 +405,7 @@ impl PgStore {
         })?;
         // libpq's `~/.pgpass` (its `HOME` as `Locations` reads it): a password the person
         // wrote for this server, where the URL has none.
-        let home = std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from);
+        let home = crate::paths::home_dir();
         if let Some(password) = pgpass::password(&config, home) {
             config.password(password);
         }

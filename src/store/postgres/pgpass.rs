@@ -23,7 +23,7 @@ pub(super) fn password(config: &postgres::Config, home: Option<PathBuf>) -> Opti
         .map(PathBuf::from)
         .or_else(|| home.map(|h| h.join(".pgpass")))?;
     let meta = std::fs::metadata(&file).ok()?;
-    if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0 {
+    if readable_by_others(&meta) {
         tracing::warn!(
             "the password file `{}` may be read by others, so it is not used; `chmod 600` it",
             file.display()
@@ -56,6 +56,19 @@ pub(super) fn password(config: &postgres::Config, home: Option<PathBuf>) -> Opti
         .map(|mut fields| fields.swap_remove(4))
 }
 
+/// Whether the file's mode lets others than its owner read it (libpq refuses such a file).
+#[cfg(unix)]
+fn readable_by_others(meta: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0
+}
+
+/// Windows has no mode bits; libpq reads the file there without a check, and so does mekara
+/// (a user's profile folder is theirs alone by default).
+#[cfg(windows)]
+fn readable_by_others(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
 /// The fields of one line: split at each `:` that is not escaped, `\x` read as `x`.
 fn fields(line: &str) -> Vec<String> {
     let mut fields = vec![String::new()];
@@ -78,7 +91,7 @@ fn fields(line: &str) -> Vec<String> {
     fields
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::str::FromStr as _;
 

@@ -28,9 +28,8 @@ pub(crate) fn evaluator() -> Option<PathBuf> {
                 );
             })
             .ok()?;
-        if cfg!(target_os = "linux")
-            && let Ok(file) = std::fs::File::open(&exe)
-        {
+        #[cfg(target_os = "linux")]
+        if let Ok(file) = std::fs::File::open(&exe) {
             // Kept open for the life of the process (it is closed on exec).
             let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
             let kept = PathBuf::from(format!("/proc/self/fd/{fd}"));

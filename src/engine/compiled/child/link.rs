@@ -98,30 +98,12 @@ impl Holder for Link {
         // Nothing is buffered past the parent's last answer (it says nothing unasked), so
         // the pipe itself tells whether the parent spoke. Idle, or told nothing more (its
         // stdin closed: it let the evaluation go), the child ends: holding it was a cache.
-        if from_parent.buffer().is_empty() && !readable_within(IDLE) {
+        if from_parent.buffer().is_empty() && !crate::engine::process::stdin_readable_within(IDLE) {
             std::process::exit(0);
         }
         match Self::read(from_parent) {
             Answer::Resume(steps) => steps,
             _ => parent_gone(),
-        }
-    }
-}
-
-/// Whether stdin has something to read (or its end) within `idle`.
-fn readable_within(idle: std::time::Duration) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-    let timeout = Timespec {
-        tv_sec: i64::try_from(idle.as_secs()).unwrap_or(i64::MAX),
-        tv_nsec: 0,
-    };
-    loop {
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(n) => return n > 0,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return true,
         }
     }
 }

@@ -390,14 +390,14 @@ impl Live {
     /// Starts `exe __evaluate`, in a process group of its own: a Ctrl-C at the terminal goes
     /// to the parent, which stops the step in flight and so the evaluation.
     fn spawn(exe: &Path) -> std::io::Result<Live> {
-        use std::os::unix::process::CommandExt as _;
-        let mut process = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .arg(SUBCOMMAND)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()?;
+            .stderr(Stdio::piped());
+        crate::engine::process::in_own_group(&mut command);
+        let mut process = command.spawn()?;
         Ok(Live {
             to_child: process.stdin.take(),
             from_child: process.stdout.take().map(BufReader::new),

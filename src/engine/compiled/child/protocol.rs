@@ -126,6 +126,9 @@ pub(super) struct Shell {
     pub(super) timeout: Duration,
     /// Its number in the frame, for a step of a `parallel` group (see [`ShellStep`]).
     pub(super) number: Option<usize>,
+    /// The shell it named (see [`ShellStep`]).
+    #[serde(default)]
+    pub(super) shell: Option<String>,
 }
 
 impl Shell {
@@ -136,6 +139,7 @@ impl Shell {
             env: step.env.clone(),
             timeout: step.timeout,
             number: step.number,
+            shell: step.shell.clone(),
         }
     }
 
@@ -147,6 +151,7 @@ impl Shell {
             timeout: self.timeout,
             group_note: run.group_note.cloned(),
             number: self.number,
+            shell: self.shell,
         }
     }
 }

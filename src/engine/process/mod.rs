@@ -1,0 +1,176 @@
+//! What the step runner needs to know of processes beyond what POSIX promises everywhere:
+//! a clock that process start times can be compared with, the group and start time of a
+//! live process, the members of a process group, and a child's exit noticed without
+//! reaping it.
+//!
+//! One backend per OS family, chosen at compile time here and nowhere else, keeps the same
+//! promises (see `group_note` and `shell`):
+//!
+//! - **Linux** reads `/proc/<pid>/stat` (start times in clock ticks, usually 10 ms, on the
+//!   boot clock) and watches a child through a pidfd that `poll` wakes on.
+//! - **portable**, every other Unix (macOS, the BSDs), and Linux built with the
+//!   `force-portable` feature so that it is tested here: it asks `ps` (`pid`, `pgid`,
+//!   `stat`, `etime`, which procps and the BSD `ps` both know), so start times are whole
+//!   seconds on the wall clock, and it notices a child's exit with `waitid(WNOWAIT)` at each
+//!   tick of the step's loop.
+//!
+//! - **Windows** puts a step's processes in a Job Object named after its first process
+//!   (`windows.rs`): the Job is the group, killed whole with `TerminateJobObject` and with
+//!   mekara (its last handle closes), and found again by name on resume; start times are
+//!   the process's creation time on the wall clock.
+//!
+//! The Unix backends leave an exited child a zombie until the runner reaps it after killing
+//! its group, so the group's id cannot be handed to another process in between: killing the
+//! group never reaches a process that is not the step's. On Windows the Job's name keeps the
+//! group apart from the pid: a Job outlives its first process while members are left.
+
+/// A live process, as far as the runner needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Process {
+    pub(crate) pid: i32,
+    pub(crate) pgid: i32,
+    /// The earliest it can have started, in nanoseconds on [`clock_ns`]'s clock.
+    pub(crate) started_ns: u64,
+    /// The latest it can have started: start times are known only to a clock tick on
+    /// Linux, and to about two seconds (plus the time `ps` took) from `ps`.
+    pub(crate) started_by_ns: u64,
+}
+
+impl Process {
+    /// Whether it can have started between `after` and `before`.
+    pub(crate) fn may_have_started_within(&self, after: u64, before: u64) -> bool {
+        self.started_by_ns >= after && self.started_ns <= before
+    }
+
+    /// Whether it surely started before `t`.
+    pub(crate) fn started_before(&self, t: u64) -> bool {
+        self.started_by_ns < t
+    }
+}
+
+#[cfg(windows)]
+pub(crate) use imp::{
+    FileAt, Job, delete_pending, in_own_group, interrupt, interruptible, kill_group,
+    own_group_and_pid, resume, stdin_readable_within,
+};
+pub(crate) use imp::{clock_ns, group_members, process};
+#[cfg(unix)]
+pub(crate) use unix::{
+    ExitWatch, FileAt, in_own_group, interrupt, interruptible, kill_group, own_group_and_pid,
+    stdin_readable_within,
+};
+
+/// The backend's name, for the tests.
+#[cfg(test)]
+const BACKEND: &str = imp::NAME;
+
+// One backend per OS family, chosen here and nowhere else.
+#[cfg(all(target_os = "linux", not(feature = "force-portable")))]
+#[path = "linux.rs"]
+mod imp;
+#[cfg(all(unix, not(all(target_os = "linux", not(feature = "force-portable")))))]
+#[path = "portable.rs"]
+mod imp;
+#[cfg(windows)]
+#[path = "windows.rs"]
+mod imp;
+#[cfg(unix)]
+mod unix;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn force_portable_selects_the_portable_backend() {
+        let portable = cfg!(feature = "force-portable") || !cfg!(target_os = "linux");
+        let expected = if cfg!(windows) {
+            "windows"
+        } else if portable {
+            "portable"
+        } else {
+            "linux"
+        };
+        assert_eq!(BACKEND, expected);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn our_own_process_is_read() {
+        let me = i32::try_from(std::process::id()).expect("pid fits");
+        let found = process(me).expect("our own process");
+        assert_eq!(found.pid, me);
+        assert_eq!(
+            found.pgid,
+            rustix::process::getpgrp().as_raw_nonzero().get()
+        );
+        let now = clock_ns();
+        assert!(found.started_ns <= now, "{found:?} started after {now}");
+        assert!(group_members(found.pgid).iter().any(|p| p.pid == me));
+        assert_eq!(process(i32::MAX), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_exit_is_noticed_and_the_child_left_to_reap() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 7"])
+            .spawn()
+            .expect("spawn");
+        let watch = ExitWatch::new(&child);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let ready = watch.fd().is_some_and(|fd| {
+                let mut fds = [rustix::event::PollFd::new(
+                    &fd,
+                    rustix::event::PollFlags::IN,
+                )];
+                rustix::event::poll(&mut fds, None).is_ok() && !fds[0].revents().is_empty()
+            });
+            if watch.exited(ready) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "never exited");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // Still a zombie: the id stays ours until it is reaped here.
+        let status = child.wait().expect("reap");
+        assert_eq!(status.code(), Some(7));
+    }
+
+    #[cfg(all(unix, not(all(target_os = "linux", not(feature = "force-portable")))))]
+    #[test]
+    fn ps_lines_and_ages_parse() {
+        use super::imp::{Read, elapsed_secs, parse_line};
+        assert_eq!(elapsed_secs("00:05"), Some(5));
+        assert_eq!(elapsed_secs("01:02:03"), Some(3723));
+        assert_eq!(elapsed_secs("2-01:02:03"), Some(2 * 86_400 + 3723));
+        for bad in ["", "5", "1:2:3:4", "x:01", "00:61", "-1:00", "a-00:00"] {
+            assert_eq!(elapsed_secs(bad), None, "{bad:?}");
+        }
+        let s = 1_000_000_000;
+        let slack = s + s / 10;
+        // `ps` was asked at 100 s and answered at 102 s: it measured 7 s at 100 s at the
+        // earliest (true age up to 8.1 s) and at 102 s at the latest (true age down to 5.9 s).
+        let (asked, answered) = (100 * s, 102 * s);
+        assert_eq!(
+            parse_line("  123   120 S+     00:07", asked, answered),
+            Some(Read::Known(Process {
+                pid: 123,
+                pgid: 120,
+                started_ns: 93 * s - slack,
+                started_by_ns: 95 * s + slack,
+            }))
+        );
+        // What procps printed for a `sleep` it read in the tick it started.
+        assert_eq!(
+            parse_line("27577 27577 S    441077234-00:18:40", asked, answered),
+            Some(Read::AgeWrapped {
+                pid: 27577,
+                pgid: 27577
+            })
+        );
+        for line in ["123 120 Z 00:07", "123 120 S", "123 120 S 00:07 extra"] {
+            assert_eq!(parse_line(line, asked, answered), None, "{line:?}");
+        }
+    }
+}
