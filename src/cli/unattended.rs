@@ -584,13 +584,14 @@ pub(super) fn drive(
 }
 
 /// Tells the notifiers (`[notify]`) that run `id` stopped for a person: at a failed step,
-/// a limit, or an agent that could not go on (questions and ends are told as they are
+/// a limit, a spend cap it paused at, or an agent that could not go on (questions and ends are told as they are
 /// journaled). A failed step among the `held` events the journal had before this
 /// invocation was told by the one that ran it, and is not told again.
 fn notify_stop(store: &RunStore, id: &str, end: &End, held: usize) {
     let (kind, why, retry) = match end {
         End::StepFailed(why) => (crate::notify::Kind::StepFailed, why, true),
         End::Limit(why) => (crate::notify::Kind::Limit, why, false),
+        End::Paused(why) => (crate::notify::Kind::Cap, why, false),
         End::Failed(why) => (crate::notify::Kind::AgentFailed, why, false),
         _ => return,
     };
@@ -614,7 +615,13 @@ fn notify_stop(store: &RunStore, id: &str, end: &End, held: usize) {
         script: script.unwrap_or_default(),
         detail: Some(why.clone()),
         choices: None,
-        next: Some(store.resume_command(id, retry)),
+        next: Some(match kind {
+            crate::notify::Kind::Cap => format!(
+                "mekara answer {id} max-cost=USD (or max-tokens=N, max-step-tokens=N, or stop), then {}",
+                store.resume_command(id, retry)
+            ),
+            _ => store.resume_command(id, retry),
+        }),
         at: crate::engine::journal::now_ms(),
     });
 }

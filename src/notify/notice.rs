@@ -19,6 +19,9 @@ pub(crate) enum Kind {
     Limit,
     /// An unattended run's agent could not go on; the run stopped, resumable.
     AgentFailed,
+    /// An unattended run reached a spend cap and paused: a person raises the cap or stops
+    /// the run (`mekara answer`).
+    Cap,
     /// The run's script ran to its end.
     Completed,
     /// The agent finished the run's script by hand (an NL script).
@@ -34,7 +37,7 @@ impl Kind {
     pub(crate) fn waiting(self) -> bool {
         matches!(
             self,
-            Kind::Ask | Kind::StepFailed | Kind::Limit | Kind::AgentFailed
+            Kind::Ask | Kind::StepFailed | Kind::Limit | Kind::AgentFailed | Kind::Cap
         )
     }
 
@@ -45,6 +48,7 @@ impl Kind {
             Kind::StepFailed => "step_failed",
             Kind::Limit => "limit",
             Kind::AgentFailed => "agent_failed",
+            Kind::Cap => "cap",
             Kind::Completed => "completed",
             Kind::FinishedByAgent => "finished_by_agent",
             Kind::FellBack => "fell_back",
@@ -59,6 +63,7 @@ impl Kind {
             Kind::StepFailed => "stopped at a failed step",
             Kind::Limit => "stopped at a limit",
             Kind::AgentFailed => "stopped: the agent could not go on",
+            Kind::Cap => "paused at a spend cap",
             Kind::Completed => "completed",
             Kind::FinishedByAgent => "was finished by the agent",
             Kind::FellBack => "failed and was finished by the agent",

@@ -67,8 +67,8 @@ impl Notified {
                 ask.choices.clone(),
                 Some(format!("mekara answer {id} VALUE")),
             )),
-            // A spend cap that pauses the run (branch `i44-spend`'s `cap` event, action
-            // `paused`) is a wait for a person too: its notice belongs here, once it lands.
+            // A spend cap that pauses an unattended run is told by the driver when it stops
+            // there (`cli::unattended::notify_stop`), with the answers that go on.
             Event::Pop(pop) if pop.depth == 0 => {
                 let kind = match pop.outcome {
                     _ if self.fell_back => Kind::FellBack,

@@ -375,3 +375,28 @@ fn a_command_that_hangs_is_stopped_at_the_timeout_and_logged() {
     );
     assert!(run.stderr.contains(&expected), "{expected}\n{}", run.stderr);
 }
+
+/// Issue 44: a run paused at a spend cap waits for a person, who is told once, with the
+/// answers that go on; the resume that repeats the old cap pauses again, a new wait.
+#[test]
+fn a_run_paused_at_a_spend_cap_is_told_with_the_answers_that_go_on() {
+    let project = crate::unattended::project();
+    user_config(&project, &format!("[notify]\ncommand = '{RECEIVER}'\n"));
+    let agent = crate::unattended::AGENT_COMMAND;
+    let args = [
+        "run",
+        "--agent-command",
+        agent,
+        "--max-cost",
+        "0.5",
+        "colour",
+    ];
+    mekara(&project, &args, "").expect_code(1);
+    let id = project.run_ids().pop().expect("a run");
+    let env = std::fs::read_to_string(project.root().join("command-env.log")).expect("env");
+    assert_eq!(env, format!("cap 1 {id} colour\n"));
+    let events =
+        std::fs::read_to_string(project.root().join("command-events.jsonl")).expect("events");
+    let body = pinned(events.lines().next().expect("one"), &id);
+    insta::assert_snapshot!(body["next"].as_str().expect("next"), @"mekara answer RUN_ID max-cost=USD (or max-tokens=N, max-step-tokens=N, or stop), then mekara run --resume RUN_ID --agent-command 'python3 agent/agent.py'");
+}
