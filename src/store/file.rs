@@ -350,7 +350,7 @@ impl FileStore {
 }
 
 /// The ids of the journal files in `dir`, sorted (none when it cannot be read). A file
-/// whose name is not a run id is skipped with a warning ([`crate::store::listed_id`]).
+/// whose name is not a run id is skipped with a warning ([`crate::store::listed::listed_id`]).
 pub(crate) fn journal_ids(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -362,7 +362,7 @@ pub(crate) fn journal_ids(dir: &Path) -> Vec<String> {
             let name = e.file_name();
             let id = name.to_string_lossy();
             let id = id.strip_suffix(".jsonl")?;
-            crate::store::listed_id(id, &place).then(|| id.to_string())
+            crate::store::listed::listed_id(id, &place).then(|| id.to_string())
         })
         .collect();
     ids.sort();

@@ -199,9 +199,15 @@ fn the_estimate_is_the_median_and_90th_percentile_of_the_scripts_completed_runs(
     let dry = project.run(&["run", "--dry-run", "colour"], "");
     dry.expect_code(0);
     assert!(dry.stdout.contains(line), "{}", dry.stdout);
+    let before = project.run_ids();
     let started = unattended(&project, &["--max-cost", "0.1", "colour"]);
     assert!(started.stderr.starts_with(line), "{}", started.stderr);
-    let id = project.run_ids().pop().expect("a run");
+    // The new run (not the last id in order: runs of one second order by their random part).
+    let id = project
+        .run_ids()
+        .into_iter()
+        .find(|id| !before.contains(id))
+        .expect("a new run");
     let show = project.run(&["runs", "show", &id], "");
     assert!(show.stdout.contains(line), "{}", show.stdout);
 }

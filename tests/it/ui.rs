@@ -1328,7 +1328,13 @@ fn the_viewer_shows_the_spend_and_the_estimate_and_raises_a_paused_runs_cap() {
     unattended(&["--resume", &first]).expect_code(0);
 
     unattended(&["--max-cost", "0.4", "colour"]).expect_code(1);
-    let second = project.run_ids().pop().expect("a run");
+    // Not the last id in order: two runs started in the same second order by their random
+    // part.
+    let second = project
+        .run_ids()
+        .into_iter()
+        .find(|id| *id != first)
+        .expect("a second run");
     let work = tempfile::tempdir().expect("tempdir");
     let (paused, answered) = (
         work.path().join("paused.html"),

@@ -296,7 +296,9 @@ fn run_child(ctx: &Ctx, trial: &Trial, child: &Child<'_>) -> Ended {
         command.arg("--project-script");
     }
     if let Some(cost) = ctx.plan.caps.trial_cost_usd {
-        command.args(["--max-cost", &cost.to_string()]);
+        // A trial over its cap is stopped and counted as capped: nobody is there to raise
+        // the cap of a paused trial.
+        command.args(["--max-cost", &cost.to_string(), "--on-cap", "stop"]);
     }
     // The scratch project's git identity and dates, but the person's own `HOME`: an agent
     // client finds its login there.

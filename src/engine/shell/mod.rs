@@ -87,14 +87,6 @@ impl ShellRunner {
     }
 }
 
-/// `program` in a folder of `PATH` (on Windows, `program.exe`).
-fn find_in_path(program: &str) -> Option<PathBuf> {
-    let file = format!("{program}{}", std::env::consts::EXE_SUFFIX);
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(&file))
-        .find(|p| p.is_file())
-}
-
 /// What every shell step gets in its environment so that it finds the mekara running it (a
 /// step may call `mekara check`, as the bundled `/compile` does, although mekara was started
 /// by an absolute path and is not on `PATH`: a plugin, `npx`, a wheel's virtualenv):
@@ -112,7 +104,7 @@ fn running_mekara() -> Vec<(OsString, OsString)> {
     };
     let mut env = vec![(OsString::from("MEKARA"), exe.clone().into_os_string())];
     let same = |p: &Path| std::fs::canonicalize(p).ok() == std::fs::canonicalize(&exe).ok();
-    if find_in_path("mekara").is_some_and(|found| same(&found)) {
+    if program::find_in_path("mekara").is_some_and(|found| same(&found)) {
         return env;
     }
     match link_folder(&exe) {

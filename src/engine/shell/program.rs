@@ -17,7 +17,7 @@ pub(crate) fn default_shell() -> PathBuf {
         git_bash(&|name| std::env::var_os(name), &|p| p.is_file())
             .unwrap_or_else(|| PathBuf::from("bash.exe"))
     } else {
-        super::find_in_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh"))
+        find_in_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh"))
     }
 }
 
@@ -111,7 +111,7 @@ pub(super) enum Program {
 pub(super) fn for_step(shell: Option<&str>) -> Result<Program, String> {
     match shell {
         None | Some("bash") => Ok(Program::Default),
-        Some("pwsh") => super::find_in_path("pwsh")
+        Some("pwsh") => find_in_path("pwsh")
             .map(|program| Program::Named {
                 program,
                 args: &["-NoProfile", "-NonInteractive", "-Command"],
@@ -124,7 +124,7 @@ pub(super) fn for_step(shell: Option<&str>) -> Result<Program, String> {
             let program = std::env::var_os("ComSpec")
                 .filter(|c| !c.is_empty())
                 .map(PathBuf::from)
-                .or_else(|| super::find_in_path("cmd"))
+                .or_else(|| find_in_path("cmd"))
                 .unwrap_or_else(|| PathBuf::from("cmd.exe"));
             Ok(Program::Named {
                 program,
@@ -137,6 +137,14 @@ pub(super) fn for_step(shell: Option<&str>) -> Result<Program, String> {
         ),
         Some(other) => Err(format!("`shell` is `{other}`, which mekara does not know")),
     }
+}
+
+/// `program` in a folder of `PATH` (on Windows, `program.exe`).
+pub(super) fn find_in_path(program: &str) -> Option<PathBuf> {
+    let file = format!("{program}{}", std::env::consts::EXE_SUFFIX);
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(&file))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

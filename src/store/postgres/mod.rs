@@ -262,7 +262,7 @@ impl Db {
     /// Whether `id`, read from the database, can be a run's id; one that cannot (a row
     /// written by other means, before the schema's check) is skipped with a warning.
     fn listed(&self, id: &str) -> bool {
-        crate::store::listed_id(id, &self.place())
+        crate::store::listed::listed_id(id, &self.place())
     }
 
     /// Where run `id` is, for messages.

@@ -45,26 +45,37 @@ impl<J> Opening<J> {
     }
 }
 
-/// Why a child does not take `opening` (the parent's first line, as JSON) up: it was
-/// started by a mekara of another protocol. `None` when the protocols are the same (the
-/// job itself is read after).
-pub(super) fn other_protocol(opening: &Json) -> Option<String> {
-    let theirs = opening.get("protocol").and_then(Json::as_u64);
-    if theirs == Some(u64::from(PROTOCOL)) {
-        return None;
+/// The head of a parent's first line: what a child reads before the job, so that a line
+/// of another protocol is refused before its job is misread. (Read from the line itself,
+/// not through a `serde_json::Value`, which cannot hold the job's integers past 64 bits.)
+#[derive(Deserialize)]
+pub(super) struct Heading {
+    #[serde(default)]
+    protocol: Option<u64>,
+    #[serde(default)]
+    mekara: Option<String>,
+}
+
+impl Heading {
+    /// Why a child does not take the job up: it was started by a mekara of another
+    /// protocol. `None` when the protocols are the same (the job itself is read after).
+    pub(super) fn other_protocol(&self) -> Option<String> {
+        if self.protocol == Some(u64::from(PROTOCOL)) {
+            return None;
+        }
+        let mine = env!("CARGO_PKG_VERSION");
+        let parent = match (self.protocol, &self.mekara) {
+            (Some(protocol), Some(version)) => format!("mekara {version} (protocol {protocol})"),
+            (Some(protocol), None) => format!("a mekara of protocol {protocol}"),
+            (None, _) => "an older mekara, without a protocol version".to_string(),
+        };
+        Some(format!(
+            "this evaluator is mekara {mine} (protocol {PROTOCOL}) and was started by {parent}: \
+             mekara was upgraded or replaced under a server that is still running; restart the \
+             server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so \
+             that it and its evaluator are the same mekara"
+        ))
     }
-    let mine = env!("CARGO_PKG_VERSION");
-    let parent = match (theirs, opening.get("mekara").and_then(Json::as_str)) {
-        (Some(protocol), Some(version)) => format!("mekara {version} (protocol {protocol})"),
-        (Some(protocol), None) => format!("a mekara of protocol {protocol}"),
-        (None, _) => "an older mekara, without a protocol version".to_string(),
-    };
-    Some(format!(
-        "this evaluator is mekara {mine} (protocol {PROTOCOL}) and was started by {parent}: \
-         mekara was upgraded or replaced under a server that is still running; restart the \
-         server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so \
-         that it and its evaluator are the same mekara"
-    ))
 }
 
 /// What the parent sends first, inside an [`Opening`]: the job.
