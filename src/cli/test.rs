@@ -457,6 +457,7 @@ fn drive(request: &Path) -> anyhow::Result<Exit> {
         settings,
         cwd: std::env::current_dir()?,
         project_root: locations.project_root.clone(),
+        estimate: false,
     };
     let start = super::unattended::Start::New {
         name,

@@ -167,6 +167,11 @@ pub(super) struct Parts {
     pub cwd: PathBuf,
     /// The project's root, whose `.mekara/config.toml` has `[limits]` and `[prices]`.
     pub project_root: Option<PathBuf>,
+    /// Whether a new run starts by printing its script's estimate. Not for a run a program
+    /// started under an id it chose (`--run-id`: a queue worker's, an eval's trial): nobody
+    /// reads it there, and the past runs it reads would widen the moment between a worker's
+    /// claim and the run's journal.
+    pub estimate: bool,
 }
 
 /// A new run, or one taken up again.
@@ -326,7 +331,9 @@ pub(super) fn drive(
             "run `{id}` was stopped at its spend cap by a person (`mekara answer {id} stop`): nothing is left to resume"
         );
     }
-    if let Start::New { name, .. } = &start {
+    if let Start::New { name, .. } = &start
+        && parts.estimate
+    {
         print_estimate(&parts.store, &parts.resolver, name);
     }
     let started = Instant::now();

@@ -197,6 +197,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
             settings,
             cwd,
             project_root: locations.project_root.clone(),
+            estimate: args.run_id.is_none(),
         };
         return super::unattended::run(&args.unattended, session, start);
     }
