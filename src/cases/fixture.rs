@@ -283,6 +283,9 @@ mod tests {
     use super::*;
 
     #[test]
+    // Set-up commands run with `sh`, and `git = true` with `git`: Unix tools, absent under
+    // the Wine the Windows unit tests run in.
+    #[cfg(unix)]
     fn a_fixture_is_copied_written_committed_and_set_up_in_order() {
         let source = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(source.path().join("src")).expect("mkdir");
@@ -323,6 +326,9 @@ mod tests {
     }
 
     #[test]
+    // Set-up commands run with `sh`, and `git = true` with `git`: Unix tools, absent under
+    // the Wine the Windows unit tests run in.
+    #[cfg(unix)]
     fn a_failing_set_up_command_and_an_escaping_file_path_are_clear_errors() {
         let fixture = Fixture {
             setup: vec!["echo nope >&2; exit 3".to_string()],
