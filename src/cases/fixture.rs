@@ -278,14 +278,13 @@ fn copy_link(link: &Path, target: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+// Every test here runs `sh`, `git` or a symbolic link: Unix tools, absent under the Wine the
+// Windows unit tests run in.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
     #[test]
-    // Set-up commands run with `sh`, and `git = true` with `git`: Unix tools, absent under
-    // the Wine the Windows unit tests run in.
-    #[cfg(unix)]
     fn a_fixture_is_copied_written_committed_and_set_up_in_order() {
         let source = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(source.path().join("src")).expect("mkdir");
@@ -326,9 +325,6 @@ mod tests {
     }
 
     #[test]
-    // Set-up commands run with `sh`, and `git = true` with `git`: Unix tools, absent under
-    // the Wine the Windows unit tests run in.
-    #[cfg(unix)]
     fn a_failing_set_up_command_and_an_escaping_file_path_are_clear_errors() {
         let fixture = Fixture {
             setup: vec!["echo nope >&2; exit 3".to_string()],
@@ -352,7 +348,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(unix)]
     fn a_link_in_the_fixture_stays_a_link() {
         let source = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink("/etc/hostname", source.path().join("outside")).expect("link");
