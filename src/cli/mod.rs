@@ -298,9 +298,10 @@ fn script_hint(e: &ScriptError) -> Option<String> {
             .is_empty()
             .then(|| "`mekara scripts` lists the scripts there are".to_string()),
         ScriptError::Shadows(shadowing) => Some(format!(
-            "read those files; to run them, `mekara run --project-script {}`; to run mekara's \
-             bundled script instead, move them out of the project",
-            shadowing.name
+            "read `{}` first; to run it, `mekara run --project-script {}`; {}",
+            shadowing.runs,
+            shadowing.name,
+            shadowing.way_back()
         )),
         _ => None,
     }

@@ -242,12 +242,11 @@ fn project_script_first(typed: &str, shadowing: Option<&Shadowing>) -> Option<St
     Some(format!(
         "`/{typed}` here is this project's own script ({}), not mekara's bundled `{}`: it \
          would run this repository's own commands. Run nothing yet: first ask the user {} \
-         If they say no, tell them that mekara's bundled `{}` cannot run here while the \
-         project's files are there, and stop. Only if they say yes, ",
+         If they say no, tell them that {}, and stop. Only if they say yes, ",
         shadowing.files_named(),
         shadowing.bundled,
         project_script_question(shadowing),
-        shadowing.bundled,
+        shadowing.way_back(),
     ))
 }
 

@@ -152,8 +152,9 @@ impl ScriptError {
 /// its steps run only on the person's word ([`Resolver::resolve_to_run`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{name}` here is this project's own script ({}), not mekara's bundled `{bundled}`; nothing of it ran",
-    self.files_named()
+    "`{name}` here is this project's own script ({}), not mekara's bundled `{bundled}`; nothing of it ran; {}",
+    self.files_named(),
+    self.what_runs()
 )]
 pub(crate) struct Shadowing {
     /// The name as asked for.
@@ -162,9 +163,45 @@ pub(crate) struct Shadowing {
     pub bundled: String,
     /// The project's files that would run, NL file first.
     pub files: Vec<String>,
+    /// The file whose steps would run: the compiled file when there is one (whatever the NL
+    /// file says), else the NL file, which the agent follows.
+    pub runs: String,
+    /// Whether `runs` is a compiled file.
+    pub compiled: bool,
 }
 
 impl Shadowing {
+    /// Which file's steps would run, for the person who reads the files before saying yes:
+    /// an NL file and a compiled file can say different things, and only one of them runs.
+    pub(crate) fn what_runs(&self) -> String {
+        if self.compiled && !self.files.iter().any(|f| f != &self.runs) {
+            // The NL text beside it is mekara's own, which describes the bundled workflow.
+            format!(
+                "what would run is the steps of its compiled file `{}`, not what the bundled NL text of `{}` describes",
+                self.runs, self.bundled
+            )
+        } else if self.compiled {
+            format!(
+                "what would run is the steps of its compiled file `{}` (its NL file only describes them, and may say otherwise)",
+                self.runs
+            )
+        } else {
+            format!(
+                "what would run is its NL file `{}`, followed by the agent",
+                self.runs
+            )
+        }
+    }
+
+    /// How to have the bundled script back under its name.
+    pub(crate) fn way_back(&self) -> String {
+        format!(
+            "mekara's bundled `{}` runs under that name again once the project's files are \
+             moved out of the project or renamed",
+            self.bundled
+        )
+    }
+
     /// The project's files, each in backticks: `` `a.md` and `b.star` ``.
     pub(crate) fn files_named(&self) -> String {
         self.files
@@ -458,10 +495,13 @@ impl Resolver {
             .chain(name.underscored())
             .chain(std::iter::once(script.name.clone()))
             .find(|form| bundled::file(&format!("nl/{}.md", form.as_path())).is_some())?;
+        let runs = script.compiled.as_ref().unwrap_or(&script.nl);
         Some(Shadowing {
             name: name.to_string(),
             bundled: bundled.to_string(),
             files,
+            runs: runs.origin.clone(),
+            compiled: script.compiled.is_some(),
         })
     }
 

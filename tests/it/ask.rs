@@ -233,7 +233,8 @@ async fn over_mcp_the_agent_is_told_to_ask_the_user_and_a_wrong_choice_keeps_it_
     // Still pending: `status` shows the question again.
     let status = client.call("status", json!({"run_id": handle})).await.ok();
     assert!(
-        status.contains("<question>\nDeploy to production?\n</question>"),
+        status
+            .contains("<question>\nDeploy to production?\n\nChoices: \"yes\", \"no\"\n</question>"),
         "{status}"
     );
 

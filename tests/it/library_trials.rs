@@ -341,7 +341,7 @@ fn docs_sync_does_not_blame_a_failure_that_was_there_before_the_docs_change() {
     completed(&run);
     let out = outputs(&project);
     assert!(
-        out.contains("The docs are changed. These checks failed before the change too, so not because of it: `sh ./check.sh`"),
+        out.contains("The docs are changed. These checks failed before the docs change too, so not because of it: `sh ./check.sh`"),
         "{out}"
     );
     assert!(read(&project, "README.md").contains("--loud"));
@@ -688,6 +688,221 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
         run = answer_and_resume(project, answer);
     }
     run
+}
+
+/// Regression (p-limit): `triage` ran the checks before writing its test, but blamed the fix
+/// for every check that failed after it, one that failed before too (ava's flaky timing test)
+/// included, and the run failed. A check that failed before the fix is named as such, and only
+/// a new failure stops the run.
+#[test]
+fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
+    let project = repository(&[
+        ("stats.py", PY_STATS),
+        ("check.sh", "echo 'FAILED test_timing'; exit 1\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n",
+        ),
+    ]);
+    let plan = json!([
+        {"when": "Step 3: write a test", "run": "printf 'from stats import mean\\nassert mean([]) == 0\\n' > test_empty.py",
+         "outputs": {"test_file": "test_empty.py", "test_command": "python3 test_empty.py"}},
+        {"when": "Steps 4 and 5", "outputs": {"cause": "stats.py:2: divides by zero", "fix": "return 0 for no numbers"}},
+        {"when": "Step 6: apply", "run": "sed -i 's|return sum(xs) / len(xs)|return sum(xs) / len(xs) if xs else 0|' stats.py",
+         "outputs": {"changed": "stats.py"}},
+    ]);
+    let asked = flow(
+        &project,
+        &plan,
+        "flow/triage",
+        &["mean of no numbers crashes"],
+    );
+    assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
+    assert_eq!(state(&answer_and_resume(&project, "run")), "waiting");
+    completed(&answer_and_resume(&project, "apply"));
+    let out = outputs(&project);
+    assert!(
+        out.ends_with("The fix makes the new test pass and the other checks that ran pass. These checks failed before the fix too, so not because of it: `sh ./check.sh`\n"),
+        "{out}"
+    );
+}
+
+/// Regression (p-limit): `upgrade-deps` reverted an upgrade when any check failed after it:
+/// a check that failed before the upgrades, or a flaky one (ava's timing test). The checks run
+/// once before the upgrades; a check that failed then is no reason to revert; one that fails
+/// after an upgrade runs once more, and passing then is flaky, said so, not blamed.
+#[test]
+fn upgrade_deps_keeps_an_upgrade_when_a_check_failed_before_it_or_is_flaky() {
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"greet\",\n  \"version\": \"1.0.0\",\n  \"dependencies\": {\"left-pad\": \"^1.0.0\"}\n}\n",
+        ),
+        (
+            "package-lock.json",
+            "{\n  \"name\": \"greet\",\n  \"lockfileVersion\": 3,\n  \"packages\": {}\n}\n",
+        ),
+        ("lint.sh", "echo 'error: 1 problem'; exit 1\n"),
+        // Fails on its second run only, as a timing test under load does.
+        (
+            "test.sh",
+            "n=$(($(cat .git/runs 2>/dev/null || echo 0) + 1)); echo $n > .git/runs; [ $n -ne 2 ] || { echo 'FAILED timing'; exit 1; }\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: sh ./lint.sh\n      - run: sh ./test.sh\n",
+        ),
+    ]);
+    project.write("node_modules/left-pad/package.json", "{}\n");
+    let npm = "#!/bin/sh\ncase \"$1\" in\n  outdated) echo '{\"left-pad\": {\"current\": \"1.0.0\", \"wanted\": \"1.0.0\", \"latest\": \"1.3.0\"}}' ;;\n  install) sed -i 's/\"\\^1.0.0\"/\"^1.3.0\"/' package.json ;;\nesac\n";
+    let path = fake_tools(&project, &[("npm", npm)]);
+    let run = flow_on(&project, &json!([]), "flow/upgrade-deps", &[], Some(&path));
+    completed(&run);
+    assert_eq!(
+        git(&project, &["log", "-1", "--format=%s"]),
+        "Upgrade left-pad from 1.0.0 to 1.3.0"
+    );
+    let out = outputs(&project);
+    assert!(
+        out.ends_with("Upgraded: left-pad 1.0.0 → 1.3.0\nReverted: nothing\nFlaky: `sh ./test.sh` (failed after upgrading left-pad, passed when run again)\nThese checks failed before the upgrades too, so not because of it: `sh ./lint.sh`\n"),
+        "{out}"
+    );
+}
+
+/// Regression (walkdir): a project with no changelog could only have a new `CHANGELOG.md`
+/// or cancel the whole release. The confirm question says there is none and offers to
+/// release without one; then only the version's files are committed and tagged.
+#[test]
+fn release_with_no_changelog_can_go_without_one() {
+    let project = repository(&[(
+        "package.json",
+        "{\n  \"name\": \"limit\",\n  \"version\": \"1.0.0\"\n}\n",
+    )]);
+    git(&project, &["tag", "v1.0.0"]);
+    project.write("index.js", "export default 1;\n");
+    commit_all(&project, "Add index");
+    let asked = release_answering(&project, "- Add the index.", &["minor"]);
+    // The question alone: the first line names the step's index, the last the run.
+    let asked = stopped_by(&asked).replace("\n  ", "\n");
+    let question = asked.lines().skip(1).collect::<Vec<_>>();
+    insta::assert_snapshot!(question[..question.len() - 1].join("\n"), @r"
+    Release v1.1.0?
+
+    Files to change: `package.json`, `CHANGELOG.md`
+    Commit message: `Release v1.1.0`
+    Tag: `v1.1.0` (annotated: `Release v1.1.0`)
+    This project has no changelog: `yes` releases and creates `CHANGELOG.md` with the entry below; `release without a changelog` releases the other files only; `no` cancels.
+    Entry for a new `CHANGELOG.md`:
+
+    ## v1.1.0
+
+    - Add the index. (choices: `yes`, `release without a changelog`, `no`)
+    ");
+    completed(&answer_and_resume(&project, "release without a changelog"));
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.1.0");
+    assert_eq!(
+        git(&project, &["show", "--name-only", "--format=", "HEAD"]),
+        "package.json"
+    );
+    assert!(!project.root().join("CHANGELOG.md").exists());
+}
+
+/// Regression (fd, ripgrep, walkdir): `docs-sync` ran no docs build for a Rust crate, so a
+/// doc comment's link to an item the code no longer has went unseen. Where the crate's docs
+/// are checked (its CI runs `cargo doc`, it denies rustdoc's lints, or its doc comments hold
+/// examples), `cargo doc --no-deps` runs, warnings as errors, and its failure is shown.
+#[test]
+fn docs_sync_builds_a_crates_docs_where_they_are_checked() {
+    let lib = "#![deny(rustdoc::broken_intra_doc_links)]\n//! Adds; see [`plus`].\n\n/// The sum.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", lib),
+        ("README.md", "# adder\n\nCall `adder::add`.\n"),
+    ]);
+    let plan = json!([{"when": "Step 3", "outputs": {"drifts": ""}}]);
+    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
+    let out = outputs(&project);
+    for line in [
+        "docs build: rustdoc (`cargo doc --no-deps`) failed",
+        "unresolved link to `plus`",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}
+
+/// Regression (click): through the MCP client's environment uv could not verify PyPI's
+/// certificate (`invalid peer certificate: UnknownIssuer`), and the check was "not run: needs
+/// the network", which sends the person to check a network that works. A certificate that
+/// could not be verified is its own reason, with what to set for the tool.
+#[test]
+fn a_certificate_that_cannot_be_verified_is_not_a_missing_network() {
+    let project = repository(&[(
+        ".github/workflows/ci.yml",
+        "jobs:\n  test:\n    steps:\n      - run: uv run pytest\n",
+    )]);
+    let uv = "#!/bin/sh\nprintf '%s\\n' 'error: Request failed after 3 retries' '  Caused by: Failed to fetch: `https://pypi.org/simple/pytest/`' '  Caused by: error sending request for url (https://pypi.org/simple/pytest/)' '  Caused by: client error (Connect)' '  Caused by: invalid peer certificate: UnknownIssuer' >&2\nexit 2\n";
+    let path = fake_tools(&project, &[("uv", uv)]);
+    let run = flow_on(&project, &json!([]), "flow/fix-ci", &[], Some(&path));
+    insta::assert_snapshot!(stopped_by(&run), @"stopped by the script `flow:fix-ci`: no check could run here (not run: `uv run pytest`: could not verify the registry's certificate (`invalid peer certificate: UnknownIssuer`): uv's `--native-tls` (or `UV_NATIVE_TLS=1`) uses the system's certificates; or set `SSL_CERT_FILE` to the certificate authority's bundle): install what is missing, or give the command to run as the workflow's argument");
+}
+
+/// Regression (click): `pr`'s "Push `BRANCH` and open a pull request ...?" reached the person
+/// with no choices: the MCP reply listed them after the question the agent passes on word for
+/// word. They are in the question's block now, for every workflow's question, so a question
+/// makes sense wherever the agent relays it (a terminal shows them numbered, a notification
+/// after the question).
+#[tokio::test]
+async fn a_questions_choices_are_in_the_text_the_agent_relays_word_for_word() {
+    let project = Project::new();
+    project.script(
+        "push",
+        "Push the branch.\n",
+        Some("def execute(request):\n    ask(\"Push `feature` to `origin`?\", choices = [\"yes\", \"no\"])\n"),
+    );
+    let client = crate::mcp::client::Client::start(&project, &[]).await;
+    let reply = client.call("start", json!({"name": "push"})).await.ok();
+    let turn = reply.split("## Your turn").nth(1).unwrap_or_default();
+    let turn = turn
+        .split("When the user has answered")
+        .next()
+        .unwrap_or_default();
+    insta::assert_snapshot!(turn, @r#"
+    : ask the user (`push[0]`)
+
+    The script needs an answer from the user, not from you. Ask the user this question, word for word, and wait for their reply:
+
+    <question>
+    Push `feature` to `origin`?
+
+    Choices: "yes", "no"
+    </question>
+
+    The answer must be one of the choices, as written.
+    "#);
+}
+
+/// Regression (the trials, a model as the agent): the refusal to start a repository's own
+/// `flow/commit` named its files but not which one's steps would run, nor how to have the
+/// bundled workflow back. With only a compiled file, paired with mekara's own NL text (which
+/// describes the bundled workflow, not these steps), it says that the compiled file runs.
+#[test]
+fn a_shadowing_compiled_script_is_named_as_what_runs_with_the_way_back_to_the_bundled_one() {
+    let project = Project::new();
+    project.write(
+        ".mekara/scripts/compiled/flow/commit.star",
+        "def execute(request):\n    auto(\"touch marker\")\n",
+    );
+    let run = project.run(&["run", "flow:commit"], "");
+    assert!(!project.root().join("marker").exists());
+    mekara_snapshot!(project, run, @r"
+    exit code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: `flow:commit` here is this project's own script (`[PROJECT]/.mekara/scripts/compiled/flow/commit.star`), not mekara's bundled `flow:commit`; nothing of it ran; what would run is the steps of its compiled file `[PROJECT]/.mekara/scripts/compiled/flow/commit.star`, not what the bundled NL text of `flow:commit` describes; read `[PROJECT]/.mekara/scripts/compiled/flow/commit.star` first; to run it, `mekara run --project-script flow:commit`; mekara's bundled `flow:commit` runs under that name again once the project's files are moved out of the project or renamed
+    ");
 }
 
 /// A Go module as the Go trials had them (google/uuid, spf13/pflag, spf13/cobra): `go.mod`, a

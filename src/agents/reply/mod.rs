@@ -167,6 +167,20 @@ fn with_handle(handle: Option<&str>) -> String {
     })
 }
 
+/// A script's question as the agent shows it to the user word for word, in a `<question>`
+/// block: its text, then its choices when it has some, so that a question whose text does not
+/// name them ("Push?") still makes sense wherever the agent relays it.
+fn question_block(question: &str, choices: Option<&[String]>) -> String {
+    let listed = choices.map_or(String::new(), |choices| {
+        let quoted = choices.iter().map(|c| quote(c)).collect::<Vec<_>>();
+        format!("\nChoices: {}\n", quoted.join(", "))
+    });
+    format!(
+        "<question>\n{}{listed}</question>\n",
+        with_newline(question)
+    )
+}
+
 fn with_newline(text: &str) -> String {
     let mut text = text.trim_end().to_string();
     text.push('\n');

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value as Json};
 
-use super::{compact, handle_argument, quote, with_handle, with_newline};
+use super::{compact, handle_argument, question_block, with_handle, with_newline};
 use crate::engine::executor::{FailedCall, Stop};
 use crate::engine::journal::Outcome;
 use crate::engine::{Pending, Task};
@@ -377,19 +377,11 @@ fn ask(
         out,
         "## Your turn: ask the user (`{path}`)\n\n\
          The script needs an answer from the user, not from you. Ask the user this question, \
-         word for word, and wait for their reply:\n\n<question>\n{}</question>\n",
-        with_newline(question)
+         word for word, and wait for their reply:\n\n{}",
+        question_block(question, choices)
     );
-    if let Some(choices) = choices {
-        let _ = writeln!(
-            out,
-            "The answer must be one of: {}. Show the user these choices.",
-            choices
-                .iter()
-                .map(|c| quote(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    if choices.is_some() {
+        let _ = writeln!(out, "The answer must be one of the choices, as written.");
     }
     if let Some(timeout) = timeout {
         let _ = writeln!(

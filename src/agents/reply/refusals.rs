@@ -168,10 +168,9 @@ pub(crate) fn refusal(
                 "{error}. It runs this repository's own commands, so the user decides: ask \
                  them {} If they say yes, call `start` again with the same `name` and \
                  `arguments` plus `\"project_script\": true`. If they say no, tell them that \
-                 mekara's bundled `{}` cannot run here while the project's files are there, \
-                 and stop. Never set `project_script` without their yes.",
+                 {}, and stop. Never set `project_script` without their yes.",
                 project_script_question(shadowing),
-                shadowing.bundled
+                shadowing.way_back()
             ),
             Unchanged::Run,
         ),

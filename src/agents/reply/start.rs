@@ -14,10 +14,11 @@ pub(crate) const AFTER_START: &str = "then do what its reply says, step by step,
 pub(crate) fn project_script_question(shadowing: &crate::script::Shadowing) -> String {
     format!(
         "\"This project has its own `{}` script ({}), which would run instead of mekara's \
-         bundled `{}`. Run the project's script?\"",
+         bundled `{}`; {}. Run the project's script?\"",
         shadowing.name,
         shadowing.files_named(),
-        shadowing.bundled
+        shadowing.bundled,
+        shadowing.what_runs()
     )
 }
 

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::pending::pending;
-use super::{START_A_SCRIPT, Unchanged, quote, refused, resume_call, shown_dir, with_newline};
+use super::{
+    START_A_SCRIPT, Unchanged, question_block, quote, refused, resume_call, shown_dir, with_newline,
+};
 use crate::display::count;
 use crate::engine::Pending;
 use crate::engine::executor::Frame;
@@ -183,9 +185,8 @@ pub(crate) fn read_status(
     } else if let Some(ask) = top.waiting_question() {
         let _ = writeln!(
             text,
-            "The run waits for the user's answer to a question of `{script}`:\n\n\
-             <question>\n{}</question>\n",
-            with_newline(&ask.question)
+            "The run waits for the user's answer to a question of `{script}`:\n\n{}",
+            question_block(&ask.question, ask.choices.as_deref())
         );
     } else if !top.push.compiled {
         let _ = writeln!(
@@ -219,12 +220,11 @@ pub(crate) fn read_status(
     } else if let Some(ask) = top.waiting_question() {
         // The answer is passed on the way a live run's question takes it: one call, which
         // takes the run up here too (a `resume` first would only show the question again).
-        let choices = ask.choices.as_deref().map_or(String::new(), |c| {
-            format!(
-                " (the answer must be one of: {})",
-                c.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ")
-            )
-        });
+        let choices = if ask.choices.is_some() {
+            " (the answer must be one of its choices, as written)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             text,
             "Ask the user this question, word for word{choices}. When the user has answered, \

@@ -445,7 +445,8 @@ async fn status_from_another_server_of_a_waiting_question_says_how_to_pass_the_a
     );
     for said in [
         "Go on?",
-        "the answer must be one of: \"yes\", \"no\"",
+        "Choices: \"yes\", \"no\"\n</question>",
+        "the answer must be one of its choices, as written",
         call.as_str(),
         "Never answer the question yourself",
     ] {
