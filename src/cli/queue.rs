@@ -428,7 +428,12 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
                 }
             }
         }
+        let skipped = skip.len();
         skip.retain(|_, until| *until > Instant::now());
+        if skip.len() < skipped {
+            // A run left alone is claimable again: the queue is not known to be empty.
+            idle = false;
+        }
         while !stopping && running.len() < slots && (!idle || Instant::now() >= next_claim) {
             let skipped: HashSet<String> = skip.keys().cloned().collect();
             let Some(job) = worker.claim(&queues, &skipped)? else {
