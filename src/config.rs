@@ -49,16 +49,26 @@ pub(crate) fn section<T: serde::de::DeserializeOwned>(
     let Some(file) = path(root) else {
         return Ok(None);
     };
-    let bad = |reason: String| format!("`{}`: {reason}", file.display());
-    let Some(text) = read(&file).map_err(bad)? else {
+    section_of(&file, name).map_err(|reason| format!("`{}`: {reason}", file.display()))
+}
+
+/// Section `name` of settings file `file` (the project's or the person's), read as `T`:
+/// `None` when there is no file or no such section. The error says what is wrong (and in
+/// which section), for the caller to say in which file. The rest of the file is other
+/// sections', read and checked by their owners.
+pub(crate) fn section_of<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let Some(text) = read(file)? else {
         return Ok(None);
     };
-    let mut table: toml::Table = toml::from_str(&text).map_err(|e| bad(reason(&e)))?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| reason(&e))?;
     let Some(value) = table.remove(name) else {
         return Ok(None);
     };
     value
         .try_into()
         .map(Some)
-        .map_err(|e: toml::de::Error| bad(format!("`[{name}]`: {}", reason(&e))))
+        .map_err(|e: toml::de::Error| format!("`[{name}]`: {}", reason(&e)))
 }

@@ -10,7 +10,7 @@
 //! - an allocation that would take the count past the budget's hard cap is refused (null).
 //!   starlark 0.14 cannot recover from a refused allocation (its arena and the standard
 //!   collections it builds call `handle_alloc_error`, which aborts the process), so a
-//!   refusal says why on stderr first, naming the statement ([`note_statement`]): it bounds
+//!   refusal says why on stderr first, naming the statement ([`Statement`]): it bounds
 //!   what one statement can take, at the price of the process, which is why scripts are
 //!   evaluated in a child process (`engine::compiled::child`; docs/design.md, "Memory of a
 //!   script").
@@ -28,7 +28,7 @@ use starlark::codemap::FileSpan;
 pub struct Allocator;
 
 thread_local! {
-    /// The statement the evaluation on this thread runs (see [`note_statement`]).
+    /// The statement the evaluation on this thread runs (see [`Statement`]).
     static STATEMENT: Cell<Option<*const FileSpan>> = const { Cell::new(None) };
     /// The bytes this thread may still hold under its budget's hard cap (`None`: no budget).
     static LEFT: Cell<Option<isize>> = const { Cell::new(None) };
@@ -58,11 +58,52 @@ fn charge(bytes: usize) -> bool {
     .unwrap_or(true)
 }
 
-/// Notes `statement` as the one this thread's evaluation runs (`None`: none), so that a
-/// refusal names it. The statement hook notes it before each statement; it must stay where
-/// it is, unchanged, until the next note on this thread (the hook keeps it in itself, and
-/// notes `None` when it is dropped).
-pub(crate) fn note_statement(statement: Option<&FileSpan>) {
+/// The statement an evaluation on this thread runs, noted so that a refusal names it: the
+/// statement hook sets it before each statement. The allocator reads it through a pointer
+/// (it must not allocate, so it cannot hold a clone); this type keeps that sound by owning
+/// the span at an address of its own, taking the note back before it changes or drops the
+/// span, and staying on its thread (it is neither `Send` nor `Sync`).
+pub(crate) struct Statement {
+    /// The span, boxed so that its address stays when the `Statement` moves.
+    span: Box<Option<FileSpan>>,
+    _on_this_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Statement {
+    /// No statement yet.
+    pub(crate) fn new() -> Statement {
+        Statement {
+            span: Box::new(None),
+            _on_this_thread: std::marker::PhantomData,
+        }
+    }
+
+    /// The statement set last.
+    pub(crate) fn get(&self) -> Option<&FileSpan> {
+        self.span.as_ref().as_ref()
+    }
+
+    /// Sets `span` as the statement this thread's evaluation runs, and notes it. Called
+    /// before every statement: the file is cloned only when it changes.
+    pub(crate) fn set(&mut self, span: starlark::codemap::FileSpanRef) {
+        note(None);
+        match self.span.as_mut() {
+            Some(last) if last.file == *span.file => last.span = span.span,
+            last => *last = Some(span.to_file_span()),
+        }
+        note(self.get());
+    }
+}
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        note(None);
+    }
+}
+
+/// Notes `statement` as the one a refusal names (`None`: none). Only [`Statement`] notes,
+/// and only spans it owns.
+fn note(statement: Option<&FileSpan>) {
     let _ = STATEMENT.try_with(|cell| cell.set(statement.map(std::ptr::from_ref)));
 }
 
@@ -72,9 +113,9 @@ fn write_statement(out: &mut Text) {
     let Some(at) = STATEMENT.try_with(Cell::get).ok().flatten() else {
         return;
     };
-    // SAFETY: `note_statement`'s contract keeps the noted span alive and unchanged until
-    // the next note; the hook that notes is not running now (this thread is inside the
-    // statement, allocating).
+    // SAFETY: only a `Statement` notes, a span it owns; it takes the note back before it
+    // changes or drops that span, and never leaves this thread: the span noted is alive
+    // and unchanged.
     let at = unsafe { &*at };
     let begin = at.file.resolve_span(at.span).begin;
     let _ = write!(
@@ -110,9 +151,11 @@ fn say_refused(bytes: usize, cap: isize) {
 /// Writes `bytes` to stderr without allocating: the descriptor itself on Unix.
 #[cfg(unix)]
 fn write_stderr(bytes: &[u8]) {
-    // SAFETY: fd 2 is open for the life of the process, and only borrowed for the write.
-    let stderr = unsafe { std::os::fd::BorrowedFd::borrow_raw(2) };
-    let _ = rustix::io::write(stderr, bytes);
+    use std::os::fd::AsFd as _;
+    // `stderr()` is a handle to a static (nothing allocated), and its descriptor is written
+    // to without taking its lock.
+    let stderr = std::io::stderr();
+    let _ = rustix::io::write(stderr.as_fd(), bytes);
 }
 
 /// Writes `bytes` to stderr without allocating: std's stderr is unbuffered, and turns text
@@ -146,12 +189,14 @@ impl std::fmt::Write for Text {
     }
 }
 
-/// Gives `bytes` back to this thread's budget, if it has one.
+/// Gives `bytes` back to this thread's budget, if it has one, up to its cap: memory
+/// allocated before the budget and freed under it gives the budget nothing to spend.
 fn credit(bytes: usize) {
     let _ = LEFT.try_with(|left| {
         if let Some(have) = left.get() {
             let back = isize::try_from(bytes).unwrap_or(isize::MAX);
-            left.set(Some(have.saturating_add(back)));
+            let cap = CAP.try_with(Cell::get).unwrap_or(0);
+            left.set(Some(have.saturating_add(back).min(cap)));
         }
     });
 }
@@ -280,5 +325,21 @@ pub(crate) fn give_back_freed() {
         unsafe {
             malloc_trim(0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Budget, charge, credit};
+
+    #[test]
+    fn memory_freed_under_a_budget_that_it_did_not_charge_gives_it_nothing() {
+        let _budget = Budget::enter(1000);
+        assert!(charge(400));
+        // 400 bytes charged, and 5,000 the thread held before the budget, freed.
+        credit(5400);
+        assert_eq!(Budget::spent(), Some(0));
+        assert!(charge(900));
+        assert_eq!(Budget::spent(), Some(900));
     }
 }

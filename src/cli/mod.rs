@@ -9,6 +9,7 @@ mod hook;
 mod install;
 mod mcp;
 mod output;
+mod project;
 mod queue;
 mod run;
 mod runs;
@@ -19,6 +20,7 @@ mod test;
 mod tools;
 mod ui;
 mod unattended;
+mod usage;
 mod vcr;
 
 use std::ffi::OsString;
@@ -30,9 +32,11 @@ use clap::{Parser, Subcommand};
 
 use crate::engine::EngineError;
 use crate::exit::Exit;
-use crate::paths::Locations;
+use crate::script::ScriptError;
 use crate::script::eject::EjectError;
-use crate::script::{Orphan, Resolver, ScriptError};
+
+pub(crate) use project::{locate, orphan_hint, run_store, script_named};
+pub(crate) use usage::{UsageError, timeout_arg, usage};
 
 /// Workflows as code for coding agents.
 #[derive(Debug, Parser)]
@@ -208,30 +212,6 @@ fn dispatch(command: Command) -> anyhow::Result<Exit> {
     }
 }
 
-/// A command line that asks for something impossible (the checks clap cannot make).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct UsageError(String);
-
-/// Fails the command as a usage error (exit 2) with `message`.
-fn usage<T>(message: impl Into<String>) -> anyhow::Result<T> {
-    Err(UsageError(message.into()).into())
-}
-
-/// A timeout flag in seconds (`--timeout` of `run`, `mcp` and `serve`, `--agent-timeout`),
-/// checked.
-fn timeout_arg(flag: &str, secs: f64) -> anyhow::Result<std::time::Duration> {
-    crate::engine::runner::timeout_from_secs(secs).map_or_else(
-        || {
-            usage(format!(
-                "`{flag}` must be {}",
-                crate::engine::runner::TIMEOUT_RULE
-            ))
-        },
-        Ok,
-    )
-}
-
 /// The exit code of a command that failed with `e`: the first error in its chain that
 /// knows its own ([`EngineError::exit_code`] and its kin); anything else failed (exit 1),
 /// as `docs/cli.md` says: 2 is for the command line and for mekara's own bugs.
@@ -305,14 +285,6 @@ fn script_hint(e: &ScriptError) -> Option<String> {
         )),
         _ => None,
     }
-}
-
-/// What to do about a compiled file without its NL file.
-fn orphan_hint(orphan: &Orphan) -> String {
-    format!(
-        "write `{}` (the compiled script's instructions for the agent when a step fails); a compiled script runs only beside its NL file",
-        orphan.nl.display()
-    )
 }
 
 /// What is logged when `MEKARA_LOG` does not say otherwise. rmcp logs every error response
@@ -425,61 +397,6 @@ impl Drop for Redacted {
     fn drop(&mut self) {
         let _ = self.flush();
     }
-}
-
-/// The script a command line names: `arg` itself, or, when `arg` is the path of a script's
-/// file (`mekara run .mekara/scripts/nl/hello.md`), the name that resolves to that file.
-/// A path that no name resolves to is a usage error that says what to type instead.
-fn script_named(resolver: &Resolver, arg: &str, command: &str) -> anyhow::Result<String> {
-    let path = std::path::Path::new(arg);
-    let is_path = path.extension().is_some_and(|e| e == "md" || e == "star") || path.is_file();
-    if !is_path {
-        return Ok(arg.to_string());
-    }
-    let same = |origin: &str| {
-        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
-        canonical(std::path::Path::new(origin)).is_some_and(|o| Some(o) == canonical(path))
-    };
-    let absolute = std::env::current_dir().map_or_else(|_| path.to_path_buf(), |d| d.join(path));
-    if let Some(name) = Resolver::name_of_file(&absolute) {
-        match resolver.resolve(name.as_path()) {
-            Ok(script)
-                if same(&script.nl.origin)
-                    || script.compiled.as_ref().is_some_and(|c| same(&c.origin)) =>
-            {
-                return Ok(name.as_path().to_string());
-            }
-            Ok(script) => {
-                return usage(format!(
-                    "`{arg}` is a file of script `{name}`, but here `{name}` resolves to `{}`; `mekara {command}` takes a script's name: type `mekara {command} {name}` to use that one",
-                    script.nl.origin
-                ));
-            }
-            Err(_) => {}
-        }
-    }
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("NAME");
-    let put = if path.is_file() {
-        "move it"
-    } else {
-        "put the instructions"
-    };
-    usage(format!(
-        "`mekara {command}` takes a script's name, not a file, and no script resolves to `{arg}`; {put} to `.mekara/scripts/nl/{stem}.md` (a compiled form goes to `.mekara/scripts/compiled/{stem}.star`), then type `mekara {command} {stem}`"
-    ))
-}
-
-/// The project around the current directory, and its resolver.
-fn locate() -> anyhow::Result<(Locations, Resolver)> {
-    let locations = Locations::from_current_dir()
-        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
-    let resolver = Resolver::new(&locations);
-    Ok((locations, resolver))
-}
-
-/// The run store of these locations.
-fn run_store(locations: &Locations) -> Result<crate::engine::store::RunStore, EngineError> {
-    crate::store::config::run_store(locations)
 }
 
 #[cfg(test)]

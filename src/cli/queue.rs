@@ -20,6 +20,7 @@ use clap::{ArgGroup, Args};
 use super::output::outln;
 use crate::agents::CLIENTS;
 use crate::display::count;
+use crate::engine::journal::JournalError;
 use crate::engine::runner::StepRunner;
 use crate::engine::runs::RunState;
 use crate::exit::Exit;
@@ -349,12 +350,7 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|q| (q.clone(), limits.get(q).and_then(|l| l.concurrency)))
         .collect();
-    let host = std::env::var("MEKARA_HOST")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| whoami::hostname().ok())
-        .unwrap_or_else(|| "unknown".to_string());
-    let name = format!("{host}:{}", std::process::id());
+    let name = format!("{}:{}", crate::host::this_host(), std::process::id());
     let mut worker = store.worker(&name)?;
     let here = Here {
         exe: std::env::current_exe()?,
@@ -432,7 +428,12 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
                 }
             }
         }
+        let skipped = skip.len();
         skip.retain(|_, until| *until > Instant::now());
+        if skip.len() < skipped {
+            // A run left alone is claimable again: the queue is not known to be empty.
+            idle = false;
+        }
         while !stopping && running.len() < slots && (!idle || Instant::now() >= next_claim) {
             let skipped: HashSet<String> = skip.keys().cloned().collect();
             let Some(job) = worker.claim(&queues, &skipped)? else {
@@ -649,10 +650,17 @@ fn ended_run(
         eprintln!("finished run {id}: it had ended by the time its process started");
     } else {
         let note = why_it_stopped(&r.log).unwrap_or_else(|| format!("exit code {status}"));
-        let busy = crate::engine::journal::JournalError::Busy { id: id.clone() }.to_string();
-        if note.contains(&busy) {
-            // The child of a worker that died took the run up after this worker's check:
-            // not an attempt; it is tried again once that process let go of it.
+        let held = [
+            JournalError::Busy { id: id.clone() },
+            JournalError::Taken { id: id.clone() },
+        ]
+        .iter()
+        .any(|e| note.contains(&e.to_string()));
+        if held {
+            // The child of a worker that died took the run up after this worker's check, or
+            // was still making it when this worker claimed it as not started: not an
+            // attempt; it is tried again, as a resume once its journal exists, when that
+            // process let go of it.
             worker.give_back(id)?;
             eprintln!("released run {id}: another process still holds it; it is tried again");
             return Ok(Retry::Later);
@@ -719,8 +727,9 @@ impl StepRunner for NamedRun {
     }
 
     fn new_run_id(&self, attempt: u32) -> String {
-        // A second attempt means the id is taken: that is an error of the queue, and a
-        // fresh id would only hide it; the store refuses it again and the run fails.
+        // A second attempt means the id is taken (by the child of a worker that died, still
+        // making the run): a fresh id would run the script twice. The same id again makes
+        // the store refuse it as taken, and the worker gives the run back for a resume.
         let _ = attempt;
         self.id.clone()
     }

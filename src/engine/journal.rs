@@ -635,6 +635,15 @@ pub(crate) enum JournalError {
         /// The run id.
         id: String,
     },
+    /// A new run could not take its id: a run of that id exists, or another process is
+    /// creating it (for a queued run: the child of a worker that died).
+    #[error(
+        "run `{id}` exists already, or another mekara process is making it; take it up with `mekara run --resume {id}`"
+    )]
+    Taken {
+        /// The run id.
+        id: String,
+    },
     /// A store that keeps journals elsewhere (the shared PostgreSQL store) failed.
     #[error(transparent)]
     Store(#[from] StoreFailure),

@@ -215,9 +215,9 @@ impl RunStore {
         token_sha256: Option<String>,
     ) -> Result<Box<dyn RunLog>, EngineError> {
         let mut attempt = 0u32;
+        let mut id = new_id(attempt);
         loop {
             // An id can come from a cassette being replayed: it names files, so it is checked.
-            let id = new_id(attempt);
             if !is_run_id(&id) {
                 return Err(EngineError::BadRunId { id });
             }
@@ -230,6 +230,13 @@ impl RunStore {
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 =>
                 {
                     attempt += 1;
+                    let next = new_id(attempt);
+                    // A runner that names the run (a queue worker's child, a replay) offers
+                    // no other id: the run is another process's, made or in the making.
+                    if next == id {
+                        return Err(JournalError::Taken { id }.into());
+                    }
+                    id = next;
                 }
                 other => return other,
             }

@@ -123,22 +123,12 @@ pub(super) fn read(
 
 /// `[notify]` of `file` (empty when the file or the section is not there).
 fn section(file: &Path) -> Result<Section, NotifyError> {
-    let bad = |reason| NotifyError {
-        file: file.to_path_buf(),
-        reason,
-    };
-    let Some(text) = crate::config::read(file).map_err(bad)? else {
-        return Ok(Section::default());
-    };
-    // The rest of the file is other sections', read (and checked) by their owners.
-    let mut table: toml::Table =
-        toml::from_str(&text).map_err(|e| bad(crate::config::reason(&e)))?;
-    let Some(notify) = table.remove("notify") else {
-        return Ok(Section::default());
-    };
-    notify
-        .try_into()
-        .map_err(|e: toml::de::Error| bad(format!("`[notify]`: {}", crate::config::reason(&e))))
+    crate::config::section_of(file, "notify")
+        .map(Option::unwrap_or_default)
+        .map_err(|reason| NotifyError {
+            file: file.to_path_buf(),
+            reason,
+        })
 }
 
 /// The webhook URL `raw` of `file`, `${VAR}` expanded when the person wrote it (`expand`)

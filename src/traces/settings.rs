@@ -99,14 +99,5 @@ struct Section {
 }
 
 fn read_section(file: &Path) -> Result<Section, String> {
-    let Some(text) = crate::config::read(file)? else {
-        return Ok(Section::default());
-    };
-    let mut table: toml::Table = toml::from_str(&text).map_err(|e| crate::config::reason(&e))?;
-    match table.remove("traces") {
-        None => Ok(Section::default()),
-        Some(section) => section
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("`[traces]`: {}", crate::config::reason(&e))),
-    }
+    Ok(crate::config::section_of(file, "traces")?.unwrap_or_default())
 }

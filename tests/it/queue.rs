@@ -790,3 +790,52 @@ fn a_worker_runs_only_the_agent_commands_its_host_allows() {
     );
     assert_eq!(state(&db, &allowed), "done", "{said}");
 }
+
+/// The moment a killed worker leaves behind: its child goes on to create the run it was
+/// given, while the next worker claims that run as not started (no journal yet) and starts
+/// it afresh. The test stands in for the dead worker's child between the lock the store
+/// takes on a run it creates and the run's journal: it holds that lock (`mekara-run`,
+/// the project, the id: the key every mekara computes for a run) while a worker claims the
+/// run. The claim's child finds the id taken; the run must go back to the queue untried and
+/// run once the other process let go, not fail with "entity already exists".
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn a_run_taken_by_a_dead_workers_child_while_claimed_afresh_is_given_back_not_failed() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let host = db.host("h", first);
+    let id = submit(&host, "steps", "r", &[]);
+    let mut holder = db.client();
+    let key = "('x' || encode(substring(sha256(convert_to('mekara-run', 'UTF8') || '\\x00'::bytea \
+               || convert_to('acme', 'UTF8') || '\\x00'::bytea || convert_to($1, 'UTF8')) \
+               from 1 for 8), 'hex'))::bit(64)::bigint";
+    holder
+        .execute(&format!("SELECT pg_advisory_lock({key})"), &[&id])
+        .expect("lock");
+    let mut w = worker(&host, s, &["--until-empty"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let said = loop {
+        let said = stderr_of(s, "h");
+        if said.contains(&format!("released run {id}"))
+            || said.contains(&format!("failed run {id}"))
+        {
+            break said;
+        }
+        assert!(Instant::now() < deadline, "{said}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        said.contains(&format!(
+            "released run {id}: another process still holds it; it is tried again"
+        )),
+        "{said}"
+    );
+    holder
+        .execute(&format!("SELECT pg_advisory_unlock({key})"), &[&id])
+        .expect("unlock");
+    assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "h"));
+    assert_eq!(state(&db, &id), "done", "{}", stderr_of(s, "h"));
+    assert_eq!(ran(s).values().copied().collect::<Vec<_>>(), vec![1; 4]);
+}

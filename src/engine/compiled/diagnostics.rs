@@ -17,7 +17,7 @@ use starlark::values::Value;
 use super::context::LogPrinter;
 use super::values::keyword_values;
 use super::{Limits, apply_limits};
-use crate::memory::{Budget, note_statement};
+use crate::memory::{Budget, Statement};
 
 /// An error in a script's code, rendered with `file:line:col` and the source snippet.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -118,7 +118,7 @@ pub(super) struct MemoryCheck {
     /// The limit, in bytes.
     limit: usize,
     /// The statement that ran last.
-    last: Option<FileSpan>,
+    last: Statement,
 }
 
 impl MemoryCheck {
@@ -126,7 +126,7 @@ impl MemoryCheck {
     pub(super) fn watch(eval: &mut Evaluator<'_, '_, '_>, limits: &Limits) {
         let check = MemoryCheck {
             limit: limits.max_heap_bytes,
-            last: None,
+            last: Statement::new(),
         };
         eval.before_stmt_for_dap(BeforeStmtFunc::Dyn(Box::new(check)));
     }
@@ -145,25 +145,14 @@ impl<'e> BeforeStmtFuncDyn<'e> for MemoryCheck {
                  memory to {spent} bytes",
                 self.limit
             ));
-            if let Some(last) = &self.last {
+            if let Some(last) = self.last.get() {
                 e.set_span(last.span, &last.file);
             }
             return Err(e);
         }
-        // Called before every statement: the file is cloned only when it changes.
-        match &mut self.last {
-            Some(last) if last.file == *span.file => last.span = span.span,
-            last => *last = Some(span.to_file_span()),
-        }
         // An allocation this statement makes past the memory cap names it (see `memory`).
-        note_statement(self.last.as_ref());
+        self.last.set(span);
         Ok(())
-    }
-}
-
-impl Drop for MemoryCheck {
-    fn drop(&mut self) {
-        note_statement(None);
     }
 }
 

@@ -10,7 +10,7 @@ use starlark::syntax::AstModule;
 
 use super::evaluator::SUBCOMMAND;
 use super::link::Link;
-use super::protocol::{Ask, CallJob, FrameJob, Heading, LoadJob, Opening, Outcome, Start};
+use super::protocol::{Ask, CallJob, FrameJob, LoadJob, Opened, Outcome, Start};
 use super::sources::Sources;
 use crate::engine::compiled::{
     Called, DirectCall, Evaluation, FrameRun, Program, evaluate_counted,
@@ -38,12 +38,10 @@ pub(crate) fn serve_parent() -> anyhow::Result<()> {
             env!("CARGO_PKG_VERSION")
         )
     };
-    let heading: Heading = serde_json::from_str(&line).map_err(not_understood)?;
-    if let Some(refused) = heading.other_protocol() {
-        anyhow::bail!(refused);
-    }
-    let Opening { job: start, .. }: Opening<Start> =
-        serde_json::from_str(&line).map_err(not_understood)?;
+    let start = match serde_json::from_str::<Opened<Start>>(&line).map_err(not_understood)? {
+        Opened::Job(start) => start,
+        Opened::Refused(refused) => anyhow::bail!(refused),
+    };
     let link = Link(Mutex::new((from_parent, std::io::stdout())));
     let finished = match start {
         Start::Frame(job) => evaluate_frame(job, &link),

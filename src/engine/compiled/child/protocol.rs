@@ -26,8 +26,9 @@ use crate::engine::step::{StepInput, StepRecord};
 pub(super) const PROTOCOL: u32 = 1;
 
 /// The parent's first line: the protocol it speaks, its version (for the message a child of
-/// another protocol gives), and the job.
-#[derive(Serialize, Deserialize)]
+/// another protocol gives), and the job. Its fields are written in this order, which
+/// [`Opened`] relies on: the protocol comes before the job.
+#[derive(Serialize)]
 pub(super) struct Opening<J> {
     pub(super) protocol: u32,
     pub(super) mekara: String,
@@ -45,37 +46,73 @@ impl<J> Opening<J> {
     }
 }
 
-/// The head of a parent's first line: what a child reads before the job, so that a line
-/// of another protocol is refused before its job is misread. (Read from the line itself,
-/// not through a `serde_json::Value`, which cannot hold the job's integers past 64 bits.)
-#[derive(Deserialize)]
-pub(super) struct Heading {
-    #[serde(default)]
-    protocol: Option<u64>,
-    #[serde(default)]
-    mekara: Option<String>,
+/// A parent's first line as a child reads it, in one pass over the line: the job, or why
+/// the child does not take it up (it was started by a mekara of another protocol). The
+/// protocol is read before the job, so the job of another protocol is skipped unread rather
+/// than misread; the job is read straight from the line, never through a
+/// `serde_json::Value`, which cannot hold its integers past 64 bits.
+pub(super) enum Opened<J> {
+    Job(J),
+    Refused(String),
 }
 
-impl Heading {
-    /// Why a child does not take the job up: it was started by a mekara of another
-    /// protocol. `None` when the protocols are the same (the job itself is read after).
-    pub(super) fn other_protocol(&self) -> Option<String> {
-        if self.protocol == Some(u64::from(PROTOCOL)) {
-            return None;
-        }
-        let mine = env!("CARGO_PKG_VERSION");
-        let parent = match (self.protocol, &self.mekara) {
-            (Some(protocol), Some(version)) => format!("mekara {version} (protocol {protocol})"),
-            (Some(protocol), None) => format!("a mekara of protocol {protocol}"),
-            (None, _) => "an older mekara, without a protocol version".to_string(),
-        };
-        Some(format!(
-            "this evaluator is mekara {mine} (protocol {PROTOCOL}) and was started by {parent}: \
-             mekara was upgraded or replaced under a server that is still running; restart the \
-             server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so \
-             that it and its evaluator are the same mekara"
-        ))
+impl<'de, J: Deserialize<'de>> Deserialize<'de> for Opened<J> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(OpenedVisitor(std::marker::PhantomData))
     }
+}
+
+struct OpenedVisitor<J>(std::marker::PhantomData<J>);
+
+impl<'de, J: Deserialize<'de>> serde::de::Visitor<'de> for OpenedVisitor<J> {
+    type Value = Opened<J>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object with `protocol`, `mekara` and `job`")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Opened<J>, A::Error> {
+        let mut protocol: Option<u64> = None;
+        let mut mekara: Option<String> = None;
+        let mut job = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "protocol" => protocol = Some(map.next_value()?),
+                "mekara" => mekara = Some(map.next_value()?),
+                // A job before its protocol, or of another one, is skipped: only a job of
+                // this protocol is read.
+                "job" if protocol == Some(u64::from(PROTOCOL)) => job = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        match (other_protocol(protocol, mekara.as_deref()), job) {
+            (Some(refused), _) => Ok(Opened::Refused(refused)),
+            (None, Some(job)) => Ok(Opened::Job(job)),
+            (None, None) => Err(serde::de::Error::missing_field("job")),
+        }
+    }
+}
+
+/// Why a child does not take a job up: it was started by a mekara of `protocol` (none: an
+/// older one), of version `mekara`. `None` when the protocol is this one.
+fn other_protocol(protocol: Option<u64>, mekara: Option<&str>) -> Option<String> {
+    if protocol == Some(u64::from(PROTOCOL)) {
+        return None;
+    }
+    let mine = env!("CARGO_PKG_VERSION");
+    let parent = match (protocol, mekara) {
+        (Some(protocol), Some(version)) => format!("mekara {version} (protocol {protocol})"),
+        (Some(protocol), None) => format!("a mekara of protocol {protocol}"),
+        (None, _) => "an older mekara, without a protocol version".to_string(),
+    };
+    Some(format!(
+        "this evaluator is mekara {mine} (protocol {PROTOCOL}) and was started by {parent}: \
+         mekara was upgraded or replaced under a server that is still running; restart the \
+         server (`mekara mcp`, `mekara serve` or `mekara ui`: restart your agent's session) so \
+         that it and its evaluator are the same mekara"
+    ))
 }
 
 /// What the parent sends first, inside an [`Opening`]: the job.
@@ -324,4 +361,82 @@ pub(super) fn write_line(out: &mut impl Write, message: &impl Serialize) -> std:
     line.push(b'\n');
     out.write_all(&line)?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Opened, Opening, PROTOCOL};
+
+    /// What a child makes of `line`: its job (a number, to see it read exactly), why it
+    /// refuses it, or why it cannot read it.
+    fn opened(line: &str) -> Result<Result<u128, String>, String> {
+        match serde_json::from_str::<Opened<u128>>(line) {
+            Ok(Opened::Job(job)) => Ok(Ok(job)),
+            Ok(Opened::Refused(why)) => Ok(Err(why)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_job_of_this_protocol_is_read_whole_with_integers_past_64_bits() {
+        let line = serde_json::to_string(&Opening::new(u128::MAX)).expect("json");
+        assert!(
+            line.starts_with(&format!("{{\"protocol\":{PROTOCOL},")),
+            "{line}"
+        );
+        assert_eq!(opened(&line), Ok(Ok(u128::MAX)));
+    }
+
+    #[test]
+    fn a_job_of_another_protocol_or_none_is_refused_unread() {
+        let refusal = |line: &str| match opened(line) {
+            Ok(Err(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
+        // Its job would not even be read as this protocol's: it is skipped.
+        assert!(
+            refusal(r#"{"protocol": 999, "mekara": "9.9.9", "job": {"Frame": [1, 2]}}"#)
+                .contains("started by mekara 9.9.9 (protocol 999)")
+        );
+        assert!(refusal(r#"{"protocol": 0, "job": 1}"#).contains("a mekara of protocol 0"));
+        // A parent from before the protocol: its first line is the job itself.
+        assert!(refusal(r#"{"Frame": {"path": "x"}}"#).contains("an older mekara"));
+        assert!(refusal("{}").contains("an older mekara"));
+    }
+
+    #[test]
+    fn a_malformed_opening_is_an_error_not_a_job() {
+        for line in [
+            "",
+            "not json",
+            "[1, 2, 3]",
+            "42",
+            r#"{"protocol": "1", "job": 1}"#,
+            r#"{"protocol": -1, "job": 1}"#,
+            r#"{"protocol": 1, "job": "1"}"#,
+            r#"{"protocol": 1, "job": 1"#,
+            r#"{"protocol": 1, "mekara": 7, "job": 1}"#,
+            // Only a job after its protocol is read: one before it is not this mekara's.
+            r#"{"job": 1, "protocol": 1}"#,
+            r#"{"protocol": 1}"#,
+        ] {
+            assert!(
+                opened(line).is_err(),
+                "{line:?} was read: {:?}",
+                opened(line)
+            );
+        }
+        // Deeply nested junk in the job of another protocol is skipped (serde_json skips
+        // without recursing) and the job refused: no stack overflow.
+        let deep = format!(
+            r#"{{"protocol": 2, "job": {}1{}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        assert!(
+            matches!(opened(&deep), Ok(Err(_))),
+            "{:?}",
+            opened(&deep).map(|_| ())
+        );
+    }
 }
