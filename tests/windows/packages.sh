@@ -59,7 +59,8 @@ mkdir "$work/app"
 installed="$work/app/node_modules/@mekara-dev/mekara-win32-x64/bin/mekara.exe"
 cmp -s "$installed" "$exe" || fail "npm installed no $installed"
 # The main package's launcher, told it runs on win32: the binary it would start.
-chosen="$(cd "$work/app" && node -r "$PWD/$here/as-win32.js" node_modules/mekara/bin/mekara.js --version)"
+as_win32="$PWD/$here/as-win32.js"
+chosen="$(cd "$work/app" && node -r "$as_win32" node_modules/mekara/bin/mekara.js --version)"
 [ "$chosen" = "$installed --version" ] || fail "the npm launcher on win32 starts \`$chosen\`, not \`$installed --version\`"
 said="$("$here/wine-run" "$installed" --version)"
 case "$said" in "mekara $version"*) ;; *) fail "the installed mekara.exe said \`$said\`" ;; esac
