@@ -244,12 +244,12 @@ impl Agent for CodexAgent {
 }
 
 /// The model the person's Codex configuration names (`model` of `$CODEX_HOME/config.toml`,
-/// `~/.codex/config.toml` by default), for its price: Codex's events do not name it. `None`
-/// when it names none (Codex's own default then answers, whose price mekara cannot know).
+/// `~/.codex/config.toml` by default, the home being `%USERPROFILE%` on Windows), for its
+/// price: Codex's events do not name it. `None` when it names none (Codex's own default then answers, whose price mekara cannot know).
 fn configured_model() -> Option<String> {
     let home = std::env::var_os("CODEX_HOME")
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")))?;
+        .or_else(|| crate::paths::home_dir().map(|h| h.join(".codex")))?;
     let text = std::fs::read_to_string(home.join("config.toml")).ok()?;
     let config: toml::Table = toml::from_str(&text).ok()?;
     config.get("model")?.as_str().map(str::to_string)

@@ -122,7 +122,9 @@ pub(crate) fn plan<C: ClientSetup>(
     let user = matches!(scope, Scope::User(_));
     let nl_dir = base.join(".mekara/scripts/nl");
     let commands = base.join(".claude/commands");
-    let link_target = PathBuf::from("../.mekara/scripts/nl");
+    // Joined part by part, so that Windows gets its own separator: a Windows link whose
+    // target is written with `/` does not resolve.
+    let link_target: PathBuf = ["..", ".mekara", "scripts", "nl"].iter().collect();
 
     match direction {
         Direction::Install => {
@@ -204,12 +206,8 @@ pub(crate) fn plan<C: ClientSetup>(
         noted.sort_by_key(|c| c.note_rank());
         let notes = noted.into_iter().filter_map(|c| c.left_for_you(user));
         plan.left_for_you.extend(notes);
-        if !on_path("mekara") {
-            plan.left_for_you.push(
-                "put `mekara` on your PATH: the clients run `mekara mcp` and the hooks run \
-                 `mekara hook ...`"
-                    .to_string(),
-            );
+        if !on_path(&format!("mekara{}", std::env::consts::EXE_SUFFIX)) {
+            plan.left_for_you.push(not_on_path().to_string());
         }
     }
     Ok(plan)
@@ -614,12 +612,25 @@ fn links_to(link: &Path, dir: &Path) -> bool {
         }
 }
 
-/// Whether an executable `name` is on `PATH` (on Windows, `name.exe`).
-fn on_path(name: &str) -> bool {
-    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+/// What to do when `mekara` (`mekara.exe`) is not on `PATH`. On Windows npm puts only
+/// `mekara.cmd` there, which a client that starts programs without a shell never finds.
+fn not_on_path() -> &'static str {
+    if cfg!(windows) && on_path("mekara.cmd") {
+        "put `mekara.exe` on your PATH: npm's `mekara.cmd` is there, but a client that starts \
+         `mekara` without a shell (Codex) finds only a `.exe`; add the folder of the npm \
+         package's `mekara.exe` (`node_modules\\@mekara-dev\\mekara-win32-x64\\bin` in npm's \
+         global folder) to PATH, or install with `pipx install mekara-cli`"
+    } else {
+        "put `mekara` on your PATH: the clients run `mekara mcp` and the hooks run \
+         `mekara hook ...`"
+    }
+}
+
+/// Whether the executable file `file` is in a folder of `PATH`.
+fn on_path(file: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|dir| {
-            std::fs::metadata(dir.join(&file)).is_ok_and(|m| m.is_file() && executable(&m))
+            std::fs::metadata(dir.join(file)).is_ok_and(|m| m.is_file() && executable(&m))
         })
     })
 }
@@ -629,7 +640,7 @@ fn executable(meta: &std::fs::Metadata) -> bool {
     std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
 }
 
-/// Windows has no execute bit: a `.exe` is a program.
+/// Windows has no execute bit: a `.exe` (or a `.cmd`) is a program.
 #[cfg(windows)]
 fn executable(_meta: &std::fs::Metadata) -> bool {
     true
@@ -761,12 +772,19 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), InstallError> {
     written.map_err(io("write", path))
 }
 
-/// `path` relative to `base` when it is inside it.
+/// `path` relative to `base` when it is inside it, with the machine's own separator (the
+/// plan joins fixed parts written with `/`, which Windows reads but does not write).
 pub(crate) fn display(base: &Path, path: &Path) -> String {
-    path.strip_prefix(base)
+    let shown = path
+        .strip_prefix(base)
         .unwrap_or(path)
         .display()
-        .to_string()
+        .to_string();
+    if cfg!(windows) {
+        shown.replace('/', "\\")
+    } else {
+        shown
+    }
 }
 
 /// The plan as the person reads it; `dry_run` words it as what would happen.

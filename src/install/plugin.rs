@@ -7,8 +7,9 @@
 //! What the plugin holds that mekara decides (its manifest and version, its server, its
 //! hooks, the command files of the bundled scripts) is generated here from the same values
 //! `mekara install` uses, and committed; the test below fails when a committed file differs
-//! from what mekara generates, and `MEKARA_BLESS=1` rewrites them. The launcher
-//! (`plugin/bin/mekara`, which finds the mekara binary or says how to install it) and the
+//! from what mekara generates, and `MEKARA_BLESS=1` rewrites them. The launchers
+//! (`plugin/bin/mekara` in `sh`, and `plugin/bin/mekara.cmd`, which Windows takes for the same
+//! name; each finds the mekara binary or says how to install it) and the
 //! extension's context file (`plugin/GEMINI.md`) are written by hand. Only the test needs the files made, so the module
 //! is built for tests only.
 

@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -133,8 +133,9 @@ pub(super) fn wait_for_all(budget: Duration) {
     }
 }
 
-/// Runs `command` with `sh -c`, the event as JSON on its stdin and in its environment;
-/// stops it when it takes longer than `timeout`.
+/// Runs `command` as a shell step without `shell` runs (`sh -c` on Unix, Git for Windows'
+/// bash or else `cmd` on Windows: [`crate::engine::shell::one_line`]), the event as JSON on
+/// its stdin and in its environment; stops it when it takes longer than `timeout`.
 fn run_command(
     command: &str,
     root: Option<PathBuf>,
@@ -142,10 +143,8 @@ fn run_command(
     json: &[u8],
     timeout: Duration,
 ) -> Result<(), String> {
-    let mut child = Command::new("sh");
+    let mut child = crate::engine::shell::one_line(command);
     child
-        .arg("-c")
-        .arg(command)
         .envs(body.vars())
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

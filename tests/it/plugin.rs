@@ -383,3 +383,30 @@ fn a_path_folder_with_a_star_is_not_globbed() {
     run.expect_code(127);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
+
+/// The Windows launcher (`plugin/bin/mekara.cmd`, run under Wine by `tests/windows/smoke.py`)
+/// says the same sentence as the `sh` one, and keeps its CRLF line ends whatever git does
+/// (`cmd` misreads labels in a file with bare LF ends).
+#[test]
+fn the_windows_launcher_says_what_the_sh_one_says_with_crlf_line_ends() {
+    let sh = std::fs::read_to_string(launcher()).expect("read the sh launcher");
+    let cmd = std::fs::read_to_string(launcher().with_extension("cmd")).expect("read mekara.cmd");
+    let said = |text: &str, start: &str, end: &str| -> String {
+        let from = text.find(start).expect(start) + start.len();
+        text[from..][..text[from..].find(end).expect(end)].to_string()
+    };
+    assert_eq!(
+        said(&cmd, "set \"install=", "\"\r\n"),
+        said(&sh, "INSTALL='", "'\n")
+    );
+    assert!(cmd.contains("mekara-launcher"), "the launcher mark");
+    assert_eq!(cmd.matches('\n').count(), cmd.matches("\r\n").count());
+    let attributes =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".gitattributes"))
+            .expect("read .gitattributes");
+    assert!(
+        attributes
+            .lines()
+            .any(|l| l == "plugin/bin/mekara.cmd -text")
+    );
+}

@@ -10,18 +10,26 @@ here. Each part prints `ok: ...`; the first failed check exits 1 with what was w
 The parts: `mekara mcp` over stdio driven by the official Python MCP SDK (start, an llm step,
 continue, status), function steps, shell steps through the configured shell and through
 `shell = "cmd"`, `mekara run` of a script with an `ask()` answered on stdin, a hook with its
-JSON on stdin, and a run killed in a long step and resumed, which runs no finished step again.
+JSON on stdin, and a run killed in a long step and resumed, which runs no finished step again;
+then the client side: the Claude Code plugin's Windows launcher (`plugin/bin/mekara.cmd`)
+started by `cmd` as a client starts `${CLAUDE_PLUGIN_ROOT}/bin/mekara` (its server answering
+the SDK, its hooks with and without a mekara to find), `mekara install` for every client in a
+project and for the user (`USERPROFILE` and `APPDATA` in a temporary folder), and a
+`[notify] command` run with the configured bash and, without one, with `cmd`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import anyio
@@ -54,6 +62,22 @@ KILLED_STAR = """def execute(request):
     auto("ping -n 30 127.0.0.1 >NUL", shell = "cmd")
     auto("echo after>>steps.txt")
 """
+
+
+# The repository, for the plugin's folder.
+ROOT = Path(__file__).resolve().parents[2]
+
+# Every client `mekara install --client` knows besides Claude Code, which is always set up.
+CLIENTS = ["codex", "gemini", "copilot", "opencode", "qwen"]
+
+# What a hook or server entry of `mekara install` may run on Windows: mekara by its bare name
+# (Windows finds `mekara.exe` on PATH) and words, nothing a POSIX shell would have to read.
+HOOK_COMMAND = re.compile(r"mekara hook [a-z-]+")
+
+
+def windows(path: Path) -> str:
+    """`path` as a Windows program under Wine sees it: drive Z: is the Linux root."""
+    return "Z:" + str(path.resolve()).replace("/", "\\")
 
 
 class Failure(Exception):
@@ -105,11 +129,24 @@ class Suite:
     def command(self, *args: str) -> list[str]:
         return [self.runner, self.mekara, *args]
 
-    def run(self, *args: str, stdin: str = "", code: int = 0) -> subprocess.CompletedProcess:
+    def run(self, *args: str, stdin: str = "", code: int = 0, cwd: Path | None = None, env: dict | None = None, inside: dict | None = None) -> subprocess.CompletedProcess:
+        return self.run_program(self.command(*args), f"mekara {' '.join(args)}", stdin, code, cwd, env, inside)
+
+    def run_program(self, command: list[str], shown: str, stdin: str = "", code: int = 0, cwd: Path | None = None, env: dict | None = None, inside: dict | None = None) -> subprocess.CompletedProcess:
+        """Runs `command` (the runner, a program, its arguments) and checks its exit code.
+        `inside` are variables set in Windows itself, by a `cmd` that then runs the program:
+        Wine sets `USERPROFILE` and `APPDATA` of a program it starts to its prefix's, and
+        drops `HOME`, so a home of the test's own is set this way (no word may hold a space)."""
+        if inside:
+            program, *args = command[1:]
+            if "/" in program:
+                program = windows(Path(program))
+            line = "".join(f"set {key}={value}&& " for key, value in inside.items()) + " ".join([program, *args])
+            command = [self.runner, "cmd", "/d", "/s", "/c", line]
         done = subprocess.run(
-            self.command(*args),
-            cwd=self.project,
-            env=self.env,
+            command,
+            cwd=cwd or self.project,
+            env=env or self.env,
             input=stdin,
             capture_output=True,
             text=True,
@@ -117,7 +154,7 @@ class Suite:
         )
         check(
             done.returncode == code,
-            f"`mekara {' '.join(args)}` exited {done.returncode}, expected {code}\n"
+            f"`{shown}` exited {done.returncode}, expected {code}\n"
             f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}",
         )
         return done
@@ -199,6 +236,162 @@ class Suite:
         check(lines == ["once", "after"], f"steps.txt is {lines}: a finished step ran again, or one did not run")
         print(f"ok: the resume ran no finished step twice ({lines}); {done.stdout.strip().splitlines()[-1:]}")
 
+    def plugin_env(self, mekara_on_path: bool) -> tuple[dict, dict, Path]:
+        """The environment a client gives the plugin: Windows' PATH (Wine's, plus `WINEPATH`)
+        holds mekara.exe's folder or not, and a new home (set inside Windows) holds no
+        mekara. Returns the environment, the variables to set inside, and the home."""
+        env = dict(self.env)
+        env.pop("MEKARA_BIN", None)
+        home = Path(tempfile.mkdtemp(prefix="plugin-home-", dir=self.project))
+        if mekara_on_path:
+            env["WINEPATH"] = windows(Path(self.mekara).parent)
+        else:
+            env.pop("WINEPATH", None)
+        return env, {"USERPROFILE": windows(home)}, home
+
+    async def plugin_server(self) -> None:
+        """The plugin's server as a client on Windows starts `${CLAUDE_PLUGIN_ROOT}/bin/mekara`:
+        the MCP SDK's cross-spawn finds `bin/mekara.cmd` by PATHEXT and runs it with `cmd /d /s
+        /c`, which runs the mekara.exe it finds on PATH."""
+        plugin = self.project / "plugin-cache" / "mekara"
+        shutil.copytree(ROOT / "plugin", plugin)
+        self.plugin = plugin
+        launcher = windows(plugin / "bin" / "mekara.cmd")
+        params = StdioServerParameters(
+            command=self.runner,
+            args=["cmd", "/d", "/s", "/c", launcher, "mcp", "--plugin"],
+            cwd=str(self.project),
+            env=self.plugin_env(mekara_on_path=True)[0],
+        )
+        with anyio.fail_after(PART_TIMEOUT_SECONDS):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    check(init.server_info.name == "mekara", f"server name {init.server_info.name!r}")
+                    tools = [tool.name for tool in (await session.list_tools()).tools]
+                    check("start" in tools, f"the plugin's server lists no `start`: {tools}")
+        print("ok: the plugin's bin/mekara.cmd, run by cmd, starts the mekara.exe on PATH as `mcp --plugin`, which answers initialize and lists its tools")
+
+    def plugin_hooks(self) -> None:
+        """The plugin's hooks as cmd runs their command: `"${CLAUDE_PLUGIN_ROOT}/bin/mekara" hook
+        ...`, the root a Windows path and the name without an extension."""
+        named = windows(self.plugin) + "/bin/mekara"
+        hook = ["cmd", "/d", "/c", named]
+        payload = json.dumps({"session_id": "s", "cwd": str(self.project), "hook_event_name": "UserPromptSubmit", "prompt": "/smoke"})
+        found, _, _ = self.plugin_env(mekara_on_path=True)
+        done = self.run_program([self.runner, *hook, "hook", "reroute-user-commands", "--plugin"], "the plugin's UserPromptSubmit hook", stdin=payload, env=found)
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        check('"name":"smoke"' in context.replace(" ", ""), f"the plugin's hook did not send /smoke to start:\n{context}")
+        print("ok: cmd runs `<plugin root>/bin/mekara hook reroute-user-commands --plugin` as bin/mekara.cmd, which hands stdin's JSON to mekara.exe")
+        # MEKARA_BIN first, as the sh launcher does; its exit code comes back.
+        chosen, inside, _ = self.plugin_env(mekara_on_path=False)
+        chosen["MEKARA_BIN"] = windows(Path(self.mekara))
+        done = self.run_program([self.runner, *hook, "--version"], "the launcher with MEKARA_BIN", env=chosen, inside=inside)
+        check(done.stdout.startswith("mekara "), f"the launcher with MEKARA_BIN said {done.stdout!r}")
+        self.run_program([self.runner, *hook, "no-such-command"], "the launcher with a wrong command", code=2, env=chosen, inside=inside)
+        # cargo install's folder, with nothing on PATH.
+        cargo, inside, home = self.plugin_env(mekara_on_path=False)
+        bin_dir = home / ".cargo" / "bin"
+        bin_dir.mkdir(parents=True)
+        shutil.copy(self.mekara, bin_dir / "mekara.exe")
+        shutil.copy(Path(self.mekara).parent / "bcryptprimitives.dll", bin_dir)
+        done = self.run_program([self.runner, *hook, "--version"], "the launcher with ~/.cargo/bin", env=cargo, inside=inside)
+        check(done.stdout.startswith("mekara "), f"the launcher with ~/.cargo/bin said {done.stdout!r}")
+        print("ok: the launcher takes MEKARA_BIN first, then %USERPROFILE%\\.cargo\\bin, and passes mekara's exit code on")
+        # No mekara anywhere: the SessionStart hook says how to install it, the others are
+        # quiet and succeed, any other command fails with the sentence on stderr.
+        missing, inside, _ = self.plugin_env(mekara_on_path=False)
+        done = self.run_program([self.runner, *hook, "hook", "session-start", "--plugin"], "the SessionStart hook without mekara", stdin="{}", env=missing, inside=inside)
+        answer = json.loads(done.stdout)
+        told = answer["systemMessage"]
+        check(told.startswith("mekara is not installed: install it with `pipx install mekara-cli`"), f"the SessionStart hook said {told!r}")
+        check(told in answer["hookSpecificOutput"]["additionalContext"], f"the agent is not told: {answer}")
+        for quiet in ["reroute-user-commands", "reroute-agent-commands"]:
+            done = self.run_program([self.runner, *hook, "hook", quiet, "--plugin"], f"the {quiet} hook without mekara", stdin="{}", env=missing, inside=inside)
+            check(done.stdout.strip() == "", f"the {quiet} hook without mekara said {done.stdout!r}")
+        done = self.run_program([self.runner, *hook, "mcp"], "the launcher without mekara", code=127, env=missing, inside=inside)
+        check("mekara is not installed" in done.stderr, f"the launcher without mekara said {done.stderr!r}")
+        print("ok: without mekara the launcher's SessionStart hook says how to install it (JSON for the person and the agent), the other hooks stay quiet, `mcp` fails with 127")
+
+    def install(self) -> None:
+        """`mekara install` for every client in a project and with `--user`, on Windows paths:
+        the home (USERPROFILE) and APPDATA in a temporary folder."""
+        base = Path(tempfile.mkdtemp(prefix="install-", dir=self.project))
+        home, appdata, project = base / "home", base / "appdata", base / "project"
+        for folder in (home, appdata, project / ".mekara"):
+            folder.mkdir(parents=True)
+        env = dict(self.env, WINEPATH=windows(Path(self.mekara).parent))
+        inside = {"USERPROFILE": windows(home), "APPDATA": windows(appdata)}
+        args = [arg for client in CLIENTS for arg in ("--client", client)]
+        for scope, where, extra in (("project", project, []), ("user", home, ["--user"])):
+            done = self.run("install", *extra, *args, cwd=project, env=env, inside=inside)
+            check("put `mekara` on your PATH" not in done.stdout, f"install did not see mekara.exe on PATH:\n{done.stdout}")
+            self.check_installed(scope, where, done.stdout)
+            again = self.run("install", *extra, *args, cwd=project, env=env, inside=inside)
+            # Only the link again, which Wine never made (see check_installed).
+            changes = again.stdout.split("Left for you:")[0].splitlines()[1:]
+            changed = [line for line in changes if not line.startswith("  linked .claude\\commands")]
+            check(changed == [], f"a second {scope} install changed something:\n{again.stdout}")
+            print(f"ok: `mekara install{' --user' if extra else ''}` for Claude Code and {', '.join(CLIENTS)} wrote their files under {windows(where)}, each server `mekara mcp`, each hook `mekara hook NAME`; a second install changes nothing but the link Wine did not make")
+        check(not any(appdata.iterdir()), f"install wrote under APPDATA: {list(appdata.iterdir())}")
+        done = self.run("uninstall", *args, cwd=project, env=env, inside=inside)
+        left = sorted(str(p.relative_to(project)) for p in project.rglob("*") if not str(p.relative_to(project)).startswith(".mekara"))
+        check(left == [], f"uninstall left {left}:\n{done.stdout}")
+        print("ok: `mekara uninstall` in the project removes every file and link install made (the scripts folder stays)")
+        # npm on Windows puts only `mekara.cmd` on PATH: install says what that leaves out.
+        npm = base / "npm"
+        npm.mkdir()
+        (npm / "mekara.cmd").write_text("@echo off\r\n")
+        done = self.run("install", "--dry-run", cwd=project, env=dict(env, WINEPATH=windows(npm)), inside=inside)
+        check("npm's `mekara.cmd` is there, but a client that starts `mekara` without a shell (Codex) finds only a `.exe`" in " ".join(done.stdout.split()), f"install with npm's mekara.cmd alone on PATH said:\n{done.stdout}")
+        print("ok: with only npm's mekara.cmd on PATH, install says to put mekara.exe there")
+
+    def check_installed(self, scope: str, where: Path, said: str) -> None:
+        servers = {}
+        if scope == "project":
+            servers["Claude Code"] = json.loads((where / ".mcp.json").read_text())["mcpServers"]["mekara"]
+            servers["Copilot CLI"] = servers["Claude Code"]
+            servers["OpenCode"] = json.loads((where / "opencode.json").read_text())["mcp"]["mekara"]
+            settings = json.loads((where / ".claude/settings.json").read_text())
+        else:
+            servers["Claude Code"] = json.loads((where / ".claude.json").read_text())["mcpServers"]["mekara"]
+            servers["Copilot CLI"] = json.loads((where / ".copilot/mcp-config.json").read_text())["mcpServers"]["mekara"]
+            servers["OpenCode"] = json.loads((where / ".config/opencode/opencode.json").read_text())["mcp"]["mekara"]
+            settings = json.loads((where / ".claude/settings.json").read_text())
+        servers["Codex"] = tomllib.loads((where / ".codex/config.toml").read_text())["mcp_servers"]["mekara"]
+        servers["Gemini CLI"] = json.loads((where / ".gemini/settings.json").read_text())["mcpServers"]["mekara"]
+        servers["Qwen Code"] = json.loads((where / ".qwen/settings.json").read_text())["mcpServers"]["mekara"]
+        for client, entry in servers.items():
+            command = entry["command"]
+            words = command if isinstance(command, list) else [command, *entry.get("args", [])]
+            check(words == ["mekara", "mcp"], f"{scope} install: {client}'s server runs {words}, not `mekara mcp`")
+        hooks = [h["command"] for event in settings["hooks"].values() for matcher in event for h in matcher["hooks"]]
+        check(len(hooks) >= 2, f"{scope} install: Claude Code's hooks are {hooks}")
+        for command in hooks:
+            check(HOOK_COMMAND.fullmatch(command) is not None, f"{scope} install: the hook `{command}` is not `mekara hook NAME`")
+        # Wine's CreateSymbolicLinkW says it made a link and makes none, so the link itself
+        # is not checked here; its target is, written with Windows' separator.
+        check("linked .claude\\commands -> ..\\.mekara\\scripts\\nl" in said, f"{scope} install did not link .claude\\commands to ..\\.mekara\\scripts\\nl:\n{said}")
+        check((where / ".mekara" / "scripts" / "nl" / "compile.md").is_file(), f"{scope} install wrote no command file for `/compile`")
+
+    def notify(self) -> None:
+        """A `[notify] command` in the person's config, run when a run completes: through the
+        configured bash (the stand-in, which hands it to `cmd` in turn), then with no bash to
+        be found, through `cmd` itself."""
+        for how, drop in (("the configured bash", False), ("cmd, with no bash", True)):
+            project = Path(tempfile.mkdtemp(prefix="notify-", dir=self.project))
+            script(project, "done", 'def execute(request):\n    auto("echo done", shell = "cmd")\n')
+            home = project / "home"
+            (home / ".mekara").mkdir(parents=True)
+            (home / ".mekara" / "config.toml").write_text('[notify]\ncommand = "echo %MEKARA_EVENT% %MEKARA_SCRIPT%>notified.txt"\n')
+            env = dict(self.env)
+            if drop:
+                env.pop("CLAUDE_CODE_GIT_BASH_PATH")
+            self.run("run", "done", cwd=project, env=env, inside={"USERPROFILE": windows(home)})
+            said = (project / "notified.txt").read_text().strip() if (project / "notified.txt").exists() else None
+            check(said == "completed done", f"the notify command through {how} wrote {said!r}")
+            print(f"ok: a `[notify] command` ran through {how} when the run completed (it wrote {said!r})")
+
 
 def main() -> int:
     if len(sys.argv) != 4:
@@ -212,6 +405,10 @@ def main() -> int:
         suite.ask()
         suite.hook()
         suite.kill_and_resume()
+        anyio.run(suite.plugin_server)
+        suite.plugin_hooks()
+        suite.install()
+        suite.notify()
     except Failure as failure:
         print(f"FAILED: {failure}", file=sys.stderr)
         return 1

@@ -28,7 +28,7 @@ mod os;
 #[path = "windows.rs"]
 mod os;
 mod program;
-pub(crate) use program::named;
+pub(crate) use program::{named, one_line};
 
 /// A step's output is read in pieces of at most this.
 const READ_SIZE: usize = 16 * 1024;

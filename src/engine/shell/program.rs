@@ -120,22 +120,67 @@ pub(super) fn for_step(shell: Option<&str>) -> Result<Program, String> {
             .ok_or_else(|| {
                 "`shell = \"pwsh\"` needs PowerShell 7 (`pwsh`) on `PATH`, and there is none; install it (https://aka.ms/powershell) or run the command with bash".to_string()
             }),
-        Some("cmd") if cfg!(windows) => {
-            let program = std::env::var_os("ComSpec")
-                .filter(|c| !c.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| find_in_path("cmd"))
-                .unwrap_or_else(|| PathBuf::from("cmd.exe"));
-            Ok(Program::Named {
-                program,
-                args: &["/D", "/S", "/C"],
-                raw: true,
-            })
-        }
+        Some("cmd") if cfg!(windows) => Ok(Program::Named {
+            program: cmd_exe(),
+            args: CMD_ARGS,
+            raw: true,
+        }),
         Some("cmd") => Err(
             "`shell = \"cmd\"` is Windows' `cmd.exe`, which this machine does not have; run the command with bash, or the step on Windows".to_string(),
         ),
         Some(other) => Err(format!("`shell` is `{other}`, which mekara does not know")),
+    }
+}
+
+/// What `cmd` is given before a command: no AutoRun, the command's quotes kept, run it.
+const CMD_ARGS: &[&str] = &["/D", "/S", "/C"];
+
+/// Windows' `cmd.exe`: `ComSpec`, else the one on `PATH`.
+fn cmd_exe() -> PathBuf {
+    std::env::var_os("ComSpec")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| find_in_path("cmd"))
+        .unwrap_or_else(|| PathBuf::from("cmd.exe"))
+}
+
+/// `program ARGS... COMMAND`: `COMMAND` as one argument, or when `raw` (`cmd`) quoted as
+/// `cmd /S /C "COMMAND"` wants it: cmd drops the outer quotes and reads the rest as it is,
+/// by its own rules rather than a C program's.
+#[cfg(windows)]
+pub(super) fn with_command(
+    program: &Path,
+    args: &[&str],
+    raw: bool,
+    command: &str,
+) -> std::process::Command {
+    use std::os::windows::process::CommandExt as _;
+    let mut spawned = std::process::Command::new(program);
+    spawned.args(args);
+    if raw {
+        spawned.raw_arg(format!("\"{command}\""));
+    } else {
+        spawned.arg(command);
+    }
+    spawned
+}
+
+/// A command line that mekara runs outside a step (a `[notify] command`), run as a step
+/// without `shell` runs: `sh -c` on Unix; on Windows with Git for Windows' bash
+/// ([`git_bash`]) when there is one, else with `cmd /D /S /C`, which every Windows has.
+pub(crate) fn one_line(command: &str) -> std::process::Command {
+    #[cfg(windows)]
+    {
+        match git_bash(&|name| std::env::var_os(name), &|p| p.is_file()) {
+            Some(bash) => with_command(&bash, &["-c"], false, command),
+            None => with_command(&cmd_exe(), CMD_ARGS, true, command),
+        }
+    }
+    #[cfg(not(windows))]
+    {
+        let mut spawned = std::process::Command::new("sh");
+        spawned.arg("-c").arg(command);
+        spawned
     }
 }
 

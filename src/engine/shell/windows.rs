@@ -9,7 +9,7 @@
 
 use std::io::Read as _;
 use std::os::windows::process::CommandExt as _;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -46,21 +46,10 @@ impl ShellRunner {
             .map_or_else(Stdio::null, Stdio::from);
         let mut command = match program::for_step(step.shell.as_deref()) {
             Ok(Program::Default) => {
-                let mut command = Command::new(&self.shell);
-                command.arg("-c").arg(&step.command);
-                command
+                program::with_command(&self.shell, &["-c"], false, &step.command)
             }
             Ok(Program::Named { program, args, raw }) => {
-                let mut command = Command::new(program);
-                command.args(args);
-                if raw {
-                    // `cmd /S /C "COMMAND"`: cmd drops the outer quotes and reads the rest
-                    // as it is, by its own rules rather than a C program's.
-                    command.raw_arg(format!("\"{}\"", step.command));
-                } else {
-                    command.arg(&step.command);
-                }
-                command
+                program::with_command(&program, args, raw, &step.command)
             }
             Err(error) => return failed(started, error),
         };
