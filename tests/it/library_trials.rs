@@ -813,3 +813,22 @@ fn a_crate_whose_rust_version_is_above_the_toolchain_is_not_run_rather_than_fail
     );
     assert!(out.contains("`rustup update`, then run it again"), "{out}");
 }
+
+/// Regression (ripgrep): `ci/test-complete` starts with `#!/usr/bin/env zsh`; without zsh,
+/// `env` says `/usr/bin/env: 'zsh': No such file or directory`, and the check was "not run:
+/// `'zsh'` not installed", the quotes kept inside the name.
+#[test]
+fn a_missing_interpreter_is_named_without_env_s_quotes() {
+    let project = repository(&[("check.sh", "exit 0\n")]);
+    project.write("agent/plan.json", "[]");
+    let run = flow(
+        &project,
+        &json!([]),
+        "flow/fix-ci",
+        &["env nosuchshell check.sh"],
+    );
+    assert_eq!(
+        stopped_by(&run),
+        "stopped by the script `flow:fix-ci`: no check could run here (not run: `env nosuchshell check.sh`: `nosuchshell` not installed): install what is missing, or give the command to run as the workflow's argument"
+    );
+}
