@@ -12,7 +12,7 @@ use crate::library::{
     first_prompt, flow, flow_on, git, last_run, outputs, python_with_coverage, read, repository,
     state, told,
 };
-use crate::release::stopped_by;
+use crate::release::{stopped_by, today};
 
 /// A Python project checked with pytest (`[tool.pytest.ini_options]`), its test committed, and
 /// an uncommitted new function.
@@ -1165,5 +1165,148 @@ fn commit_with_no_check_run_says_so() {
     assert!(
         out.contains("Committed, with no check run (not run: `no-such-linter-xyz .`: `no-such-linter-xyz` not installed)"),
         "{out}"
+    );
+}
+
+/// Regression (ripgrep): a changelog whose newest section is a placeholder for the release in
+/// progress (setext `TBD` / `===` above `15.2.0 (2026-07-15)`, its notes written there as the
+/// work goes) got the new entry below it, so the `TBD` section stayed on top with the
+/// release's notes in it. The placeholder's heading becomes the release's, in the format of
+/// the entries below (the underline as long as the heading), and its notes stay under it.
+#[test]
+fn release_turns_a_tbd_section_into_the_release_entry() {
+    let project = repository(&[(
+        "CHANGELOG.md",
+        "TBD\n===\nUnreleased changes. Release notes have not yet been written.\n\nBug fixes:\n\n* [BUG #7](https://example.com/7):\n  Fix the thing.\n\n\n1.2.0 (2026-01-02)\n==================\nFirst.\n",
+    )]);
+    git(&project, &["tag", "1.2.0"]);
+    project.write("fix.txt", "fixed\n");
+    commit_all(&project, "Fix the thing");
+    let run = release_answering(&project, "unused: the notes are written", &["patch", "yes"]);
+    completed(&run);
+    let heading = format!("1.2.1 ({})", today());
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        format!(
+            "{heading}\n{}\nUnreleased changes. Release notes have not yet been written.\n\nBug fixes:\n\n* [BUG #7](https://example.com/7):\n  Fix the thing.\n\n\n1.2.0 (2026-01-02)\n==================\nFirst.\n",
+            "=".repeat(heading.len())
+        )
+    );
+}
+
+/// The same with an empty placeholder section in Markdown (`## Upcoming` above `## 1.0.0 -
+/// DATE`): the agent drafts the notes, which go under the release's heading where the
+/// placeholder was.
+#[test]
+fn release_writes_the_drafted_notes_where_an_empty_upcoming_section_was() {
+    let project = repository(&[(
+        "CHANGELOG.md",
+        "# Changelog\n\n## Upcoming\n\n## 1.0.0 - 2026-01-02\n\n- First.\n",
+    )]);
+    git(&project, &["tag", "1.0.0"]);
+    project.write("more.txt", "more\n");
+    commit_all(&project, "Add more");
+    let run = release_answering(&project, "- More.", &["minor", "yes"]);
+    completed(&run);
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        format!(
+            "# Changelog\n\n## 1.1.0 - {}\n\n- More.\n\n## 1.0.0 - 2026-01-02\n\n- First.\n",
+            today()
+        )
+    );
+}
+
+/// Regression (fd): a Markdown changelog whose in-progress section is a bare `# Unreleased`
+/// (not keep-a-changelog's `## [Unreleased]`), its notes grouped under `## Features`, above
+/// entries headed `# 10.4.2`, got `## [10.5.0] - DATE` inside the Unreleased section: a
+/// subsection in a format the file never uses. As the history's release commits do, the
+/// section's heading becomes `# 10.5.0`.
+#[test]
+fn release_renames_a_bare_unreleased_section_in_the_format_of_the_entries_below() {
+    let project = repository(&[(
+        "CHANGELOG.md",
+        "# Unreleased\n\n## Features\n- Add `--exact`.\n\n# 10.4.2\n\n## Bugfixes\n- Faster.\n",
+    )]);
+    git(&project, &["tag", "v10.4.2"]);
+    project.write("exact.txt", "exact\n");
+    commit_all(&project, "Add --exact");
+    let run = release_answering(&project, "unused: the notes are written", &["minor", "yes"]);
+    completed(&run);
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        "# 10.5.0\n\n## Features\n- Add `--exact`.\n\n# 10.4.2\n\n## Bugfixes\n- Faster.\n"
+    );
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v10.5.0");
+}
+
+/// Regression (fd): `cargo clippy` waited 10 minutes for another build's lock on a busy
+/// machine, its step's timeout stopped it, and `fix-ci` asked the agent to "find the cause and
+/// fix the code" of a check that never ran to its end. A check stopped by its timeout did not
+/// run: it is said so, with the way out, and no code is blamed.
+#[test]
+fn a_check_stopped_by_its_timeout_is_not_run_and_not_handed_to_the_agent() {
+    let project = repository(&[("README.md", "# Tool\n")]);
+    project.write("agent/plan.json", "[]");
+    let run = crate::library::mekara(
+        &project,
+        &[
+            "run",
+            "--timeout",
+            "3",
+            "--agent-command",
+            crate::library::AGENT_COMMAND,
+            "--json",
+            "flow/fix-ci",
+            "sleep 60",
+        ],
+    );
+    assert_eq!(
+        stopped_by(&run),
+        "stopped by the script `flow:fix-ci`: no check could run here (not run: `sleep 60`: did not finish in 3s (a slow build, or one waiting for another build's lock): run it by hand, or again with a longer timeout (`--timeout`)): install what is missing, or give the command to run as the workflow's argument"
+    );
+}
+
+/// Regression (ripgrep): its `rust-version` (1.96) was above the installed rustc (1.95), so
+/// cargo refused to build (`rustc 1.95.0 is not supported by the following packages`) and
+/// `cargo test` counted as a failing check the agent was asked to fix. It did not run: it is
+/// said so, with the version it needs and `rustup update`.
+#[test]
+fn a_crate_whose_rust_version_is_above_the_toolchain_is_not_run_rather_than_failing() {
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"tool\"\nversion = \"0.1.0\"\nedition = \"2021\"\nrust-version = \"1.999\"\n",
+        ),
+        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
+    ]);
+    let run = flow(&project, &json!([]), "flow/fix-ci", &[]);
+    completed(&run);
+    let out = outputs(&project);
+    assert!(
+        out.contains(
+            "not run: cargo test: needs rustc 1.999 (the project's `rust-version`; this one is 1."
+        ),
+        "{out}"
+    );
+    assert!(out.contains("`rustup update`, then run it again"), "{out}");
+}
+
+/// Regression (ripgrep): `ci/test-complete` starts with `#!/usr/bin/env zsh`; without zsh,
+/// `env` says `/usr/bin/env: 'zsh': No such file or directory`, and the check was "not run:
+/// `'zsh'` not installed", the quotes kept inside the name.
+#[test]
+fn a_missing_interpreter_is_named_without_env_s_quotes() {
+    let project = repository(&[("check.sh", "exit 0\n")]);
+    project.write("agent/plan.json", "[]");
+    let run = flow(
+        &project,
+        &json!([]),
+        "flow/fix-ci",
+        &["env nosuchshell check.sh"],
+    );
+    assert_eq!(
+        stopped_by(&run),
+        "stopped by the script `flow:fix-ci`: no check could run here (not run: `env nosuchshell check.sh`: `nosuchshell` not installed): install what is missing, or give the command to run as the workflow's argument"
     );
 }
