@@ -35,6 +35,18 @@ fn pytest_project() -> Project {
     project
 }
 
+/// Runs `flow/test-gaps` unattended, the scripted agent following `plan`, with pytest and
+/// coverage on the `PATH`.
+fn test_gaps_with_pytest(project: &Project, plan: &serde_json::Value) -> crate::common::Run {
+    flow_on(
+        project,
+        plan,
+        "flow/test-gaps",
+        &[],
+        Some(&python_with_coverage()),
+    )
+}
+
 /// Regression (itsdangerous, fd): `test-gaps` said "the new tests still fail after 2 attempts"
 /// when they never ran: pytest could not collect them (a test dependency that is not
 /// installed). Now it stops at once, saying they could not run and why.
@@ -48,13 +60,7 @@ fn test_gaps_says_the_new_tests_could_not_run_when_pytest_cannot_collect_them() 
         {"when": "Step 3: write tests", "run": write, "outputs": outputs},
         {"when": "Step 4: these checks fail", "outputs": outputs},
     ]);
-    let run = flow_on(
-        &project,
-        &plan,
-        "flow/test-gaps",
-        &[],
-        Some(&python_with_coverage()),
-    );
+    let run = test_gaps_with_pytest(&project, &plan);
     assert!(
         stopped_by(&run).ends_with("the new tests could not run here (`python3 -m pytest`: the tests could not be collected (`ModuleNotFoundError: No module named 'freezegun'`): a missing test dependency or a broken import): install what is missing, then run the checks; the tests are in the work tree"),
         "{}",
@@ -734,9 +740,7 @@ links = "".join(f'<a href="{w.name}">{w.name}</a>\n' for w in sorted((index / na
     ignore = "needs uv in target/test-clients/py: bash tests/python/install.sh"
 )]
 fn upgrade_deps_upgrades_a_uv_project_through_its_lock_file() {
-    let uv = crate::common::outside_client("py/bin/uv", "uv", "tests/python/install.sh");
-    let bin = uv.parent().expect("bin").display().to_string();
-    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let (uv, path) = crate::release::uv_and_path();
     let project = repository(&[
         (
             "app.py",
@@ -901,13 +905,7 @@ fn test_gaps_measures_with_pytest_when_the_check_is_a_make_target() {
         ),
     );
     let plan = json!([{"when": "Step 3: write tests", "outputs": {"tests": "none"}}]);
-    let run = flow_on(
-        &project,
-        &plan,
-        "flow/test-gaps",
-        &[],
-        Some(&python_with_coverage()),
-    );
+    let run = test_gaps_with_pytest(&project, &plan);
     assert!(
         !calls(&project).is_empty(),
         "{}\n{}",

@@ -504,8 +504,10 @@ async fn a_run_stopped_in_its_start_call_gives_the_resume_call_with_its_handle()
     let arguments = line
         .split_once("`resume` with `")
         .and_then(|(_, rest)| rest.split_once('`'))
-        .map(|(call, _)| call)
-        .unwrap_or_else(|| panic!("no call with the handle: {line}"));
+        .map_or_else(
+            || panic!("no call with the handle: {line}"),
+            |(call, _)| call,
+        );
     project.write("ready", "");
     let resumed = client
         .call("resume", serde_json::from_str(arguments).expect("JSON"))
