@@ -335,7 +335,14 @@ impl Session {
                 _ => None,
             });
         let journal = run.as_deref().map(|run| JournalRef { run });
-        let handle = self.executor.handle();
+        let handle = self.executor.handle().or_else(|| match &outcome {
+            Ok(Pending::Finished {
+                run,
+                stop: Some(stop),
+                ..
+            }) if stop.retry => self.executor.handle_of_ended(run),
+            _ => None,
+        });
         let mut text = preface;
         text.push_str(&reply::steps_executed(&events, journal.as_ref()));
         match outcome {

@@ -1716,7 +1716,7 @@ fn upgrade_deps_refuses_a_pnpm_project_rather_than_writing_an_npm_lock_file_besi
     assert_ne!(state(&run), "completed");
     let journal = project.journal(&last_run(&project));
     assert!(
-        journal.contains("no cargo, npm or Go project here (found: pnpm)"),
+        journal.contains("no cargo, npm, Go or uv project here (found: pnpm)"),
         "{journal}"
     );
     assert!(!project.root().join("package-lock.json").exists());

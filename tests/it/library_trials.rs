@@ -35,6 +35,18 @@ fn pytest_project() -> Project {
     project
 }
 
+/// Runs `flow/test-gaps` unattended, the scripted agent following `plan`, with pytest and
+/// coverage on the `PATH`.
+fn test_gaps_with_pytest(project: &Project, plan: &serde_json::Value) -> crate::common::Run {
+    flow_on(
+        project,
+        plan,
+        "flow/test-gaps",
+        &[],
+        Some(&python_with_coverage()),
+    )
+}
+
 /// Regression (itsdangerous, fd): `test-gaps` said "the new tests still fail after 2 attempts"
 /// when they never ran: pytest could not collect them (a test dependency that is not
 /// installed). Now it stops at once, saying they could not run and why.
@@ -48,13 +60,7 @@ fn test_gaps_says_the_new_tests_could_not_run_when_pytest_cannot_collect_them() 
         {"when": "Step 3: write tests", "run": write, "outputs": outputs},
         {"when": "Step 4: these checks fail", "outputs": outputs},
     ]);
-    let run = flow_on(
-        &project,
-        &plan,
-        "flow/test-gaps",
-        &[],
-        Some(&python_with_coverage()),
-    );
+    let run = test_gaps_with_pytest(&project, &plan);
     assert!(
         stopped_by(&run).ends_with("the new tests could not run here (`python3 -m pytest`: the tests could not be collected (`ModuleNotFoundError: No module named 'freezegun'`): a missing test dependency or a broken import): install what is missing, then run the checks; the tests are in the work tree"),
         "{}",
@@ -903,6 +909,272 @@ fn a_shadowing_compiled_script_is_named_as_what_runs_with_the_way_back_to_the_bu
     ----- stderr -----
     error: `flow:commit` here is this project's own script (`[PROJECT]/.mekara/scripts/compiled/flow/commit.star`), not mekara's bundled `flow:commit`; nothing of it ran; what would run is the steps of its compiled file `[PROJECT]/.mekara/scripts/compiled/flow/commit.star`, not what the bundled NL text of `flow:commit` describes; read `[PROJECT]/.mekara/scripts/compiled/flow/commit.star` first; to run it, `mekara run --project-script flow:commit`; mekara's bundled `flow:commit` runs under that name again once the project's files are moved out of the project or renamed
     ");
+}
+
+/// Writes a wheel of module `name` at `version` with `body`, and the package index page
+/// listing every wheel written so far, into the project's own package index under its home
+/// (a PEP 503 index on `file://`, as a private index is kept): uv resolves from it with no
+/// network.
+fn publish_wheel(project: &Project, name: &str, version: &str, body: &str) {
+    const WHEEL: &str = r#"
+import pathlib, sys, zipfile
+index, name, version, body = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+(index / name).mkdir(parents=True, exist_ok=True)
+info = f"{name}-{version}.dist-info"
+with zipfile.ZipFile(index / name / f"{name}-{version}-py3-none-any.whl", "w") as z:
+    z.writestr(f"{name}.py", body)
+    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(f"{info}/RECORD", "")
+links = "".join(f'<a href="{w.name}">{w.name}</a>\n' for w in sorted((index / name).glob("*.whl")))
+(index / name / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+"#;
+    let index = project.home().join("index");
+    let out = std::process::Command::new("python3")
+        .args(["-c", WHEEL])
+        .arg(&index)
+        .args([name, version, body])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 39 (itsdangerous, click): `upgrade-deps` on a uv project (`uv.lock`) stopped with
+/// "no cargo or npm project here (found: python)". It lists the outdated dependencies with
+/// `uv tree --outdated`, upgrades each with `uv lock --upgrade-package`, keeps what passes the
+/// checks, reverts what breaks them, and holds back what the requirements keep (`gamma<2`).
+/// Without `uv.lock`, or without `uv`, it says what is needed. The packages come from a local
+/// index the test writes, so nothing needs the network.
+#[test]
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs uv in target/test-clients/py: bash tests/python/install.sh"
+)]
+fn upgrade_deps_upgrades_a_uv_project_through_its_lock_file() {
+    let (uv, path) = crate::release::uv_and_path();
+    let project = repository(&[
+        (
+            "app.py",
+            "import alpha, beta, gamma\n\n\ndef total():\n    return alpha.f() + beta.g() + gamma.h()\n",
+        ),
+        (
+            "test_app.py",
+            "import unittest\n\nimport app\n\n\nclass TestApp(unittest.TestCase):\n    def test_total(self):\n        self.assertEqual(app.total(), 3)\n",
+        ),
+        ("Makefile", "test:\n\tuv run python -m unittest -q\n"),
+        (".gitignore", ".venv/\n"),
+    ]);
+    // Without `uv.lock`: what a Python project needs, and nothing changed.
+    project.write(
+        "pyproject.toml",
+        &format!(
+            "[project]\nname = \"app\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = [\"alpha>=1\", \"beta>=1\", \"gamma>=1,<2\"]\n\n[[tool.uv.index]]\nname = \"local\"\nurl = \"file://{}\"\ndefault = true\n",
+            project.home().join("index").display()
+        ),
+    );
+    commit_all(&project, "A uv project");
+    let run = flow_on(&project, &json!([]), "flow/upgrade-deps", &[], Some(&path));
+    assert!(
+        stopped_by(&run).contains("no cargo, npm, Go or uv project here (found: python, make): a Python project is upgraded through its `uv.lock` (`uv lock` writes one; commit it first)"),
+        "{}",
+        run.stderr
+    );
+
+    // Each package's old version is locked, then a newer one is published: alpha 2 drops `f`,
+    // beta 1.1 keeps `g`, gamma 2 is outside `gamma<2`.
+    publish_wheel(&project, "alpha", "1.0.0", "def f():\n    return 1\n");
+    publish_wheel(&project, "beta", "1.0.0", "def g():\n    return 1\n");
+    publish_wheel(&project, "gamma", "1.0.0", "def h():\n    return 1\n");
+    let lock = project
+        .shell(&format!("{} lock -q", uv.display()))
+        .env("PATH", &path)
+        .output()
+        .expect("uv lock");
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    let before = commit_all(&project, "Lock");
+    publish_wheel(&project, "alpha", "2.0.0", "def f2():\n    return 1\n");
+    publish_wheel(&project, "beta", "1.1.0", "def g():\n    return 1\n");
+    publish_wheel(&project, "gamma", "2.0.0", "def h():\n    return 1\n");
+
+    // Without `uv` on the `PATH`, nothing is compared, and it says so.
+    assert!(!crate::library::on_path("uv", Some("/usr/bin:/bin")));
+    let run = flow_on(
+        &project,
+        &json!([]),
+        "flow/upgrade-deps",
+        &[],
+        Some("/usr/bin:/bin"),
+    );
+    assert!(
+        stopped_by(&run).contains("nothing was compared: uv: `uv.lock` keeps the Python dependencies and `uv` is not installed: install it (https://docs.astral.sh/uv/), then run this workflow again"),
+        "{}",
+        run.stderr
+    );
+
+    let run = flow_on(&project, &json!([]), "flow/upgrade-deps", &[], Some(&path));
+    completed(&run);
+    let summary = project
+        .journal(&last_run(&project))
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| e["result"]["output"].as_str().map(str::to_string))
+        .find(|o| o.starts_with("Upgraded:"))
+        .expect("a summary");
+    insta::assert_snapshot!(summary, @r"
+    Upgraded: beta 1.0.0 → 1.1.0
+    Reverted: alpha 1.0.0 → 2.0.0 (make test failed)
+    Held back: gamma 1.0.0 (latest 2.0.0: outside the project's requirements)
+    ");
+    assert_eq!(
+        git(
+            &project,
+            &["log", "--format=%s", &format!("{before}..HEAD")]
+        ),
+        "Upgrade beta from 1.0.0 to 1.1.0"
+    );
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+    let lock = read(&project, "uv.lock");
+    for locked in [
+        "name = \"alpha\"\nversion = \"1.0.0\"",
+        "name = \"beta\"\nversion = \"1.1.0\"",
+        "name = \"gamma\"\nversion = \"1.0.0\"",
+    ] {
+        assert!(lock.contains(locked), "{locked}\n{lock}");
+    }
+}
+
+/// Regression (requests): its CI's `make ci` runs `pytest --junitxml=report.xml`, and the
+/// report the check wrote showed up as part of the change (`?? report.xml` in what `commit`
+/// handed the agent; "new untracked files: report.xml" in `review HEAD`). A file the checks
+/// write is removed after them, saying so; an untracked file that was there before is kept.
+/// And the question put the checks that did not run in a parenthesis right after the failing
+/// one, which read as if it had not run, with the CI's publish step among them.
+#[test]
+fn a_report_the_checks_write_is_no_part_of_the_change_and_the_question_keeps_failing_and_not_run_apart()
+ {
+    let project = repository(&[
+        ("Makefile", "ci:\n\tsh ./check.sh\n"),
+        (
+            "check.sh",
+            "#!/bin/sh\necho '<testsuite failures=\"1\"/>' > report.xml\necho 'FAILED test_connect_timeout'\nexit 1\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "on: [push]\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make ci\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: golangci-lint run\n  publish:\n    runs-on: ubuntu-latest\n    steps:\n      - run: twine upload dist/*\n",
+        ),
+        ("models.py", "def ok(status):\n    return status < 400\n"),
+    ]);
+    project.write("notes.txt", "the person's own untracked notes\n");
+    project.write(
+        "models.py",
+        "def ok(status):\n    \"\"\"Whether `status` is below 400.\"\"\"\n    return status < 400\n",
+    );
+    let plan = json!([{"when": "Steps 4 and 5", "outputs": {"files": "models.py", "message": "Document ok"}}]);
+    let run = flow(&project, &plan, "flow/commit", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let asked = stopped_by(&run);
+    let question = asked.lines().nth(1).unwrap_or_default().trim();
+    insta::assert_snapshot!(question, @"These checks fail: `make ci`. Not run here: `golangci-lint run`: `golangci-lint` not installed. Commit anyway? (choices: `stop`, `commit anyway`)");
+    completed(&answer_and_resume(&project, "commit anyway"));
+    let prompt = first_prompt(&project);
+    assert!(!prompt.contains("report.xml"), "{prompt}");
+    assert!(prompt.contains("?? notes.txt"), "{prompt}");
+    assert!(!project.root().join("report.xml").exists());
+    assert!(
+        outputs(&project)
+            .contains("removed report.xml: the checks wrote it (it is no part of the change)")
+    );
+    assert_eq!(
+        git(&project, &["show", "--name-only", "--format=", "HEAD"]),
+        "models.py"
+    );
+}
+
+/// Regression (requests): its checks are `make ci` (pytest, in the Makefile), so no check
+/// named a runner and coverage ran `unittest discover`, which found none of the pytest tests
+/// ("Ran 0 tests", exit 0): every changed line was "no test runs these lines", the tested
+/// ones too. With pytest installed where the tests run, coverage runs pytest; a run that finds
+/// no test says nothing was measured.
+#[cfg_attr(not(feature = "clients"), ignore = "needs pytest and coverage")]
+#[test]
+fn test_gaps_measures_with_pytest_when_the_check_is_a_make_target() {
+    let project = pytest_project();
+    project.write("Makefile", "test:\n\tpython3 -m pytest -q\n");
+    commit_all(&project, "Test with make");
+    project.write(
+        "stats.py",
+        &format!(
+            "{}\n\ndef half(x):\n    return x / 2\n\n\ndef double(x):\n    return x * 2\n",
+            PY_STATS.replace(
+                "return sum(xs) / len(xs)",
+                "return sum(xs) / max(len(xs), 1)"
+            )
+        ),
+    );
+    let plan = json!([{"when": "Step 3: write tests", "outputs": {"tests": "none"}}]);
+    let run = test_gaps_with_pytest(&project, &plan);
+    assert!(
+        !calls(&project).is_empty(),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let prompt = first_prompt(&project);
+    assert!(
+        prompt.contains(
+            "Measured with `python3 -m coverage`: no test runs these lines.\n\nstats.py: lines 14"
+        ),
+        "{prompt}"
+    );
+    assert!(outputs(&project).contains("passed"), "pytest ran the tests");
+}
+
+/// Regression (requests): the version is `__version__` in `src/requests/__version__.py`
+/// (`[tool.setuptools.dynamic] version = {attr = "requests.__version__.__version__"}`), a
+/// file the release did not look at: it proposed to tag `v2.35.0` changing only the
+/// changelog, leaving the package at the old version.
+#[test]
+fn release_writes_the_version_of_a_dunder_version_module() {
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"fetch\"\ndynamic = [\"version\"]\n\n[tool.setuptools.dynamic]\nversion = {attr = \"fetch.__version__.__version__\"}\n",
+        ),
+        (
+            "src/fetch/__version__.py",
+            "__title__ = \"fetch\"\n__version__ = \"2.34.2\"\n",
+        ),
+        (
+            "src/fetch/__init__.py",
+            "from .__version__ import __version__\n",
+        ),
+        ("Makefile", "test:\n\ttrue\n"),
+    ]);
+    git(&project, &["tag", "v2.34.2"]);
+    project.write(
+        "src/fetch/retry.py",
+        "def parse(value):\n    return int(value)\n",
+    );
+    commit_all(&project, "Add retry parsing");
+    let run = release_answering(&project, "- Retry parsing.", &["minor"]);
+    let confirm = stopped_by(&run);
+    assert!(
+        confirm.contains("Files to change: `src/fetch/__version__.py`"),
+        "{confirm}"
+    );
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(
+        read(&project, "src/fetch/__version__.py"),
+        "__title__ = \"fetch\"\n__version__ = \"2.35.0\"\n"
+    );
 }
 
 /// A Go module as the Go trials had them (google/uuid, spf13/pflag, spf13/cobra): `go.mod`, a

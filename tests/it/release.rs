@@ -538,9 +538,7 @@ fn release_writes_the_crates_version_into_cargo_lock_when_cargo_cannot_update_it
     ignore = "needs uv in target/test-clients/py: bash tests/python/install.sh"
 )]
 fn release_updates_uv_lock_so_that_uv_locked_accepts_it() {
-    let uv = crate::common::outside_client("py/bin/uv", "uv", "tests/python/install.sh");
-    let bin = uv.parent().expect("bin").display().to_string();
-    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let (uv, path) = uv_and_path();
     let project = repository(&[
         (
             "pyproject.toml",
@@ -676,4 +674,13 @@ fn release_offers_the_versions_each_scheme_can_go_to() {
             stopped_by(&run)
         );
     }
+}
+
+/// The `uv` that `tests/python/install.sh` puts in `target/test-clients/py`, and the `PATH`
+/// with its folder first.
+pub(crate) fn uv_and_path() -> (std::path::PathBuf, String) {
+    let uv = crate::common::outside_client("py/bin/uv", "uv", "tests/python/install.sh");
+    let bin = uv.parent().expect("bin").display().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    (uv, path)
 }

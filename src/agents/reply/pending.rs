@@ -64,7 +64,7 @@ pub(crate) fn pending(
             run,
             stop: Some(stop),
             ..
-        } => return stopped(run, stop),
+        } => return stopped(run, stop, handle),
         Pending::Finished {
             run,
             outcome,
@@ -322,8 +322,10 @@ fn parallel_tasks(
     out
 }
 
-/// The reply when a script stopped the run with `fail(message)`.
-fn stopped(run: &str, stop: &Stop) -> String {
+/// The reply when a script stopped the run with `fail(message)`. `handle` is the run's
+/// handle, when known: a run stopped in its `start` call was given no other reply naming it,
+/// and `resume` refuses the id alone.
+fn stopped(run: &str, stop: &Stop, handle: Option<&str>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -337,11 +339,19 @@ fn stopped(run: &str, stop: &Stop) -> String {
         with_newline(&stop.message)
     );
     if stop.retry {
+        let call = handle.map_or_else(
+            || "`resume` with the run's handle as `run_id` and `retry: true`".to_string(),
+            |h| {
+                format!(
+                    "`resume` with `{{\"run_id\": {}, \"retry\": true}}`",
+                    quote(h)
+                )
+            },
+        );
         let _ = writeln!(
             out,
-            "It stopped on a step that failed: once the user has fixed the cause, \
-             `resume` with the run's handle as `run_id` and `retry: true` runs that \
-             step again and goes on."
+            "It stopped on a step that failed: once the user has fixed the cause, {call} \
+             runs that step again and goes on."
         );
     }
     out

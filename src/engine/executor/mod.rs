@@ -327,6 +327,12 @@ impl Executor {
         Some(super::handle::join(self.run_id()?, self.token.as_deref()?))
     }
 
+    /// The handle of run `run`, which just ended here: a run a script stopped after a failed
+    /// step can be taken up again with `retry`, and only by its handle.
+    pub(crate) fn handle_of_ended(&self, run: &str) -> Option<String> {
+        Some(super::handle::join(run, self.token.as_deref()?))
+    }
+
     /// The token of the run in progress, when known.
     pub(crate) fn token(&self) -> Option<&str> {
         self.token.as_deref().filter(|_| self.journal.is_some())

@@ -481,3 +481,42 @@ async fn status_once_its_server_is_gone(project: &Project, name: &str) -> (Strin
     let read = other.call("status", json!({"run_id": h})).await.ok();
     (h, read)
 }
+
+/// Found trying `flow/release` on psf/requests (issue 39): a script that stopped on a failed
+/// check within its `start` call said to `resume` "with the run's handle as `run_id`", which
+/// no reply had given (it named the run's id, and `resume` refuses the id alone). It gives
+/// the call with the handle, and that call runs the step again once the cause is fixed.
+#[tokio::test]
+async fn a_run_stopped_in_its_start_call_gives_the_resume_call_with_its_handle() {
+    let project = Project::new();
+    project.script(
+        "gate",
+        "---\ndescription: Gate\n---\n1. Check that the build is ready; stop if not.\n",
+        Some(
+            "def execute(request):\n    if not auto(\"test -f ready\", context = \"Check the build\", allow_failure = True).success:\n        fail(\"the build is not ready: create `ready`\")\n    auto(\"echo released > out\", context = \"Release\")\n",
+        ),
+    );
+    let client = Client::start(&project, &[]).await;
+    let stopped = client.call("start", json!({"name": "gate"})).await.ok();
+    let line = stopped
+        .lines()
+        .find(|l| l.starts_with("It stopped on a step that failed"))
+        .unwrap_or_else(|| panic!("no retry line:\n{stopped}"));
+    let arguments = line
+        .split_once("`resume` with `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map_or_else(
+            || panic!("no call with the handle: {line}"),
+            |(call, _)| call,
+        );
+    project.write("ready", "");
+    let resumed = client
+        .call("resume", serde_json::from_str(arguments).expect("JSON"))
+        .await
+        .ok();
+    assert!(resumed.contains("## Done"), "{resumed}");
+    assert_eq!(
+        std::fs::read_to_string(project.root().join("out")).expect("out"),
+        "released\n"
+    );
+}
