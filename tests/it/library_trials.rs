@@ -689,3 +689,112 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
     }
     run
 }
+
+/// Regression (express): `History.md` (not `HISTORY.md`: names are case-sensitive here) was
+/// not found, so the release proposed a second changelog, a new `CHANGELOG.md`. And its
+/// entries are written ahead under `# Unreleased Changes`, above underlined `5.2.1 /
+/// 2025-12-01` headings: that section becomes the release, renamed as the entries are headed.
+#[test]
+fn release_renames_the_unreleased_section_of_a_history_md() {
+    let project = repository(&[("index.js", "module.exports = 1;\n")]);
+    for (path, text) in [
+        (
+            "package.json",
+            "{\n  \"name\": \"web\",\n  \"version\": \"1.2.0\",\n  \"scripts\": {\n    \"test\": \"node -e 0\"\n  }\n}\n",
+        ),
+        (
+            "History.md",
+            "# Unreleased Changes\n\n## Bug fixes\n\n- Fixed the redirect.\n\n1.2.0 / 2025-12-01\n=======================\n\n* First.\n",
+        ),
+    ] {
+        project.write(path, text);
+    }
+    commit_all(&project, "1.2.0");
+    git(&project, &["tag", "-a", "v1.2.0", "-m", "1.2.0"]);
+    project.write("index.js", "module.exports = 2;\n");
+    commit_all(&project, "fix: the redirect");
+    let run = release_answering(
+        &project,
+        "(no prose: the section is written)",
+        &["minor", "yes"],
+    );
+    completed(&run);
+    let day = crate::release::today();
+    assert_eq!(
+        read(&project, "History.md"),
+        format!(
+            "1.3.0 / {day}\n==================\n\n## Bug fixes\n\n- Fixed the redirect.\n\n1.2.0 / 2025-12-01\n=======================\n\n* First.\n"
+        )
+    );
+    assert!(!project.root().join("CHANGELOG.md").exists());
+    assert_eq!(git(&project, &["log", "-1", "--format=%s"]), "1.3.0");
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
+}
+
+/// Regression (express, as `## Unreleased` above `## 1.2.0 (DATE)` in Markdown): the
+/// Unreleased section of a changelog whose entries are not keep-a-changelog's (`## [1.2.0] -
+/// DATE`) got keep-a-changelog's heading and an empty Unreleased section above it; it is
+/// renamed as the entries below are headed.
+#[test]
+fn release_heads_an_unreleased_markdown_section_as_the_entries_below() {
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"web\",\n  \"version\": \"1.2.0\",\n  \"scripts\": {\n    \"test\": \"node -e 0\"\n  }\n}\n",
+        ),
+        (
+            "CHANGELOG.md",
+            "# Changelog\n\n## Unreleased\n\n- Fixed the redirect.\n\n## 1.2.0 (2025-12-01)\n\n- First.\n",
+        ),
+    ]);
+    git(&project, &["tag", "v1.2.0"]);
+    project.write("index.js", "module.exports = 2;\n");
+    commit_all(&project, "fix: the redirect");
+    let run = release_answering(
+        &project,
+        "(no prose: the section is written)",
+        &["patch", "yes"],
+    );
+    completed(&run);
+    let day = crate::release::today();
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        format!(
+            "# Changelog\n\n## 1.2.1 ({day})\n\n- Fixed the redirect.\n\n## 1.2.0 (2025-12-01)\n\n- First.\n"
+        )
+    );
+}
+
+/// Regression (ky, walkdir): a package released with `np` keeps its notes in GitHub releases
+/// and has no changelog file; the release proposed a new `CHANGELOG.md`, which the person
+/// could only refuse by refusing the release. With releases tagged and no changelog, the
+/// person chooses: the notes only (drafted, shown, handed over for the GitHub release, no
+/// file written) or a new `CHANGELOG.md`.
+#[test]
+fn release_without_a_changelog_file_writes_none_and_hands_over_the_notes() {
+    let project = repository(&[("index.js", "export default 2;\n")]);
+    project.write(
+        "package.json",
+        "{\n\t\"name\": \"fetcher\",\n\t\"version\": \"2.0.2\",\n\t\"scripts\": {\n\t\t\"test\": \"node -e 0\"\n\t}\n}\n",
+    );
+    commit_all(&project, "2.0.2");
+    git(&project, &["tag", "v2.0.2"]);
+    project.write("index.js", "export default 3;\n");
+    commit_all(&project, "Improve `Retry-After` handling");
+    let asked = release_answering(
+        &project,
+        "- Improve `Retry-After` handling",
+        &["patch", "notes only"],
+    );
+    insta::assert_snapshot!(stopped_by(&asked).replace(&last_run(&project), "RUN"));
+    let run = answer_and_resume(&project, "yes");
+    completed(&run);
+    assert!(!project.root().join("CHANGELOG.md").exists());
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+    assert_eq!(git(&project, &["log", "-1", "--format=%s"]), "2.0.3");
+    assert!(
+        outputs(&project).contains("Tagged v2.0.3. Nothing was pushed: push it with `git push --follow-tags`. Then publish the release notes on the GitHub release of v2.0.3:\n\nv2.0.3\n\n- Improve `Retry-After` handling"),
+        "{}",
+        outputs(&project)
+    );
+}

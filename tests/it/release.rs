@@ -61,7 +61,7 @@ fn answer_all(
 }
 
 /// Today as `date` gives it, as the workflow dates the changelog.
-fn today() -> String {
+pub(crate) fn today() -> String {
     let out = Command::new("date")
         .arg("+%Y-%m-%d")
         .output()

@@ -95,6 +95,11 @@ fn release_through_claude_code_waits_for_the_person_and_tags_the_drafted_entry()
     );
     let id = last_run(&project);
     project.run(&["answer", &id, "patch"], "").expect_code(0);
+    let no_changelog = claude(&["run", "--resume", &id, "--agent", "claude", "--json"]);
+    assert_eq!(state(&no_changelog), "waiting", "{}", no_changelog.stderr);
+    project
+        .run(&["answer", &id, "start CHANGELOG.md"], "")
+        .expect_code(0);
     let second = claude(&["run", "--resume", &id, "--agent", "claude", "--json"]);
     assert_eq!(state(&second), "waiting", "{}", second.stderr);
     let asked = standin.main_requests().len();
