@@ -798,3 +798,47 @@ fn release_without_a_changelog_file_writes_none_and_hands_over_the_notes() {
         outputs(&project)
     );
 }
+
+/// Regression (express): a CommonJS library sets its API as methods on objects (`res.send =
+/// function send(body) {`), which the code's surface did not list, while its 26 examples'
+/// `var app = module.exports = express()` filled it. The methods are listed; examples and
+/// benchmarks, which use the API, are not.
+#[test]
+fn docs_sync_lists_commonjs_methods_and_leaves_the_examples_out() {
+    let project = repository(&[
+        ("Readme.md", "# web\n\nReply with `res.send(body)`.\n"),
+        (
+            "lib/response.js",
+            "'use strict'\n\nvar res = Object.create(null)\n\nres.send = function send(body) {\n  return body\n}\n\nmodule.exports = res\n",
+        ),
+        (
+            "examples/hello/index.js",
+            "var app = module.exports = require('../../')();\n",
+        ),
+    ]);
+    let plan = json!([{"when": "Step 3", "outputs": {"drifts": ""}}]);
+    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
+    let out = outputs(&project);
+    assert!(
+        out.contains("lib/response.js:5:res.send = function send(body) {\nlib/response.js:9:module.exports = res\n"),
+        "{out}"
+    );
+    assert!(!out.contains("examples/"), "{out}");
+}
+
+/// Regression (express): `docs-sync HEAD~1` (a ref where the docs to look at go) grepped a
+/// path that is not there, printed grep's "No such file or directory" and asked the agent
+/// for drifts in nothing. It now stops first, saying what to give.
+#[test]
+fn docs_sync_given_no_path_says_what_to_give_before_anything() {
+    let project = repository(&[("Readme.md", "# web\n\nSee `run()`.\n")]);
+    let run = flow(&project, &json!([]), "flow/docs-sync", &["HEAD~1"]);
+    assert_eq!(
+        stopped_by(&run),
+        "stopped by the script `flow:docs-sync`: `HEAD~1` is no file or folder here: give the docs to look at (a file or a folder such as `docs/`), or nothing for the README and the other docs"
+    );
+    assert!(
+        calls(&project).is_empty(),
+        "no step was handed to the agent"
+    );
+}
