@@ -1582,3 +1582,122 @@ fn a_missing_interpreter_is_named_without_env_s_quotes() {
         "stopped by the script `flow:fix-ci`: no check could run here (not run: `env nosuchshell check.sh`: `nosuchshell` not installed): install what is missing, or give the command to run as the workflow's argument"
     );
 }
+
+/// Regression (express): `History.md` (not `HISTORY.md`: names are case-sensitive here) was
+/// not found, so the release proposed a second changelog, a new `CHANGELOG.md`. And its
+/// entries are written ahead under `# Unreleased Changes`, above underlined `5.2.1 /
+/// 2025-12-01` headings: that section becomes the release, renamed as the entries are headed.
+#[test]
+fn release_renames_the_unreleased_section_of_a_history_md() {
+    let project = repository(&[("index.js", "module.exports = 1;\n")]);
+    for (path, text) in [
+        (
+            "package.json",
+            "{\n  \"name\": \"web\",\n  \"version\": \"1.2.0\",\n  \"scripts\": {\n    \"test\": \"node -e 0\"\n  }\n}\n",
+        ),
+        (
+            "History.md",
+            "# Unreleased Changes\n\n## Bug fixes\n\n- Fixed the redirect.\n\n1.2.0 / 2025-12-01\n=======================\n\n* First.\n",
+        ),
+    ] {
+        project.write(path, text);
+    }
+    commit_all(&project, "1.2.0");
+    git(&project, &["tag", "-a", "v1.2.0", "-m", "1.2.0"]);
+    project.write("index.js", "module.exports = 2;\n");
+    commit_all(&project, "fix: the redirect");
+    let run = release_answering(
+        &project,
+        "(no prose: the section is written)",
+        &["minor", "yes"],
+    );
+    completed(&run);
+    let day = crate::release::today();
+    assert_eq!(
+        read(&project, "History.md"),
+        format!(
+            "1.3.0 / {day}\n==================\n\n## Bug fixes\n\n- Fixed the redirect.\n\n1.2.0 / 2025-12-01\n=======================\n\n* First.\n"
+        )
+    );
+    assert!(!project.root().join("CHANGELOG.md").exists());
+    assert_eq!(git(&project, &["log", "-1", "--format=%s"]), "1.3.0");
+    assert_eq!(git(&project, &["tag", "--points-at", "HEAD"]), "v1.3.0");
+}
+
+/// Regression (express, as `## Unreleased` above `## 1.2.0 (DATE)` in Markdown): the
+/// Unreleased section of a changelog whose entries are not keep-a-changelog's (`## [1.2.0] -
+/// DATE`) got keep-a-changelog's heading and an empty Unreleased section above it; it is
+/// renamed as the entries below are headed.
+#[test]
+fn release_heads_an_unreleased_markdown_section_as_the_entries_below() {
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"web\",\n  \"version\": \"1.2.0\",\n  \"scripts\": {\n    \"test\": \"node -e 0\"\n  }\n}\n",
+        ),
+        (
+            "CHANGELOG.md",
+            "# Changelog\n\n## Unreleased\n\n- Fixed the redirect.\n\n## 1.2.0 (2025-12-01)\n\n- First.\n",
+        ),
+    ]);
+    git(&project, &["tag", "v1.2.0"]);
+    project.write("index.js", "module.exports = 2;\n");
+    commit_all(&project, "fix: the redirect");
+    let run = release_answering(
+        &project,
+        "(no prose: the section is written)",
+        &["patch", "yes"],
+    );
+    completed(&run);
+    let day = crate::release::today();
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        format!(
+            "# Changelog\n\n## 1.2.1 ({day})\n\n- Fixed the redirect.\n\n## 1.2.0 (2025-12-01)\n\n- First.\n"
+        )
+    );
+}
+
+/// Regression (express): a CommonJS library sets its API as methods on objects (`res.send =
+/// function send(body) {`), which the code's surface did not list, while its 26 examples'
+/// `var app = module.exports = express()` filled it. The methods are listed; examples and
+/// benchmarks, which use the API, are not.
+#[test]
+fn docs_sync_lists_commonjs_methods_and_leaves_the_examples_out() {
+    let project = repository(&[
+        ("Readme.md", "# web\n\nReply with `res.send(body)`.\n"),
+        (
+            "lib/response.js",
+            "'use strict'\n\nvar res = Object.create(null)\n\nres.send = function send(body) {\n  return body\n}\n\nmodule.exports = res\n",
+        ),
+        (
+            "examples/hello/index.js",
+            "var app = module.exports = require('../../')();\n",
+        ),
+    ]);
+    let plan = json!([{"when": "Step 3", "outputs": {"drifts": ""}}]);
+    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
+    let out = outputs(&project);
+    assert!(
+        out.contains("lib/response.js:5:res.send = function send(body) {\nlib/response.js:9:module.exports = res\n"),
+        "{out}"
+    );
+    assert!(!out.contains("examples/"), "{out}");
+}
+
+/// Regression (express): `docs-sync HEAD~1` (a ref where the docs to look at go) grepped a
+/// path that is not there, printed grep's "No such file or directory" and asked the agent
+/// for drifts in nothing. It now stops first, saying what to give.
+#[test]
+fn docs_sync_given_no_path_says_what_to_give_before_anything() {
+    let project = repository(&[("Readme.md", "# web\n\nSee `run()`.\n")]);
+    let run = flow(&project, &json!([]), "flow/docs-sync", &["HEAD~1"]);
+    assert_eq!(
+        stopped_by(&run),
+        "stopped by the script `flow:docs-sync`: `HEAD~1` is no file or folder here: give the docs to look at (a file or a folder such as `docs/`), or nothing for the README and the other docs"
+    );
+    assert!(
+        calls(&project).is_empty(),
+        "no step was handed to the agent"
+    );
+}
