@@ -35,7 +35,7 @@ pub(crate) struct Price {
 /// Where the built-in figures come from.
 const OPENAI: &str = "https://openai.com/api/pricing/, read 2025-10";
 const GOOGLE: &str = "https://ai.google.dev/gemini-api/docs/pricing, read 2025-10";
-const ANTHROPIC: &str = "https://docs.claude.com/en/docs/about-claude/pricing, read 2025-10";
+const ANTHROPIC: &str = "https://platform.claude.com/docs/en/about-claude/pricing, read 2026-11";
 
 /// The built-in table: model, input and output price per million tokens, source. Gemini's
 /// figures are those of prompts up to 200k tokens (longer ones cost more).
@@ -49,7 +49,10 @@ const BUILT_IN: &[(&str, f64, f64, &str)] = &[
     ("gemini-2.5-pro", 1.25, 10.0, GOOGLE),
     ("gemini-2.5-flash", 0.3, 2.5, GOOGLE),
     ("gemini-2.5-flash-lite", 0.1, 0.4, GOOGLE),
+    ("claude-opus-4-6", 5.0, 25.0, ANTHROPIC),
+    ("claude-opus-4-5", 5.0, 25.0, ANTHROPIC),
     ("claude-opus-4-1", 15.0, 75.0, ANTHROPIC),
+    ("claude-sonnet-4-6", 3.0, 15.0, ANTHROPIC),
     ("claude-sonnet-4-5", 3.0, 15.0, ANTHROPIC),
     ("claude-haiku-4-5", 1.0, 5.0, ANTHROPIC),
 ];
@@ -160,6 +163,9 @@ mod tests {
         assert!(lite.cost_estimated);
         let flash = prices.estimate(report("gemini-2.5-flash", 2_000_000, 0));
         assert_eq!(flash.cost_usd, Some(0.6));
+        // Opus 4.5 costs a third of Opus 4.1: a dated name takes its own family's price.
+        let opus = prices.estimate(report("claude-opus-4-5-20251101", 1_000_000, 1_000_000));
+        assert_eq!(opus.cost_usd, Some(30.0));
     }
 
     #[test]
