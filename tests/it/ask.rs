@@ -70,10 +70,9 @@ fn piped_answers_take_a_choice_or_its_number_and_a_wrong_one_fails_resumable() {
     // Not an ended run: prune leaves it unless asked for it by its state.
     let kept = project.run(&["runs", "prune", "--keep", "0", "--dry-run"], "");
     assert!(!kept.stdout.contains(&id), "{}", kept.stdout);
-    mekara_snapshot!(
-        project,
-        project.run(&["runs", "prune", "--state", "waiting", "--dry-run"], "")
-    );
+    // Not pinned: the dry run says how many bytes the run takes, which varies.
+    let named = project.run(&["runs", "prune", "--state", "waiting", "--dry-run"], "");
+    assert!(named.stdout.contains(&id), "{}", named.stdout);
 
     // Resumed, the question comes again; its number picks the choice.
     let resumed = project.run(&["run", "--resume", &id], "2\n");

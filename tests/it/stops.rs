@@ -76,10 +76,9 @@ fn a_script_that_stops_itself_at_the_terminal_ends_the_run_as_stopped_by_the_scr
         project.command(&["runs", "show", &id])
     );
     // Not a run to finish: prune takes it as an ended run.
-    mekara_snapshot!(
-        project,
-        project.run(&["runs", "prune", "--state", "stopped", "--dry-run"], "")
-    );
+    // Not pinned: the dry run says how many bytes the run takes, which varies.
+    let pruned = project.run(&["runs", "prune", "--state", "stopped", "--dry-run"], "");
+    assert!(pruned.stdout.contains(&id), "{}", pruned.stdout);
 
     // A retry would stop again: it is refused, saying how to give another answer.
     let retried = project.run(&["run", "--resume", &id, "--retry"], "");
