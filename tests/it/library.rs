@@ -1716,7 +1716,7 @@ fn upgrade_deps_refuses_a_pnpm_project_rather_than_writing_an_npm_lock_file_besi
     assert_ne!(state(&run), "completed");
     let journal = project.journal(&last_run(&project));
     assert!(
-        journal.contains("no cargo or npm project here (found: pnpm)"),
+        journal.contains("no cargo, npm or Go project here (found: pnpm)"),
         "{journal}"
     );
     assert!(!project.root().join("package-lock.json").exists());
@@ -1903,6 +1903,9 @@ fn a_ci_make_target_is_the_check_and_a_missing_python_module_is_not_run() {
     );
 }
 
+/// The gofmt check of a Go module: fails on a file gofmt would change and names it.
+const GOFMT: &str = "test -z \"$(gofmt -l . | tee /dev/stderr)\"";
+
 /// A Go module with golangci-lint configured: go vet, go test, gofmt and golangci-lint, each
 /// run when its tool is here and listed with why when it is not.
 #[test]
@@ -1915,7 +1918,7 @@ fn detection_finds_the_go_checks_and_golangci_lint() {
     let expected = [
         ("go vet ./...", "go"),
         ("go test ./...", "go"),
-        ("test -z \"$(gofmt -l .)\"", "gofmt"),
+        (GOFMT, "gofmt"),
         ("golangci-lint run", "golangci-lint"),
     ];
     for (check, tool) in expected {

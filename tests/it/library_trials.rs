@@ -689,3 +689,266 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
     }
     run
 }
+
+/// A Go module as the Go trials had them (google/uuid, spf13/pflag, spf13/cobra): `go.mod`, a
+/// CI job that runs `go test`, and the person's Go settings in the test's home (`go env -w`'s
+/// file): `GOPROXY=off`, so that a module not in the cache is never fetched, network or not.
+fn go_module(files: &[(&str, &str)]) -> Project {
+    let mut all = vec![
+        ("go.mod", "module example.com/flags\n\ngo 1.19\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - uses: actions/setup-go@v5\n      - run: go test -v ./...\n",
+        ),
+    ];
+    all.extend_from_slice(files);
+    let project = repository(&all);
+    crate::common::write_file(
+        &project.home().join(".config/go/env"),
+        "GOPROXY=off\nGOFLAGS=-mod=mod\n",
+    );
+    project
+}
+
+const GO_COUNT: &str = "package flags\n\n// Count returns how many of words are not empty.\nfunc Count(words []string) int {\n\tn := 0\n\tfor _, w := range words {\n\t\tif w != \"\" {\n\t\t\tn++\n\t\t}\n\t}\n\treturn n\n}\n";
+
+const GO_COUNT_TEST: &str = "package flags\n\nimport \"testing\"\n\nfunc TestCount(t *testing.T) {\n\tif got := Count([]string{\"a\", \"\", \"b\"}); got != 2 {\n\t\tt.Errorf(\"Count = %d, want 2\", got)\n\t}\n}\n";
+
+/// Regression (cobra): its modules could not be downloaded (no proxy here), `make test` failed
+/// with go's `dial tcp: lookup proxy.golang.org ... no such host`, and that went to the agent as
+/// a failing check to fix. It did not run: it needs the network, and the run says so.
+#[test]
+fn go_modules_that_cannot_be_downloaded_make_a_check_that_needs_the_network() {
+    let project = go_module(&[
+        (
+            "go.mod",
+            "module example.com/flags\n\ngo 1.19\n\nrequire example.com/dep v1.0.0\n",
+        ),
+        (
+            "flags.go",
+            "package flags\n\nimport \"example.com/dep\"\n\nvar Name = dep.Name\n",
+        ),
+    ]);
+    let run = flow(&project, &json!([]), "flow/fix-ci", &[]);
+    assert!(calls(&project).is_empty(), "nothing for the agent to fix");
+    assert!(
+        stopped_by(&run).contains("no check could run here (not run: `go test -v ./...`: needs the network (a Go module could not be downloaded: `example.com/dep@v1.0.0`)"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Regression (uuid): its CI runs `go test` and never gofmt, and the gofmt here (1.19)
+/// rewrites the doc comments of seven of its files: the default gofmt check failed and the
+/// agent was asked to "fix" them. A formatter the CI does not run is left out, said once; one
+/// the project enforces (golangci-lint's `formatters: gofmt`, pflag's) runs, and its failure
+/// names the files (gofmt exits 0 either way).
+#[test]
+fn a_formatter_the_ci_does_not_run_is_left_out_and_gofmt_names_the_files_it_would_change() {
+    let unformatted = "package flags\n\nfunc  Name() string { return \"x\" }\n";
+    let project = go_module(&[("flags.go", unformatted)]);
+    let plan = json!([{"when": "Step 3", "outputs": {"fix": "none"}}]);
+    completed(&flow(&project, &plan, "flow/fix-ci", &[]));
+    assert!(
+        calls(&project).is_empty(),
+        "gofmt is not this project's check"
+    );
+    let out = outputs(&project);
+    assert!(
+        out.contains("left out: test -z \"$(gofmt -l . | tee /dev/stderr)\" (go.mod): the CI does not run it, so the project does not keep that formatting"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Every check passes: go test -v ./..., go vet ./..."),
+        "{out}"
+    );
+
+    let enforced = go_module(&[
+        ("flags.go", unformatted),
+        (
+            ".golangci.yaml",
+            "version: \"2\"\nformatters:\n  enable:\n    - gofmt\n",
+        ),
+    ]);
+    let plan =
+        json!([{"when": "Step 3", "run": "gofmt -w flags.go", "outputs": {"fix": "gofmt -w"}}]);
+    completed(&flow(&enforced, &plan, "flow/fix-ci", &[]));
+    let prompt = first_prompt(&enforced);
+    assert!(
+        prompt.contains("Step 3: `test -z \"$(gofmt -l . | tee /dev/stderr)\"` fails"),
+        "{prompt}"
+    );
+    let journal = enforced.journal(&last_run(&enforced));
+    assert!(
+        journal.contains("flags.go"),
+        "gofmt's list of files: {journal}"
+    );
+}
+
+/// Regression (uuid, pflag): test-gaps had no coverage for Go and handed the agent every
+/// changed line to judge by reading. `go test -coverprofile` measures it: only the new
+/// function no test runs is listed, not the tested one, its comment or its signature's block
+/// outside the statements.
+#[test]
+fn test_gaps_measures_go_coverage_with_a_cover_profile() {
+    let project = go_module(&[("count.go", GO_COUNT), ("count_test.go", GO_COUNT_TEST)]);
+    let base = git(&project, &["rev-parse", "HEAD"]);
+    project.write(
+        "count.go",
+        &format!("{GO_COUNT}\n// Empty reports whether words has no word.\nfunc Empty(words []string) bool {{\n\treturn Count(words) == 0\n}}\n"),
+    );
+    project.write(
+        "count_test.go",
+        &format!("{GO_COUNT_TEST}\nfunc TestCountNone(t *testing.T) {{\n\tif Count(nil) != 0 {{\n\t\tt.Error(\"Count(nil) != 0\")\n\t}}\n}}\n"),
+    );
+    commit_all(&project, "feat: Empty");
+    let plan = json!([{"when": "Step 3: write tests", "outputs": {"tests": "none"}}]);
+    let run = flow(&project, &plan, "flow/test-gaps", &[&base]);
+    assert_eq!(state(&run), "completed", "{}\n{}", run.stdout, run.stderr);
+    let prompt = first_prompt(&project);
+    assert!(
+        prompt.contains("Measured with `go test -coverprofile`: no test runs these lines.\n\ncount.go: lines 15-17"),
+        "{prompt}"
+    );
+}
+
+/// Regression (uuid, cobra): upgrade-deps had no Go: "no cargo or npm project here". It asks
+/// `go list -m -u all`, and without the module proxy says it compared nothing and why, never
+/// "Upgraded: nothing".
+#[test]
+fn upgrade_deps_of_a_go_module_without_the_proxy_says_it_needs_the_network() {
+    let project = go_module(&[(
+        "go.mod",
+        "module example.com/flags\n\ngo 1.19\n\nrequire example.com/dep v1.0.0\n",
+    )]);
+    let run = flow(&project, &json!([]), "flow/upgrade-deps", &[]);
+    assert!(
+        stopped_by(&run).ends_with("nothing was compared: go: needs the network (a Go module could not be downloaded: `example.com/dep@v1.0.0`), so the required modules cannot be compared with their newest versions"),
+        "{}",
+        run.stdout
+    );
+    assert!(!outputs(&project).contains("Upgraded: nothing"));
+}
+
+/// Regression (pflag, cobra): a Go module's version is in its lightweight tags alone and it
+/// keeps no changelog (the notes are the release page's): the release wrote a new
+/// `CHANGELOG.md` and a release commit. It is the tag alone, as the last one was tagged. And
+/// `major` offered `v2.0.0` of a module whose path has no `/v2`, a version Go cannot find.
+#[test]
+fn release_of_a_go_module_without_a_changelog_is_a_tag_and_never_a_v2_of_a_v1_path() {
+    let project = go_module(&[("count.go", GO_COUNT), ("count_test.go", GO_COUNT_TEST)]);
+    git(&project, &["tag", "v1.2.0"]);
+    project.write("empty.go", "package flags\n\n// Empty is true for no words.\nfunc Empty(words []string) bool { return Count(words) == 0 }\n");
+    let head = commit_all(&project, "feat: Empty");
+    let run = flow(&project, &json!([]), "flow/release", &[]);
+    let question = stopped_by(&run);
+    assert!(
+        question.contains("(not offered: `major` 2.0.0: a Go module's v2 needs `module example.com/flags/v2` in go.mod (it says `module example.com/flags`): Go looks for that major version only there; change go.mod and the imports, commit, then release)"),
+        "{question}"
+    );
+    let run = answer_and_resume(&project, "minor");
+    assert!(
+        stopped_by(&run).contains("no file changes and no commit: only the tag `v1.3.0` on "),
+        "{}",
+        run.stdout
+    );
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(git(&project, &["rev-parse", "HEAD"]), head, "no commit");
+    assert_eq!(
+        git(&project, &["cat-file", "-t", "v1.3.0"]),
+        "commit",
+        "lightweight, as v1.2.0"
+    );
+    assert!(!project.root().join("CHANGELOG.md").exists());
+    assert!(
+        outputs(&project).contains(
+            "Tagged v1.3.0 on HEAD. Nothing was pushed: push it with `git push origin v1.3.0`."
+        ),
+        "{}",
+        outputs(&project)
+    );
+}
+
+/// Regression (uuid, pflag): docs-sync listed a fenced block's fence but not its code (pflag's
+/// README sets a renamed field in one), and never Go's docs, its doc comments (uuid's renamed
+/// `EnableRandPool` kept its comment). Both are shown to the agent; the run ends saying what
+/// it did, not in silence.
+#[test]
+fn docs_sync_shows_fenced_code_and_go_doc_comments_that_name_another_declaration() {
+    let project = go_module(&[
+        (
+            "pool.go",
+            "package flags\n\n// EnablePool turns the pool on.\nfunc EnableRandomPool() {}\n\n// A Set is a set of flags.\ntype Set struct{}\n",
+        ),
+        (
+            "README.md",
+            "# flags\n\nTurn the pool on:\n\n``` go\nflags.EnablePool()\n```\n",
+        ),
+    ]);
+    let plan = json!([
+        {"when": "Step 3", "outputs": {"drifts": "README.md:6: says EnablePool; the function is EnableRandomPool"}},
+        {"when": "Step 4", "run": "sed -i 's/EnablePool()/EnableRandomPool()/' README.md", "outputs": {"fixed": "README.md"}},
+    ]);
+    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
+    let journal = project.journal(&last_run(&project));
+    for shown in [
+        "README.md:6:flags.EnablePool()",
+        "pool.go:3: the doc comment begins `EnablePool`, above `EnableRandomPool`",
+    ] {
+        assert!(journal.contains(shown), "{shown}\n{journal}");
+    }
+    assert!(!journal.contains("above `Set`"), "an article is no name");
+    let out = outputs(&project);
+    assert!(
+        out.contains(
+            "The docs are changed; the checks that ran pass: go test -v ./..., go vet ./..."
+        ),
+        "{out}"
+    );
+}
+
+/// Regression (uuid): `go test -v`'s output of 445 lines was clipped to its first 40 and last
+/// 20, and the failing test's lines (`--- FAIL: TestParse`, `uuid_test.go:101: ... got true
+/// expected false`) were in the cut part: the agent saw `FAIL` and no test. They are kept.
+#[test]
+fn a_long_go_test_output_keeps_the_failing_tests_lines() {
+    let check = "#!/bin/sh\n[ -f fixed ] && exit 0\nfor i in $(seq 1 300); do echo \"=== RUN   TestCase$i\"; echo \"--- PASS: TestCase$i (0.00s)\"; done\necho '    uuid_test.go:101: Parse(g47ac10b) got true expected false'\necho '--- FAIL: TestParse (0.00s)'\nfor i in $(seq 1 30); do echo \"=== RUN   TestMore$i\"; done\necho FAIL\nexit 1\n";
+    let project = repository(&[
+        ("check.sh", check),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: sh ./check.sh test\n",
+        ),
+    ]);
+    let plan = json!([{"when": "Step 3", "run": "touch fixed", "outputs": {"fix": "xtob"}}]);
+    completed(&flow(&project, &plan, "flow/fix-ci", &[]));
+    let prompt = first_prompt(&project);
+    assert!(
+        prompt.contains("  uuid_test.go:101: Parse(g47ac10b) got true expected false\n  --- FAIL: TestParse (0.00s)\n"),
+        "{prompt}"
+    );
+}
+
+/// Regression (cobra): with every check unable to run, "commit anyway" ended with "the checks
+/// that ran pass", of none. It says no check ran.
+#[test]
+fn commit_with_no_check_run_says_so() {
+    let project = repository(&[(
+        ".github/workflows/ci.yml",
+        "jobs:\n  test:\n    steps:\n      - run: no-such-linter-xyz .\n",
+    )]);
+    project.write("notes.txt", "changed\n");
+    let plan = json!([{"when": "Steps 4 and 5", "outputs": {"files": "notes.txt", "message": "Add notes"}}]);
+    let run = flow(&project, &plan, "flow/commit", &[]);
+    assert!(
+        stopped_by(&run).contains("Commit anyway?"),
+        "{}",
+        run.stdout
+    );
+    completed(&answer_and_resume(&project, "commit anyway"));
+    let out = outputs(&project);
+    assert!(
+        out.contains("Committed, with no check run (not run: `no-such-linter-xyz .`: `no-such-linter-xyz` not installed)"),
+        "{out}"
+    );
+}

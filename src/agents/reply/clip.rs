@@ -16,8 +16,9 @@ pub(crate) const SHOWN_LINES: (usize, usize) = (HEAD_LINES, TAIL_LINES);
 const KEPT_ERROR_LINES: usize = 30;
 
 /// Words of an output line that carries an error or a warning (a compiler's `error[E0425]`
-/// and its `--> src/lib.rs:3:5`, a test runner's `FAILED`, a panic, a traceback).
-const ERROR_MARKERS: [&str; 10] = [
+/// and its `--> src/lib.rs:3:5`, a test runner's `FAILED`, a panic, a traceback; Go's
+/// `--- FAIL: TestX` and the `x_test.go:12: got 1, want 2` lines under it).
+const ERROR_MARKERS: [&str; 12] = [
     "error",
     "Error",
     "ERROR",
@@ -28,6 +29,8 @@ const ERROR_MARKERS: [&str; 10] = [
     "panicked",
     "Traceback",
     "assert",
+    "--- FAIL",
+    "_test.go:",
 ];
 
 /// The indices of the first `most` of `lines` that carry an error ([`ERROR_MARKERS`]): what
