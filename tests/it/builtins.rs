@@ -49,29 +49,8 @@ def execute(request):
     llm("success=%s\ntypes=%s\noutput=%r" % (r.success, types, r.output))
 "#,
     );
-    let run = project.run(&["run", "fn"], "\n");
-    run.expect_code(0);
+    mekara_snapshot!(project, project.run(&["run", "fn"], "\n"));
     // what `f` printed is streamed under its step, and is the step's `.output`
-    assert!(
-        run.stdout.contains(
-            "▶ fn[0] f({\"a\":1,\"b\":\"x\"})\n  │ f got 1 x\n  │ and a second line\n✓ fn[0]"
-        ),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("success=True\n"), "{}", run.stdout);
-    assert!(
-        run.stdout
-            .contains("types=dict,list,int,float,string,NoneType\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout
-            .contains("output=\"f got 1 x\\nand a second line\\n\"\n"),
-        "{}",
-        run.stdout
-    );
 }
 
 #[test]
@@ -92,9 +71,7 @@ def execute(request):
     llm("round trip: " + ("; ".join(bad) or "ok"))
 "#,
     );
-    let run = project.run(&["run", "echo"], "\n");
-    run.expect_code(0);
-    assert!(run.stdout.contains("round trip: ok\n"), "{}", run.stdout);
+    mekara_snapshot!(project, project.run(&["run", "echo"], "\n"));
 }
 
 #[test]
@@ -112,16 +89,12 @@ def execute(request):
     auto("echo never reached")
 "#,
     );
-    let run = project.run(&["run", "boom"], "\n");
-    run.expect_code(1);
+    let run = mekara_snapshot!(project, project.run(&["run", "boom"], "\n"));
     let failed = what_failed(&run.stdout);
     assert!(
         failed.starts_with("step boom[0] `boom({})` failed:"),
         "{failed}"
     );
-    assert!(failed.contains("error: fail: boom"), "{failed}");
-    assert!(failed.contains("boom.star:4:5"), "{failed}");
-    assert!(run.stdout.contains("  │ about to fail\n"), "{}", run.stdout);
     assert!(!run.stdout.contains("never reached"), "{}", run.stdout);
 }
 
@@ -140,15 +113,7 @@ def execute(request):
     llm("success=%s value=%s boom_in_error=%s output=%r" % (r.success, r.value, "boom" in r.error, r.output))
 "#,
     );
-    let run = project.run(&["run", "boom"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("success=False value=None boom_in_error=True output=\"about to fail\\n\"\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("completed"), "{}", run.stdout);
+    mekara_snapshot!(project, project.run(&["run", "boom"], "\n"));
 }
 
 #[test]
@@ -164,16 +129,7 @@ def execute(request):
     auto(sneaky)
 "#,
     );
-    let run = project.run(&["run", "inner"], "\n");
-    run.expect_code(1);
-    let failed = what_failed(&run.stdout);
-    assert!(
-        failed.contains(
-            "error: `auto` cannot run inside a function step; call it from `execute` (or a plain function it calls) instead"
-        ),
-        "{failed}"
-    );
-    assert!(failed.contains("inner.star:3:5"), "{failed}");
+    let run = mekara_snapshot!(project, project.run(&["run", "inner"], "\n"));
     assert!(!run.stdout.contains("│ inner step ran"), "{}", run.stdout);
 }
 
@@ -190,16 +146,7 @@ def execute(request):
     auto(f, [1, 2])
 ",
     );
-    let run = project.run(&["run", "kw"], "\n");
-    run.expect_code(1);
-    let failed = what_failed(&run.stdout);
-    assert!(
-        failed.contains(
-            "error: the keyword arguments of a function step must be a dict, got `[1,2]`"
-        ),
-        "{failed}"
-    );
-    assert!(failed.contains("kw.star:6:5"), "{failed}");
+    let run = mekara_snapshot!(project, project.run(&["run", "kw"], "\n"));
     assert!(
         !run.stdout.contains("▶ kw[0]"),
         "no step may run: {}",
@@ -220,14 +167,7 @@ def execute(request):
     llm("success=%s exit_code=%s output=%r" % (r.success, r.exit_code, r.output))
 "#,
     );
-    let run = project.run(&["run", "sh"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("success=False exit_code=3 output=\"out\\nerr\\n\"\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "sh"], "\n"));
 }
 
 // ── llm ─────────────────────────────────────────────────────────────────────────────────
@@ -243,22 +183,8 @@ def execute(request):
     llm("outputs=%s types=%s,%s" % (json.encode(a.outputs), type(a.outputs["colour"]), type(a.outputs["size"])))
 "#,
     );
-    let run = project.run(&["run", "ask"], "red\n42\n\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains(
-            "── llm step ask[0] ──\nPick a colour\nand a size.\n(one line is the answer; for several lines, type \"\"\" alone on a line, then the lines, then \"\"\" alone again)\ncolour (the colour you pick): red\nsize (a number): 42\n"
-        ),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "ask"], "red\n42\n\n"));
     // piped answers are strings, even when they look like numbers
-    assert!(
-        run.stdout
-            .contains("outputs={\"colour\":\"red\",\"size\":\"42\"} types=string,string\n"),
-        "{}",
-        run.stdout
-    );
 }
 
 #[test]
@@ -272,20 +198,7 @@ def execute(request):
     llm("outputs=" + json.encode(a.outputs))
 "#,
     );
-    let run = project.run(&["run", "ask"], "cat\ndog\n\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("── llm step ask[0] ──\nName two animals.\n(one line is the answer; for several lines, type \"\"\" alone on a line, then the lines, then \"\"\" alone again)\nfirst: cat\nsecond: dog\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout
-            .contains("outputs={\"first\":\"cat\",\"second\":\"dog\"}\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "ask"], "cat\ndog\n\n"));
 }
 
 #[test]
@@ -300,16 +213,7 @@ def execute(request):
     llm("outputs=" + json.encode([a.outputs, b.outputs]))
 "#,
     );
-    let run = project.run(&["run", "order"], "1\n2\n3\n4\n\n");
-    run.expect_code(0);
-    assert!(run.stdout.contains("zeta: 1\nalpha: 2\n"), "{}", run.stdout);
-    assert!(run.stdout.contains("zz: 3\naa: 4\n"), "{}", run.stdout);
-    assert!(
-        run.stdout
-            .contains("outputs=[{\"zeta\":\"1\",\"alpha\":\"2\"},{\"zz\":\"3\",\"aa\":\"4\"}]"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "order"], "1\n2\n3\n4\n\n"));
 }
 
 /// Answers may end in `\r\n`, and the last one may lack its line end.
@@ -327,14 +231,7 @@ def execute(request):
     auto(show, {"outputs": a.outputs})
 "#,
     );
-    let run = project.run(&["run", "ask"], "red\r\ngreen\nblue");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("{\"one\":\"red\",\"two\":\"green\",\"three\":\"blue\"}"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "ask"], "red\r\ngreen\nblue"));
 }
 
 #[test]
@@ -349,19 +246,7 @@ def execute(request):
     llm("outputs=" + json.encode([a.outputs, b.outputs]))
 "#,
     );
-    let run = project.run(&["run", "enter"], "\nsecond\n\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("── llm step enter[0] ──\nJust press Enter.\nPress Enter when done. \n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("outputs=[{},{\"x\":\"second\"}]\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "enter"], "\nsecond\n\n"));
 }
 
 // ── call_script ─────────────────────────────────────────────────────────────────────────
@@ -382,23 +267,7 @@ def execute(request):
         "The child.\n",
         Some("def execute(request):\n    auto(\"echo child got \" + request)\n"),
     );
-    let run = project.run(&["run", "parent"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains("→ parent[0] > child\n▶ parent[0] > child[0] $ echo child got one two\n  │ child got one two\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("← parent[0] > child ended\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("child success=True error=None\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "parent"], "\n"));
 }
 
 #[test]
@@ -417,20 +286,7 @@ def execute(request):
         "---\ndescription: water plants\n---\nWater $ARGUMENTS, then rest.\n",
         None,
     );
-    let run = project.run(&["run", "parent"], "\n\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains(
-            "── NL script parent[0] > handwork[0]: do all of this by hand ──\nWater the fern and the ivy, then rest.\nPress Enter when you have done all of the above."
-        ),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("child success=True error=None\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "parent"], "\n\n"));
 }
 
 #[test]
@@ -480,16 +336,8 @@ fn fail_in_execute_stops_the_run_with_its_message() {
         "Stop early.\n",
         "def execute(request):\n    auto(\"echo before\")\n    fail(\"stop here:\", request)\n    auto(\"echo after\")\n",
     );
-    let run = project.run(&["run", "stop", "now"], "\n");
-    run.expect_code(1);
-    assert!(
-        run.stdout
-            .contains("stopped by the script `stop`: stop here: now\n"),
-        "{}",
-        run.stdout
-    );
+    let run = mekara_snapshot!(project, project.run(&["run", "stop", "now"], "\n"));
     assert!(!run.stdout.contains("finish it by hand"), "{}", run.stdout);
-    assert!(run.stdout.contains("  │ before\n"), "{}", run.stdout);
     assert!(!run.stdout.contains("  │ after\n"), "{}", run.stdout);
 }
 
@@ -505,20 +353,7 @@ def execute(request):
     llm("encoded=%s\ndecoded=%r" % (encoded, decoded))
 "#,
     );
-    let run = project.run(&["run", "js"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("encoded={\"b\":1,\"a\":[1.5,null,true,\"s\"]}\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout
-            .contains("decoded={\"x\": [1, 2.5, None, \"s\"], \"y\": {\"z\": False}}\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "js"], "\n"));
 }
 
 /// Regression (the first hour of a real user): `print()` in `execute` showed nothing in
@@ -568,8 +403,10 @@ fn step_builtins_at_module_top_level_are_refused_by_check() {
         "Top.\n",
         Some("r = call_script(\"top-llm\")\n\ndef execute(request):\n    pass\n"),
     );
-    let run = project.run(&["check", "top-auto", "top-llm", "top-call"], "");
-    run.expect_code(1);
+    let run = mekara_snapshot!(
+        project,
+        project.run(&["check", "top-auto", "top-llm", "top-call"], "")
+    );
     for (builtin, file) in [
         ("auto", "top-auto"),
         ("llm", "top-llm"),
@@ -584,11 +421,6 @@ fn step_builtins_at_module_top_level_are_refused_by_check() {
             run.stdout
         );
     }
-    assert!(
-        run.stdout.contains("3 of 3 scripts have errors"),
-        "{}",
-        run.stdout
-    );
     let one = project.run(&["check", "top-auto"], "");
     one.expect_code(1);
     insta::assert_snapshot!("check_top_level_auto", project.scrub(&one.stdout));
@@ -657,13 +489,7 @@ fn check_finds_a_misspelled_keyword_and_names_the_one_meant() {
     );
     mekara_snapshot!(project, project.command(&["check", "typo"]));
     // Running it is still refused, by the call itself.
-    let run = project.run(&["run", "typo"], "\n");
-    run.expect_code(1);
-    assert!(
-        what_failed(&run.stdout).contains("contxt"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "typo"], "\n"));
 }
 
 /// Regression (the first hour of a real user): `mekara check` passed arguments of the wrong
@@ -734,25 +560,14 @@ fn check_and_run_refuse_an_execute_that_cannot_take_the_arguments() {
 
 #[test]
 fn arguments_of_the_wrong_type_are_named_with_their_type() {
-    for (call, message) in [
-        (
-            "auto(42)",
-            "`auto` takes a shell command (a string) or a function of the script, got a value of type `int`",
-        ),
-        (
-            "auto(\"true\", env = [\"A=1\"])",
-            "`env` must be a dict of strings, got a value of type `list`",
-        ),
-    ] {
+    for call in ["auto(42)", "auto(\"true\", env = [\"A=1\"])"] {
         let project = project_with(
             "bad",
             "Do it.\n",
             &format!("def execute(request):\n    {call}\n"),
         );
-        let run = project.run(&["run", "bad"], "\n");
-        run.expect_code(1);
+        let run = mekara_snapshot!(project, project.run(&["run", "bad"], "\n"));
         let failed = what_failed(&run.stdout);
-        assert!(failed.contains(message), "{call}:\n{failed}");
         assert!(!failed.contains("<builtin>"), "{call}:\n{failed}");
     }
 }
@@ -827,13 +642,7 @@ def execute(request):
     llm("keys=" + json.encode(list(auto(f).value.keys())))
 "#,
     );
-    let run = project.run(&["run", "order"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains("keys=[\"b\",\"a\"]\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "order"], "\n"));
 }
 
 #[test]
@@ -851,14 +660,7 @@ def execute(request):
     llm("back=%r type=%s" % (r.value, type(r.value)))
 "#,
     );
-    let run = project.run(&["run", "big"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("back=123456789012345678901234567890 type=int\n"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "big"], "\n"));
 }
 
 // ── the engine enforces llm outputs (through MCP) ────────────────────────────────────────

@@ -62,24 +62,9 @@ fn double_or_nothing_writes_its_file_in_the_working_dir() {
 #[test]
 fn imagine_object_is_handed_over_whole() {
     let project = Project::new();
-    let run = project.run(&["run", "test/imagine-object", " made of glass"], "\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout
-            .contains("── NL script test:imagine-object[0]: do all of this by hand ──"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout
-            .contains("Imagine a single everyday object made of glass."),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("finished: 0 steps in "),
-        "{}",
-        run.stdout
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "test/imagine-object", " made of glass"], "\n")
     );
 }
 

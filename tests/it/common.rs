@@ -370,7 +370,8 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &str) -> Run {
     Run::from_output(child.wait_with_output().expect("wait"))
 }
 
-/// Replaces run ids, run tokens, times and durations so output can be pinned by snapshots.
+/// Replaces run ids, run tokens, times, durations and the run store's size so output can be
+/// pinned by snapshots.
 pub fn redact(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
@@ -401,6 +402,7 @@ pub fn redact(text: &str) -> String {
         line = redacted;
         line = redact_times(&line);
         line = redact_tokens(&line);
+        line = redact_store_size(&line);
         if let Some(pos) = line.find(" ms)")
             && let Some(open) = line[..pos].rfind('(')
         {
@@ -442,6 +444,26 @@ fn redact_tokens(line: &str) -> String {
         }
     }
     out
+}
+
+/// `line` with the size of the run store in the footer of `mekara runs` (`1 run, 763 B in
+/// …`) written as `[SIZE]`: a journal holds process ids, whose length varies.
+fn redact_store_size(line: &str) -> String {
+    let Some((count, rest)) = line.split_once(", ") else {
+        return line.to_string();
+    };
+    let Some((size, after)) = rest.split_once(" in ") else {
+        return line.to_string();
+    };
+    let counted = count.ends_with(" run") || count.ends_with(" runs");
+    let sized = size.split_once(' ').is_some_and(|(n, unit)| {
+        n.parse::<f64>().is_ok() && ["B", "KiB", "MiB", "GiB"].contains(&unit)
+    });
+    if counted && sized {
+        format!("{count}, [SIZE] in {after}")
+    } else {
+        line.to_string()
+    }
 }
 
 /// `line` with every UTC time mekara prints (`2026-11-22T22:46:47Z`) written as `[TIME]`.

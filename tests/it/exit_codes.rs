@@ -88,13 +88,7 @@ fn options_after_the_script_name_are_refused_saying_where_they_go() {
 #[test]
 fn a_serve_path_that_names_nothing_is_a_usage_error() {
     let project = Project::new();
-    let run = project.run(&["serve", "nothere.star"], "");
-    run.expect_code(2);
-    assert!(
-        run.stderr.contains("`nothere.star` does not exist"),
-        "{}",
-        run.stderr
-    );
+    mekara_snapshot!(project, project.run(&["serve", "nothere.star"], ""));
 }
 
 /// Regression: errors repeated a 120 KB input in full. Every span an error echoes in

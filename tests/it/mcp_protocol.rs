@@ -388,6 +388,7 @@ fn a_request_before_initialize_on_stdio_is_told_to_initialize_first() {
 fn a_line_that_is_not_json_gets_a_parse_error() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
+    let mut seen = String::new();
     for line in [
         "this is not json",
         "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\"",
@@ -401,19 +402,17 @@ fn a_line_that_is_not_json_gets_a_parse_error() {
             Some(&Json::Null),
             "{line:?}: {replies:?}"
         );
-        assert!(
-            replies[0]["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.to_lowercase().contains("parse error")),
-            "{line:?}: {replies:?}"
-        );
+        let message = replies[0]["error"]["message"].as_str().unwrap_or_default();
+        seen.push_str(&format!("{line}\n{message}\n\n"));
     }
+    insta::assert_snapshot!(seen);
 }
 
 #[test]
 fn json_that_is_not_a_jsonrpc_message_is_an_invalid_request() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
+    let mut seen = String::new();
     for line in [
         "[]",
         "42",
@@ -432,17 +431,14 @@ fn json_that_is_not_a_jsonrpc_message_is_an_invalid_request() {
         let errors = errors(&replies);
         assert_eq!(errors.len(), 1, "{line}: replies {replies:?}");
         assert_eq!(errors[0]["code"], -32600, "{line}: replies {replies:?}");
-        assert!(
-            errors[0]["message"]
-                .as_str()
-                .is_some_and(|m| m.to_lowercase().contains("invalid request")),
-            "{line}: replies {replies:?}"
-        );
+        let message = errors[0]["message"].as_str().unwrap_or_default();
+        seen.push_str(&format!("{line}\n{message}\n\n"));
         assert!(
             replies.iter().all(|m| m.get("result").is_none()),
             "{line} drew a result: {replies:?}"
         );
     }
+    insta::assert_snapshot!(seen);
     server.ping();
 }
 
@@ -499,15 +495,14 @@ fn a_line_over_the_size_limit_is_dropped_and_the_server_keeps_serving() {
 fn an_unknown_method_is_method_not_found() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
+    let mut seen = String::new();
     for method in ["no/such-method", "tools/explode", "Ping", ""] {
         let error = server.rpc_error(method, None);
         assert_eq!(error["code"], -32601, "{method:?}: {error}");
         let message = error["message"].as_str().expect("message");
-        assert!(message.contains("not found"), "{method:?}: {error}");
-        if !method.is_empty() {
-            assert!(message.contains(method), "{method:?}: {error}");
-        }
+        seen.push_str(&format!("{method:?}: {message}\n"));
     }
+    insta::assert_snapshot!(seen);
     let error = server.rpc_error("no/such-method", Some(json!({"with": ["params"]})));
     assert_eq!(error["code"], -32601, "{error}");
 }
@@ -529,6 +524,7 @@ fn calling_an_unknown_tool_is_invalid_params_naming_it_and_the_real_ones() {
             "eject_script"
         ]
     );
+    let mut seen = String::new();
     for unknown in ["bogus", "mcp__mekara__start", "Start", "continue"] {
         let error = server.rpc_error(
             "tools/call",
@@ -536,15 +532,9 @@ fn calling_an_unknown_tool_is_invalid_params_naming_it_and_the_real_ones() {
         );
         assert_eq!(error["code"], -32602, "{unknown}: {error}");
         let message = error["message"].as_str().expect("message");
-        assert!(message.contains("unknown tool"), "{message}");
-        assert!(message.contains(&format!("`{unknown}`")), "{message}");
-        for tool in &tools {
-            assert!(
-                message.contains(&format!("`{tool}`")),
-                "{message} lacks {tool}"
-            );
-        }
+        seen.push_str(&format!("{unknown}: {message}\n"));
     }
+    insta::assert_snapshot!(seen);
     assert!(project.run_ids().is_empty(), "a run was started");
 }
 
@@ -552,48 +542,24 @@ fn calling_an_unknown_tool_is_invalid_params_naming_it_and_the_real_ones() {
 fn wrong_argument_types_are_tool_errors_naming_the_argument() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
-    let cases: [(&str, Json, &[&str]); 7] = [
-        ("start", json!({"name": 5}), &["`name`", "string", "number"]),
-        (
-            "start",
-            json!({"name": ["test/random"]}),
-            &["`name`", "string", "array"],
-        ),
+    let cases = [
+        ("start", json!({"name": 5})),
+        ("start", json!({"name": ["test/random"]})),
         (
             "start",
             json!({"name": "test/random", "arguments": {"a": 1}}),
-            &["`arguments`", "string", "object"],
         ),
-        (
-            "start",
-            json!({"name": "test/random", "working_dir": true}),
-            &["`working_dir`", "string", "boolean"],
-        ),
-        (
-            "continue_compiled_script",
-            json!({"outputs": "x"}),
-            &["`outputs`", "object", "string"],
-        ),
-        (
-            "continue_compiled_script",
-            json!({"outputs": [1, 2]}),
-            &["`outputs`", "object", "array"],
-        ),
-        (
-            "resume",
-            json!({"run_id": 20_261_122}),
-            &["`run_id`", "string", "number"],
-        ),
+        ("start", json!({"name": "test/random", "working_dir": true})),
+        ("continue_compiled_script", json!({"outputs": "x"})),
+        ("continue_compiled_script", json!({"outputs": [1, 2]})),
+        ("resume", json!({"run_id": 20_261_122})),
     ];
-    for (tool, arguments, words) in cases {
+    let mut seen = String::new();
+    for (tool, arguments) in cases {
         let text = server.tool_error(tool, arguments.clone());
-        for word in words {
-            assert!(
-                text.contains(word),
-                "{tool} {arguments}: {text:?} lacks {word:?}"
-            );
-        }
+        seen.push_str(&format!("{tool} {arguments}\n{text}\n\n"));
     }
+    insta::assert_snapshot!(seen);
     assert!(project.run_ids().is_empty(), "a bad call started a run");
 }
 
@@ -601,19 +567,23 @@ fn wrong_argument_types_are_tool_errors_naming_the_argument() {
 fn missing_required_arguments_are_tool_errors_naming_the_argument() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
-    let text = server.tool_error("start", json!({}));
-    assert!(text.contains("`name`"), "{text}");
-    let text = server.tool_error("start", json!({"arguments": "x"}));
-    assert!(text.contains("`name`"), "{text}");
-    let text = server.tool_error("start", json!({"name": null}));
-    assert!(text.contains("`name`"), "{text}");
-    let text = server.tool_error("continue_compiled_script", json!({}));
-    assert!(text.contains("`outputs`"), "{text}");
+    let mut seen = String::new();
+    for (tool, arguments) in [
+        ("start", json!({})),
+        ("start", json!({"arguments": "x"})),
+        ("start", json!({"name": null})),
+        ("continue_compiled_script", json!({})),
+    ] {
+        let text = server.tool_error(tool, arguments.clone());
+        seen.push_str(&format!("{tool} {arguments}\n{text}\n\n"));
+    }
 
     // `arguments` left out of the call altogether.
     let reply = server.request("tools/call", Some(json!({"name": "start"})));
     assert_eq!(reply["result"]["isError"], true, "{reply}");
-    assert!(result_text(&reply["result"]).contains("`name`"), "{reply}");
+    let text = result_text(&reply["result"]);
+    seen.push_str(&format!("start without arguments\n{text}\n"));
+    insta::assert_snapshot!(seen);
     server.ping();
     assert!(project.run_ids().is_empty(), "a bad call started a run");
 }
@@ -622,22 +592,19 @@ fn missing_required_arguments_are_tool_errors_naming_the_argument() {
 fn unknown_arguments_are_tool_errors_naming_them() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
-    let text = server.tool_error("start", json!({"name": "test/random", "bogus": 1}));
-    assert!(text.contains("`bogus`"), "{text}");
-    for known in ["`name`", "`arguments`", "`working_dir`"] {
-        assert!(text.contains(known), "{text} does not list {known}");
+    let mut seen = String::new();
+    for (tool, arguments) in [
+        ("start", json!({"name": "test/random", "bogus": 1})),
+        ("status", json!({"verbose": true})),
+        (
+            "continue_compiled_script",
+            json!({"outputs": {}, "guess": 5}),
+        ),
+    ] {
+        let text = server.tool_error(tool, arguments.clone());
+        seen.push_str(&format!("{tool} {arguments}\n{text}\n\n"));
     }
-    let text = server.tool_error("status", json!({"verbose": true}));
-    assert!(text.contains("`verbose`"), "{text}");
-    assert!(text.contains("it takes `run_id`"), "{text}");
-    let text = server.tool_error(
-        "continue_compiled_script",
-        json!({"outputs": {}, "guess": 5}),
-    );
-    assert!(
-        text.contains("`guess`") && text.contains("`outputs`"),
-        "{text}"
-    );
+    insta::assert_snapshot!(seen);
     assert!(project.run_ids().is_empty(), "a bad call started a run");
 
     // The refused `start` changed nothing: the same call without the stray argument works.
@@ -654,6 +621,7 @@ fn unknown_arguments_are_tool_errors_naming_them() {
 fn malformed_params_of_a_known_method_are_invalid_params() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
+    let mut seen = String::new();
     for (method, params) in [
         ("tools/call", None),
         ("tools/call", Some(json!({"name": 5}))),
@@ -670,8 +638,10 @@ fn malformed_params_of_a_known_method_are_invalid_params() {
         let error = server.rpc_error(method, params.clone());
         assert_eq!(error["code"], -32602, "{method} {params:?}: {error}");
         let message = error["message"].as_str().expect("message");
-        assert!(message.contains(method), "{method} {params:?}: {error}");
+        let params = params.map_or_else(|| "no params".to_string(), |p| p.to_string());
+        seen.push_str(&format!("{method} {params}\n{message}\n\n"));
     }
+    insta::assert_snapshot!(seen);
 }
 
 /// `arguments` is optional (Claude Code refuses a command missing a required argument)
@@ -706,9 +676,7 @@ fn prompts_get_of_an_unknown_prompt_is_an_error_naming_it() {
     let mut server = Session::in_project(&project);
     let error = server.rpc_error("prompts/get", Some(json!({"name": "no-such-prompt"})));
     assert_eq!(error["code"], -32602, "{error}");
-    let message = error["message"].as_str().expect("message");
-    assert!(message.contains("`no-such-prompt`"), "{message}");
-    assert!(message.contains("not found"), "{message}");
+    insta::assert_snapshot!(error["message"].as_str().expect("message"));
 
     // A real one works afterwards.
     let reply = server.request("prompts/get", Some(json!({"name": "test/random"})));
@@ -719,27 +687,23 @@ fn prompts_get_of_an_unknown_prompt_is_an_error_naming_it() {
 fn prompts_get_with_a_non_string_arguments_argument_is_invalid_params() {
     let project = Project::new();
     let mut server = Session::in_project(&project);
-    for value in [json!(5), json!(["a"]), json!({"a": "b"}), json!(true)] {
+    let mut seen = String::new();
+    for arguments in [
+        json!({"arguments": 5}),
+        json!({"arguments": ["a"]}),
+        json!({"arguments": {"a": "b"}}),
+        json!({"arguments": true}),
+        json!({"argumnets": "typo"}),
+    ] {
         let error = server.rpc_error(
             "prompts/get",
-            Some(json!({"name": "test/random", "arguments": {"arguments": value}})),
+            Some(json!({"name": "test/random", "arguments": arguments})),
         );
-        assert_eq!(error["code"], -32602, "{value}: {error}");
+        assert_eq!(error["code"], -32602, "{arguments}: {error}");
         let message = error["message"].as_str().expect("message");
-        assert!(message.contains("`arguments`"), "{message}");
-        assert!(message.contains("string"), "{message}");
+        seen.push_str(&format!("{arguments}: {message}\n"));
     }
-    let error = server.rpc_error(
-        "prompts/get",
-        Some(json!({"name": "test/random", "arguments": {"argumnets": "typo"}})),
-    );
-    assert_eq!(error["code"], -32602, "{error}");
-    assert!(
-        error["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("`argumnets`")),
-        "{error}"
-    );
+    insta::assert_snapshot!(seen);
 
     let reply = server.request(
         "prompts/get",
@@ -768,18 +732,11 @@ fn an_output_number_no_script_can_hold_is_refused_before_the_journal() {
     );
     let mut session = Session::in_project(&project);
     session.call("start", json!({"name": "number"}));
-    for (id, outputs, shown) in [
-        (100, r#"{"n": 1e400}"#, "output `n` is the number `1e+400`"),
-        (
-            101,
-            r#"{"n": -2.5E+999}"#,
-            "output `n` is the number `-2.5e+999`",
-        ),
-        (
-            102,
-            r#"{"n": [1, {"x": 1e400}]}"#,
-            "output `n` at `[1].x` is the number `1e+400`",
-        ),
+    let mut seen = String::new();
+    for (id, outputs) in [
+        (100, r#"{"n": 1e400}"#),
+        (101, r#"{"n": -2.5E+999}"#),
+        (102, r#"{"n": [1, {"x": 1e400}]}"#),
     ] {
         session.send_line(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"continue_compiled_script","arguments":{{"outputs":{outputs}}}}}}}"#
@@ -788,8 +745,7 @@ fn an_output_number_no_script_can_hold_is_refused_before_the_journal() {
         let result = &reply["result"];
         assert_eq!(result["isError"], true, "{reply}");
         let text = result_text(result);
-        assert!(text.contains(shown), "{text}");
-        assert!(text.contains("Nothing changed in the run."), "{text}");
+        seen.push_str(&format!("{outputs}\n{text}\n\n"));
     }
     let [id] = project.run_ids().try_into().expect("one run");
     assert!(
@@ -803,8 +759,8 @@ fn an_output_number_no_script_can_hold_is_refused_before_the_journal() {
     ));
     let done = session.response(&json!(103));
     let text = result_text(&done["result"]);
-    assert!(text.contains(&format!("got {big}")), "{text}");
-    assert!(text.contains("completed"), "{text}");
+    seen.push_str(&format!("{{\"n\": {big}}}\n{text}\n"));
+    insta::assert_snapshot!(project.scrub(&seen));
 }
 
 /// Regression: the only check that a call without a progress token gets no notifications
@@ -1229,14 +1185,13 @@ fn http_refuses_a_foreign_host_header() {
     let project = Project::new();
     let server = HttpServer::start(&project);
     let with_port = format!("evil.example:{}", server.port);
+    let mut seen = String::new();
     for host in ["evil.example", with_port.as_str(), "127.0.0.1.evil.example"] {
         let response = server.initialize(Some(host), &[]);
         response.assert_refused();
-        assert!(
-            response.body.to_lowercase().contains("host"),
-            "{host}: {response:#?}"
-        );
+        seen.push_str(&format!("{host}: {}\n", response.body));
     }
+    insta::assert_snapshot!(seen.replace(&server.port.to_string(), "[PORT]"));
     server.assert_serving();
 }
 
@@ -1244,6 +1199,7 @@ fn http_refuses_a_foreign_host_header() {
 fn http_refuses_a_foreign_origin() {
     let project = Project::new();
     let server = HttpServer::start(&project);
+    let mut seen = String::new();
     for origin in [
         "http://evil.example",
         "http://localhost.evil.example",
@@ -1251,11 +1207,9 @@ fn http_refuses_a_foreign_origin() {
     ] {
         let response = server.initialize(None, &[("Origin", origin)]);
         response.assert_refused();
-        assert!(
-            response.body.to_lowercase().contains("origin"),
-            "{origin}: {response:#?}"
-        );
+        seen.push_str(&format!("{origin}: {}\n", response.body));
     }
+    insta::assert_snapshot!(seen);
     server.assert_serving();
 }
 
@@ -1327,9 +1281,7 @@ fn http_on_a_non_loopback_address_needs_allow_host() {
             "{addr}: {:?}\nstderr:\n{stderr}",
             output.status
         );
-        assert!(stderr.contains("--allow-host"), "{addr}: {stderr}");
-        assert!(stderr.contains("loopback"), "{addr}: {stderr}");
-        assert!(!stderr.contains("listening on"), "{addr}: {stderr}");
+        insta::assert_snapshot!(stderr);
         assert!(
             output.stdout.is_empty(),
             "{addr}: stdout {:?}",
@@ -1451,11 +1403,9 @@ fn http_sessions_each_have_their_own_run() {
     let second = http_session(&server);
     assert_ne!(first, second);
     let started = http_call(&server, &first, 1, "start", json!({"name": "test/random"}));
-    assert!(started.contains("llm step `test:random[1]`"), "{started}");
     // The second session drives no run: it is shown the open runs, by id only (a handle is
     // a capability: it is never listed).
     let other = http_call(&server, &second, 1, "status", json!({}));
-    assert!(other.contains("drives none"), "{other}");
     assert!(!other.contains("llm step"), "{other}");
     let wrong = http_call(
         &server,
@@ -1464,10 +1414,22 @@ fn http_sessions_each_have_their_own_run() {
         "continue_compiled_script",
         json!({"outputs": {"guess": 1}}),
     );
-    assert!(wrong.contains("needs `run_id`"), "{wrong}");
     let mine = http_call(&server, &first, 2, "status", json!({}));
-    assert!(mine.contains("`test:random`"), "{mine}");
-    assert!(mine.contains("test:random[1]"), "{mine}");
+    // `test:random` shows the number it picked, a line of digits alone.
+    let started: String = started
+        .lines()
+        .map(|l| {
+            if l.trim().parse::<u32>().is_ok() {
+                "  [NUMBER]\n".to_string()
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    insta::assert_snapshot!(project.scrub(&format!(
+        "first session, start:\n{started}\n\nsecond session, status:\n{other}\n\n\
+         second session, continue:\n{wrong}\n\nfirst session, status:\n{mine}\n"
+    )));
 }
 
 #[test]
@@ -1835,7 +1797,6 @@ fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
         &serde_json::json!({"name": "two", "arguments": "s"}),
     );
     let handle = crate::mcp::client::handle(&result_text(&started));
-    assert!(result_text(&started).contains("first word"), "{started}");
     // A call without the handle reaches no run, and says what to pass.
     let lost = stateless_call(
         &server,
@@ -1844,21 +1805,20 @@ fn stateless_2026_07_28_requests_drive_a_run_by_its_handle() {
         &serde_json::json!({"outputs": {"word": "x"}}),
     );
     assert_eq!(lost["isError"], true, "{lost}");
-    assert!(result_text(&lost).contains("run_id"), "{lost}");
     let second = stateless_call(
         &server,
         3,
         "continue_compiled_script",
         &serde_json::json!({"run_id": handle, "outputs": {"word": "one"}}),
     );
-    assert!(result_text(&second).contains("second word"), "{second}");
     let done = stateless_call(
         &server,
         4,
         "continue_compiled_script",
         &serde_json::json!({"run_id": handle, "outputs": {"word": "two"}}),
     );
-    assert!(result_text(&done).contains("## Done"), "{done}");
+    let replies = [started, lost, second, done].map(|r| result_text(&r));
+    insta::assert_snapshot!(project.scrub(&replies.join("\n\n----------\n\n")));
     let out = std::fs::read_to_string(project.root().join("out-s")).expect("output");
     assert_eq!(out, "one\ntwo\n");
 }
@@ -1998,10 +1958,7 @@ fn two_runs_interleaved_on_one_http_server_and_a_third_from_another_process() {
         result_text(&other.call(step, word("c2"))),
         http_call(&server, &session, 3, step, by(&a, "a2")),
     ];
-    for (i, reply) in replies.iter().enumerate() {
-        let want = if i < 3 { "second word" } else { "## Done" };
-        assert!(reply.contains(want), "reply {i}:\n{reply}");
-    }
+    insta::assert_snapshot!(project.scrub(&replies.join("\n\n----------\n\n")));
     crate::mcp::handles::each_run_got_its_own_outputs(&project);
 }
 
@@ -2126,11 +2083,8 @@ fn every_protocol_version_is_served_over_stdio_and_http() {
 fn over_2026_07_28_the_client_named_in_meta_gets_its_tool_names() {
     let project = Project::new();
     crate::mcp::handles::two_steps(&project);
-    for (client, continue_name) in [
-        ("copilot-cli", "mekara-continue_compiled_script"),
-        ("claude-code", "mcp__mekara__continue_compiled_script"),
-        ("stateless-test", "continue_compiled_script"),
-    ] {
+    let mut seen = String::new();
+    for client in ["copilot-cli", "claude-code", "stateless-test"] {
         let mut stdio = Session::spawn(project.command(&["mcp"]));
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -2146,11 +2100,9 @@ fn over_2026_07_28_the_client_named_in_meta_gets_its_tool_names() {
             })),
         );
         let text = result_text(&reply["result"]);
-        assert!(
-            text.contains(&format!("call `{continue_name}` with")),
-            "{client}: {text}"
-        );
+        seen.push_str(&format!("{client}:\n{text}\n\n"));
     }
+    insta::assert_snapshot!(project.scrub(&seen));
 }
 
 /// Over stdio, `2026-07-28` (no `initialize`, the version in each request's `_meta`, as
@@ -2175,10 +2127,12 @@ fn over_stdio_2026_07_28_a_call_without_run_id_goes_to_the_run_the_connection_dr
         result_text(&reply["result"])
     };
     let started = call("start", json!({"name": "two", "arguments": "s"}));
-    assert!(started.contains("first word"), "{started}");
     let word = |w: &str| json!({"outputs": {"word": w}});
-    assert!(call("continue_compiled_script", word("one")).contains("second word"));
-    assert!(call("continue_compiled_script", word("two")).contains("## Done"));
+    let second = call("continue_compiled_script", word("one"));
+    let done = call("continue_compiled_script", word("two"));
+    insta::assert_snapshot!(project.scrub(&format!(
+        "{started}\n\n----------\n\n{second}\n\n----------\n\n{done}"
+    )));
     let out = std::fs::read_to_string(project.root().join("out-s")).expect("output");
     assert_eq!(out, "one\ntwo\n");
 }
@@ -2192,15 +2146,14 @@ fn http_listens_on_localhost_by_name_and_a_bad_address_says_what_to_write() {
         "mekara mcp",
     );
     server.assert_serving();
+    let mut seen = String::new();
     for addr in ["example.org:80", "localhost", "127.0.0.1"] {
         let out = refused_start(&project, addr);
         assert_eq!(out.status.code(), Some(2), "{addr}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains(&format!(
-                "`{addr}` is not an address to listen on; write `IP:PORT` or `localhost:PORT`, for example `127.0.0.1:8080` (port 0 picks a free one)"
-            )),
-            "{addr}: {stderr}"
-        );
+        seen.push_str(&format!(
+            "$ mekara mcp --http {addr}\n{}\n",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
+    insta::assert_snapshot!(seen);
 }

@@ -272,13 +272,7 @@ fn a_killed_run_resumes_asking_only_the_tasks_not_answered() {
 #[test]
 fn in_the_terminal_the_tasks_are_asked_one_after_another_and_each_journaled() {
     let project = project(&json!({}));
-    let run = project.run(&["run", "grove"], "apple\noak\n");
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains("apple shell member oak!"),
-        "{}",
-        run.stdout
-    );
+    let run = mekara_snapshot!(project, project.run(&["run", "grove"], "apple\noak\n"));
     mekara_snapshot!(project, run);
     let mut answers = answered(&project);
     answers.sort_by_key(|a| a.0.to_string());

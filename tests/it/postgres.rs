@@ -732,13 +732,7 @@ fn runs_state_filters_file_runs_too() {
     );
     project.run(&["run", "one"], "").expect_code(0);
     let id = &project.run_ids()[0];
-    let completed = project.run(&["runs", "--state", "completed"], "");
-    completed.expect_code(0);
-    assert!(
-        completed.stdout.contains(id.as_str()),
-        "{}",
-        completed.stdout
-    );
+    mekara_snapshot!(project, project.run(&["runs", "--state", "completed"], ""));
     let interrupted = project.run(&["runs", "--state", "interrupted"], "");
     interrupted.expect_code(0);
     assert!(

@@ -118,12 +118,7 @@ fn keep_removes_the_older_ended_runs_and_leaves_interrupted_ones() {
     pruned.expect_code(0);
     assert_eq!(project.run_ids(), vec![newest]);
     assert!(files_of(&project, &interrupted).is_empty());
-    let listed = project.run(&["runs"], "");
-    assert!(
-        listed.stdout.contains("\n1 run, ") && listed.stdout.contains("`mekara runs prune`"),
-        "{}",
-        listed.stdout
-    );
+    mekara_snapshot!(project, project.run(&["runs"], ""));
 }
 
 #[test]

@@ -81,12 +81,10 @@ fn a_failed_shell_step_is_retried_after_the_environment_was_fixed() {
     assert_eq!(state(&project), "interrupted");
 
     // Not fixed yet: it fails again, and the run is where it was.
-    let again = project.run(&["run", "--resume", &id, "--retry"], "");
-    again.expect_code(1);
-    assert!(
-        again.stdout.contains("✗ fix[2] exited with code 1"),
-        "{}",
-        again.stdout
+    mekara_snapshot!(
+        "retry_not_fixed_yet",
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
     assert_eq!(counts(&project, &SIX), [1, 1, 0, 0, 0, 0]);
 
@@ -132,12 +130,9 @@ fn a_script_edited_at_step_3_of_6_runs_again_from_step_3() {
         "step 3 ran as edited"
     );
     // Nothing changed since: there is nothing left to retry.
-    let nothing = project.run(&["run", "--resume", &id, "--retry"], "");
-    nothing.expect_code(2);
-    assert!(
-        nothing.stderr.contains("has nothing to retry"),
-        "{}",
-        nothing.stderr
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
 }
 
@@ -158,16 +153,7 @@ fn without_retry_an_edited_script_is_refused_naming_retry() {
     project.run(&["run", "ask"], "").expect_code(1);
     let id = only_run(&project);
     edit(&project, "ask", "echo a >> c1", "echo b >> c1");
-    let refused = project.run(&["run", "--resume", &id], "");
-    refused.expect_code(1);
-    assert!(
-        refused
-            .stderr
-            .contains("changed since this run recorded its step 1")
-            && refused.stderr.contains("`--retry`"),
-        "{}",
-        refused.stderr
-    );
+    mekara_snapshot!(project, project.run(&["run", "--resume", &id], ""));
     let rewound = project.run(&["run", "--resume", &id, "--retry"], "word\n");
     rewound.expect_code(0);
     assert!(
@@ -197,23 +183,14 @@ fn a_script_that_failed_on_its_own_code_runs_on_once_the_code_is_fixed() {
     project.run(&["run", "bug"], "").expect_code(1);
     let id = only_run(&project);
     // Unchanged, the script would stop again: the retry is refused.
-    let same = project.run(&["run", "--resume", &id, "--retry"], "");
-    same.expect_code(2);
-    assert!(
-        same.stderr
-            .contains("was stopped by its script `bug` (a bug), not by a failed step"),
-        "{}",
-        same.stderr
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
     edit(&project, "bug", "    fail(\"a bug\")\n", "");
-    let fixed = project.run(&["run", "--resume", &id, "--retry"], "");
-    fixed.expect_code(0);
-    assert!(
-        fixed.stdout.contains(
-            "rewind: the script changed since this run recorded step bug[1] (the frame stopped after 1 step, but the script now goes on there)"
-        ),
-        "{}",
-        fixed.stdout
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
     assert_eq!(counts(&project, &["c0", "c1"]), [1, 1]);
 }
@@ -227,14 +204,9 @@ fn an_edit_that_removes_a_step_runs_on_from_where_it_was() {
         "    auto(\"cat needed.txt && echo a >> c2\", context = \"three\")\n",
         "",
     );
-    let rewound = project.run(&["run", "--resume", &id, "--retry"], "");
-    rewound.expect_code(0);
-    assert!(
-        rewound.stdout.contains(
-            "superseded, run again as far as the script asks for them (4 steps): fix[2] to fix[5]"
-        ),
-        "{}",
-        rewound.stdout
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
     assert_eq!(counts(&project, &SIX), [1, 1, 1, 2, 2, 2]);
     let shown = project.run(&["runs", "show", &id], "");
@@ -252,19 +224,11 @@ fn an_edit_that_removes_a_step_runs_on_from_where_it_was() {
         "    auto(\"echo a >> c5\", context = \"six\")\n",
         "",
     );
-    let shorter = project.run(&["run", "--resume", &id, "--retry"], "");
-    shorter.expect_code(0);
-    assert!(
-        shorter.stdout.contains("the script now ends after 4 steps"),
-        "{}",
-        shorter.stdout
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
     assert_eq!(counts(&project, &SIX), [1, 1, 1, 2, 2, 2]);
-    assert!(
-        shorter.stdout.contains("completed: 4 steps"),
-        "{}",
-        shorter.stdout
-    );
 }
 
 /// A parent calls `child` between two steps of its own.
@@ -324,14 +288,9 @@ fn a_failed_step_inside_a_called_script_is_retried_there() {
     let id = only_run(&project);
     assert_eq!(counts(&project, &["p0", "k0", "k1"]), [1, 1, 0]);
     project.write("needed.txt", "here\n");
-    let retried = project.run(&["run", "--resume", &id, "--retry"], "");
-    retried.expect_code(0);
-    assert!(
-        retried.stdout.contains(
-            "retry: step parent[1] > child[1] failed (exited with code 1); it runs again"
-        ),
-        "{}",
-        retried.stdout
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--retry"], "")
     );
     assert_eq!(
         counts(&project, &["p0", "k0", "k1", "k2", "p2"]),
@@ -342,15 +301,9 @@ fn a_failed_step_inside_a_called_script_is_retried_there() {
 #[test]
 fn from_on_a_completed_run_runs_again_from_that_step() {
     let (project, id) = six_steps_done();
-    let from = project.run(&["run", "--resume", &id, "--from", "fix[4]"], "");
-    from.expect_code(0);
-    assert!(
-        from.stdout.contains("rewind: from step fix[4], as asked")
-            && from
-                .stdout
-                .contains("kept, answered from the journal (4 steps): fix[0] to fix[3]"),
-        "{}",
-        from.stdout
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--from", "fix[4]"], "")
     );
     assert_eq!(counts(&project, &SIX), [1, 1, 1, 1, 2, 2]);
     // A step inside a called script, by its path or its own label.
@@ -388,9 +341,10 @@ fn a_rewound_llm_step_is_asked_again() {
     );
     project.run(&["run", "word"], "first\n").expect_code(0);
     let id = only_run(&project);
-    let again = project.run(&["run", "--resume", &id, "--from", "word[0]"], "second\n");
-    again.expect_code(0);
-    assert!(again.stdout.contains("Say a word"), "{}", again.stdout);
+    mekara_snapshot!(
+        project,
+        project.run(&["run", "--resume", &id, "--from", "word[0]"], "second\n")
+    );
     assert_eq!(
         std::fs::read_to_string(project.root().join("words")).expect("words"),
         "first\nsecond\n"

@@ -145,13 +145,7 @@ fn allow_failure_hands_a_failed_child_to_the_parent() {
         "Worker.",
         Some("def execute(request):\n    fail('no can do')\n"),
     );
-    let run = project.run(&["run", "boss"], "");
-    run.expect_code(0);
-    assert!(
-        run.stdout.contains("$ echo child success=False"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "boss"], ""));
 }
 
 #[test]
@@ -162,14 +156,7 @@ fn recursion_stops_at_the_depth_limit() {
         "Loop.",
         Some("def execute(request):\n    call_script('loop')\n"),
     );
-    let run = project.run(&["run", "loop"], "\n");
-    run.expect_code(1);
-    assert!(
-        run.stdout.contains("scripts are nested 16 deep"),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("the limit is 16"), "{}", run.stdout);
+    mekara_snapshot!(project, project.run(&["run", "loop"], "\n"));
 }
 
 #[test]
@@ -180,12 +167,5 @@ fn a_missing_child_fails_the_call_with_suggestions() {
         "Caller.",
         Some("def execute(request):\n    call_script('test/randon')\n"),
     );
-    let run = project.run(&["run", "caller"], "\n");
-    run.expect_code(1);
-    assert!(
-        run.stdout
-            .contains("script `test/randon` not found; did you mean `test:random`?"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "caller"], "\n"));
 }

@@ -182,19 +182,9 @@ pub(crate) fn chain_project() -> Project {
 #[test]
 fn run_whose_failure_is_two_calls_down() {
     let project = chain_project();
-    let run = project.run(&["run", "ship"], "done\n");
-    assert!(
-        run.stdout.contains("The failure was in publish, whose own step failed, at the end of a chain of calls: `ship` called `release`, which called `publish`; the instructions of publish (for what is left of it: the step that failed and those after it):\nUpload v3 to the registry"),
-        "{}",
-        run.stdout
-    );
+    mekara_snapshot!(project, project.run(&["run", "ship"], "done\n"));
     // What `release` still had to do after its call (its release notes) is given too, and
     // the order to finish in.
-    assert!(
-        run.stdout.contains("\nThen the instructions of release, which called publish, for what is left of it after that call:\nPublish v3, then write its release notes.\n\nFinish them from the inside out: what is left of publish, then of release, then of ship.\n"),
-        "{}",
-        run.stdout
-    );
 }
 
 /// Regressions: a called script that failed with `allow_failure = True` was shown as `✗`, as

@@ -431,13 +431,8 @@ fn an_agent_that_fails_with_its_error_on_stderr_has_the_tail_of_it_in_the_steps_
 #[test]
 fn a_script_that_is_not_found_says_what_the_terminal_says_and_makes_no_run() {
     let project = project();
-    for (name, said) in [
-        ("nosuch", "script `nosuch` not found"),
-        ("colur", "did you mean `colour`?"),
-    ] {
-        let terminal = project.run(&["run", name], "");
-        terminal.expect_code(2);
-        assert!(terminal.stderr.contains(said), "{}", terminal.stderr);
+    for name in ["nosuch", "colur"] {
+        let terminal = mekara_snapshot!(project, project.run(&["run", name], ""));
         for agent in [
             &["--agent", "claude"][..],
             &["--agent-command", AGENT_COMMAND],
@@ -755,8 +750,7 @@ def notes():
 "#,
         ),
     );
-    let run = project.run(&["run", "--dry-run", "release"], "");
-    run.expect_code(0);
+    let run = mekara_snapshot!(project, project.run(&["run", "--dry-run", "release"], ""));
     let lines: Vec<&str> = run.stdout.lines().collect();
     for expected in [
         "auto         $ cargo test  # Run the tests",
@@ -785,12 +779,6 @@ def notes():
     assert!(
         last.ends_with("auto         (computed when it runs)"),
         "{last}"
-    );
-    assert!(
-        run.stdout
-            .contains("is a template: each `{…}` stands for a value"),
-        "{}",
-        run.stdout
     );
     assert!(project.run_ids().is_empty(), "a dry run made a run");
 }
