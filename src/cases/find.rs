@@ -31,8 +31,10 @@ static BUNDLED: &[BundledCase] = bundled![
     "tests/flow/fix-ci/fixes-the-failing-test.toml",
     "tests/flow/pr/branches-and-pushes-after-yes.toml",
     "tests/flow/release/bumps-tags-and-writes-the-changelog.toml",
+    "tests/flow/release/without-a-changelog.toml",
     "tests/flow/review/asks-again-for-findings-without-a-place.toml",
     "tests/flow/test-gaps/writes-the-missing-test.toml",
+    "tests/flow/triage/a-check-that-failed-before-is-not-blamed.toml",
     "tests/flow/triage/reproduces-and-fixes.toml",
     "tests/flow/upgrade-deps/keeps-what-passes-reverts-what-breaks.toml",
 ];

@@ -347,7 +347,7 @@ fn docs_sync_does_not_blame_a_failure_that_was_there_before_the_docs_change() {
     completed(&run);
     let out = outputs(&project);
     assert!(
-        out.contains("The docs are changed. These checks failed before the docs change too, so not because of it: `sh ./check.sh`"),
+        out.contains("The docs are changed; no other check ran. These checks failed before the docs change too, so not because of it: `sh ./check.sh`"),
         "{out}"
     );
     assert!(read(&project, "README.md").contains("--loud"));

@@ -410,8 +410,10 @@ def main() -> int:
         suite.install()
         suite.notify()
     except Failure as failure:
-        print(f"FAILED: {failure}", file=sys.stderr)
+        print(f"FAILED: {failure} (its files are kept in {suite.project})", file=sys.stderr)
         return 1
+    # Each run's folder holds Wine's copies and journals (hundreds of MB): kept only on failure.
+    shutil.rmtree(suite.project, ignore_errors=True)
     print("the Windows smoke suite passed")
     return 0
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value as Json};
 
-use super::{compact, handle_argument, question_block, with_handle, with_newline};
+use super::{compact, handle_argument, question_block, quote, with_handle, with_newline};
 use crate::engine::executor::{FailedCall, Stop};
 use crate::engine::journal::Outcome;
 use crate::engine::{Pending, Task};
