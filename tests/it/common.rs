@@ -135,7 +135,19 @@ impl Project {
                     .collect()
             })
             .unwrap_or_default();
-        ids.sort();
+        // Ids begin with the second they were made in and end with random letters: two runs
+        // started in one second are ordered by the time their journals record (milliseconds).
+        let started = |id: &String| {
+            let journal =
+                std::fs::read_to_string(self.root().join(format!(".mekara/runs/{id}.jsonl")))
+                    .unwrap_or_default();
+            let first = journal.lines().next().unwrap_or_default();
+            serde_json::from_str::<serde_json::Value>(first)
+                .ok()
+                .and_then(|e| e["at"].as_u64())
+                .unwrap_or(0)
+        };
+        ids.sort_by_cached_key(|id| (id[..id.len().min(15)].to_string(), started(id), id.clone()));
         ids
     }
 

@@ -1021,13 +1021,13 @@ fn upgrade_deps_upgrades_a_uv_project_through_its_lock_file() {
 
     let run = flow_on(&project, &json!([]), "flow/upgrade-deps", &[], Some(&path));
     completed(&run);
-    let summary = project
-        .journal(&last_run(&project))
+    let journal = project.journal(&last_run(&project));
+    let summary = journal
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|e| e["result"]["output"].as_str().map(str::to_string))
         .find(|o| o.starts_with("Upgraded:"))
-        .expect("a summary");
+        .unwrap_or_else(|| panic!("no summary in the journal:\n{journal}"));
     insta::assert_snapshot!(summary, @r"
     Upgraded: beta 1.0.0 → 1.1.0
     Reverted: alpha 1.0.0 → 2.0.0 (make test failed)
