@@ -26,6 +26,7 @@ use crate::eval::cases::Cases;
 use crate::eval::record::{AgentSpec, Baseline, Caps, EvalDir, Outcome, Plan, Trial};
 use crate::eval::stats::Summary;
 use crate::exit::Exit;
+use trial::Ctx;
 
 /// The flags of `mekara eval`.
 #[derive(Debug, Args)]
@@ -87,19 +88,6 @@ pub(super) struct EvalArgs {
     /// scripts (without it, such a script is refused).
     #[arg(long, conflicts_with = "resume")]
     project_script: bool,
-}
-
-/// What every trial of one invocation shares.
-pub(super) struct Ctx {
-    pub plan: Plan,
-    pub eval: EvalDir,
-    /// The running mekara, which each trial runs as `mekara run`.
-    pub exe: PathBuf,
-    /// The project's folder: trials' runs start there, so they land in its run store.
-    pub cwd: PathBuf,
-    pub agent_timeout: f64,
-    /// Set by Ctrl-C (or SIGTERM, SIGHUP): running trials stop unfinished, none starts.
-    pub stop: std::sync::Arc<AtomicBool>,
 }
 
 pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
