@@ -103,7 +103,7 @@ pub(super) fn drive(
     agent: &mut dyn Agent,
     person: &mut Person<'_>,
 ) -> anyhow::Result<Driven> {
-    let agent_timeout = super::timeout_arg("--agent-timeout", args.agent_timeout)?;
+    let agent_timeout = super::timeout_arg("--agent-timeout", &args.agent_timeout)?;
     if let Some(cost) = args.max_cost
         && !(cost.is_finite() && cost >= 0.0)
     {

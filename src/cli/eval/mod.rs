@@ -75,8 +75,8 @@ pub(super) struct EvalArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     max_duration: Option<Duration>,
     /// How long one agent answer may take, in seconds (as `mekara run --agent-timeout`).
-    #[arg(long, value_name = "SECONDS", default_value_t = 1200.0)]
-    agent_timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "1200")]
+    agent_timeout: super::Seconds,
     /// Run what is left of this eval (its plan and caps as they were, but a `--max-cost` or
     /// `--max-duration` given again; the trials that finished are not run again).
     #[arg(long, value_name = "ID")]
@@ -136,7 +136,7 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
         eval,
         exe: std::env::current_exe()?,
         cwd,
-        agent_timeout: super::timeout_arg("--agent-timeout", args.agent_timeout)?.as_secs_f64(),
+        agent_timeout: super::timeout_arg("--agent-timeout", &args.agent_timeout)?.as_secs_f64(),
         stop: std::sync::Arc::new(AtomicBool::new(false)),
     };
     for signal in crate::exit::INTERRUPTING_SIGNALS {

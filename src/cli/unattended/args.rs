@@ -30,10 +30,10 @@ pub(in crate::cli) struct UnattendedArgs {
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value_t = 1200.0,
+        default_value = "1200",
         requires = "unattended_agent"
     )]
-    pub(super) agent_timeout: f64,
+    pub(super) agent_timeout: crate::cli::Seconds,
     /// How many agent processes answer the llm steps of a `parallel` group at once (the
     /// group's own `max` when not given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "unattended_agent")]
