@@ -278,7 +278,7 @@ async fn refused_name(
     let said = body
         .collect()
         .await
-        .map(|b| b.to_bytes())
+        .map(http_body_util::Collected::to_bytes)
         .unwrap_or_default();
     let said = String::from_utf8_lossy(&said);
     let shown =
