@@ -96,7 +96,7 @@ pub(super) struct SubmitArgs {
 /// Run the queued runs of the shared run store, as they come.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Run it in a checkout of the project, on as many hosts as you like. It prints a line per run claimed, finished or failed.\nCtrl-C or SIGTERM: no new runs; the runs in hand stop resumably and go back to the queue for another worker. A second one stops at once (the runs are still resumed elsewhere)."
+    after_help = "Run it in a checkout of the project, on as many hosts as you like. It prints a line per run claimed, finished, failed, paused for a person or released.\nCtrl-C or SIGTERM: no new runs; the runs in hand stop resumably and go back to the queue for another worker. A second one stops at once (the runs are still resumed elsewhere)."
 )]
 pub(super) struct WorkerArgs {
     /// How many runs this worker runs at once.
@@ -392,9 +392,10 @@ pub(super) fn worker(args: WorkerArgs) -> anyhow::Result<Exit> {
         if stop.load(Ordering::SeqCst) && !stopping {
             stopping = true;
             eprintln!(
-                "stopping: no new runs; {} in hand stop{} resumably and go back to the queue (a second Ctrl-C or SIGTERM stops at once)",
+                "stopping: no new runs; {} in hand {} resumably and {} back to the queue (a second Ctrl-C or SIGTERM stops at once)",
                 count(running.len(), "run"),
-                if running.len() == 1 { "s" } else { "" }
+                if running.len() == 1 { "stops" } else { "stop" },
+                if running.len() == 1 { "goes" } else { "go" }
             );
             for r in running.values() {
                 interrupt(&r.child);

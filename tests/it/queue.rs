@@ -166,23 +166,11 @@ fn a_submitted_run_is_listed_queued_then_drained_by_a_worker_on_another_host() {
     );
     let shown = ci.run(&["runs", "show", &id]);
     shown.expect_code(0);
-    assert!(
-        shown.stdout.contains("queued: no step has run yet"),
-        "{}",
-        shown.stdout
-    );
+    insta::assert_snapshot!(ci.project.scrub(&shown.stdout));
 
     let mut w = worker(&ci, s, &["--until-empty"]);
     assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "ci"));
-    let said = stderr_of(s, "ci");
-    assert!(
-        said.contains(&format!("claimed run {id} (`steps` from queue `default`)")),
-        "{said}"
-    );
-    assert!(
-        said.contains(&format!("finished run {id}: completed")),
-        "{said}"
-    );
+    insta::assert_snapshot!(ci.project.scrub(&lines_about(&stderr_of(s, "ci"), &id)));
     assert_eq!(ran(s).values().copied().collect::<Vec<_>>(), vec![1; 4]);
     assert_eq!(state(&db, &id), "done");
     let listed = laptop.run(&["runs"]);
@@ -338,15 +326,7 @@ fn sigterm_stops_a_worker_gracefully_and_another_takes_the_run_up() {
     )
     .expect("SIGTERM");
     assert_eq!(wait(&mut wa, 30), Some(0));
-    let said = stderr_of(s, "a");
-    assert!(
-        said.contains("stopping: no new runs; 1 run in hand stops resumably"),
-        "{said}"
-    );
-    assert!(
-        said.contains(&format!("released run {id}: the worker is stopping")),
-        "{said}"
-    );
+    insta::assert_snapshot!(a.project.scrub(&lines_about(&stderr_of(s, "a"), &id)));
     assert_eq!(state(&db, &id), "queued");
     // Its journal says interrupted, but the queue holds it for a worker: prune leaves it.
     let pruned = b.run(&["runs", "prune", "--state", "interrupted"]);
@@ -599,16 +579,7 @@ fn a_run_whose_process_is_killed_is_resumed_by_its_worker_with_no_finished_step_
     .expect("SIGKILL");
     std::fs::write(s.join("go"), "").expect("go");
     assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "a"));
-    let said = stderr_of(s, "a");
-    assert!(
-        said.contains(&format!("released run {id}: its process was killed")),
-        "{said}"
-    );
-    assert!(said.contains(&format!("resuming run {id}")), "{said}");
-    assert!(
-        said.contains(&format!("finished run {id}: completed")),
-        "{said}"
-    );
+    insta::assert_snapshot!(host.project.scrub(&lines_about(&stderr_of(s, "a"), &id)));
     assert_eq!(
         ran(s).get("g 0"),
         Some(&1),
@@ -814,6 +785,20 @@ fn a_run_taken_by_a_dead_workers_child_while_claimed_afresh_is_given_back_not_fa
     assert_eq!(wait(&mut w, 60), Some(0), "{}", stderr_of(s, "h"));
     assert_eq!(state(&db, &id), "done", "{}", stderr_of(s, "h"));
     assert_eq!(ran(s).values().copied().collect::<Vec<_>>(), vec![1; 4]);
+}
+
+/// The lines a worker said (in `said`) of run `id`, and of its stopping, with the time a
+/// run took (`completed in 1.2 s`) as `[S]`.
+fn lines_about(said: &str, id: &str) -> String {
+    said.lines()
+        .filter(|l| l.contains(id) || l.starts_with("stopping:"))
+        .map(|l| match l.find(" in ").zip(l.rfind(" s")) {
+            Some((at, end)) if l.contains(": completed in ") && end > at => {
+                format!("{} in [S]{}\n", &l[..at], &l[end..])
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect()
 }
 
 /// The line a worker said (in `said`) of how run `id` ended.
