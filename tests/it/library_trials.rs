@@ -1846,6 +1846,8 @@ MANIFESTS = [
     ("missing", "[package]\nname = \"x\"\n", ["dependencies"], "serde"),
     ("legacy table", "[dev_dependencies]\nserde = \"0.9\" # old\n", ["dev-dependencies"], "serde"),
     ("target", "[target.\"cfg(windows)\".dependencies]\nserde = \"1\"\n[target.'cfg(unix)'.dependencies]\nserde = \"1\"\n", ["target", "cfg(unix)", "dependencies"], "serde"),
+    ("cfg written without spaces", "[target.'cfg(all(unix,not(windows)))'.dependencies] # unix\nserde = \"1\"\n", ["target", "cfg(all(unix, not(windows)))", "dependencies"], "serde"),
+    ("array of tables", "[[bin]]\nserde = \"1\"\n", ["dependencies"], "serde"),
     ("inherited, no root", "[dependencies]\nserde.workspace = true\n", ["dependencies"], "serde"),
     ("quotes in a value", "[dependencies]\nserde = { version = \"1\", registry = \"a\\\"b\" }\n", ["dependencies"], "serde"),
 ]
