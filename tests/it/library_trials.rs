@@ -1855,6 +1855,7 @@ MANIFESTS = [
 HISTORIES = [
     "chore(deps): update dependency eslint to v9 (#3)\nchore(deps): update rust crate serde to 1.0.200",
     "Update README to mention v2\nUpdate the docs",
+    "deps: bump qs minimum to 6.15.2 (#7305)\nbuild(deps): bump actions/checkout from 6.0.2 to 7.0.0 (#7345)",
     "Merge branch 'bump'\nbumped the version to 2.0.0",
     "bump $(touch pwned) from 1 to 2",
     "",
