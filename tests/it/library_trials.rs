@@ -1706,6 +1706,19 @@ fn docs_sync_given_no_path_says_what_to_give_before_anything() {
 /// machine's): cargo refuses to build or test it, so only `cargo fmt --check` can run.
 const UNBUILDABLE_PACKAGE: &str = "[package]\nname = \"adder\"\nversion = \"0.4.1\"\nedition = \"2021\"\nrust-version = \"1.999\"\n";
 
+/// A crate of [`UNBUILDABLE_PACKAGE`] with `dependencies` (its tables), locked and committed.
+fn unbuildable_crate(dependencies: &str) -> Project {
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            &format!("{UNBUILDABLE_PACKAGE}\n{dependencies}"),
+        ),
+        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
+    ]);
+    crate::library::lock(&project);
+    project
+}
+
 /// A cargo workspace (fd's and ripgrep's shapes) whose outdated dependencies sit in every kind
 /// of table: a plain and an inline-table requirement, an optional one a feature names with
 /// `dep:`, a build-dependency, a target-specific one, one kept in `[workspace.dependencies]`
@@ -1776,14 +1789,7 @@ fn upgrade_deps_changes_each_crate_requirement_in_the_table_it_is_in() {
 /// break passed after is listed apart, with the checks that did not run.
 #[test]
 fn upgrade_deps_says_which_upgrades_no_check_could_catch_a_break_in() {
-    let project = repository(&[
-        (
-            "Cargo.toml",
-            &format!("{UNBUILDABLE_PACKAGE}\n[dependencies]\nstrsim = \"0.10\"\n"),
-        ),
-        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
-    ]);
-    crate::library::lock(&project);
+    let project = unbuildable_crate("[dependencies]\nstrsim = \"0.10\"\n");
     let before = git(&project, &["rev-parse", "HEAD"]);
     completed(&flow(&project, &json!([]), "flow/upgrade-deps", &[]));
     let seen = upgraded_since(&project, &before);
@@ -1798,16 +1804,9 @@ fn upgrade_deps_says_which_upgrades_no_check_could_catch_a_break_in() {
 /// development dependency. The messages follow the last dependency commits of the history.
 #[test]
 fn upgrade_deps_words_its_commits_as_the_history_does() {
-    let project = repository(&[
-        (
-            "Cargo.toml",
-            &format!(
-                "{UNBUILDABLE_PACKAGE}\n[dependencies]\nstrsim = \"0.10\"\n\n[dev-dependencies]\nbase64 = \"0.22\"\n"
-            ),
-        ),
-        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
-    ]);
-    crate::library::lock(&project);
+    let project = unbuildable_crate(
+        "[dependencies]\nstrsim = \"0.10\"\n\n[dev-dependencies]\nbase64 = \"0.22\"\n",
+    );
     for subject in [
         "build(deps-dev): bump criterion from 0.4.0 to 0.5.1 in /fuzz (#80)",
         "Fix the parser",
@@ -1892,16 +1891,7 @@ def execute(request):
 /// here none) the run hands back to the agent with the progress, before the next upgrade.
 #[test]
 fn upgrade_deps_hands_back_to_the_agent_between_upgrades_after_its_time() {
-    let project = repository(&[
-        (
-            "Cargo.toml",
-            &format!(
-                "{UNBUILDABLE_PACKAGE}\n[dependencies]\nstrsim = \"0.10\"\nbase64 = \"0.22\"\n"
-            ),
-        ),
-        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
-    ]);
-    crate::library::lock(&project);
+    let project = unbuildable_crate("[dependencies]\nstrsim = \"0.10\"\nbase64 = \"0.22\"\n");
     project.write(
         "agent/plan.json",
         &json!([{"when": "hands back here", "outputs": {}}]).to_string(),
@@ -1935,10 +1925,7 @@ fn upgrade_deps_hands_back_to_the_agent_between_upgrades_after_its_time() {
 /// (`test -f uv.lock`), so the refusal offered `--retry`, which can only refuse again.
 #[test]
 fn upgrade_deps_refusing_a_python_project_without_a_lock_file_offers_no_retry() {
-    let project = repository(&[(
-        "pyproject.toml",
-        "[project]\nname = \"stats\"\nversion = \"0.1.0\"\n",
-    )]);
+    let project = crate::library::python_project();
     let run = flow(&project, &json!([]), "flow/upgrade-deps", &[]);
     let summary: serde_json::Value = serde_json::from_str(&run.stdout).expect("a JSON summary");
     assert_eq!(summary["resume"], serde_json::Value::Null, "{}", run.stdout);
