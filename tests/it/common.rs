@@ -505,7 +505,8 @@ fn redact_times(line: &str) -> String {
 }
 
 /// A reply of mekara's (to an agent, over MCP), scrubbed, with what the bundled test scripts
-/// draw by chance written as placeholders: `test:random`'s number as `[RANDOM]`,
+/// draw by chance written as placeholders: `test:random`'s number as `[RANDOM]` (and whether
+/// the guess was right as `[VERDICT]`),
 /// `test:double-or-nothing`'s coin as `[COIN]` and its result as `[RESULT]`.
 pub fn reply_shown(project: &Project, reply: &str) -> String {
     static DRAWN: std::sync::OnceLock<Vec<(regex::Regex, &str)>> = std::sync::OnceLock::new();
@@ -513,7 +514,15 @@ pub fn reply_shown(project: &Project, reply: &str) -> String {
         let output = r"`[^\n]*\n\s*<output>\n\s*)\d+";
         [
             (format!(r"(shuf -i 1-100 -n 1{output}"), "${1}[RANDOM]"),
-            (r"(secret=|the number was )\d+".to_string(), "${1}[RANDOM]"),
+            (
+                r"(secret=|the number was |The number was )\d+".to_string(),
+                "${1}[RANDOM]",
+            ),
+            // A guess of 50 is right once in a hundred draws.
+            (
+                r"(Right!|Wrong:) ([Tt])he number".to_string(),
+                "[VERDICT] the number",
+            ),
             (format!(r"(shuf -i 0-1 -n 1{output}"), "${1}[COIN]"),
             (
                 format!(r"(cat resulting-number.txt{output}"),
