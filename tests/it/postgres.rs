@@ -817,16 +817,17 @@ fn a_store_reached_over_tls_checks_the_servers_certificate() {
         cmd.env("MEKARA_STORE_URL", url);
         run_with_stdin(cmd, "")
     };
+    // What the person read, the database's name and port written as placeholders.
+    let said = |run: &Run| {
+        project
+            .scrub(&run.stderr)
+            .replace(&db.name, "[DB]")
+            .replace(&db.port.to_string(), "[PORT]")
+    };
 
     // On this machine a URL without `sslmode` goes without TLS, and this role is refused.
     let refused = with(&plain, &["store", "migrate"]);
-    insta::assert_snapshot!(
-        "a_tls_only_role_without_tls",
-        project
-            .scrub(&refused.stderr)
-            .replace(&db.name, "[DB]")
-            .replace(&db.port.to_string(), "[PORT]")
-    );
+    insta::assert_snapshot!("a_tls_only_role_without_tls", said(&refused));
 
     let tls = format!("{plain}?sslmode=verify-full&sslrootcert={ca}");
     with(&tls, &["store", "migrate"]).expect_code(0);
@@ -836,13 +837,7 @@ fn a_store_reached_over_tls_checks_the_servers_certificate() {
     let untrusted = with(&format!("{plain}?sslmode=require"), &["runs"]);
     untrusted.expect_code(1);
     assert!(!untrusted.stderr.contains(PASSWORD), "{}", untrusted.stderr);
-    insta::assert_snapshot!(
-        "an_untrusted_certificate",
-        project
-            .scrub(&untrusted.stderr)
-            .replace(&db.name, "[DB]")
-            .replace(&db.port.to_string(), "[PORT]")
-    );
+    insta::assert_snapshot!("an_untrusted_certificate", said(&untrusted));
 }
 
 /// A project's config names its store without a password, and the password is the
