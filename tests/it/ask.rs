@@ -174,25 +174,15 @@ async fn over_mcp_the_agent_is_told_to_ask_the_user_and_a_wrong_choice_keeps_it_
         )
         .await
         .err();
-    assert!(
-        misnamed.contains("missing outputs: `answer`; unexpected outputs: `choice`"),
-        "{misnamed}"
-    );
+    insta::assert_snapshot!("mcp_misnamed_answer", project.scrub(&misnamed));
     let finish = client
         .call("finish_nl_script", json!({"run_id": handle}))
         .await
         .err();
-    assert!(
-        finish.contains("A question for the user `deploy[1]` is pending"),
-        "{finish}"
-    );
+    insta::assert_snapshot!("mcp_finish_with_a_question_pending", project.scrub(&finish));
     // Still pending: `status` shows the question again.
     let status = client.call("status", json!({"run_id": handle})).await.ok();
-    assert!(
-        status
-            .contains("<question>\nDeploy to production?\n\nChoices: \"yes\", \"no\"\n</question>"),
-        "{status}"
-    );
+    insta::assert_snapshot!("mcp_status_with_a_question_pending", project.scrub(&status));
 
     let answered = client
         .call(
@@ -218,12 +208,7 @@ def execute(request):
     );
     let client = Client::start(&project, &[]).await;
     let started = client.call("start", json!({"name": "deploy"})).await.ok();
-    assert!(
-        started.contains(
-            "An answer that comes later than 200ms after the question was asked fails the step."
-        ),
-        "{started}"
-    );
+    insta::assert_snapshot!("mcp_question_with_a_timeout", project.scrub(&started));
     let handle = crate::mcp::client::handle(&started);
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let late = client
@@ -253,18 +238,15 @@ async fn mcp_resume_takes_the_answer_of_a_run_waiting_for_one() {
     let listed = client.call("resume", json!({})).await.ok();
     assert!(listed.contains(&id), "{listed}");
     let without_run = client.call("resume", json!({"answer": "yes"})).await.err();
-    assert!(
-        without_run.contains("`answer` of `resume` needs `run_id`"),
-        "{without_run}"
+    insta::assert_snapshot!(
+        "mcp_resume_answer_without_run_id",
+        project.scrub(&without_run)
     );
     let wrong = client
         .call("resume", json!({"run_id": handle, "answer": "maybe"}))
         .await
         .err();
-    assert!(
-        wrong.contains("`maybe` is not one of the choices"),
-        "{wrong}"
-    );
+    insta::assert_snapshot!("mcp_resume_with_a_wrong_answer", project.scrub(&wrong));
     let answered = client
         .call("resume", json!({"run_id": handle, "answer": "yes"}))
         .await
@@ -312,10 +294,10 @@ async fn over_mcp_one_way_to_answer_is_named_and_it_takes_up_a_run_after_a_resta
     );
     // Asked, then the server goes away before the user answers.
     let started = first.call("start", json!({"name": "deploy"})).await.ok();
-    assert!(
-        started.contains(r#"call `continue_compiled_script` with `{"run_id": "#)
-            && !started.contains("`resume`"),
-        "{started}"
+    assert!(!started.contains("`resume`"), "{started}");
+    insta::assert_snapshot!(
+        "mcp_question_names_one_way_to_answer",
+        project.scrub(&started)
     );
     let handle = crate::mcp::client::handle(&started);
     let pid = first.pid;
@@ -332,7 +314,7 @@ async fn over_mcp_one_way_to_answer_is_named_and_it_takes_up_a_run_after_a_resta
         )
         .await
         .ok();
-    assert!(answered.contains("deploying: yes"), "{answered}");
+    insta::assert_snapshot!("mcp_answered_after_a_restart", project.scrub(&answered));
     assert_eq!(ask_step(&project, &id)["result"]["answered_by"], "agent");
     // The other way still answers, and says which way to use next time.
     let again = second.call("start", json!({"name": "deploy"})).await.ok();
@@ -341,12 +323,7 @@ async fn over_mcp_one_way_to_answer_is_named_and_it_takes_up_a_run_after_a_resta
         .call("resume", json!({"run_id": other, "answer": "no"}))
         .await
         .ok();
-    assert!(
-        by_resume.contains("deploying: no")
-            && by_resume
-                .contains("Next time, pass the user's answer with `continue_compiled_script`"),
-        "{by_resume}"
-    );
+    insta::assert_snapshot!("mcp_answered_by_resume", project.scrub(&by_resume));
 }
 
 #[tokio::test]

@@ -504,6 +504,60 @@ fn redact_times(line: &str) -> String {
     out
 }
 
+/// A reply of mekara's (to an agent, over MCP), scrubbed, with what the bundled test scripts
+/// draw by chance written as placeholders: `test:random`'s number as `[RANDOM]` (and whether
+/// the guess was right as `[VERDICT]`),
+/// `test:double-or-nothing`'s coin as `[COIN]` and its result as `[RESULT]`.
+pub fn reply_shown(project: &Project, reply: &str) -> String {
+    static DRAWN: std::sync::OnceLock<Vec<(regex::Regex, &str)>> = std::sync::OnceLock::new();
+    let drawn = DRAWN.get_or_init(|| {
+        let output = r"`[^\n]*\n\s*<output>\n\s*)\d+";
+        [
+            (format!(r"(shuf -i 1-100 -n 1{output}"), "${1}[RANDOM]"),
+            (
+                r"(secret=|the number was |The number was )\d+".to_string(),
+                "${1}[RANDOM]",
+            ),
+            // A guess of 50 is right once in a hundred draws.
+            (
+                r"(Right!|Wrong:) ([Tt])he number".to_string(),
+                "[VERDICT] the number",
+            ),
+            (format!(r"(shuf -i 0-1 -n 1{output}"), "${1}[COIN]"),
+            (
+                format!(r"(cat resulting-number.txt{output}"),
+                "${1}[RESULT]",
+            ),
+            (r"(printf '%s\\n' )\d+".to_string(), "${1}[RESULT]"),
+        ]
+        .into_iter()
+        .map(|(pattern, with)| (regex::Regex::new(&pattern).expect("a regex"), with))
+        .collect()
+    });
+    let mut reply = reply.to_string();
+    for (pattern, with) in drawn {
+        reply = pattern.replace_all(&reply, *with).into_owned();
+    }
+    project.scrub(&reply)
+}
+
+/// `text` with every count of milliseconds (`waiting 13 ms`) written `[MS] ms`: a wait with
+/// jitter lasts a different time in each run.
+pub fn without_ms(text: &str) -> String {
+    static MS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let ms = MS.get_or_init(|| regex::Regex::new(r"\b\d+ ms\b").expect("a regex"));
+    ms.replace_all(text, "[MS] ms").into_owned()
+}
+
+/// The lines of `text` that hold one of `needles`, in order: the part of a big text (a page,
+/// a prompt) a snapshot is about.
+pub fn lines_with(text: &str, needles: &[&str]) -> String {
+    text.lines()
+        .filter(|line| needles.iter().any(|n| line.contains(n)))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
 /// The first run handle (`<run id>.<token>`, as `start` returns it) in `text`.
 pub fn run_handle(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();

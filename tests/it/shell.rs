@@ -162,19 +162,8 @@ fn failed_step_without_allow_failure_falls_back_to_the_instructions() {
         NL,
         Some("def execute(request):\n    auto(\"exit 3\")\n    llm(\"not reached\")\n"),
     );
+    // The snapshot pins what failed and the instructions shown for the fallback.
     let run = mekara_snapshot!(project, project.run(&["run", "fails"], "done\n"));
-    assert!(
-        run.stdout.contains(concat!(
-            "What failed:\n",
-            "step fails[0] `$ exit 3` failed: exited with code 3\n",
-            "\n",
-            "The script's instructions (no step of it was done before the failure):\n",
-            "Do the step by hand.\n",
-            "Type `done` when you have finished the script by hand (any other line stops the run here, saved): done\n",
-        )),
-        "{}",
-        run.stdout
-    );
     assert!(!run.stdout.contains("not reached"), "{}", run.stdout);
     let step = only_step(&project);
     assert_eq!(

@@ -179,13 +179,7 @@ async fn over_mcp_the_agent_is_told_the_script_stopped_and_not_to_work_around_it
         )
         .await
         .ok();
-    assert!(
-        stopped.contains("## Stopped by the script")
-            && stopped.contains("<message>\nthe user said no\n</message>")
-            && stopped.contains("Tell the user that it stopped")
-            && stopped.contains("Do not work around it"),
-        "{stopped}"
-    );
+    insta::assert_snapshot!("mcp_stopped_by_the_script", project.scrub(&stopped));
     assert!(!stopped.contains("finish it by hand"), "{stopped}");
     assert!(!stopped.contains("retry"), "{stopped}");
     let status = client.call("status", json!({})).await.ok();

@@ -105,6 +105,37 @@ fn claude_p_with_path(
     Session::run(command, standin)
 }
 
+/// What the model was shown of a prompt, scrubbed, without what Claude Code adds around it
+/// (its `<system-reminder>` blocks, its environment and lists of tools and skills, today's
+/// date): the prompt, the command file Claude Code expanded and the hooks' additional
+/// context, as a snapshot pins them.
+pub(crate) fn prompt_shown(project: &Project, shown: &str) -> String {
+    let mut kept = String::new();
+    let mut rest = shown;
+    while let Some((before, after)) = rest.split_once("<system-reminder>") {
+        kept.push_str(before);
+        rest = after
+            .split_once("</system-reminder>")
+            .map_or("", |(_, after)| after);
+    }
+    kept.push_str(rest);
+    // Claude Code's description of its environment, tools, agents and skills, up to the
+    // next hook's context.
+    if let Some((before, after)) = kept.split_once("\n# Environment\n") {
+        let hook = after
+            .find("hook additional context:")
+            .map_or(after.len(), |at| {
+                after[..at].rfind('\n').map_or(0, |line| line + 1)
+            });
+        kept = format!("{before}\n{}", &after[hook..]);
+    }
+    let kept: Vec<&str> = kept
+        .lines()
+        .filter(|l| !l.starts_with("Today's date is "))
+        .collect();
+    project.scrub(kept.join("\n").trim())
+}
+
 /// The tool result the model got for `id`, from the main request that carried it.
 fn tool_result(session: &Session, id: &str) -> (String, bool) {
     session
@@ -135,26 +166,16 @@ fn a_typed_command_reaches_the_model_with_the_hook_instruction_and_start_runs_wi
         .first()
         .unwrap_or_else(|| panic!("no request\n{session}"));
     let shown = first.message_text();
-    assert!(
-        shown.contains("/test/random 7"),
-        "the prompt is missing:\n{shown}"
-    );
-    assert!(
-        shown.contains(
-            "UserPromptSubmit hook additional context: `/test/random` is a compiled mekara script"
-        ) && shown.contains(r#"{"name":"test/random","arguments":"7"}"#)
-            && shown.contains("`mcp__mekara__start`"),
-        "the hook's instruction is missing:\n{shown}"
-    );
+    // The prompt, and the hook's instruction after it.
+    insta::assert_snapshot!("a_typed_command_shown", prompt_shown(&project, &shown));
 
     // The call reached `mekara mcp` (no permission prompt refused it), ran the auto step,
     // and its reply came back as the tool result.
     let (result, is_error) = tool_result(&session, "toolu_start");
     assert!(!is_error, "the start call failed:\n{result}\n{session}");
-    assert!(
-        result.contains("## Your turn: llm step `test:random[1]`")
-            && result.contains("`$ shuf -i 1-100 -n 1`"),
-        "not mekara's reply:\n{result}"
+    insta::assert_snapshot!(
+        "a_typed_command_started",
+        crate::common::reply_shown(&project, &result)
     );
     let events = journal_events(&project);
     assert_eq!(events[1]["event"], "push");
@@ -300,12 +321,12 @@ fn complete_test_nested(claude: &Path, project: &Project, with: &Json) -> Sessio
         .iter()
         .map(|(_, tool, _)| format!("mcp__mekara__{tool}"))
         .collect();
-    for ((id, tool, _), want) in calls.iter().zip(crate::standin::NESTED_REPLIES) {
+    for (i, (id, tool, _)) in calls.iter().enumerate() {
         let (result, is_error) = tool_result(&session, id);
         assert!(!is_error, "`{tool}` ({id}) failed:\n{result}\n{session}");
-        assert!(
-            result.contains(want),
-            "`{tool}` ({id}) did not reply `{want}`:\n{result}"
+        insta::assert_snapshot!(
+            format!("test_nested_reply_{i}"),
+            crate::common::reply_shown(project, &result)
         );
         // The calls it names are named as Claude Code offers them (`mcp__mekara__...`).
         crate::standin::assert_names_offered_tools(&result, &offered);
@@ -332,14 +353,7 @@ fn a_skill_call_for_a_compiled_script_is_denied_with_the_reason() {
     );
     // The ejected copy is the project's own script with a bundled name: the reason asks the
     // person first, and the call it names says so (`project_script`).
-    assert!(
-        result.starts_with(
-            "PreToolUse:Skill hook error: Run it through mekara, not the Skill tool. `/test:random` here is this project's own script"
-        ) && result.contains(
-            r#"{"name":"test:random","project_script":true,"arguments":"say \"hi\"\nthen 7"}"#
-        ),
-        "not mekara's reason:\n{result}"
-    );
+    insta::assert_snapshot!("a_skill_call_denied", result);
 }
 
 #[cfg_attr(not(feature = "clients"), ignore = "needs Claude Code 2.0.72")]
@@ -360,13 +374,7 @@ fn a_slash_command_call_in_claude_code_2_0_is_denied_with_the_reason() {
         offered.contains("\"SlashCommand\""),
         "Claude Code 2.0.72 offered no SlashCommand tool:\n{session}"
     );
-    assert!(
-        result.contains("`/test:random` here is this project's own script")
-            && result.contains(
-                r#"{"name":"test:random","project_script":true,"arguments":"say \"hi\" then 7"}"#
-            ),
-        "not mekara's reason:\n{result}"
-    );
+    insta::assert_snapshot!("a_slash_command_call_denied", result);
 }
 
 /// The model calls `tool` (`Skill`, or `SlashCommand` before 2.0.73) with `input` for the
@@ -396,7 +404,7 @@ fn agent_command_call(claude: &Path, tool: &str, input: Json) -> (Session, Strin
     let (result, is_error) = tool_result(&session, "toolu_command");
     assert!(is_error, "the {tool} call was not refused:\n{result}");
     assert!(project.run_ids().is_empty());
-    (session, result)
+    (session, project.scrub(&result))
 }
 
 /// The text of the first request the model got for `prompt`, in an installed project.
@@ -421,17 +429,8 @@ fn bundled_scripts_are_typeable_commands_after_install() {
         !shown.contains("no command with that name"),
         "Claude Code did not find `/compile`:\n{shown}"
     );
-    assert!(
-        shown.contains("<command-name>/compile</command-name>")
-            && shown.contains("Call the `mcp__mekara__start` tool with `name` `compile`"),
-        "the command file was not expanded:\n{shown}"
-    );
-    assert!(
-        shown.contains(
-            "UserPromptSubmit hook additional context: `/compile` is a compiled mekara script"
-        ) && shown.contains(r#"{"name":"compile","arguments":"deploy \"fast\""}"#),
-        "the hook's instruction is missing:\n{shown}"
-    );
+    // The command file expanded, then the hook's instruction.
+    insta::assert_snapshot!("compile_typed", prompt_shown(&project, &shown));
     // Only the call: not the Markdown that the hook says not to follow by hand.
     assert!(!shown.contains("## Rules"), "{shown}");
 
@@ -441,10 +440,10 @@ fn bundled_scripts_are_typeable_commands_after_install() {
         !shown.contains("no command with that name"),
         "Claude Code did not find `/systematize`:\n{shown}"
     );
-    assert!(
-        shown.contains("The name to give the script, if the user chose one: `release-notes`.")
-            && !shown.contains("$ARGUMENTS"),
-        "the instructions are missing:\n{shown}"
+    assert!(!shown.contains("$ARGUMENTS"), "{shown}");
+    insta::assert_snapshot!(
+        "systematize_typed",
+        crate::common::lines_with(&shown, &["release-notes", "<command-"])
     );
     assert!(!shown.contains("hook additional context"), "{shown}");
 }
@@ -559,45 +558,29 @@ fn the_first_hour_in_claude_code() {
         "not every turn was asked for\n{session}"
     );
     let shown = session.standin.main_requests()[0].message_text();
-    assert!(
-        !shown.contains("no command with that name")
-            && shown.contains(r#"{"name":"compile","arguments":"describe"}"#),
-        "`/compile` did not reach the model as the reroute:\n{shown}"
-    );
+    assert!(!shown.contains("no command with that name"), "{shown}");
+    insta::assert_snapshot!("first_hour_compile_typed", prompt_shown(&project, &shown));
     let result = |id: &str| {
         let (text, is_error) = tool_result(&session, id);
         assert!(!is_error, "`{id}` failed:\n{text}\n{session}");
         text
     };
+    // Where to write the script.
     let started = result("toolu_compile");
-    assert!(
-        started.contains(&format!(
-            "write its compiled script to exactly `{star_file}`"
-        )),
-        "{started}"
+    insta::assert_snapshot!(
+        "first_hour_compile_started",
+        crate::common::lines_with(&project.scrub(&started), &["write its compiled script"])
     );
     result("toolu_write");
     // The mistake: `mekara check` catches it, and the loop reports it to the agent.
     let checked = result("toolu_check");
-    assert!(
-        checked.contains("Unexpected parameter named `contxt`")
-            && checked.contains("Step 4: the check above failed."),
-        "the check did not report the mistake:\n{checked}"
-    );
+    insta::assert_snapshot!("first_hour_checked", project.scrub(&checked));
     result("toolu_fix");
     let rechecked = result("toolu_recheck");
-    assert!(
-        rechecked.contains("describe: ok")
-            && rechecked.contains("Step 5: try the compiled script where its effects are safe")
-            && rechecked.contains("pass the handle its replies give as `run_id`"),
-        "{rechecked}"
-    );
+    insta::assert_snapshot!("first_hour_rechecked", project.scrub(&rechecked));
     let tried = result("toolu_try");
-    assert!(
-        tried.contains("`$ ls`") && tried.contains("notes.txt"),
-        "{tried}"
-    );
-    assert!(result("toolu_step6").contains("## Done"), "{session}");
+    insta::assert_snapshot!("first_hour_tried", project.scrub(&tried));
+    insta::assert_snapshot!("first_hour_done", project.scrub(&result("toolu_step6")));
 
     // Then the compiled script, typed as its command.
     let turns = vec![
@@ -621,21 +604,12 @@ fn the_first_hour_in_claude_code() {
         "not every turn was asked for\n{session}"
     );
     let shown = session.standin.main_requests()[0].message_text();
-    assert!(
-        shown.contains(&format!("<command-name>{run_prompt}</command-name>"))
-            && shown.contains(&format!(
-                "UserPromptSubmit hook additional context: `{run_prompt}` is a compiled mekara script"
-            ))
-            && shown.contains(&format!(r#"{{"name":"{name}","arguments":""}}"#)),
-        "`{run_prompt}` did not reach the model as the reroute:\n{shown}"
-    );
+    insta::assert_snapshot!("first_hour_typed", prompt_shown(&project, &shown));
     let (ran, is_error) = tool_result(&session, "toolu_run");
-    assert!(
-        !is_error && ran.contains("`$ ls`") && ran.contains("notes.txt"),
-        "{ran}"
-    );
+    assert!(!is_error, "{ran}");
+    insta::assert_snapshot!("first_hour_ran", project.scrub(&ran));
     let (done, _) = tool_result(&session, "toolu_done");
-    assert!(done.contains("## Done"), "{done}");
+    insta::assert_snapshot!("first_hour_ran_done", project.scrub(&done));
     // The trial in step 5 is a `start` without `parent`: a run of its own beside the compile
     // run (which goes on when it ends), not nested in it.
     assert_eq!(
@@ -752,10 +726,12 @@ fn an_unattended_run_with_claude_gets_structured_outputs_keeps_one_session_and_r
         .cloned()
         .expect("the resumed run asked the model");
     let shown = second.message_text();
-    assert!(
-        shown.contains("Step 2: ask the user to guess")
-            && shown.contains("Step 4: the user was told"),
-        "the second call does not carry the first's history:\n{shown}"
+    insta::assert_snapshot!(
+        "the_second_call_carries_the_firsts_history",
+        crate::common::reply_shown(
+            &project,
+            &crate::common::lines_with(&shown, &["Step 2: ask", "Step 4: the user"])
+        )
     );
     let events = journal_events(&project);
     let last = events
@@ -808,13 +784,12 @@ fn an_unattended_run_with_claude_waits_out_a_rate_limit_and_an_overload_in_the_s
     assert_eq!(summary["state"], "completed", "{summary}\n{}", run.stderr);
     run.expect_code(0);
     assert_eq!(summary["agent_steps"], 2, "{summary}");
-    assert!(
-        run.stderr
-            .contains("`test:random[3]`: rate-limited by the model; waiting")
-            && run.stderr.contains("(attempt 2)")
-            && run.stderr.contains("(attempt 3)"),
-        "{}",
-        run.stderr
+    insta::assert_snapshot!(
+        "waits_for_a_rate_limit_and_an_overload",
+        crate::common::without_ms(&crate::common::lines_with(
+            &run.stderr,
+            &["rate-limited", "attempt"]
+        ))
     );
     let events = journal_events(&project);
     let waits: Vec<&Json> = events.iter().filter(|e| e["event"] == "wait").collect();
@@ -857,11 +832,14 @@ fn an_unattended_run_with_claude_waits_out_a_rate_limit_and_an_overload_in_the_s
     assert_eq!(standin.turns_left(), 0);
     let id = summary["run_id"].as_str().expect("the run id");
     let shown = project.run(&["runs", "show", id], "");
-    assert!(
-        shown
-            .stdout
-            .contains("⏸ `test:random[3]` rate-limited by the model"),
-        "{}",
-        shown.stdout
+    insta::assert_snapshot!(
+        "waits_in_runs_show",
+        crate::common::without_ms(
+            &project.scrub(&crate::common::lines_with(&shown.stdout, &["⏸"]))
+        )
+        .replace(
+            standin.url().trim_start_matches("http://"),
+            "127.0.0.1:[PORT]"
+        )
     );
 }

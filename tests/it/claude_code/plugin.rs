@@ -153,26 +153,16 @@ fn a_plugin_user_types_a_compiled_script_and_it_runs_to_its_end_without_a_prompt
     );
     assert_eq!(session.standin.turns_left(), 0, "{session}");
     let shown = first_shown(&session);
-    assert!(
-        shown.contains("<command-name>/hello</command-name>")
-            && shown.contains(
-                "UserPromptSubmit hook additional context: `/hello` is a compiled mekara script"
-            )
-            && shown.contains(&format!("`{TOOLS}start`"))
-            && shown.contains(r#"{"name":"hello","arguments":"world"}"#),
-        "the plugin's hook did not reroute `/hello`:\n{shown}"
-    );
+    // The plugin's hook rerouted `/hello` to its own tools.
+    insta::assert_snapshot!("hello_typed", super::prompt_shown(&project, &shown));
     // No permission prompt refused the calls (`-p` has nobody to answer one): the plugin's
     // hook allowed its own tools.
     let (started, is_error) = tool_result(&session, "toolu_start");
     assert!(!is_error, "{started}\n{session}");
-    assert!(
-        started.contains("`$ echo hello world`")
-            && started.contains(&format!("call `{TOOLS}continue_compiled_script`")),
-        "{started}"
-    );
+    insta::assert_snapshot!("hello_started", project.scrub(&started));
     let (done, is_error) = tool_result(&session, "toolu_told");
-    assert!(!is_error && done.contains("## Done"), "{done}");
+    assert!(!is_error, "{done}");
+    insta::assert_snapshot!("hello_done", project.scrub(&done));
     crate::standin::assert_completed(&journal_events(&project));
 }
 
@@ -193,12 +183,7 @@ fn the_plugins_hook_denies_a_skill_call_for_a_compiled_script() {
     );
     let (result, is_error) = tool_result(&session, "toolu_skill");
     assert!(is_error, "the Skill call was not refused:\n{result}");
-    assert!(
-        result.contains("`hello` is a compiled mekara script")
-            && result.contains(&format!("`{TOOLS}start`"))
-            && result.contains(r#"{"name":"hello","arguments":"there"}"#),
-        "not mekara's reason:\n{result}"
-    );
+    insta::assert_snapshot!("a_skill_call_denied_by_the_plugin", result);
     assert!(project.run_ids().is_empty());
 }
 
@@ -214,14 +199,9 @@ fn a_plugin_user_types_compile_with_or_without_the_plugins_name() {
         "/mekara:compile hello",
         vec![vec![text("Noted.")]],
     ));
-    assert!(
-        shown.contains("<command-name>/mekara:compile</command-name>")
-            && shown.contains(&format!(
-                "Call the `{TOOLS}start` tool with `name` `compile`"
-            ))
-            && shown.contains("`/mekara:compile` is the compiled mekara script `compile`")
-            && shown.contains(r#"{"name":"compile","arguments":"hello"}"#),
-        "`/mekara:compile` did not reach the model as the reroute:\n{shown}"
+    insta::assert_snapshot!(
+        "compile_typed_with_the_plugins_name",
+        super::prompt_shown(&project, &shown)
     );
     // Typed as the README's tutorial types it: Claude Code has no such command, and the
     // hook still gives the call.
@@ -235,10 +215,9 @@ fn a_plugin_user_types_compile_with_or_without_the_plugins_name() {
     ];
     let session = claude_p(&claude, &project, "/compile hello", turns);
     let shown = first_shown(&session);
-    assert!(
-        shown.contains("`/compile` is a compiled mekara script")
-            && shown.contains(r#"{"name":"compile","arguments":"hello"}"#),
-        "`/compile` did not reach the model as the reroute:\n{shown}"
+    insta::assert_snapshot!(
+        "compile_typed_without_the_plugins_name",
+        super::prompt_shown(&project, &shown)
     );
     // The NL-only `/systematize`, typed without the prefix: its instructions reach the model.
     let shown = first_shown(&claude_p(
@@ -247,18 +226,19 @@ fn a_plugin_user_types_compile_with_or_without_the_plugins_name() {
         "/systematize release-notes",
         vec![vec![text("Noted.")]],
     ));
-    assert!(
-        shown.contains("`/systematize` is mekara's bundled NL script")
-            && shown
-                .contains("The name to give the script, if the user chose one: `release-notes`."),
-        "`/systematize` did not reach the model with its instructions:\n{shown}"
+    insta::assert_snapshot!(
+        "systematize_typed_without_the_plugins_name",
+        crate::common::lines_with(&shown, &["/systematize", "release-notes"])
     );
     // Its first step ran `mekara scripts show` through the plugin's server.
     let (started, is_error) = tool_result(&session, "toolu_compile");
     assert!(!is_error, "{started}\n{session}");
-    assert!(
-        started.contains("`$ mekara scripts show hello`") && started.contains("hello.star"),
-        "{started}"
+    insta::assert_snapshot!(
+        "compile_started_by_the_plugins_server",
+        crate::common::lines_with(
+            &project.scrub(&started),
+            &["mekara scripts show", "hello.star"]
+        )
     );
 }
 
@@ -276,10 +256,9 @@ fn with_no_mekara_to_be_found_the_plugin_says_how_to_install_it() {
         "/usr/local/bin:/usr/bin:/bin",
     );
     let shown = first_shown(&session);
-    assert!(
-        shown.contains("The mekara plugin is enabled, but mekara is not installed: install it with `pipx install")
-            && shown.contains("then restart the agent"),
-        "the model was not told how to install mekara:\n{shown}"
+    insta::assert_snapshot!(
+        "no_mekara_to_be_found",
+        super::prompt_shown(&project, &shown)
     );
     assert!(project.run_ids().is_empty());
 }
@@ -309,15 +288,19 @@ fn in_a_project_set_up_by_mekara_install_the_plugin_stands_down() {
         1,
         "one hook answered, the project's:\n{shown}"
     );
-    assert!(shown.contains("`mcp__mekara__start`"), "{shown}");
+    insta::assert_snapshot!(
+        "hello_typed_in_an_installed_project",
+        super::prompt_shown(&project, &shown)
+    );
     assert!(
         !offers_plugin_tools(&session),
         "the plugin's server offered its tools beside the project's:\n{session}"
     );
     let (started, is_error) = tool_result(&session, "toolu_start");
-    assert!(
-        !is_error && started.contains("`$ echo hello world`"),
-        "{started}"
+    assert!(!is_error, "{started}");
+    insta::assert_snapshot!(
+        "hello_started_in_an_installed_project",
+        project.scrub(&started)
     );
 }
 

@@ -114,18 +114,14 @@ fn a_scripted_run_of_test_nested_completes_through_gemini_cli_without_a_prompt()
 
     let results = session.tool_results();
     assert_eq!(results.len(), calls.len(), "{results:#?}\n{session}");
-    for (((tool, _), want), (name, response)) in calls
-        .iter()
-        .zip(crate::standin::NESTED_REPLIES)
-        .zip(&results)
-    {
+    for (i, ((tool, _), (name, response))) in calls.iter().zip(&results).enumerate() {
         assert_eq!(name, &format!("mcp_mekara_{tool}"));
         let output = response["output"].as_str().unwrap_or_else(|| {
             panic!("`{tool}` got no output (refused or failed): {response}\n{session}")
         });
-        assert!(
-            output.contains(want),
-            "`{tool}` did not reply `{want}`:\n{output}"
+        insta::assert_snapshot!(
+            format!("test_nested_reply_{i}"),
+            crate::common::reply_shown(&project, output)
         );
         // The calls it names are named as Gemini CLI offers them (`mcp_mekara_...`).
         crate::standin::assert_names_offered_tools(output, &offered);
@@ -182,14 +178,12 @@ fn a_typed_prompt_command_passes_its_text_to_the_script() {
         ".mekara/scripts/nl/greet.md",
         "---\ndescription: Greet someone\n---\n\nSay hi to <<$ARGUMENTS>>.\n",
     );
-    for (typed, want) in [
-        ("/greet the whole team", "Say hi to <<the whole team>>."),
-        ("/greet Ada", "Say hi to <<Ada>>."),
-        (
-            r#"/greet --arguments="Grace Hopper""#,
-            "Say hi to <<Grace Hopper>>.",
-        ),
-        ("/greet", "Say hi to <<>>."),
+    let mut greetings = String::new();
+    for typed in [
+        "/greet the whole team",
+        "/greet Ada",
+        r#"/greet --arguments="Grace Hopper""#,
+        "/greet",
     ] {
         let session = gemini_p(&project, typed, Vec::new());
         let shown = session
@@ -198,11 +192,10 @@ fn a_typed_prompt_command_passes_its_text_to_the_script() {
             .first()
             .unwrap_or_else(|| panic!("`{typed}`: no request\n{session}"))
             .contents_text();
-        assert!(
-            shown.contains(want),
-            "`{typed}`: {want} is missing:\n{shown}\n{session}"
-        );
+        let said = crate::common::lines_with(&shown, &["Say hi to"]);
+        greetings.push_str(&format!("{typed}\n{said}"));
     }
+    insta::assert_snapshot!(greetings);
 }
 
 /// A project with a script of two llm steps, the second asking about the first's answer,
@@ -269,17 +262,25 @@ fn an_unattended_run_with_gemini_answers_each_llm_step_in_one_session() {
     assert_eq!(requests.len(), 2, "{requests:#?}");
     // The outputs were asked for with their schema, in the prompt.
     let first = requests[0].contents_text();
-    assert!(
-        first.contains("Name a colour.") && first.contains(r#""colour": {"#),
-        "{first}"
+    insta::assert_snapshot!(
+        "the_first_question",
+        project.scrub(&crate::common::lines_with(
+            &first,
+            &["Name a colour.", "\"colour\""]
+        ))
     );
     // The second question carried the first, its answer included: one session.
     let second = requests[1].contents_text();
-    assert!(
-        second.contains("Name a colour.")
-            && second.contains("Red is a fine colour.")
-            && second.contains("Count the letters of red."),
-        "{second}"
+    insta::assert_snapshot!(
+        "the_second_question",
+        crate::common::lines_with(
+            &second,
+            &[
+                "Name a colour.",
+                "Red is a fine colour.",
+                "Count the letters"
+            ]
+        )
     );
     let steps = llm_steps(&project);
     assert_eq!(steps.len(), 2);
@@ -305,10 +306,14 @@ fn an_unattended_run_with_gemini_answers_each_llm_step_in_one_session() {
     }
     let id = project.run_ids().pop().expect("a run");
     let shown = project.run(&["runs", "show", &id], "");
-    assert!(
-        shown.stdout.contains("1 tokens in, 1 out"),
-        "{}",
-        shown.stdout
+    insta::assert_snapshot!(
+        "what_gemini_spent_in_runs_show",
+        project
+            .scrub(&crate::common::lines_with(&shown.stdout, &["tokens in"]))
+            .lines()
+            .map(|l| l.split_once(", session ").map_or(l, |(spent, _)| spent))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     let echoed = journal_events(&project)
         .into_iter()
@@ -336,11 +341,9 @@ fn a_gemini_answer_without_the_outputs_is_asked_again_once() {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(requests.len(), 3, "{requests:#?}");
     let again = requests[1].contents_text();
-    assert!(
-        again.contains("Your last answer for this item was refused")
-            && again.contains("does not end with the step's outputs as a JSON object")
-            && again.contains("Red."),
-        "{again}"
+    insta::assert_snapshot!(
+        "asked_again",
+        crate::common::lines_with(&again, &["refused", "JSON object", "Red."])
     );
     let steps = llm_steps(&project);
     assert_eq!(steps[0]["result"]["outputs"]["colour"], "blue");
@@ -357,12 +360,9 @@ fn an_untrusted_folder_fails_the_run_saying_how_to_trust_it() {
         run_with_gemini(&project, "colour", vec![vec![text(r#"{"colour": "red"}"#)]]);
     assert_eq!(run.code, Some(1), "{}\n{}", run.stdout, run.stderr);
     assert!(requests.is_empty(), "{requests:#?}");
-    let said = format!("{}{}", run.stdout, run.stderr);
-    assert!(
-        said.contains("Gemini CLI does not trust the folder")
-            && said.contains("GEMINI_CLI_TRUST_WORKSPACE=true")
-            && said.contains("--agent gemini"),
-        "{said}"
+    insta::assert_snapshot!(
+        "an_untrusted_folder",
+        project.scrub(&crate::common::lines_with(&run.stderr, &["trust"]))
     );
 }
 
@@ -389,15 +389,11 @@ fn an_unattended_run_of_test_nested_with_gemini_completes() {
     assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
     assert_eq!(requests.len(), answers.len(), "{requests:#?}");
     let last = requests[3].contents_text();
-    for said in &answers[..3] {
-        assert!(
-            last.contains(said),
-            "`{said}` is not in the last question:\n{last}"
-        );
-    }
-    assert!(
-        last.contains("Step 4: tell the user they owe you"),
-        "{last}"
+    let mut carried: Vec<&str> = answers[..3].to_vec();
+    carried.push("Step 4: tell the user they owe you");
+    insta::assert_snapshot!(
+        "the_last_question_of_test_nested",
+        crate::common::lines_with(&last, &carried)
     );
     let events = journal_events(&project);
     crate::standin::assert_completed(&events);
@@ -530,26 +526,20 @@ fn the_gemini_extension_runs_a_compiled_script_to_its_end() {
         "the extension's tools were not offered: {offered:?}\n{session}"
     );
     let shown = first.contents_text();
-    assert!(
-        shown.contains("Call `mcp_mekara_start` with `name`"),
-        "the extension's GEMINI.md did not reach the model: {shown}"
+    // The extension's GEMINI.md reached the model.
+    insta::assert_snapshot!(
+        "the_extensions_context",
+        crate::common::lines_with(&shown, &["mcp_mekara_start"])
     );
 
     let results = session.tool_results();
     assert_eq!(results.len(), calls.len(), "{results:#?}\n{session}");
-    for (((tool, _), want), (name, response)) in calls
-        .iter()
-        .zip(["## Your turn: llm step `greet[1]`", "## Done"])
-        .zip(&results)
-    {
+    for (i, ((tool, _), (name, response))) in calls.iter().zip(&results).enumerate() {
         assert_eq!(name, &format!("mcp_mekara_{tool}"));
         let output = response["output"].as_str().unwrap_or_else(|| {
             panic!("`{tool}` got no output (refused or failed): {response}\n{session}")
         });
-        assert!(
-            output.contains(want),
-            "`{tool}` did not reply `{want}`:\n{output}\n{session}"
-        );
+        insta::assert_snapshot!(format!("the_extensions_reply_{i}"), project.scrub(output));
     }
     let first_reply = results[0].1["output"].as_str().unwrap_or_default();
     crate::standin::assert_names_offered_tools(first_reply, &offered);
@@ -623,10 +613,12 @@ fn an_unattended_run_with_gemini_fails_at_once_on_a_daily_quota() {
         .filter(|e| e["event"] == "wait")
         .count();
     assert_eq!(waits, 0, "a daily quota is not waited out");
-    assert!(
-        run.stderr.contains("Gemini CLI failed: ") && run.stderr.contains("daily quota"),
-        "{}",
-        run.stderr
+    insta::assert_snapshot!(
+        "a_daily_quota",
+        project.scrub(&crate::common::lines_with(
+            &run.stderr,
+            &["Gemini CLI failed"]
+        ))
     );
     assert_eq!(standin.main_requests().len(), 2, "asked once, not again");
 }
@@ -673,11 +665,9 @@ fn an_unattended_run_with_gemini_waits_out_a_rate_limit_and_an_overload_in_the_s
     );
     let summary: Json = serde_json::from_str(&run.stdout).expect("a JSON summary");
     assert_eq!(summary["state"], "completed", "{summary}");
-    assert!(
-        run.stderr
-            .contains("`colour[1]`: rate-limited by the model; waiting"),
-        "{}",
-        run.stderr
+    insta::assert_snapshot!(
+        "waits_for_a_rate_limit_and_an_overload",
+        crate::common::without_ms(&crate::common::lines_with(&run.stderr, &["rate-limited"]))
     );
     let waits: Vec<Json> = journal_events(&project)
         .into_iter()
@@ -705,8 +695,8 @@ fn an_unattended_run_with_gemini_waits_out_a_rate_limit_and_an_overload_in_the_s
     // The last ask of the second step carried the first step: the same session.
     assert_eq!(requests.len(), 4, "{requests:#?}");
     let last = requests[3].contents_text();
-    assert!(
-        last.contains("Name a colour.") && last.contains("Count the letters of red."),
-        "{last}"
+    insta::assert_snapshot!(
+        "the_last_ask_after_the_waits",
+        crate::common::lines_with(&last, &["Name a colour.", "Count the letters"])
     );
 }
