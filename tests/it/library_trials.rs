@@ -702,12 +702,23 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
 /// a new failure stops the run.
 #[test]
 fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
+    let project = triage_applied("echo 'FAILED test_timing'; exit 1\n", "");
+    let out = outputs(&project);
+    assert!(
+        out.ends_with("The fix makes the new test pass; no other check ran. These checks failed before the fix too, so not because of it: `sh ./check.sh`\n"),
+        "{out}"
+    );
+}
+
+/// A project whose CI runs `sh ./check.sh` (`check`) and `more_ci` (more CI steps), triaged to
+/// its end: the agent's test reproduces the bug, the person says run and apply.
+fn triage_applied(check: &str, more_ci: &str) -> Project {
     let project = repository(&[
         ("stats.py", PY_STATS),
-        ("check.sh", "echo 'FAILED test_timing'; exit 1\n"),
+        ("check.sh", check),
         (
             ".github/workflows/ci.yml",
-            "jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n",
+            &format!("jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n{more_ci}"),
         ),
     ]);
     let plan = json!([
@@ -726,11 +737,7 @@ fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
     assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
     assert_eq!(state(&answer_and_resume(&project, "run")), "waiting");
     completed(&answer_and_resume(&project, "apply"));
-    let out = outputs(&project);
-    assert!(
-        out.ends_with("The fix makes the new test pass; no other check ran. These checks failed before the fix too, so not because of it: `sh ./check.sh`\n"),
-        "{out}"
-    );
+    project
 }
 
 /// Regression (p-limit): `upgrade-deps` reverted an upgrade when any check failed after it:
@@ -1885,35 +1892,16 @@ fn docs_sync_last_words_say_what_did_not_run_and_a_chain_that_stopped_before_its
     ");
 }
 
-/// Regression (express): triage ended with no last words when every check passed after the
-/// fix (they were said only when a check failed before or did not run).
+/// Regression (express, requests): triage ended with no last words when every check passed
+/// after the fix, and its words could leave out a check that did not run (`python -m pyright`
+/// with no pyright). Every ending says which checks pass and which did not run.
 #[test]
-fn triage_ends_saying_that_every_check_passes() {
-    let project = repository(&[
-        ("stats.py", PY_STATS),
-        ("check.sh", "exit 0\n"),
-        (
-            ".github/workflows/ci.yml",
-            "jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n",
-        ),
-    ]);
-    let plan = json!([
-        {"when": "Step 3: write a test", "run": "printf 'from stats import mean\\nassert mean([]) == 0\\n' > test_empty.py",
-         "outputs": {"test_file": "test_empty.py", "test_command": "python3 test_empty.py"}},
-        {"when": "Steps 4 and 5", "outputs": {"cause": "stats.py:2: divides by zero", "fix": "return 0 for no numbers"}},
-        {"when": "Step 6: apply", "run": "sed -i 's|return sum(xs) / len(xs)|return sum(xs) / len(xs) if xs else 0|' stats.py",
-         "outputs": {"changed": "stats.py"}},
-    ]);
-    let asked = flow(
-        &project,
-        &plan,
-        "flow/triage",
-        &["mean of no numbers crashes"],
-    );
-    assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
-    assert_eq!(state(&answer_and_resume(&project, "run")), "waiting");
-    completed(&answer_and_resume(&project, "apply"));
-    insta::assert_snapshot!(step_output(&project, "Step 6: what the checks say"), @r"
+fn triage_ends_saying_which_checks_pass_and_which_did_not_run() {
+    let all_pass = triage_applied("exit 0\n", "");
+    let not_run = triage_applied("exit 0\n", "      - run: python3 -m pyright src/\n");
+    let said = [all_pass, not_run].map(|p| step_output(&p, "Step 6: what the checks say"));
+    insta::assert_snapshot!(said.join(""), @r"
     The fix makes the new test pass; every check passes: sh ./check.sh
+    The fix makes the new test pass; the checks that ran pass: sh ./check.sh (not run: `python3 -m pyright src/`: `pyright` not installed)
     ");
 }
