@@ -1716,13 +1716,15 @@ fn step_output(project: &Project, context: &str) -> String {
                 .as_str()
                 .is_some_and(|c| c.starts_with(context))
         })
-        .map(|s| {
-            s["result"]["output"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .unwrap_or_else(|| panic!("no step `{context}`\n{}", outputs(project)))
+        .map_or_else(
+            || panic!("no step `{context}`\n{}", outputs(project)),
+            |s| {
+                s["result"]["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            },
+        )
 }
 
 /// Runs `flow/docs-sync` with no drift found and returns what its first two listings showed.
@@ -1833,7 +1835,9 @@ fn docs_sync_hints_only_at_go_doc_comments_that_name_no_declaration_of_the_packa
 /// whole, and how long it is.
 #[test]
 fn docs_sync_says_in_a_listings_first_line_where_it_is_kept_whole() {
-    let readme: String = (1..=80).map(|i| format!("Use `option{i}`.\n")).collect();
+    let readme = (1..=80).fold(String::new(), |text, i| {
+        text + &format!("Use `option{i}`.\n")
+    });
     let project = repository(&[("README.md", readme.as_str())]);
     let (docs, _) = docs_sync_listings(&project);
     let head: Vec<&str> = docs.lines().take(2).collect();
