@@ -702,7 +702,7 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
 /// a new failure stops the run.
 #[test]
 fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
-    let project = triage_applied("echo 'FAILED test_timing'; exit 1\n", "");
+    let project = triage_applied("echo 'FAILED test_timing'; exit 1\n", "", &[]);
     let out = outputs(&project);
     assert!(
         out.ends_with("The fix makes the new test pass; no other check ran. These checks failed before the fix too, so not because of it: `sh ./check.sh`\n"),
@@ -710,17 +710,18 @@ fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
     );
 }
 
-/// A project whose CI runs `sh ./check.sh` (`check`) and `more_ci` (more CI steps), triaged to
+/// A project whose CI runs `sh ./check.sh` (`check`) and `more_ci` (more CI steps, with
+/// `more_files`), triaged to
 /// its end: the agent's test reproduces the bug, the person says run and apply.
-fn triage_applied(check: &str, more_ci: &str) -> Project {
-    let project = repository(&[
+fn triage_applied(check: &str, more_ci: &str, more_files: &[(&str, &str)]) -> Project {
+    let ci = format!("jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n{more_ci}");
+    let mut files = vec![
         ("stats.py", PY_STATS),
         ("check.sh", check),
-        (
-            ".github/workflows/ci.yml",
-            &format!("jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n{more_ci}"),
-        ),
-    ]);
+        (".github/workflows/ci.yml", ci.as_str()),
+    ];
+    files.extend_from_slice(more_files);
+    let project = repository(&files);
     let plan = json!([
         {"when": "Step 3: write a test", "run": "printf 'from stats import mean\\nassert mean([]) == 0\\n' > test_empty.py",
          "outputs": {"test_file": "test_empty.py", "test_command": "python3 test_empty.py"}},
@@ -1891,9 +1892,7 @@ fn docs_sync_last_words_say_what_did_not_run_and_a_chain_that_stopped_before_its
         {"when": "Step 4", "run": "sed -i 's/stringifyJson/serializeJson/' readme.md", "outputs": {"fixed": "readme.md"}},
     ]);
     completed(&flow(&project, &plan, "flow/docs-sync", &[]));
-    insta::assert_snapshot!(step_output(&project, "Step 5: the docs are changed"), @r"
-    The docs are changed; no other check ran (not run: `python3 -m pyright src/`: `pyright` not installed). These checks failed before the docs change too, so not because of it: `npm test` (it stopped at `xo`, the first of `xo && npm run build && ava`: its tests did not run)
-    ");
+    insta::assert_snapshot!(step_output(&project, "Step 5: the docs are changed"), @"The docs are changed; no other check ran (not run: `python3 -m pyright src/`: `pyright` not installed). These checks failed before the docs change too, so not because of it: `npm test` (it stopped at `xo`, the first of `xo && npm run build && ava`: its tests did not run)");
 }
 
 /// Regression (express, requests): triage ended with no last words when every check passed
@@ -1901,11 +1900,83 @@ fn docs_sync_last_words_say_what_did_not_run_and_a_chain_that_stopped_before_its
 /// with no pyright). Every ending says which checks pass and which did not run.
 #[test]
 fn triage_ends_saying_which_checks_pass_and_which_did_not_run() {
-    let all_pass = triage_applied("exit 0\n", "");
-    let not_run = triage_applied("exit 0\n", "      - run: python3 -m pyright src/\n");
+    let all_pass = triage_applied("exit 0\n", "", &[]);
+    let not_run = triage_applied("exit 0\n", "      - run: python3 -m pyright src/\n", &[]);
     let said = [all_pass, not_run].map(|p| step_output(&p, "Step 6: what the checks say"));
     insta::assert_snapshot!(said.join(""), @r"
     The fix makes the new test pass; every check passes: sh ./check.sh
     The fix makes the new test pass; the checks that ran pass: sh ./check.sh (not run: `python3 -m pyright src/`: `pyright` not installed)
     ");
+}
+
+/// The members' and Go comments' readers on malformed and hostile input: a type never closed
+/// (the next file's type is still read from its start), a type of 45 fields (40 listed, then
+/// how many more), braces in a block comment, a file name with a space, a heading that holds
+/// shell text (listed as text, never run), a Python class whose body is only a docstring.
+#[test]
+fn docs_sync_listings_survive_unclosed_types_long_types_and_odd_names() {
+    let fields: String = (1..=45).fold(String::new(), |text, i| {
+        text + &format!("\tf{i}: number;\n")
+    });
+    let big = format!("export type Big = {{\n{fields}}};\n");
+    let project = go_module(&[
+        (
+            "README.md",
+            "# odd\n\n### $(touch pwned)\n\n##### `retry`\n",
+        ),
+        (
+            "src/a.ts",
+            "export type Open = {\n\t/* { not a brace } */\n\tname?: string;\n",
+        ),
+        ("src/b.ts", "export interface Next {\n\tid: number;\n}\n"),
+        ("src/big.ts", big.as_str()),
+        (
+            "pkg/doc.py",
+            "class Empty:\n    \"\"\"Only: a docstring.\"\"\"\n\n\nclass After:\n    size: int\n",
+        ),
+        (
+            "my pool.go",
+            "package flags\n\n// EnablePool turns the pool on.\nfunc EnableRandomPool() {}\n",
+        ),
+    ]);
+    let (docs, surface) = docs_sync_listings(&project);
+    assert!(!project.root().join("pwned").exists(), "a heading is text");
+    insta::assert_snapshot!(docs, @r"
+    doc files: 1
+    3 lines, kept whole in .git/mekara/docs-lines.txt (read there what a reply leaves out):
+    README.md:1:# odd
+    README.md:3:### $(touch pwned)
+    README.md:5:##### `retry`
+    ");
+    insta::assert_snapshot!(surface.lines().filter(|l| !l.contains(": f") || l.contains(": f1:") || l.contains(": f40:")).collect::<Vec<_>>().join("\n"), @r"
+    50 lines, kept whole in .git/mekara/surface.txt (read there what a reply leaves out):
+    my pool.go:4:func EnableRandomPool() {}
+    pkg/doc.py:1:class Empty:
+    pkg/doc.py:5:class After:
+    pkg/doc.py:6: size: int
+    src/a.ts:1:export type Open = {
+    src/a.ts:3: name?: string;
+    src/b.ts:1:export interface Next {
+    src/b.ts:2: id: number;
+    src/big.ts:1:export type Big = {
+    src/big.ts:2: f1: number;
+    src/big.ts:41: f40: number;
+    src/big.ts:47: ... 5 more members of Big
+    Go doc comments that begin with another name than the declaration under them (a renamed or removed name?):
+    1 line, kept whole in .git/mekara/go-doc-comments.txt (read there what a reply leaves out):
+    my pool.go:3: the doc comment begins `EnablePool`, above `EnableRandomPool`
+    ");
+}
+
+/// A chain whose tests ran (its output has a test summary) and failed before the change too is
+/// not said to have stopped before them; one with no summary is, without naming a step when
+/// the output cannot show where it stopped (no npm script after the failed one).
+#[test]
+fn triage_says_a_chain_stopped_before_its_tests_only_without_a_test_summary() {
+    let project = triage_applied(
+        "exit 0\n",
+        "      - run: true && echo '2 tests failed' && false\n      - run: sh ./lint.sh && npm run build && python3 -m pytest\n      - run: sh ./lint.sh && sh ./check.sh\n",
+        &[("lint.sh", "echo 'src/a.js:3: 1 error'\nexit 1\n")],
+    );
+    insta::assert_snapshot!(step_output(&project, "Step 6: what the checks say"), @"The fix makes the new test pass; the other checks pass: sh ./check.sh. These checks failed before the fix too, so not because of it: `true && echo '2 tests failed' && false`, `sh ./lint.sh && npm run build && python3 -m pytest` (it stopped at `sh ./lint.sh`, the first of its steps: its tests did not run), `sh ./lint.sh && sh ./check.sh` (it printed no test summary: its tests did not run)");
 }
