@@ -503,7 +503,8 @@ pub(crate) fn fake_tools(project: &Project, tools: &[(&str, &str)]) -> String {
     )
 }
 
-fn executable(path: &std::path::Path) {
+/// Makes the file at `path` executable (a fixture's script or tool).
+pub(crate) fn executable(path: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }

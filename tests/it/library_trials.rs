@@ -702,14 +702,26 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
 /// a new failure stops the run.
 #[test]
 fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
-    let project = repository(&[
+    let project = triage_applied("echo 'FAILED test_timing'; exit 1\n", "", &[]);
+    let out = outputs(&project);
+    assert!(
+        out.ends_with("The fix makes the new test pass; no other check ran. These checks failed before the fix too, so not because of it: `sh ./check.sh`\n"),
+        "{out}"
+    );
+}
+
+/// A project whose CI runs `sh ./check.sh` (`check`) and `more_ci` (more CI steps, with
+/// `more_files`), triaged to
+/// its end: the agent's test reproduces the bug, the person says run and apply.
+fn triage_applied(check: &str, more_ci: &str, more_files: &[(&str, &str)]) -> Project {
+    let ci = format!("jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n{more_ci}");
+    let mut files = vec![
         ("stats.py", PY_STATS),
-        ("check.sh", "echo 'FAILED test_timing'; exit 1\n"),
-        (
-            ".github/workflows/ci.yml",
-            "jobs:\n  test:\n    steps:\n      - run: sh ./check.sh\n",
-        ),
-    ]);
+        ("check.sh", check),
+        (".github/workflows/ci.yml", ci.as_str()),
+    ];
+    files.extend_from_slice(more_files);
+    let project = repository(&files);
     let plan = json!([
         {"when": "Step 3: write a test", "run": "printf 'from stats import mean\\nassert mean([]) == 0\\n' > test_empty.py",
          "outputs": {"test_file": "test_empty.py", "test_command": "python3 test_empty.py"}},
@@ -726,11 +738,7 @@ fn triage_does_not_blame_the_fix_for_a_check_that_failed_before_it() {
     assert_eq!(state(&asked), "waiting", "{}", asked.stderr);
     assert_eq!(state(&answer_and_resume(&project, "run")), "waiting");
     completed(&answer_and_resume(&project, "apply"));
-    let out = outputs(&project);
-    assert!(
-        out.ends_with("The fix makes the new test pass and the other checks that ran pass. These checks failed before the fix too, so not because of it: `sh ./check.sh`\n"),
-        "{out}"
-    );
+    project
 }
 
 /// Regression (p-limit): `upgrade-deps` reverted an upgrade when any check failed after it:
@@ -1387,9 +1395,7 @@ fn docs_sync_shows_fenced_code_and_go_doc_comments_that_name_another_declaration
     assert!(!journal.contains("above `Set`"), "an article is no name");
     let out = outputs(&project);
     assert!(
-        out.contains(
-            "The docs are changed; the checks that ran pass: go test -v ./..., go vet ./..."
-        ),
+        out.contains("The docs are changed; every check passes: go test -v ./..., go vet ./..."),
         "{out}"
     );
 }
@@ -1700,6 +1706,279 @@ fn docs_sync_given_no_path_says_what_to_give_before_anything() {
         calls(&project).is_empty(),
         "no step was handed to the agent"
     );
+}
+
+/// The output of the last run's step whose context starts with `context`.
+fn step_output(project: &Project, context: &str) -> String {
+    crate::library::steps(project)
+        .iter()
+        .find(|s| {
+            s["context"]
+                .as_str()
+                .is_some_and(|c| c.starts_with(context))
+        })
+        .map_or_else(
+            || panic!("no step `{context}`\n{}", outputs(project)),
+            |s| {
+                s["result"]["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            },
+        )
+}
+
+/// Runs `flow/docs-sync` with no drift found and returns what its first two listings showed.
+fn docs_sync_listings(project: &Project) -> (String, String) {
+    let plan = json!([{"when": "Step 3", "outputs": {"drifts": ""}}]);
+    completed(&flow(project, &plan, "flow/docs-sync", &[]));
+    (
+        step_output(project, "Step 1: what the docs say"),
+        step_output(project, "Step 2: the code's surface"),
+    )
+}
+
+/// Regression (ky): a README that gives each option a heading (`##### stringifyJson`, `###
+/// ky.get(input, options?)`) had none of them in the docs' listing, and the code's listing
+/// showed `export type KyOptions = {` but none of its fields, so a renamed option was in
+/// neither. Headings that name code are listed (not `## Install`), and so are the members of
+/// the exported types: TypeScript's types and interfaces, Rust's pub fields and variants,
+/// Python's annotated class fields, Go's exported fields.
+#[test]
+fn docs_sync_lists_headings_that_name_code_and_the_fields_of_exported_types() {
+    let project = repository(&[
+        (
+            "readme.md",
+            "# ky\n\n## Install\n\n## API\n\n### ky.get(input, options?)\n\n#### options\n\n##### stringifyJson\n\nType: `Function`\n\n### HTTPError\n\nThrown for a bad status.\n",
+        ),
+        (
+            "source/options.ts",
+            "export type KyOptions = {\n\t/**\n\tHow the `json` option {is} sent.\n\t*/\n\tserializeJson?: (data: unknown) => string;\n\n\treadonly timeout?: number | false;\n\thooks?: {\n\t\tinit?: Hook[];\n\t};\n};\n\nexport type Input = string | URL;\n\nexport interface Hooks { // the hooks\n\tbeforeRequest(request: Request): void;\n}\n",
+        ),
+        (
+            "src/lib.rs",
+            "/// The settings.\npub struct Config {\n    /// How deep.\n    pub depth: usize,\n    secret: u8,\n}\n\npub enum Mode {\n    Fast,\n    Slow(u8),\n}\n",
+        ),
+        (
+            "pkg/model.py",
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass Options:\n    \"\"\"What to do.\n\n    Note: these are read once.\n    \"\"\"\n    retries: int = 3\n    _cache: dict = None\n\n    def run(self):\n        local: int = 1\n\n\nlimit: int = 5\n",
+        ),
+        (
+            "settings.go",
+            "package settings\n\n// Settings are the settings.\ntype Settings struct {\n\t// Timeout in seconds.\n\tTimeout int\n\tname    string\n}\n",
+        ),
+    ]);
+    let (docs, surface) = docs_sync_listings(&project);
+    insta::assert_snapshot!(docs, @r"
+    doc files: 1
+    6 lines, kept whole in .git/mekara/docs-lines.txt (read there what a reply leaves out):
+    readme.md:1:# ky
+    readme.md:7:### ky.get(input, options?)
+    readme.md:9:#### options
+    readme.md:11:##### stringifyJson
+    readme.md:13:Type: `Function`
+    readme.md:15:### HTTPError
+    ");
+    insta::assert_snapshot!(surface, @r"
+    17 lines, kept whole in .git/mekara/surface.txt (read there what a reply leaves out):
+    pkg/model.py:5:class Options:
+    pkg/model.py:10: retries: int = 3
+    pkg/model.py:13:    def run(self):
+    settings.go:4:type Settings struct {
+    settings.go:6: Timeout int
+    source/options.ts:1:export type KyOptions = {
+    source/options.ts:5: serializeJson?: (data: unknown) => string;
+    source/options.ts:7: readonly timeout?: number | false;
+    source/options.ts:8: hooks?: {
+    source/options.ts:13:export type Input = string | URL;
+    source/options.ts:15:export interface Hooks { // the hooks
+    source/options.ts:16: beforeRequest(request: Request): void;
+    src/lib.rs:2:pub struct Config {
+    src/lib.rs:4: pub depth: usize,
+    src/lib.rs:8:pub enum Mode {
+    src/lib.rs:9: Fast,
+    src/lib.rs:10: Slow(u8),
+    ");
+}
+
+/// Regression (uuid): the hint that a Go doc comment names another declaration than the one
+/// under it (a rename that left its comment) fired on comments that rightly begin with
+/// another word: an acronym (`RFC9562 added ...` above `const Standard`), the package's own
+/// type (`UUID version 6 ...` above `func NewV6`). A comment that begins with another
+/// MixedCaps name, declared nowhere in the package, and never names the declaration is one.
+#[test]
+fn docs_sync_hints_only_at_go_doc_comments_that_name_no_declaration_of_the_package() {
+    let project = go_module(&[
+        ("README.md", "# uuid\n\nMake one with `NewV6()`.\n"),
+        (
+            "uuid.go",
+            "package uuid\n\n// A UUID is 16 bytes.\ntype UUID [16]byte\n\n// RFC9562 added V6 and V7; the constant keeps its name.\nconst Standard = 1\n\n// UUID version 6 is a reordered version 1.\n//\n// NewV6 returns a version 6 UUID.\nfunc NewV6() UUID { return UUID{} }\n\n// UUID.String returns the text form.\nfunc (u UUID) String() string { return \"\" }\n\n// Deprecated: use NewV6.\nfunc NewV1() UUID { return UUID{} }\n\n// Returns whether the pool is on.\nfunc PoolOn() bool { return false }\n\n// DefaultSize and DefaultName are the defaults.\nvar (\n\tDefaultSize = 16\n\tDefaultName = \"u\"\n)\n\n// BufferSize is ignored: NewBuffer picks its own.\nfunc NewBuffer() {}\n",
+        ),
+        (
+            "pool.go",
+            "package uuid\n\n// EnableRandPool turns the pool on.\nfunc EnableRandomPool() {}\n\n// The DefaultPool is the pool NewV6 draws from.\nfunc Pool() {}\n",
+        ),
+    ]);
+    let (_, surface) = docs_sync_listings(&project);
+    let hints = surface
+        .split_once("(a renamed or removed name?):\n")
+        .map_or("", |(_, hints)| hints);
+    insta::assert_snapshot!(hints, @r"
+    2 lines, kept whole in .git/mekara/go-doc-comments.txt (read there what a reply leaves out):
+    pool.go:3: the doc comment begins `EnableRandPool`, above `EnableRandomPool`
+    pool.go:6: the doc comment begins `DefaultPool`, above `Pool`
+    ");
+}
+
+/// Regression (ky): a listing longer than a reply shows (its first 40 and last 20 lines) said
+/// where the whole of it is only in its last line, past 300 lines, and a reply that cut the
+/// middle said only that the journal kept it. The listing's first line says where it is kept
+/// whole, and how long it is.
+#[test]
+fn docs_sync_says_in_a_listings_first_line_where_it_is_kept_whole() {
+    let readme = (1..=80).fold(String::new(), |text, i| {
+        text + &format!("Use `option{i}`.\n")
+    });
+    let project = repository(&[("README.md", readme.as_str())]);
+    let (docs, _) = docs_sync_listings(&project);
+    let head: Vec<&str> = docs.lines().take(2).collect();
+    insta::assert_snapshot!(head.join("\n"), @r"
+    doc files: 1
+    80 lines, kept whole in .git/mekara/docs-lines.txt (read there what a reply leaves out):
+    ");
+    let kept = std::fs::read_to_string(project.root().join(".git/mekara/docs-lines.txt"))
+        .expect("the whole listing");
+    assert_eq!(kept.lines().count(), 80);
+}
+
+/// Regression (ky, requests): docs-sync's last words after a check that failed before the
+/// change too said only that, leaving out the checks that did not run (`pyright`, not
+/// installed), and "`npm test` failed before too" hid that its test runner never started:
+/// the script is `xo && npm run build && ava`, and `xo` failed. The last words come from one
+/// helper, which says all of it.
+#[test]
+fn docs_sync_last_words_say_what_did_not_run_and_a_chain_that_stopped_before_its_tests() {
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"fetcher\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"xo && npm run build && ava\",\n    \"build\": \"echo built\"\n  }\n}\n",
+        ),
+        (
+            "node_modules/.bin/xo",
+            "#!/bin/sh\necho '  test/http-error.ts:218:3'\necho '  ✖  218:3  Unexpected void operator.  no-meaningless-void-operator'\necho\necho '  1 error'\nexit 1\n",
+        ),
+        (
+            "node_modules/.bin/ava",
+            "#!/bin/sh\necho '  2 tests passed'\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: npm test\n      - run: python3 -m pyright src/\n",
+        ),
+        (
+            "readme.md",
+            "# fetcher\n\n##### stringifyJson\n\nHow a body is sent.\n",
+        ),
+        (
+            "source/options.ts",
+            "export type Options = {\n\tserializeJson?: (data: unknown) => string;\n};\n",
+        ),
+    ]);
+    for tool in ["xo", "ava"] {
+        crate::library::executable(&project.root().join("node_modules/.bin").join(tool));
+    }
+    let plan = json!([
+        {"when": "Step 3", "outputs": {"drifts": "readme.md:3: says stringifyJson; the option is serializeJson"}},
+        {"when": "Step 4", "run": "sed -i 's/stringifyJson/serializeJson/' readme.md", "outputs": {"fixed": "readme.md"}},
+    ]);
+    completed(&flow(&project, &plan, "flow/docs-sync", &[]));
+    insta::assert_snapshot!(step_output(&project, "Step 5: the docs are changed"), @"The docs are changed; no other check ran (not run: `python3 -m pyright src/`: `pyright` not installed). These checks failed before the docs change too, so not because of it: `npm test` (it stopped at `xo`, the first of `xo && npm run build && ava`: its tests did not run)");
+}
+
+/// Regression (express, requests): triage ended with no last words when every check passed
+/// after the fix, and its words could leave out a check that did not run (`python -m pyright`
+/// with no pyright). Every ending says which checks pass and which did not run.
+#[test]
+fn triage_ends_saying_which_checks_pass_and_which_did_not_run() {
+    let all_pass = triage_applied("exit 0\n", "", &[]);
+    let not_run = triage_applied("exit 0\n", "      - run: python3 -m pyright src/\n", &[]);
+    let said = [all_pass, not_run].map(|p| step_output(&p, "Step 6: what the checks say"));
+    insta::assert_snapshot!(said.join(""), @r"
+    The fix makes the new test pass; every check passes: sh ./check.sh
+    The fix makes the new test pass; the checks that ran pass: sh ./check.sh (not run: `python3 -m pyright src/`: `pyright` not installed)
+    ");
+}
+
+/// The members' and Go comments' readers on malformed and hostile input: a type never closed
+/// (the next file's type is still read from its start), a type of 45 fields (40 listed, then
+/// how many more), braces in a block comment, a file name with a space, a heading that holds
+/// shell text (listed as text, never run), a Python class whose body is only a docstring.
+#[test]
+fn docs_sync_listings_survive_unclosed_types_long_types_and_odd_names() {
+    let fields: String = (1..=45).fold(String::new(), |text, i| {
+        text + &format!("\tf{i}: number;\n")
+    });
+    let big = format!("export type Big = {{\n{fields}}};\n");
+    let project = go_module(&[
+        (
+            "README.md",
+            "# odd\n\n### $(touch pwned)\n\n##### `retry`\n",
+        ),
+        (
+            "src/a.ts",
+            "export type Open = {\n\t/* { not a brace } */\n\tname?: string;\n",
+        ),
+        ("src/b.ts", "export interface Next {\n\tid: number;\n}\n"),
+        ("src/big.ts", big.as_str()),
+        (
+            "pkg/doc.py",
+            "class Empty:\n    \"\"\"Only: a docstring.\"\"\"\n\n\nclass After:\n    size: int\n",
+        ),
+        (
+            "my pool.go",
+            "package flags\n\n// EnablePool turns the pool on.\nfunc EnableRandomPool() {}\n",
+        ),
+    ]);
+    let (docs, surface) = docs_sync_listings(&project);
+    assert!(!project.root().join("pwned").exists(), "a heading is text");
+    insta::assert_snapshot!(docs, @r"
+    doc files: 1
+    3 lines, kept whole in .git/mekara/docs-lines.txt (read there what a reply leaves out):
+    README.md:1:# odd
+    README.md:3:### $(touch pwned)
+    README.md:5:##### `retry`
+    ");
+    insta::assert_snapshot!(surface.lines().filter(|l| !l.contains(": f") || l.contains(": f1:") || l.contains(": f40:")).collect::<Vec<_>>().join("\n"), @r"
+    50 lines, kept whole in .git/mekara/surface.txt (read there what a reply leaves out):
+    my pool.go:4:func EnableRandomPool() {}
+    pkg/doc.py:1:class Empty:
+    pkg/doc.py:5:class After:
+    pkg/doc.py:6: size: int
+    src/a.ts:1:export type Open = {
+    src/a.ts:3: name?: string;
+    src/b.ts:1:export interface Next {
+    src/b.ts:2: id: number;
+    src/big.ts:1:export type Big = {
+    src/big.ts:2: f1: number;
+    src/big.ts:41: f40: number;
+    src/big.ts:47: ... 5 more members of Big
+    Go doc comments that begin with another name than the declaration under them (a renamed or removed name?):
+    1 line, kept whole in .git/mekara/go-doc-comments.txt (read there what a reply leaves out):
+    my pool.go:3: the doc comment begins `EnablePool`, above `EnableRandomPool`
+    ");
+}
+
+/// A chain whose tests ran (its output has a test summary) and failed before the change too is
+/// not said to have stopped before them; one with no summary is, without naming a step when
+/// the output cannot show where it stopped (no npm script after the failed one).
+#[test]
+fn triage_says_a_chain_stopped_before_its_tests_only_without_a_test_summary() {
+    let project = triage_applied(
+        "exit 0\n",
+        "      - run: true && echo '2 tests failed' && false\n      - run: sh ./lint.sh && npm run build && python3 -m pytest\n      - run: sh ./lint.sh && sh ./check.sh\n",
+        &[("lint.sh", "echo 'src/a.js:3: 1 error'\nexit 1\n")],
+    );
+    insta::assert_snapshot!(step_output(&project, "Step 6: what the checks say"), @"The fix makes the new test pass; the other checks pass: sh ./check.sh. These checks failed before the fix too, so not because of it: `true && echo '2 tests failed' && false`, `sh ./lint.sh && npm run build && python3 -m pytest` (it stopped at `sh ./lint.sh`, the first of its steps: its tests did not run), `sh ./lint.sh && sh ./check.sh` (it printed no test summary: its tests did not run)");
 }
 
 /// A crate whose `rust-version` is above every toolchain (ripgrep's, one release ahead of the
