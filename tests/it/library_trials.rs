@@ -1715,36 +1715,12 @@ fn docs_sync_given_no_path_says_what_to_give_before_anything() {
 /// the merged release commit's, and the tag is lightweight as the last one is.
 #[test]
 fn release_of_a_history_that_merges_its_releases_takes_the_merged_commits_message_and_tag_kind() {
-    let project = repository(&[
-        (
-            "package.json",
-            "{\n  \"name\": \"find\",\n  \"version\": \"0.9.0\"\n}\n",
-        ),
-        ("CHANGELOG.md", "# 1.0.0\n\n- First.\n"),
-    ]);
-    git(&project, &["checkout", "-q", "-b", "release-v1.0.0"]);
-    project.write(
-        "package.json",
-        "{\n  \"name\": \"find\",\n  \"version\": \"1.0.0\"\n}\n",
+    let project = merged_release(
+        &[("CHANGELOG.md", "# 1.0.0\n\n- First.\n")],
+        "chore: Bump to 1.0.0",
+        "Merge pull request #12 from someone/release-v1.0.0",
+        &["tag", "v1.0.0"],
     );
-    commit_all(&project, "chore: Bump to 1.0.0");
-    git(&project, &["checkout", "-q", "main"]);
-    project.write("find.js", "module.exports = 1;\n");
-    commit_all(&project, "Add find");
-    git(
-        &project,
-        &[
-            "merge",
-            "-q",
-            "--no-ff",
-            "-m",
-            "Merge pull request #12 from someone/release-v1.0.0",
-            "release-v1.0.0",
-        ],
-    );
-    git(&project, &["tag", "v1.0.0"]);
-    project.write("find.js", "module.exports = 2;\n");
-    commit_all(&project, "Find more");
     let asked = release_answering(&project, "- Find more.", &["minor"]);
     insta::assert_snapshot!(question_of(&asked), @r"
     Release v1.1.0?
@@ -1773,15 +1749,49 @@ fn release_of_a_history_that_merges_its_releases_takes_the_merged_commits_messag
     );
 }
 
+/// A package released as pull requests are merged: `files` and `package.json` at 0.9.0, a
+/// branch whose commit `subject` sets 1.0.0, merged into `main` as `merge` beside another
+/// commit, tagged with `tag` (git's arguments), then one more commit to release.
+fn merged_release(files: &[(&str, &str)], subject: &str, merge: &str, tag: &[&str]) -> Project {
+    let package =
+        |version: &str| format!("{{\n  \"name\": \"find\",\n  \"version\": \"{version}\"\n}}\n");
+    let mut all = vec![("package.json", package("0.9.0"))];
+    all.extend(
+        files
+            .iter()
+            .map(|(path, text)| (*path, (*text).to_string())),
+    );
+    let project = repository(
+        &all.iter()
+            .map(|(p, t)| (*p, t.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    git(&project, &["checkout", "-q", "-b", "release"]);
+    project.write("package.json", &package("1.0.0"));
+    commit_all(&project, subject);
+    git(&project, &["checkout", "-q", "main"]);
+    project.write("find.js", "module.exports = 1;\n");
+    commit_all(&project, "Add find");
+    git(
+        &project,
+        &["merge", "-q", "--no-ff", "-m", merge, "release"],
+    );
+    git(&project, tag);
+    project.write("find.js", "module.exports = 2;\n");
+    commit_all(&project, "Find more");
+    project
+}
+
 /// Regression (ripgrep): the "release anyway?" question listed every CI line that did not
 /// run here, 16 of them in 2.6 KB, each with the same reason. The question names at most
 /// five, those with one reason together, and says how many more; the step that found the
 /// checks lists them all.
 #[test]
 fn release_anyway_names_a_few_checks_that_did_not_run_and_counts_the_rest() {
-    let shards = (1..=7)
-        .map(|n| format!("      - run: ${{{{ env.CARGO }}}} test --workspace --features shard-{n} ${{{{ env.TARGET_FLAGS }}}}\n"))
-        .collect::<String>();
+    let mut shards = String::new();
+    for n in 1..=7 {
+        shards.push_str(&format!("      - run: ${{{{ env.CARGO }}}} test --workspace --features shard-{n} ${{{{ env.TARGET_FLAGS }}}}\n"));
+    }
     let project = repository(&[
         (
             "package.json",
@@ -1947,33 +1957,12 @@ fn release_refuses_a_version_its_derived_constant_cannot_hold_and_drafts_below_a
 /// the new release's message word for word, never run.
 #[test]
 fn release_takes_a_hostile_merged_subject_as_text() {
-    let project = repository(&[(
-        "package.json",
-        "{\n  \"name\": \"find\",\n  \"version\": \"0.9.0\"\n}\n",
-    )]);
-    git(&project, &["checkout", "-q", "-b", "next"]);
-    project.write(
-        "package.json",
-        "{\n  \"name\": \"find\",\n  \"version\": \"1.0.0\"\n}\n",
+    let project = merged_release(
+        &[],
+        "Bump to 1.0.0 $(touch pwned) `touch pwned` \"'",
+        "Merge branch 'next'",
+        &["tag", "-a", "v1.0.0", "-m", "v1.0.0"],
     );
-    commit_all(&project, "Bump to 1.0.0 $(touch pwned) `touch pwned` \"'");
-    git(&project, &["checkout", "-q", "main"]);
-    project.write("find.js", "module.exports = 1;\n");
-    commit_all(&project, "Add find");
-    git(
-        &project,
-        &[
-            "merge",
-            "-q",
-            "--no-ff",
-            "-m",
-            "Merge branch 'next'",
-            "next",
-        ],
-    );
-    git(&project, &["tag", "-a", "v1.0.0", "-m", "v1.0.0"]);
-    project.write("find.js", "module.exports = 2;\n");
-    commit_all(&project, "Find more");
     completed(&release_answering(
         &project,
         "- Find more.",
