@@ -696,6 +696,14 @@ fn release_answering(project: &Project, entry: &str, answers: &[&str]) -> crate:
     run
 }
 
+/// The question `run` stopped on, alone: the reply's first line names the step's index, its
+/// last the run.
+fn question_of(run: &crate::common::Run) -> String {
+    let asked = stopped_by(run).replace("\n  ", "\n");
+    let question = asked.lines().skip(1).collect::<Vec<_>>();
+    question[..question.len().saturating_sub(1)].join("\n")
+}
+
 /// Regression (p-limit): `triage` ran the checks before writing its test, but blamed the fix
 /// for every check that failed after it, one that failed before too (ava's flaky timing test)
 /// included, and the run failed. A check that failed before the fix is named as such, and only
@@ -796,15 +804,12 @@ fn release_with_no_changelog_can_go_without_one() {
     project.write("index.js", "export default 1;\n");
     commit_all(&project, "Add index");
     let asked = release_answering(&project, "- Add the index.", &["minor"]);
-    // The question alone: the first line names the step's index, the last the run.
-    let asked = stopped_by(&asked).replace("\n  ", "\n");
-    let question = asked.lines().skip(1).collect::<Vec<_>>();
-    insta::assert_snapshot!(question[..question.len() - 1].join("\n"), @r"
+    insta::assert_snapshot!(question_of(&asked), @r"
     Release v1.1.0?
 
     Files to change: `package.json`, `CHANGELOG.md`
     Commit message: `Release v1.1.0`
-    Tag: `v1.1.0` (annotated: `Release v1.1.0`)
+    Tag: `v1.1.0` (lightweight, as v1.0.0 is)
     This project has no changelog: `yes` releases and creates `CHANGELOG.md` with the entry below; `release without a changelog` releases the other files only; `no` cancels.
     Entry for a new `CHANGELOG.md`:
 
@@ -1450,7 +1455,8 @@ fn commit_with_no_check_run_says_so() {
 /// progress (setext `TBD` / `===` above `15.2.0 (2026-07-15)`, its notes written there as the
 /// work goes) got the new entry below it, so the `TBD` section stayed on top with the
 /// release's notes in it. The placeholder's heading becomes the release's, in the format of
-/// the entries below (the underline as long as the heading), and its notes stay under it.
+/// the entries below (the underline as long as the heading), and its notes stay under it; its
+/// sentence saying the notes are not written yet goes.
 #[test]
 fn release_turns_a_tbd_section_into_the_release_entry() {
     let project = repository(&[(
@@ -1466,7 +1472,7 @@ fn release_turns_a_tbd_section_into_the_release_entry() {
     assert_eq!(
         read(&project, "CHANGELOG.md"),
         format!(
-            "{heading}\n{}\nUnreleased changes. Release notes have not yet been written.\n\nBug fixes:\n\n* [BUG #7](https://example.com/7):\n  Fix the thing.\n\n\n1.2.0 (2026-01-02)\n==================\nFirst.\n",
+            "{heading}\n{}\nBug fixes:\n\n* [BUG #7](https://example.com/7):\n  Fix the thing.\n\n\n1.2.0 (2026-01-02)\n==================\nFirst.\n",
             "=".repeat(heading.len())
         )
     );
@@ -2209,4 +2215,272 @@ fn upgrade_deps_refusing_a_python_project_without_a_lock_file_offers_no_retry() 
     let summary: serde_json::Value = serde_json::from_str(&run.stdout).expect("a JSON summary");
     assert_eq!(summary["resume"], serde_json::Value::Null, "{}", run.stdout);
     assert!(stopped_by(&run).contains("no cargo, npm, Go or uv project here (found: python)"));
+}
+
+/// Regression (fd): each release is a pull request merged on GitHub (`Merge pull request #12
+/// from someone/release-v1.0.0`, the branch's own commit `chore: Bump to 1.0.0`), tagged
+/// lightweight on the merge. The release's commit copied the merge's subject with the version
+/// swapped, a merge of a branch that never was, and its tag was annotated. Now the message is
+/// the merged release commit's, and the tag is lightweight as the last one is.
+#[test]
+fn release_of_a_history_that_merges_its_releases_takes_the_merged_commits_message_and_tag_kind() {
+    let project = merged_release(
+        &[("CHANGELOG.md", "# 1.0.0\n\n- First.\n")],
+        "chore: Bump to 1.0.0",
+        "Merge pull request #12 from someone/release-v1.0.0",
+        &["tag", "v1.0.0"],
+    );
+    let asked = release_answering(&project, "- Find more.", &["minor"]);
+    insta::assert_snapshot!(question_of(&asked), @r"
+    Release v1.1.0?
+
+    Files to change: `package.json`, `CHANGELOG.md`
+    Commit message: `chore: Bump to 1.1.0`
+    Tag: `v1.1.0` (lightweight, as v1.0.0 is)
+    Changelog entry in `CHANGELOG.md`:
+
+    # 1.1.0
+
+    - Find more. (choices: `yes`, `no`)
+    ");
+    let run = answer_and_resume(&project, "yes");
+    completed(&run);
+    assert_eq!(
+        git(&project, &["log", "-1", "--format=%s"]),
+        "chore: Bump to 1.1.0"
+    );
+    assert_eq!(git(&project, &["cat-file", "-t", "v1.1.0"]), "commit");
+    told(
+        &project,
+        &run,
+        &[],
+        "Tagged v1.1.0. Nothing was pushed: push it with `git push origin main v1.1.0`.",
+    );
+}
+
+/// A package released as pull requests are merged: `files` and `package.json` at 0.9.0, a
+/// branch whose commit `subject` sets 1.0.0, merged into `main` as `merge` beside another
+/// commit, tagged with `tag` (git's arguments), then one more commit to release.
+fn merged_release(files: &[(&str, &str)], subject: &str, merge: &str, tag: &[&str]) -> Project {
+    let package =
+        |version: &str| format!("{{\n  \"name\": \"find\",\n  \"version\": \"{version}\"\n}}\n");
+    let mut all = vec![("package.json", package("0.9.0"))];
+    all.extend(
+        files
+            .iter()
+            .map(|(path, text)| (*path, (*text).to_string())),
+    );
+    let project = repository(
+        &all.iter()
+            .map(|(p, t)| (*p, t.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    git(&project, &["checkout", "-q", "-b", "release"]);
+    project.write("package.json", &package("1.0.0"));
+    commit_all(&project, subject);
+    git(&project, &["checkout", "-q", "main"]);
+    project.write("find.js", "module.exports = 1;\n");
+    commit_all(&project, "Add find");
+    git(
+        &project,
+        &["merge", "-q", "--no-ff", "-m", merge, "release"],
+    );
+    git(&project, tag);
+    project.write("find.js", "module.exports = 2;\n");
+    commit_all(&project, "Find more");
+    project
+}
+
+/// Regression (ripgrep): the "release anyway?" question listed every CI line that did not
+/// run here, 16 of them in 2.6 KB, each with the same reason. The question names at most
+/// five, those with one reason together, and says how many more; the step that found the
+/// checks lists them all.
+#[test]
+fn release_anyway_names_a_few_checks_that_did_not_run_and_counts_the_rest() {
+    let mut shards = String::new();
+    for n in 1..=7 {
+        shards.push_str(&format!("      - run: ${{{{ env.CARGO }}}} test --workspace --features shard-{n} ${{{{ env.TARGET_FLAGS }}}}\n"));
+    }
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"grep\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node -e 0\"\n  }\n}\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            &format!(
+                "jobs:\n  test:\n    steps:\n      - run: nosuchlinter check --config ci/the-linters-configuration.toml --format github src tests\n{shards}"
+            ),
+        ),
+    ]);
+    git(&project, &["tag", "v1.0.0"]);
+    project.write("grep.js", "module.exports = 1;\n");
+    commit_all(&project, "Add grep");
+    let plan = json!([{"when": "Step 5", "outputs": {"entry": "- Grep."}}]);
+    let run = flow(&project, &plan, "flow/release", &[]);
+    insta::assert_snapshot!(question_of(&run), @"These checks could not run here (not run: `nosuchlinter check --config ci/the-linters-configuration.toml --format github...`: `nosuchlinter` not installed; `${{ env.CARGO }} test --workspace --features shard-1 ${{ env.TARGET_FLAGS }}`, `${{ env.CARGO }} test --workspace --features shard-2 ${{ env.TARGET_FLAGS }}`, `${{ env.CARGO }} test --workspace --features shard-3 ${{ env.TARGET_FLAGS }}`, `${{ env.CARGO }} test --workspace --features shard-4 ${{ env.TARGET_FLAGS }}`: needs the CI's variables (`${{ ... }}`); and 3 more, listed in the steps that found and ran the checks). A release needs them to pass: release anyway? (choices: `stop`, `release anyway`)");
+    let out = outputs(&project);
+    assert!(
+        out.contains("shard-7 ${{ env.TARGET_FLAGS }} (.github/workflows/ci.yml job test): needs the CI's variables"),
+        "{out}"
+    );
+}
+
+/// Regression (requests): `__version__.py` keeps `__build__ = 0x023402` (the version's numbers,
+/// two digits each, as hex) beside `__version__ = "2.34.2"`, and `HISTORY.md` keeps a `dev`
+/// section above its entries, a template line for contributors and the notes written so far.
+/// The release left `__build__` at the old version and put its entry below the `dev` section,
+/// the notes still in it. Now the constant is written with the version, and the notes move
+/// into the entry, below the template, which stays for the next release (as requests' own
+/// release commits leave it).
+#[test]
+fn release_writes_a_constant_derived_from_the_version_and_moves_the_dev_sections_notes() {
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"fetch\"\ndynamic = [\"version\"]\n\n[tool.setuptools.dynamic]\nversion = {attr = \"fetch.__version__.__version__\"}\n",
+        ),
+        (
+            "src/fetch/__version__.py",
+            "__title__ = \"fetch\"\n__version__ = \"2.34.2\"\n__build__ = 0x023402\n",
+        ),
+        ("Makefile", "test:\n\ttrue\n"),
+    ]);
+    project.write(
+        "HISTORY.md",
+        "Release History\n===============\n\ndev\n---\n\n- \\[Short description of non-trivial change.\\]\n\n**Bugfixes**\n\n- Retries parse their header.\n\n\n2.34.2 (2026-05-14)\n-------------------\n- Moved headers.\n",
+    );
+    commit_all(&project, "v2.34.2");
+    git(&project, &["tag", "v2.34.2"]);
+    project.write(
+        "src/fetch/retry.py",
+        "def parse(value):\n    return int(value)\n",
+    );
+    commit_all(&project, "Add retry parsing");
+    let asked = release_answering(&project, "unused: the notes are written", &["minor"]);
+    let day = today();
+    insta::assert_snapshot!(question_of(&asked).replace(&day, "DATE"), @r"
+    Release v2.35.0?
+
+    Files to change: `src/fetch/__version__.py`, `HISTORY.md`
+    Derived from the version: `__build__ = 0x023500` in `src/fetch/__version__.py`
+    Commit message: `v2.35.0`
+    Tag: `v2.35.0` (lightweight, as v2.34.2 is)
+    Changelog entry in `HISTORY.md`:
+
+    2.35.0 (DATE)
+    -------------------
+
+    **Bugfixes**
+
+    - Retries parse their header. (choices: `yes`, `no`)
+    ");
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(
+        read(&project, "src/fetch/__version__.py"),
+        "__title__ = \"fetch\"\n__version__ = \"2.35.0\"\n__build__ = 0x023500\n"
+    );
+    assert_eq!(
+        read(&project, "HISTORY.md"),
+        format!(
+            "Release History\n===============\n\ndev\n---\n\n- \\[Short description of non-trivial change.\\]\n\n\n2.35.0 ({day})\n-------------------\n\n**Bugfixes**\n\n- Retries parse their header.\n\n\n2.34.2 (2026-05-14)\n-------------------\n- Moved headers.\n"
+        )
+    );
+}
+
+/// Regression (ripgrep): its `TBD` section held only "Unreleased changes. Release notes have
+/// not yet been written.", and that sentence became the release's notes: the agent was not
+/// asked to draft any. A sentence saying the notes are yet to come is no note: the agent
+/// drafts them from the log, and the sentence is gone.
+#[test]
+fn release_drafts_the_notes_where_the_tbd_section_says_they_are_not_written() {
+    let project = repository(&[(
+        "CHANGELOG.md",
+        "TBD\n===\nUnreleased changes. Release notes have not yet been written.\n\n\n1.2.0 (2026-01-02)\n==================\nFirst.\n",
+    )]);
+    git(&project, &["tag", "1.2.0"]);
+    project.write("fix.txt", "fixed\n");
+    commit_all(&project, "Fix the thing");
+    let run = release_answering(
+        &project,
+        "Bug fixes:\n\n* Fix the thing.",
+        &["patch", "yes"],
+    );
+    completed(&run);
+    let heading = format!("1.2.1 ({})", today());
+    assert_eq!(
+        read(&project, "CHANGELOG.md"),
+        format!(
+            "{heading}\n{}\n\nBug fixes:\n\n* Fix the thing.\n\n\n1.2.0 (2026-01-02)\n==================\nFirst.\n",
+            "=".repeat(heading.len())
+        )
+    );
+}
+
+/// A requests-shaped package (`__build__` beside `__version__`, a `dev` section holding only
+/// its template line): a typed version its hex constant cannot hold is refused, saying why,
+/// and asked again; the agent drafts the notes, which go below the template.
+#[test]
+fn release_refuses_a_version_its_derived_constant_cannot_hold_and_drafts_below_a_template() {
+    let project = repository(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"fetch\"\ndynamic = [\"version\"]\n\n[tool.setuptools.dynamic]\nversion = {attr = \"fetch.__version__\"}\n",
+        ),
+        (
+            "fetch/__init__.py",
+            "__version__ = \"2.34.2\"\n__build__ = 0x023402  # MMmmpp\n",
+        ),
+        (
+            "HISTORY.md",
+            "dev\n---\n\n- \\[Short description of non-trivial change.\\]\n\n\n2.34.2 (2026-05-14)\n-------------------\n- Moved headers.\n",
+        ),
+        ("Makefile", "test:\n\ttrue\n"),
+    ]);
+    git(&project, &["tag", "v2.34.2"]);
+    project.write("fetch/retry.py", "RETRIES = 3\n");
+    commit_all(&project, "Add retries");
+    let asked = release_answering(&project, "- Retries.", &["type a version", "2.100.0"]);
+    insta::assert_snapshot!(question_of(&asked), @"`2.100.0` does not fit `__build__ = 0x023402` in `fetch/__init__.py`, which holds each number of the version in two digits. Type another version:");
+    let confirm = answer_and_resume(&project, "2.35.0");
+    assert!(
+        stopped_by(&confirm).contains("`__build__ = 0x023500  # MMmmpp` in `fetch/__init__.py`"),
+        "{}",
+        stopped_by(&confirm)
+    );
+    completed(&answer_and_resume(&project, "yes"));
+    assert_eq!(
+        read(&project, "fetch/__init__.py"),
+        "__version__ = \"2.35.0\"\n__build__ = 0x023500  # MMmmpp\n"
+    );
+    assert_eq!(
+        read(&project, "HISTORY.md"),
+        format!(
+            "dev\n---\n\n- \\[Short description of non-trivial change.\\]\n\n\n2.35.0 ({})\n-------------------\n\n- Retries.\n\n\n2.34.2 (2026-05-14)\n-------------------\n- Moved headers.\n",
+            today()
+        )
+    );
+}
+
+/// A release branch's commit subject holding shell syntax (`$(...)`, backquotes, quotes) is
+/// the new release's message word for word, never run.
+#[test]
+fn release_takes_a_hostile_merged_subject_as_text() {
+    let project = merged_release(
+        &[],
+        "Bump to 1.0.0 $(touch pwned) `touch pwned` \"'",
+        "Merge branch 'next'",
+        &["tag", "-a", "v1.0.0", "-m", "v1.0.0"],
+    );
+    completed(&release_answering(
+        &project,
+        "- Find more.",
+        &["patch", "release without a changelog"],
+    ));
+    assert_eq!(
+        git(&project, &["log", "-1", "--format=%s"]),
+        "Bump to 1.0.1 $(touch pwned) `touch pwned` \"'"
+    );
+    assert_eq!(git(&project, &["cat-file", "-t", "v1.0.1"]), "tag");
+    assert!(!project.root().join("pwned").exists());
 }

@@ -232,7 +232,8 @@ fn release_turns_keep_a_changelogs_unreleased_section_into_the_version_and_updat
             "# Changelog\n\n## [Unreleased]\n\n### Fixed\n\n- The greeting ends with a period.\n\n## [1.2.3] - 2024-05-01\n\n- First.\n",
         ),
     ]);
-    git(&project, &["tag", "v1.2.3"]);
+    // Annotated, so the new tag is too and `--follow-tags` pushes it.
+    git(&project, &["tag", "-a", "v1.2.3", "-m", "Release v1.2.3"]);
     project.write("cli.js", "console.log('hi.')\n");
     commit_all(&project, "Fix the greeting");
     let remote = project.root().join("agent/remote.git");
