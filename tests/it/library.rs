@@ -792,11 +792,15 @@ fn detection_finds_eslint_and_tsc_of_a_javascript_project() {
             "{\"compilerOptions\": {\"strict\": true}}\n",
         ),
     ]);
-    // eslint is installed in the project, tsc is not (npx would download it).
+    // eslint is installed in the project and runs as its own program; tsc is not (npx would
+    // download it).
     let eslint = project.write("node_modules/.bin/eslint", "#!/bin/sh\necho linted\n");
     executable(&eslint);
     let facts = detected(&project);
-    assert_eq!(facts["checks"], json!(["npm test", "npx eslint ."]));
+    assert_eq!(
+        facts["checks"],
+        json!(["npm test", "node_modules/.bin/eslint ."])
+    );
     assert_eq!(
         facts["skipped"],
         json!([{"check": "npx tsc --noEmit", "why": "needs the network (`tsc` is not in `node_modules`: install the dependencies first)"}])
@@ -806,7 +810,7 @@ fn detection_finds_eslint_and_tsc_of_a_javascript_project() {
 // ---- the workflows, one end-to-end run each ----
 
 /// What the agent is told to do in an llm step's `prompt`: its `<instructions>`.
-fn instructions(prompt: &str) -> &str {
+pub(crate) fn instructions(prompt: &str) -> &str {
     prompt
         .rsplit_once("<instructions>\n")
         .and_then(|(_, rest)| rest.split_once("</instructions>"))
@@ -1610,7 +1614,7 @@ fn review_reads_the_whole_change_without_the_lock_file_and_sends_back_findings_t
         out.contains("cli.js:157: c149 is unused\n\nUnverified"),
         "{out}"
     );
-    assert!(out.contains("Unverified (the file or line does not exist; check them by hand):\nnowhere.js:1: still made up (no file `nowhere.js`"), "{out}");
+    assert!(out.contains("Unverified (the file or line does not exist, or is outside the change; check them by hand):\nnowhere.js:1: still made up (no file `nowhere.js`"), "{out}");
 }
 
 /// A bare repository beside the project, its remote `origin`, with `main` pushed to it.

@@ -1985,6 +1985,137 @@ fn triage_says_a_chain_stopped_before_its_tests_only_without_a_test_summary() {
         &[("lint.sh", "echo 'src/a.js:3: 1 error'\nexit 1\n")],
     );
     insta::assert_snapshot!(step_output(&project, "Step 6: what the checks say"), @"The fix makes the new test pass; the other checks pass: sh ./check.sh. These checks failed before the fix too, so not because of it: `true && echo '2 tests failed' && false`, `sh ./lint.sh && npm run build && python3 -m pytest` (it stopped at `sh ./lint.sh`, the first of its steps: its tests did not run), `sh ./lint.sh && sh ./check.sh` (it printed no test summary: its tests did not run)");
+
+/// Regression (google/uuid): a CI job none of whose commands is a check mekara knows (its
+/// `compat` job runs `apidiff` against `master`, checked out beside the change) was dropped
+/// without a word. Every job with commands is now a check, a skipped check, or left out with
+/// why: one that compares with another ref, one of unknown commands, one that only installs.
+#[test]
+fn a_ci_job_that_is_no_check_here_is_left_out_saying_why() {
+    let project = repository(&[
+        ("go.mod", "module example.com/ids\n\ngo 1.21\n"),
+        (
+            "ids.go",
+            "package ids\n\nfunc New() string { return \"x\" }\n",
+        ),
+        (
+            ".github/workflows/compat.yaml",
+            "name: compat\non:\n  pull_request:\n    branches: [master]\njobs:\n  compat:\n    runs-on: ubuntu-latest\n    steps:\n      - run: go install golang.org/x/exp/cmd/apidiff@latest\n      - uses: actions/checkout@v4\n        with:\n          ref: master\n      - run: apidiff -w base.api .\n      - uses: actions/checkout@v4\n        with:\n          clean: false\n      - run: |\n          apidiff -incompatible base.api . > diff.txt\n          cat diff.txt && ! [ -s diff.txt ]\n",
+        ),
+        (
+            ".github/workflows/tests.yaml",
+            "name: tests\non: [push]\njobs:\n  unit:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: go test -v ./...\n  notes:\n    runs-on: ubuntu-latest\n    steps:\n      - run: ./scripts/notes.sh > notes.md\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: go install honnef.co/go/tools/cmd/staticcheck@latest\n      - uses: dominikh/staticcheck-action@v1\n",
+        ),
+    ]);
+    let facts = crate::library::detected(&project);
+    assert_eq!(facts["checks"][0], "go test -v ./...");
+    let gofmt = "the CI does not run it, so the project does not keep that formatting";
+    assert_eq!(
+        facts["left_out"],
+        json!([
+            {"check": "apidiff -w base.api .; apidiff -incompatible base.api . > diff.txt", "from": ".github/workflows/compat.yaml job compat",
+             "why": "it compares the change with `master`, which it checks out beside it (a pull request's check): run it by hand against that ref"},
+            {"check": "./scripts/notes.sh > notes.md", "from": ".github/workflows/tests.yaml job notes",
+             "why": "its commands are not checks mekara knows: run them by hand if they check something"},
+            {"check": "go install honnef.co/go/tools/cmd/staticcheck@latest", "from": ".github/workflows/tests.yaml job lint",
+             "why": "its commands only set the machine up (its check, if any, is an action's)"},
+            {"check": "test -z \"$(gofmt -l . | tee /dev/stderr)\"", "from": "go.mod", "why": gofmt},
+        ])
+    );
+    // Said once, in the detection's own step; never counted as a check that did not run.
+    assert!(outputs(&project).contains("left out: apidiff -w base.api .; apidiff -incompatible base.api . > diff.txt (.github/workflows/compat.yaml job compat): it compares the change with `master`"));
+    assert_eq!(facts["skipped"], json!([]));
+}
+
+/// Regression (BurntSushi/ripgrep): a `run: |` line that starts and ends with a quoted word
+/// (`"$BIN" --generate man > "$DEPLOY_DIR/rg.1"`) lost both quotes, read as one YAML quoted
+/// string; only a one-line `run: "..."` scalar's quotes are YAML's. And a quoted first word
+/// is still the command: `"$CARGO"` is a variable, so the CI's variables are needed.
+#[test]
+fn a_block_scalars_quoted_words_are_the_shells_and_a_quoted_variable_is_the_cis() {
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"grep\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", "pub fn f() {}\n"),
+        (
+            ".github/workflows/ci.yml",
+            "name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: \"cargo test --locked\"\n      - name: cross\n        shell: bash\n        run: |\n          \"$CARGO\" test --workspace\n  release:\n    runs-on: ubuntu-latest\n    steps:\n      - shell: bash\n        run: |\n          \"$BIN\" --generate man > \"$DEPLOY_DIR/rg.1\"\n",
+        ),
+    ]);
+    let facts = crate::library::detected(&project);
+    assert_eq!(facts["checks"], json!(["cargo test --locked"]));
+    assert_eq!(
+        facts["skipped"],
+        json!([
+            {"check": "\"$CARGO\" test --workspace", "why": "needs the CI's variables (`$CARGO`)"},
+            {"check": "\"$BIN\" --generate man > \"$DEPLOY_DIR/rg.1\"", "why": "a deploy/publish step"},
+        ])
+    );
+}
+
+/// Regression (sindresorhus/ky): `npx tsc --noEmit` was "`npx` not installed" although
+/// `node_modules/.bin/tsc` was there: a JavaScript tool the project has installed runs as its
+/// own program, whatever the runner is.
+#[test]
+fn a_javascript_tool_in_node_modules_runs_without_its_runner() {
+    let project = repository(&[
+        (
+            "package.json",
+            r#"{"name": "ky", "devDependencies": {"typescript": "^5.4.0"}}"#,
+        ),
+        (
+            "tsconfig.json",
+            "{\"compilerOptions\": {\"strict\": true}}\n",
+        ),
+    ]);
+    crate::library::executable(&project.write("node_modules/.bin/tsc", "#!/bin/sh\necho typed\n"));
+    // An `npx` that would fail: the program runs without it.
+    let path = fake_tools(
+        &project,
+        &[(
+            "npx",
+            "#!/bin/sh\necho 'npx canceled due to missing packages'\nexit 1\n",
+        )],
+    );
+    let facts = detected_on(&project, &path);
+    assert_eq!(facts["checks"], json!(["node_modules/.bin/tsc --noEmit"]));
+    assert_eq!(facts["skipped"], json!([]));
+}
+
+/// Regression (google/uuid, ripgrep): review took a `path:line` the change does not touch when
+/// the file has that line. A finding points into the change (its hunks, give or take three
+/// lines, or a new untracked file); one that does not goes back to the agent with the
+/// change's line ranges, and if it comes again it is shown as unverified.
+#[test]
+fn review_sends_back_a_finding_outside_the_change_with_the_changes_lines() {
+    let text = (1..=40).fold(String::new(), |all, n| all + &format!("limit {n}\n"));
+    let project = repository(&[("limits.txt", &text)]);
+    project.write("limits.txt", &text.replace("limit 30\n", "limit 31\n"));
+    project.write("notes.txt", "one\ntwo\n");
+    let plan = json!([
+        {"when": "do not name a `path:line`", "outputs": {"findings": "limits.txt:30: the limit is off by one\nlimits.txt:5: still the old header\nnotes.txt:2: say why"}},
+        {"when": "Step 4: review", "outputs": {"findings": "limits.txt:5: the old header\nlimits.txt:36: three lines past the hunk\nnotes.txt:9: past the end"}},
+    ]);
+    let run = flow(&project, &plan, "flow/review", &[]);
+    completed(&run);
+    let retry = calls(&project)[1]["prompt"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    insta::assert_snapshot!(crate::library::instructions(&retry), @"Step 4: these findings do not name a `path:line` of the change that exists: limits.txt:5: the old header (outside the change: it changes `limits.txt` at lines 27-33); notes.txt:9: past the end (`notes.txt` has 2 lines). A finding points into the change: a line the diff adds or keeps around what it changes (limits.txt: 27-33, notes.txt: a new file, every line). Give all the findings again, each as `path:line: what is wrong and why`, with the path from the project's root; a problem elsewhere that the change causes is told at the changed line that causes it.");
+    let report = crate::library::steps(&project)
+        .last()
+        .and_then(|s| s["result"]["output"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    insta::assert_snapshot!(report, @r"
+    limits.txt:30: the limit is off by one
+    notes.txt:2: say why
+
+    Unverified (the file or line does not exist, or is outside the change; check them by hand):
+    limits.txt:5: still the old header (outside the change: it changes `limits.txt` at lines 27-33)
+    ");
 }
 
 /// A crate whose `rust-version` is above every toolchain (ripgrep's, one release ahead of the

@@ -871,3 +871,60 @@ fn every_workflow_of_the_library_has_its_page_and_a_row_in_the_index() {
         );
     }
 }
+
+/// Issue 39: `auto(PROBE)` with `PROBE` a module-level string (or text joined to one) was
+/// taken for a function step, so `r.exit_code` was reported missing and five scripts read it
+/// with `getattr`. A command given by a constant has `exit_code` and no `value`; a function
+/// the module defines has `value` and no `exit_code`; a parameter, or a name a function binds
+/// itself, may be either, so neither is reported.
+#[test]
+fn check_tells_a_command_in_a_module_constant_from_a_function_step() {
+    let project = Project::new();
+    project.script(
+        "probe",
+        "1. Probe.\n",
+        Some(
+            "PROBE = \"\"\"\necho probed\n\"\"\"\n\
+             LOUD = PROBE + \" | tr a-z A-Z\"\n\n\
+             def execute(request):\n    \
+             r = auto(PROBE, allow_failure = True)\n    \
+             print(r.exit_code)\n    \
+             j = auto(LOUD.replace(\"probed\", request))\n    \
+             print(j.exit_code + 1)\n    \
+             print(j.value)\n    \
+             f = auto(helper)\n    \
+             print(f.exit_code)\n    \
+             run(request, PROBE)\n\n\
+             def run(command, PROBE):\n    \
+             r = auto(command, allow_failure = True)\n    \
+             print(r.exit_code, r.value)\n    \
+             s = auto(PROBE)\n    \
+             print(s.value)\n\n\
+             def helper():\n    \
+             return 1\n",
+        ),
+    );
+    mekara_snapshot!(project, mekara(&project, &["check", "probe"], ""), @r"
+    exit code: 1
+    ----- stdout -----
+    probe: [PROJECT]/.mekara/scripts/compiled/probe.star
+    error: `j` is what `auto` returned on line 9, which has no field `value`
+      --> [PROJECT]/.mekara/scripts/compiled/probe.star:11:13
+       |
+    11 |     print(j.value)
+       |             ^^^^^
+       |
+    hint: its fields are `success`, `exit_code`, `output`, `error`
+
+    error: `f` is what `auto` returned on line 12, which has no field `exit_code`
+      --> [PROJECT]/.mekara/scripts/compiled/probe.star:13:13
+       |
+    13 |     print(f.exit_code)
+       |             ^^^^^^^^^
+       |
+    hint: its fields are `success`, `value`, `output`, `error`
+
+    1 of 1 scripts has errors
+    ----- stderr -----
+    ");
+}

@@ -11,6 +11,14 @@
 //! is not a string (`r.output + 1`). All fail only at run time, after earlier steps have
 //! changed things.
 //!
+//! Which form an `auto` call takes is told from its first argument where the source shows it:
+//! text (a string literal, an f-string, text joined with `+` or formatted with `%`, or a name
+//! the module's top level binds to such text, `PROBE = """..."""`) is a command, whose result
+//! has `exit_code` and no `value`; a function the module defines, a `lambda`, or a call with a
+//! dict of arguments is a function step, whose result has `value` and no `exit_code`. Anything
+//! else (a parameter, a dict's item, a name the module loads) may be either, so neither field
+//! is reported.
+//!
 //! A name is followed within one function (or the module's top level), from its last
 //! assignment before the use, in the order the source is written: a name assigned a step's
 //! result in one branch and something else in another is followed from whichever assignment
@@ -25,6 +33,8 @@ use starlark::syntax::ast::{
 };
 use starlark::typing::Ty;
 
+use std::collections::HashSet;
+
 use super::declared::ResultRecord;
 use super::diagnostics::{CodeError, closest_or_all, render};
 
@@ -35,8 +45,10 @@ struct StepResult {
     builtin: &'static str,
     /// The line of the call, from 1.
     line: usize,
-    /// The fields of its result, in the form the call takes.
+    /// The fields of its result, in the form the call takes (all of them until `resolve`).
     fields: Vec<&'static str>,
+    /// What an `auto` call was given: which form it takes.
+    target: Target,
     /// The builtin's result, as the typechecker knows it.
     declared: &'static ResultRecord,
     /// For an llm step whose `expects` is written out: the outputs it expects.
@@ -81,21 +93,39 @@ impl Operand {
 /// location.
 pub(crate) fn problems(ast: &AstModule) -> Vec<(Span, CodeError)> {
     let mut scopes = Vec::new();
-    scope(ast.statement(), &mut scopes);
+    scope(ast.statement(), None, &mut scopes);
+    let top = TopLevel::of(ast.statement());
     let line = |span: Span| ast.file_span(span).resolve_span().begin.line + 1;
     let mut found = Vec::new();
-    for statements in scopes {
+    for (statements, params) in scopes {
         let mut events = Vec::new();
         for stmt in statements {
             events_of(stmt, &line, &mut events);
         }
         events.sort_by_key(|(at, _)| *at);
+        // A function's parameters and the names it assigns are its own, whatever the module
+        // binds them to; the top level's names are the module's.
+        let local: HashSet<String> = match params {
+            None => HashSet::new(),
+            Some(params) => events
+                .iter()
+                .filter_map(|(_, e)| match e {
+                    Event::Bound(name, _) => Some(name.clone()),
+                    _ => None,
+                })
+                .chain(params)
+                .collect(),
+        };
+        let names = Names {
+            top: &top,
+            local: &local,
+        };
         let mut bound: Vec<(String, Option<StepResult>)> = Vec::new();
         for (_, event) in events {
             match event {
                 Event::Bound(name, result) => {
                     bound.retain(|(n, _)| *n != name);
-                    bound.push((name, result));
+                    bound.push((name, result.map(|r| r.resolve(&names))));
                 }
                 Event::Field(name, field, span) => {
                     if let Some((_, Some(result))) = bound.iter().find(|(n, _)| *n == name)
@@ -173,19 +203,22 @@ pub(crate) fn problems(ast: &AstModule) -> Vec<(Span, CodeError)> {
     found
 }
 
+/// The statements of a scope, and its parameters: `None` for the module's top level.
+type Scope<'a> = (Vec<&'a AstStmt>, Option<Vec<String>>);
+
 /// The statements of each scope: the module's top level, and each function's body.
-fn scope<'a>(stmt: &'a AstStmt, scopes: &mut Vec<Vec<&'a AstStmt>>) {
-    fn collect<'a>(
-        stmt: &'a AstStmt,
-        here: &mut Vec<&'a AstStmt>,
-        scopes: &mut Vec<Vec<&'a AstStmt>>,
-    ) {
+fn scope<'a>(stmt: &'a AstStmt, params: Option<Vec<String>>, scopes: &mut Vec<Scope<'a>>) {
+    fn collect<'a>(stmt: &'a AstStmt, here: &mut Vec<&'a AstStmt>, scopes: &mut Vec<Scope<'a>>) {
         match &stmt.node {
             StmtP::Statements(list) => list.iter().for_each(|s| collect(s, here, scopes)),
             StmtP::Def(def) => {
-                let mut body = Vec::new();
-                collect(&def.body, &mut body, scopes);
-                scopes.push(body);
+                let params = def
+                    .params
+                    .iter()
+                    .filter_map(|p| p.node.ident())
+                    .map(|p| p.node.ident.clone())
+                    .collect();
+                scope(&def.body, Some(params), scopes);
             }
             // A block's statements are in the scope it is written in.
             StmtP::If(_, then) => {
@@ -204,9 +237,9 @@ fn scope<'a>(stmt: &'a AstStmt, scopes: &mut Vec<Vec<&'a AstStmt>>) {
             _ => here.push(stmt),
         }
     }
-    let mut top = Vec::new();
-    collect(stmt, &mut top, scopes);
-    scopes.push(top);
+    let mut here = Vec::new();
+    collect(stmt, &mut here, scopes);
+    scopes.push((here, params));
 }
 
 /// The events of one statement (not of the blocks nested in it, which are statements of
@@ -324,24 +357,159 @@ fn step_result(expr: &AstExpr, line: &dyn Fn(Span) -> usize) -> Option<StepResul
     });
     let builtin = name.node.ident.as_str();
     let declared = ResultRecord::of(builtin)?;
-    // The field of `auto`'s other form, when the source shows which form the call takes.
-    let other_form = match (builtin, first.map(|f| &f.node)) {
-        ("auto", Some(ExprP::Literal(AstLiteral::String(_)))) => Some("value"),
-        ("auto", Some(ExprP::Identifier(_))) => Some("exit_code"),
-        _ => None,
+    let positional = args
+        .args
+        .iter()
+        .filter(|a| matches!(a.node, ArgumentP::Positional(_)))
+        .count();
+    let for_commands = args.args.iter().any(|a| {
+        matches!(&a.node, ArgumentP::Named(n, _)
+            if ["env", "working_dir", "timeout", "shell"].contains(&n.node.as_str()))
+    });
+    // `auto` refuses a dict of arguments for a command, and a command's settings for a
+    // function: either one tells the form whatever the first argument is.
+    let target = match (builtin, first) {
+        ("auto", _) if positional > 1 => Target::Function,
+        ("auto", _) if for_commands => Target::Text,
+        ("auto", Some(first)) => Target::of(first),
+        _ => Target::Unknown,
     };
-    let fields = declared
-        .field_names()
-        .filter(|f| Some(*f) != other_form)
-        .collect();
     let expects = (builtin == "llm").then(|| expected_outputs(args)).flatten();
     Some(StepResult {
         builtin: declared.builtin,
         line: line(expr.span),
-        fields,
+        fields: declared.field_names().collect(),
+        target,
         declared,
         expects,
     })
+}
+
+impl StepResult {
+    /// Its fields in the form the call takes, now that the scope's `names` are known.
+    fn resolve(mut self, names: &Names) -> Self {
+        let other_form = match self.target.form(names) {
+            Some(Form::Command) => Some("value"),
+            Some(Form::Function) => Some("exit_code"),
+            None => None,
+        };
+        self.fields.retain(|f| Some(*f) != other_form);
+        self
+    }
+}
+
+/// The two forms of `auto`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    /// A shell command: its result has `exit_code`.
+    Command,
+    /// A function of the script: its result has `value`.
+    Function,
+}
+
+/// What an `auto` call was given, as far as the source shows.
+#[derive(Debug, Clone)]
+enum Target {
+    /// Text: a string literal or an f-string.
+    Text,
+    /// A function: a `lambda`, or a call with a dict of arguments.
+    Function,
+    /// A name, told by what the scope and the module bind it to.
+    Name(String),
+    /// Text when any part is (`"git " + ARGS`, `FORMAT % x`, `TEMPLATE.replace(...)`).
+    Joined(Vec<Target>),
+    /// A dict's item, a call's result, ...: either form.
+    Unknown,
+}
+
+/// The methods of a string that return a string.
+const TEXT_METHODS: [&str; 8] = [
+    "replace", "format", "strip", "lstrip", "rstrip", "lower", "upper", "join",
+];
+
+impl Target {
+    fn of(expr: &AstExpr) -> Target {
+        match &expr.node {
+            ExprP::Literal(AstLiteral::String(_)) | ExprP::FString(_) => Target::Text,
+            ExprP::Lambda(_) => Target::Function,
+            ExprP::Identifier(name) => Target::Name(name.node.ident.clone()),
+            ExprP::Op(left, BinOp::Add, right) => {
+                Target::Joined(vec![Target::of(left), Target::of(right)])
+            }
+            ExprP::Op(left, BinOp::Percent, _) => Target::Joined(vec![Target::of(left)]),
+            ExprP::Call(callee, _) => match &callee.node {
+                ExprP::Dot(object, method) if TEXT_METHODS.contains(&method.node.as_str()) => {
+                    Target::Joined(vec![Target::of(object)])
+                }
+                _ => Target::Unknown,
+            },
+            _ => Target::Unknown,
+        }
+    }
+
+    /// Its form, when the source tells it.
+    fn form(&self, names: &Names) -> Option<Form> {
+        match self {
+            Target::Text => Some(Form::Command),
+            Target::Function => Some(Form::Function),
+            Target::Name(name) if names.local.contains(name) => None,
+            Target::Name(name) if names.top.texts.contains(name) => Some(Form::Command),
+            Target::Name(name) if names.top.functions.contains(name) => Some(Form::Function),
+            Target::Joined(parts) => parts
+                .iter()
+                .any(|p| p.form(names) == Some(Form::Command))
+                .then_some(Form::Command),
+            Target::Name(_) | Target::Unknown => None,
+        }
+    }
+}
+
+/// The names of the module's top level that tell `auto`'s form: the functions it defines and
+/// the names it binds to text, each as last bound in the order written.
+#[derive(Default)]
+struct TopLevel {
+    functions: HashSet<String>,
+    texts: HashSet<String>,
+}
+
+impl TopLevel {
+    fn of(module: &AstStmt) -> TopLevel {
+        let mut top = TopLevel::default();
+        let statements = match &module.node {
+            StmtP::Statements(list) => list.iter().collect(),
+            _ => vec![module],
+        };
+        for stmt in statements {
+            let (name, form) = match &stmt.node {
+                StmtP::Def(def) => (&def.name.node.ident, Some(Form::Function)),
+                StmtP::Assign(assign) => {
+                    let AssignTargetP::Identifier(name) = &assign.lhs.node else {
+                        continue;
+                    };
+                    let names = Names {
+                        top: &top,
+                        local: &HashSet::new(),
+                    };
+                    (&name.node.ident, Target::of(&assign.rhs).form(&names))
+                }
+                _ => continue,
+            };
+            top.functions.remove(name);
+            top.texts.remove(name);
+            match form {
+                Some(Form::Function) => top.functions.insert(name.clone()),
+                Some(Form::Command) => top.texts.insert(name.clone()),
+                None => false,
+            };
+        }
+        top
+    }
+}
+
+/// The names a scope sees: its own, and the module's.
+struct Names<'a> {
+    top: &'a TopLevel,
+    local: &'a HashSet<String>,
 }
 
 /// The outputs an llm call expects, when its `expects` is written out (a dict or a list of
