@@ -805,7 +805,7 @@ fn detection_finds_eslint_and_tsc_of_a_javascript_project() {
 // ---- the workflows, one end-to-end run each ----
 
 /// What the agent is told to do in an llm step's `prompt`: its `<instructions>`.
-fn instructions(prompt: &str) -> &str {
+pub(crate) fn instructions(prompt: &str) -> &str {
     prompt
         .rsplit_once("<instructions>\n")
         .and_then(|(_, rest)| rest.split_once("</instructions>"))
@@ -1654,7 +1654,7 @@ pub(crate) fn pr() -> Case {
             // Without gh on PATH, the description is printed for the person to paste.
             let out = outputs(project);
             assert!(
-                out.contains("gh is not installed") && out.contains("Tested with cargo test."),
+                out.contains("`gh` is not installed") && out.contains("Tested with cargo test."),
                 "{out}"
             );
         }),

@@ -1701,3 +1701,109 @@ fn docs_sync_given_no_path_says_what_to_give_before_anything() {
         "no step was handed to the agent"
     );
 }
+
+/// Runs `flow/pr` with the scripted agent following `plan` and `PATH` set to `path`, answering
+/// `answers` in order; returns the last run.
+fn pr_answering(
+    project: &Project,
+    plan: &serde_json::Value,
+    path: &str,
+    answers: &[&str],
+) -> crate::common::Run {
+    let mut run = flow_on(project, plan, "flow/pr", &[], Some(path));
+    for answer in answers {
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        let id = last_run(project);
+        project.run(&["answer", &id, answer], "").expect_code(0);
+        run = crate::library::mekara_on(project, &crate::library::resume(&id), Some(path));
+    }
+    run
+}
+
+/// Regression (ripgrep): the work committed on `master` before branching (`origin/master`
+/// behind it) was "no commits between `master` and the branch": `pr` compared with the local
+/// base. It compares with what the remote has, which is what the pull request will hold.
+#[test]
+fn pr_compares_with_the_remote_base_not_the_local_one() {
+    let project = repository(&[("notes.md", "one\n")]);
+    crate::library::with_remote(&project);
+    project.write("notes.md", "two\n");
+    commit_all(&project, "Say two");
+    git(&project, &["switch", "-q", "-c", "notes"]);
+    let plan = json!([{"when": "Step 4: write the pull request", "outputs": {"title": "Say two", "body": "Two."}}]);
+    let run = pr_answering(&project, &plan, "/usr/bin:/bin", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let out = outputs(&project);
+    assert!(out.contains(" Say two\n"), "the commit is proposed: {out}");
+    assert!(out.contains("notes.md | 2 +-"), "{out}");
+}
+
+/// Regression (ky): without `gh` (or logged out of it) the confirm question still promised "open a
+/// pull request", and the description step named only the checks that passed, not the failing
+/// one the person chose to propose with, nor those that could not run. The question says what
+/// a yes does, and the agent is told every check's outcome.
+#[test]
+fn pr_without_gh_asks_only_to_push_and_the_description_names_the_failing_checks() {
+    let gh_logged_out = "#!/bin/sh\n[ \"$1 $2\" = 'auth status' ] && { echo 'You are not logged into any GitHub hosts.' >&2; exit 1; }\nexit 2\n";
+    for gh in [None, Some(gh_logged_out)] {
+        let project = repository(&[
+            ("test.sh", "#!/bin/sh\necho '1 test failed'\nexit 1\n"),
+            ("lint.sh", "#!/bin/sh\necho 'no problems'\n"),
+            (
+                ".github/workflows/ci.yml",
+                "jobs:\n  test:\n    steps:\n      - run: sh ./test.sh\n      - run: sh ./lint.sh\n      - run: tslint --project .\n",
+            ),
+        ]);
+        let remote = crate::library::with_remote(&project);
+        git(&project, &["switch", "-q", "-c", "docs-fix"]);
+        project.write("readme.md", "Fixed.\n");
+        commit_all(&project, "Fix the readme");
+        let path = match gh {
+            None => "/usr/bin:/bin".to_string(),
+            Some(script) => {
+                let path = fake_tools(&project, &[("gh", script)]);
+                format!(
+                    "{}:/usr/bin:/bin",
+                    path.split(':').next().unwrap_or_default()
+                )
+            }
+        };
+        let plan = json!([{"when": "Step 4: write the pull request", "outputs": {"title": "Fix the readme", "body": "Fixes it."}}]);
+        let run = pr_answering(&project, &plan, &path, &["propose anyway"]);
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        let asked = crate::library_hostile::questions(&project);
+        let prompt = first_prompt(&project);
+        insta::assert_snapshot!(
+            format!(
+                "pr_without_gh_asks_only_to_push_{}",
+                if gh.is_none() {
+                    "missing"
+                } else {
+                    "logged_out"
+                }
+            ),
+            format!(
+                "{}\n\n{}",
+                asked.join("\n\n"),
+                crate::library::instructions(&prompt)
+            )
+        );
+        let id = last_run(&project);
+        project.run(&["answer", &id, "yes"], "").expect_code(0);
+        completed(&crate::library::mekara_on(
+            &project,
+            &crate::library::resume(&id),
+            Some(&path),
+        ));
+        let pushed = git(
+            &project,
+            &["ls-remote", "--heads", remote.to_str().unwrap_or_default()],
+        );
+        assert!(pushed.contains("refs/heads/docs-fix"), "{pushed}");
+        let out = outputs(&project);
+        assert!(
+            out.contains("by hand with this title and description\n\nFix the readme\n\nFixes it."),
+            "{out}"
+        );
+    }
+}
