@@ -1807,3 +1807,46 @@ fn pr_without_gh_asks_only_to_push_and_the_description_names_the_failing_checks(
         );
     }
 }
+
+/// Regression (requests): the tests that need the network failed before the change too, and
+/// `test-gaps` blamed them on the new tests: "the new tests still fail after 2 attempts". The
+/// checks run before the agent writes: one that failed then is named, not blamed, and the agent
+/// is told so.
+#[test]
+fn test_gaps_does_not_blame_the_new_tests_for_a_check_that_failed_before() {
+    let project = repository(&[
+        ("util.py", "def half(x):\n    return x / 2\n"),
+        (
+            "run-tests.sh",
+            "#!/bin/sh\nfail=0\nfor t in tests/*.sh; do sh \"$t\" || fail=1; done\nexit $fail\n",
+        ),
+        (
+            "tests/network.sh",
+            "#!/bin/sh\necho 'test_proxy: ConnectionError'\nexit 1\n",
+        ),
+        ("lint.sh", "#!/bin/sh\necho 'no problems'\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: sh ./lint.sh\n      - run: sh ./run-tests.sh\n",
+        ),
+    ]);
+    project.write(
+        "util.py",
+        "def half(x):\n    return x / 2\n\n\ndef double(x):\n    return x * 2\n",
+    );
+    let plan = json!([{
+        "when": "Step 3: write tests",
+        "run": "printf 'python3 -c \"import util; assert util.double(2) == 4\"\\n' > tests/double.sh",
+        "outputs": {"tests": "tests/double.sh checks double"},
+    }]);
+    let run = flow(&project, &plan, "flow/test-gaps", &[]);
+    completed(&run);
+    assert_eq!(calls(&project).len(), 1, "no second attempt");
+    let prompt = first_prompt(&project);
+    let out = outputs(&project);
+    insta::assert_snapshot!(format!(
+        "{}\n\n{}",
+        crate::library::instructions(&prompt).trim_end(),
+        out.lines().last().unwrap_or_default()
+    ));
+}
