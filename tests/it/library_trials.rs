@@ -1850,3 +1850,103 @@ fn test_gaps_does_not_blame_the_new_tests_for_a_check_that_failed_before() {
         out.lines().last().unwrap_or_default()
     ));
 }
+
+/// Regression (express): coverage was measured for Python and Go only, though express's CI
+/// runs its tests under nyc (`"test-ci": "nyc ... npm test"`). A JavaScript project that uses
+/// c8 or nyc gets line coverage through it: the test script under the tool, its JSON report
+/// read for the changed lines only.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs node, npm and c8 (tests/c8/install.sh)"
+)]
+#[test]
+fn test_gaps_measures_javascript_coverage_with_the_projects_c8() {
+    let c8 = crate::common::outside_client("c8/node_modules", "c8", "tests/c8/install.sh");
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"web\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node --test\",\n    \"test-ci\": \"c8 --reporter=text npm test\"\n  },\n  \"devDependencies\": {\n    \"c8\": \"10.1.3\"\n  }\n}\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: npm run test-ci\n",
+        ),
+        (
+            "lib/utils.js",
+            "exports.half = function (x) {\n  return x / 2\n}\n",
+        ),
+        (
+            "test/utils.js",
+            "const test = require('node:test')\nconst assert = require('node:assert')\nconst { half } = require('../lib/utils')\n\ntest('half', () => assert.strictEqual(half(4), 2))\n",
+        ),
+    ]);
+    std::os::unix::fs::symlink(&c8, project.root().join("node_modules"))
+        .expect("link node_modules");
+    project.write(
+        "lib/utils.js",
+        "exports.half = function (x) {\n  return x / 2\n}\n\nexports.compact = function (list) {\n  // Holes and empty strings go.\n  const kept = list.filter(Boolean)\n  return kept\n}\n\nexports.third = function (x) {\n  return x / 3\n}\n",
+    );
+    project.write(
+        "test/third.js",
+        "const test = require('node:test')\nconst assert = require('node:assert')\nconst { third } = require('../lib/utils')\n\ntest('third', () => assert.strictEqual(third(9), 3))\n",
+    );
+    let write = "printf \"const test = require('node:test')\\nconst assert = require('node:assert')\\nconst { compact } = require('../lib/utils')\\n\\ntest('compact', () => assert.deepStrictEqual(compact([1, '', 2]), [1, 2]))\\n\" > test/compact.js";
+    let plan = json!([{"when": "Step 3: write tests", "run": write, "outputs": {"tests": "test/compact.js checks compact"}}]);
+    let run = flow(&project, &plan, "flow/test-gaps", &[]);
+    completed(&run);
+    let prompt = first_prompt(&project);
+    let out = outputs(&project);
+    insta::assert_snapshot!(format!(
+        "{}\n\n{}",
+        crate::library::instructions(&prompt).trim_end(),
+        out.lines().last().unwrap_or_default()
+    ));
+}
+
+/// A JavaScript project's coverage that could not be read says so, never "no test runs these
+/// lines": nyc named by the project but not installed, and a c8 whose report is not JSON, names
+/// no file, or is not istanbul's shape.
+#[test]
+fn test_gaps_says_when_javascript_coverage_measured_nothing() {
+    let package = "{\n  \"name\": \"web\",\n  \"scripts\": {\n    \"test\": \"node -e 0\",\n    \"test-ci\": \"nyc npm test\"\n  }\n}\n";
+    let mut told = Vec::new();
+    for report in [
+        None,
+        Some("{\"x\":"),
+        Some("{}"),
+        Some("{\"ROOT/lib.js\": {\"s\": {}}}"),
+    ] {
+        let project = repository(&[
+            ("package.json", package),
+            (
+                "lib.js",
+                "exports.half = function (x) {\n  return x / 2\n}\n",
+            ),
+        ]);
+        if let Some(report) = report {
+            let fake = format!(
+                "#!/bin/sh\nfor a; do case $a in --report-dir=*) d=${{a#--report-dir=}} ;; esac; done\nprintf '%s' '{report}' | sed \"s|ROOT|$PWD|\" > \"$d/coverage-final.json\"\n"
+            );
+            let c8 = project.write("node_modules/.bin/c8", &fake);
+            std::fs::set_permissions(&c8, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("chmod");
+        }
+        project.write(
+            "lib.js",
+            "exports.half = function (x) {\n  return x / 2\n}\n\nexports.third = (x) => x / 3\n",
+        );
+        let plan = json!([{"when": "Step 3: write tests", "outputs": {"tests": "none"}}]);
+        completed(&flow(&project, &plan, "flow/test-gaps", &[]));
+        let prompt = first_prompt(&project);
+        let how = crate::library::instructions(&prompt)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        told.push(format!(
+            "{}: {how}",
+            report.unwrap_or("(nyc named, not installed)")
+        ));
+    }
+    insta::assert_snapshot!(told.join("\n\n"));
+}
