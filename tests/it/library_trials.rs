@@ -1842,13 +1842,7 @@ fn test_gaps_does_not_blame_the_new_tests_for_a_check_that_failed_before() {
     let run = flow(&project, &plan, "flow/test-gaps", &[]);
     completed(&run);
     assert_eq!(calls(&project).len(), 1, "no second attempt");
-    let prompt = first_prompt(&project);
-    let out = outputs(&project);
-    insta::assert_snapshot!(format!(
-        "{}\n\n{}",
-        crate::library::instructions(&prompt).trim_end(),
-        out.lines().last().unwrap_or_default()
-    ));
+    insta::assert_snapshot!(told_and_said(&project));
 }
 
 /// Regression (express): coverage was measured for Python and Go only, though express's CI
@@ -1894,13 +1888,7 @@ fn test_gaps_measures_javascript_coverage_with_the_projects_c8() {
     let plan = json!([{"when": "Step 3: write tests", "run": write, "outputs": {"tests": "test/compact.js checks compact"}}]);
     let run = flow(&project, &plan, "flow/test-gaps", &[]);
     completed(&run);
-    let prompt = first_prompt(&project);
-    let out = outputs(&project);
-    insta::assert_snapshot!(format!(
-        "{}\n\n{}",
-        crate::library::instructions(&prompt).trim_end(),
-        out.lines().last().unwrap_or_default()
-    ));
+    insta::assert_snapshot!(told_and_said(&project));
 }
 
 /// A JavaScript project's coverage that could not be read says so, never "no test runs these
@@ -1949,4 +1937,16 @@ fn test_gaps_says_when_javascript_coverage_measured_nothing() {
         ));
     }
     insta::assert_snapshot!(told.join("\n\n"));
+}
+
+/// The agent's first instructions and the run's last words: what a test-gaps run told the
+/// agent and ended with.
+fn told_and_said(project: &Project) -> String {
+    let prompt = first_prompt(project);
+    let out = outputs(project);
+    format!(
+        "{}\n\n{}",
+        crate::library::instructions(&prompt).trim_end(),
+        out.lines().last().unwrap_or_default()
+    )
 }
