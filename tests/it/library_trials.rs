@@ -1713,9 +1713,7 @@ fn pr_answering(
     let mut run = flow_on(project, plan, "flow/pr", &[], Some(path));
     for answer in answers {
         assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
-        let id = last_run(project);
-        project.run(&["answer", &id, answer], "").expect_code(0);
-        run = crate::library::mekara_on(project, &crate::library::resume(&id), Some(path));
+        run = pr_answering_more(project, path, answer);
     }
     run
 }
@@ -1788,13 +1786,7 @@ fn pr_without_gh_asks_only_to_push_and_the_description_names_the_failing_checks(
                 crate::library::instructions(&prompt)
             )
         );
-        let id = last_run(&project);
-        project.run(&["answer", &id, "yes"], "").expect_code(0);
-        completed(&crate::library::mekara_on(
-            &project,
-            &crate::library::resume(&id),
-            Some(&path),
-        ));
+        completed(&pr_answering_more(&project, &path, "yes"));
         let pushed = git(
             &project,
             &["ls-remote", "--heads", remote.to_str().unwrap_or_default()],
@@ -1949,4 +1941,44 @@ fn told_and_said(project: &Project) -> String {
         crate::library::instructions(&prompt).trim_end(),
         out.lines().last().unwrap_or_default()
     )
+}
+
+/// With `gh` logged in, the question asks to push and open the pull request, and a yes opens
+/// it with the title and the description the agent wrote (the counterpart of the question
+/// without `gh` above).
+#[test]
+fn pr_with_gh_logged_in_opens_the_pull_request_it_asked_about() {
+    let project = repository(&[("notes.md", "one\n")]);
+    crate::library::with_remote(&project);
+    git(&project, &["switch", "-q", "-c", "notes"]);
+    project.write("notes.md", "two\n");
+    commit_all(&project, "Say two");
+    let made = project.home().join("gh-pr-create");
+    let gh = format!(
+        "#!/bin/sh\n[ \"$1 $2\" = 'auth status' ] && exit 0\nfor a; do printf '%s\\n' \"$a\"; done > '{}'\ncat \"$(git rev-parse --git-path MEKARA_PR.md)\" >> '{}'\necho https://example.com/pull/1\n",
+        made.display(),
+        made.display()
+    );
+    let path = fake_tools(&project, &[("gh", &gh)]);
+    let plan = json!([{"when": "Step 4: write the pull request", "outputs": {"title": "Say two", "body": "Two."}}]);
+    let run = pr_answering(&project, &plan, &path, &[]);
+    assert_eq!(
+        crate::library_hostile::questions(&project),
+        ["Push `notes` to `origin` and open a pull request into `main` titled \"Say two\"?"],
+        "{}",
+        run.stdout
+    );
+    completed(&pr_answering_more(&project, &path, "yes"));
+    let args = std::fs::read_to_string(&made).expect("gh pr create ran");
+    assert_eq!(
+        args.replace(&*git(&project, &["rev-parse", "--absolute-git-dir"]), "GIT"),
+        "pr\ncreate\n--base=main\n--head=notes\n--title=Say two\n--body-file=.git/MEKARA_PR.md\nTwo.\n"
+    );
+}
+
+/// Answers the waiting run's question with `answer` and resumes it with `PATH` set to `path`.
+fn pr_answering_more(project: &Project, path: &str, answer: &str) -> crate::common::Run {
+    let id = last_run(project);
+    project.run(&["answer", &id, answer], "").expect_code(0);
+    crate::library::mekara_on(project, &crate::library::resume(&id), Some(path))
 }
