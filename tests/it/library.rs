@@ -1659,7 +1659,7 @@ pub(crate) fn pr() -> Case {
             // Without gh on PATH, the description is printed for the person to paste.
             let out = outputs(project);
             assert!(
-                out.contains("gh is not installed") && out.contains("Tested with cargo test."),
+                out.contains("`gh` is not installed") && out.contains("Tested with cargo test."),
                 "{out}"
             );
         }),

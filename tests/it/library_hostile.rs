@@ -46,7 +46,7 @@ fn assert_waiting(run: &Run) {
 }
 
 /// The questions the run asked the person, from its journal.
-fn questions(project: &Project) -> Vec<String> {
+pub(crate) fn questions(project: &Project) -> Vec<String> {
     crate::common::journal_events(project)
         .iter()
         .filter(|e| e["event"] == "ask")

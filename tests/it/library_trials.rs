@@ -2116,6 +2116,286 @@ fn review_sends_back_a_finding_outside_the_change_with_the_changes_lines() {
     Unverified (the file or line does not exist, or is outside the change; check them by hand):
     limits.txt:5: still the old header (outside the change: it changes `limits.txt` at lines 27-33)
     ");
+
+/// Runs `flow/pr` with the scripted agent following `plan` and `PATH` set to `path`, answering
+/// `answers` in order; returns the last run.
+fn pr_answering(
+    project: &Project,
+    plan: &serde_json::Value,
+    path: &str,
+    answers: &[&str],
+) -> crate::common::Run {
+    let mut run = flow_on(project, plan, "flow/pr", &[], Some(path));
+    for answer in answers {
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        run = pr_answering_more(project, path, answer);
+    }
+    run
+}
+
+/// Regression (ripgrep): the work committed on `master` before branching (`origin/master`
+/// behind it) was "no commits between `master` and the branch": `pr` compared with the local
+/// base. It compares with what the remote has, which is what the pull request will hold.
+#[test]
+fn pr_compares_with_the_remote_base_not_the_local_one() {
+    let project = repository(&[("notes.md", "one\n")]);
+    crate::library::with_remote(&project);
+    project.write("notes.md", "two\n");
+    commit_all(&project, "Say two");
+    git(&project, &["switch", "-q", "-c", "notes"]);
+    let plan = json!([{"when": "Step 4: write the pull request", "outputs": {"title": "Say two", "body": "Two."}}]);
+    let run = pr_answering(&project, &plan, "/usr/bin:/bin", &[]);
+    assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+    let out = outputs(&project);
+    assert!(out.contains(" Say two\n"), "the commit is proposed: {out}");
+    assert!(out.contains("notes.md | 2 +-"), "{out}");
+}
+
+/// Regression (ky): without `gh` (or logged out of it) the confirm question still promised "open a
+/// pull request", and the description step named only the checks that passed, not the failing
+/// one the person chose to propose with, nor those that could not run. The question says what
+/// a yes does, and the agent is told every check's outcome.
+#[test]
+fn pr_without_gh_asks_only_to_push_and_the_description_names_the_failing_checks() {
+    let gh_logged_out = "#!/bin/sh\n[ \"$1 $2\" = 'auth status' ] && { echo 'You are not logged into any GitHub hosts.' >&2; exit 1; }\nexit 2\n";
+    for gh in [None, Some(gh_logged_out)] {
+        let project = repository(&[
+            ("test.sh", "#!/bin/sh\necho '1 test failed'\nexit 1\n"),
+            ("lint.sh", "#!/bin/sh\necho 'no problems'\n"),
+            (
+                ".github/workflows/ci.yml",
+                "jobs:\n  test:\n    steps:\n      - run: sh ./test.sh\n      - run: sh ./lint.sh\n      - run: tslint --project .\n",
+            ),
+        ]);
+        let remote = crate::library::with_remote(&project);
+        git(&project, &["switch", "-q", "-c", "docs-fix"]);
+        project.write("readme.md", "Fixed.\n");
+        commit_all(&project, "Fix the readme");
+        let path = match gh {
+            None => "/usr/bin:/bin".to_string(),
+            Some(script) => {
+                let path = fake_tools(&project, &[("gh", script)]);
+                format!(
+                    "{}:/usr/bin:/bin",
+                    path.split(':').next().unwrap_or_default()
+                )
+            }
+        };
+        let plan = json!([{"when": "Step 4: write the pull request", "outputs": {"title": "Fix the readme", "body": "Fixes it."}}]);
+        let run = pr_answering(&project, &plan, &path, &["propose anyway"]);
+        assert_eq!(state(&run), "waiting", "{}\n{}", run.stdout, run.stderr);
+        let asked = crate::library_hostile::questions(&project);
+        let prompt = first_prompt(&project);
+        insta::assert_snapshot!(
+            format!(
+                "pr_without_gh_asks_only_to_push_{}",
+                if gh.is_none() {
+                    "missing"
+                } else {
+                    "logged_out"
+                }
+            ),
+            format!(
+                "{}\n\n{}",
+                asked.join("\n\n"),
+                crate::library::instructions(&prompt)
+            )
+        );
+        completed(&pr_answering_more(&project, &path, "yes"));
+        let pushed = git(
+            &project,
+            &["ls-remote", "--heads", remote.to_str().unwrap_or_default()],
+        );
+        assert!(pushed.contains("refs/heads/docs-fix"), "{pushed}");
+        let out = outputs(&project);
+        assert!(
+            out.contains("by hand with this title and description\n\nFix the readme\n\nFixes it."),
+            "{out}"
+        );
+    }
+}
+
+/// Regression (requests): the tests that need the network failed before the change too, and
+/// `test-gaps` blamed them on the new tests: "the new tests still fail after 2 attempts". The
+/// checks run before the agent writes: one that failed then is named, not blamed, and the agent
+/// is told so.
+#[test]
+fn test_gaps_does_not_blame_the_new_tests_for_a_check_that_failed_before() {
+    let project = repository(&[
+        ("util.py", "def half(x):\n    return x / 2\n"),
+        (
+            "run-tests.sh",
+            "#!/bin/sh\nfail=0\nfor t in tests/*.sh; do sh \"$t\" || fail=1; done\nexit $fail\n",
+        ),
+        (
+            "tests/network.sh",
+            "#!/bin/sh\necho 'test_proxy: ConnectionError'\nexit 1\n",
+        ),
+        ("lint.sh", "#!/bin/sh\necho 'no problems'\n"),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: sh ./lint.sh\n      - run: sh ./run-tests.sh\n",
+        ),
+    ]);
+    project.write(
+        "util.py",
+        "def half(x):\n    return x / 2\n\n\ndef double(x):\n    return x * 2\n",
+    );
+    let plan = json!([{
+        "when": "Step 3: write tests",
+        "run": "printf 'python3 -c \"import util; assert util.double(2) == 4\"\\n' > tests/double.sh",
+        "outputs": {"tests": "tests/double.sh checks double"},
+    }]);
+    let run = flow(&project, &plan, "flow/test-gaps", &[]);
+    completed(&run);
+    assert_eq!(calls(&project).len(), 1, "no second attempt");
+    insta::assert_snapshot!(told_and_said(&project));
+}
+
+/// Regression (express): coverage was measured for Python and Go only, though express's CI
+/// runs its tests under nyc (`"test-ci": "nyc ... npm test"`). A JavaScript project that uses
+/// c8 or nyc gets line coverage through it: the test script under the tool, its JSON report
+/// read for the changed lines only.
+#[cfg_attr(
+    not(feature = "clients"),
+    ignore = "needs node, npm and c8 (tests/c8/install.sh)"
+)]
+#[test]
+fn test_gaps_measures_javascript_coverage_with_the_projects_c8() {
+    let c8 = crate::common::outside_client("c8/node_modules", "c8", "tests/c8/install.sh");
+    let project = repository(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"web\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node --test\",\n    \"test-ci\": \"c8 --reporter=text npm test\"\n  },\n  \"devDependencies\": {\n    \"c8\": \"10.1.3\"\n  }\n}\n",
+        ),
+        (
+            ".github/workflows/ci.yml",
+            "jobs:\n  test:\n    steps:\n      - run: npm run test-ci\n",
+        ),
+        (
+            "lib/utils.js",
+            "exports.half = function (x) {\n  return x / 2\n}\n",
+        ),
+        (
+            "test/utils.js",
+            "const test = require('node:test')\nconst assert = require('node:assert')\nconst { half } = require('../lib/utils')\n\ntest('half', () => assert.strictEqual(half(4), 2))\n",
+        ),
+    ]);
+    std::os::unix::fs::symlink(&c8, project.root().join("node_modules"))
+        .expect("link node_modules");
+    project.write(
+        "lib/utils.js",
+        "exports.half = function (x) {\n  return x / 2\n}\n\nexports.compact = function (list) {\n  // Holes and empty strings go.\n  const kept = list.filter(Boolean)\n  return kept\n}\n\nexports.third = function (x) {\n  return x / 3\n}\n",
+    );
+    project.write(
+        "test/third.js",
+        "const test = require('node:test')\nconst assert = require('node:assert')\nconst { third } = require('../lib/utils')\n\ntest('third', () => assert.strictEqual(third(9), 3))\n",
+    );
+    let write = "printf \"const test = require('node:test')\\nconst assert = require('node:assert')\\nconst { compact } = require('../lib/utils')\\n\\ntest('compact', () => assert.deepStrictEqual(compact([1, '', 2]), [1, 2]))\\n\" > test/compact.js";
+    let plan = json!([{"when": "Step 3: write tests", "run": write, "outputs": {"tests": "test/compact.js checks compact"}}]);
+    let run = flow(&project, &plan, "flow/test-gaps", &[]);
+    completed(&run);
+    insta::assert_snapshot!(told_and_said(&project));
+}
+
+/// A JavaScript project's coverage that could not be read says so, never "no test runs these
+/// lines": nyc named by the project but not installed, and a c8 whose report is not JSON, names
+/// no file, or is not istanbul's shape.
+#[test]
+fn test_gaps_says_when_javascript_coverage_measured_nothing() {
+    let package = "{\n  \"name\": \"web\",\n  \"scripts\": {\n    \"test\": \"node -e 0\",\n    \"test-ci\": \"nyc npm test\"\n  }\n}\n";
+    let mut told = Vec::new();
+    for report in [
+        None,
+        Some("{\"x\":"),
+        Some("{}"),
+        Some("{\"ROOT/lib.js\": {\"s\": {}}}"),
+    ] {
+        let project = repository(&[
+            ("package.json", package),
+            (
+                "lib.js",
+                "exports.half = function (x) {\n  return x / 2\n}\n",
+            ),
+        ]);
+        if let Some(report) = report {
+            let fake = format!(
+                "#!/bin/sh\nfor a; do case $a in --report-dir=*) d=${{a#--report-dir=}} ;; esac; done\nprintf '%s' '{report}' | sed \"s|ROOT|$PWD|\" > \"$d/coverage-final.json\"\n"
+            );
+            let c8 = project.write("node_modules/.bin/c8", &fake);
+            std::fs::set_permissions(&c8, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("chmod");
+        }
+        project.write(
+            "lib.js",
+            "exports.half = function (x) {\n  return x / 2\n}\n\nexports.third = (x) => x / 3\n",
+        );
+        let plan = json!([{"when": "Step 3: write tests", "outputs": {"tests": "none"}}]);
+        completed(&flow(&project, &plan, "flow/test-gaps", &[]));
+        let prompt = first_prompt(&project);
+        let how = crate::library::instructions(&prompt)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        told.push(format!(
+            "{}: {how}",
+            report.unwrap_or("(nyc named, not installed)")
+        ));
+    }
+    insta::assert_snapshot!(told.join("\n\n"));
+}
+
+/// The agent's first instructions and the run's last words: what a test-gaps run told the
+/// agent and ended with.
+fn told_and_said(project: &Project) -> String {
+    let prompt = first_prompt(project);
+    let out = outputs(project);
+    format!(
+        "{}\n\n{}",
+        crate::library::instructions(&prompt).trim_end(),
+        out.lines().last().unwrap_or_default()
+    )
+}
+
+/// With `gh` logged in, the question asks to push and open the pull request, and a yes opens
+/// it with the title and the description the agent wrote (the counterpart of the question
+/// without `gh` above).
+#[test]
+fn pr_with_gh_logged_in_opens_the_pull_request_it_asked_about() {
+    let project = repository(&[("notes.md", "one\n")]);
+    crate::library::with_remote(&project);
+    git(&project, &["switch", "-q", "-c", "notes"]);
+    project.write("notes.md", "two\n");
+    commit_all(&project, "Say two");
+    let made = project.home().join("gh-pr-create");
+    let gh = format!(
+        "#!/bin/sh\n[ \"$1 $2\" = 'auth status' ] && exit 0\nfor a; do printf '%s\\n' \"$a\"; done > '{}'\ncat \"$(git rev-parse --git-path MEKARA_PR.md)\" >> '{}'\necho https://example.com/pull/1\n",
+        made.display(),
+        made.display()
+    );
+    let path = fake_tools(&project, &[("gh", &gh)]);
+    let plan = json!([{"when": "Step 4: write the pull request", "outputs": {"title": "Say two", "body": "Two."}}]);
+    let run = pr_answering(&project, &plan, &path, &[]);
+    assert_eq!(
+        crate::library_hostile::questions(&project),
+        ["Push `notes` to `origin` and open a pull request into `main` titled \"Say two\"?"],
+        "{}",
+        run.stdout
+    );
+    completed(&pr_answering_more(&project, &path, "yes"));
+    let args = std::fs::read_to_string(&made).expect("gh pr create ran");
+    assert_eq!(
+        args.replace(&*git(&project, &["rev-parse", "--absolute-git-dir"]), "GIT"),
+        "pr\ncreate\n--base=main\n--head=notes\n--title=Say two\n--body-file=.git/MEKARA_PR.md\nTwo.\n"
+    );
+}
+
+/// Answers the waiting run's question with `answer` and resumes it with `PATH` set to `path`.
+fn pr_answering_more(project: &Project, path: &str, answer: &str) -> crate::common::Run {
+    let id = last_run(project);
+    project.run(&["answer", &id, answer], "").expect_code(0);
+    crate::library::mekara_on(project, &crate::library::resume(&id), Some(path))
 }
 
 /// A crate whose `rust-version` is above every toolchain (ripgrep's, one release ahead of the
