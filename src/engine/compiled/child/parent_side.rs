@@ -17,6 +17,7 @@ use crate::engine::compiled::{Called, CodeError, DirectCall, Evaluation, FrameRu
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Recorded;
+use crate::engine::process::EvaluatorLimit;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::{StepInput, StepRecord};
 
@@ -219,7 +220,7 @@ pub(crate) fn load(
         // runs: a refusal then names the statement before, or none. A constant that large
         // is where it was refused.
         End::Refused(message) => {
-            let cap = u128::try_from(limits.max_heap_bytes).unwrap_or(0) * 4;
+            let cap = u128::try_from(limits.memory_cap()).unwrap_or(0);
             Err(CodeError::new(
                 match largest_constant(&sources.origin, &sources.text, cap / 2) {
                     Some(at) => {
@@ -276,7 +277,7 @@ enum End {
 /// Starts `exe __evaluate` and sends it `start` (see [`converse`]).
 fn start<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
     let _evaluating = Evaluating::enter();
-    match Live::spawn(exe) {
+    match Live::spawn(exe, run.limits) {
         Ok(live) => converse(live, &Opening::new(start), run, false),
         Err(e) => {
             let detail = format!("cannot start `{} {SUBCOMMAND}`: {e}", exe.display());
@@ -378,9 +379,22 @@ fn converse<'a>(
     }
 }
 
+/// What an evaluator child may allocate besides its evaluation's memory cap: its own
+/// start, and the job (the script, its helpers, the frame's journal) it reads and holds.
+const EVALUATOR_OWN: usize = 256 * 1024 * 1024;
+
+/// The memory the system lets an evaluator child commit where it can bound a process
+/// (Windows, see [`EvaluatorLimit`]): the evaluation's cap and [`EVALUATOR_OWN`], 1.25 GiB by
+/// default.
+fn evaluator_memory(limits: &crate::engine::compiled::Limits) -> usize {
+    limits.memory_cap().saturating_add(EVALUATOR_OWN)
+}
+
 /// An evaluator child, with its pipes; killed and reaped when dropped.
 pub(crate) struct Live {
     process: Child,
+    /// Holds it to its memory and to this process's life (a Job Object on Windows).
+    _limit: EvaluatorLimit,
     to_child: Option<ChildStdin>,
     from_child: Option<BufReader<ChildStdout>>,
     stderr: Option<std::thread::JoinHandle<String>>,
@@ -389,7 +403,7 @@ pub(crate) struct Live {
 impl Live {
     /// Starts `exe __evaluate`, in a process group of its own: a Ctrl-C at the terminal goes
     /// to the parent, which stops the step in flight and so the evaluation.
-    fn spawn(exe: &Path) -> std::io::Result<Live> {
+    fn spawn(exe: &Path, limits: &crate::engine::compiled::Limits) -> std::io::Result<Live> {
         let mut command = Command::new(exe);
         command
             .arg(SUBCOMMAND)
@@ -398,7 +412,10 @@ impl Live {
             .stderr(Stdio::piped());
         crate::engine::process::in_own_group(&mut command);
         let mut process = command.spawn()?;
+        // Before the job is sent: the child allocates nothing of the script's until then.
+        let limit = EvaluatorLimit::hold(&process, evaluator_memory(limits));
         Ok(Live {
+            _limit: limit,
             to_child: process.stdin.take(),
             from_child: process.stdout.take().map(BufReader::new),
             stderr: process.stderr.take().map(keep_stderr),
