@@ -35,7 +35,7 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
     JOB_OBJECT_LIMIT_PROCESS_MEMORY, JOBOBJECT_BASIC_PROCESS_ID_LIST,
-    JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectBasicProcessIdList,
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOBOBJECTINFOCLASS, JobObjectBasicProcessIdList,
     JobObjectExtendedLimitInformation, OpenJobObjectW, QueryInformationJobObject,
     SetInformationJobObject, TerminateJobObject,
 };
@@ -239,23 +239,34 @@ impl Job {
         Ok(())
     }
 
+    /// Fills `info` with what the system says of the Job for `class`; false if it refused.
+    ///
+    /// # Safety
+    ///
+    /// `T` must be the plain C struct that `class` fills, or one that starts with it and
+    /// that any bytes are a valid value of.
+    unsafe fn query<T>(&self, class: JOBOBJECTINFOCLASS, info: &mut T) -> bool {
+        let size = u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX);
+        // SAFETY: a live handle, and a buffer of `size` bytes that the caller says is fit
+        // for `class`.
+        unsafe {
+            QueryInformationJobObject(
+                raw(&self.handle),
+                class,
+                std::ptr::from_mut(info).cast::<c_void>(),
+                size,
+                std::ptr::null_mut(),
+            ) != 0
+        }
+    }
+
     /// The Job's limit flags and per-process memory limit, as the system reads them back.
     #[cfg(test)]
     fn limits(&self) -> std::io::Result<(u32, usize)> {
         // SAFETY: all-zero is a valid value of this plain C struct.
         let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        let size = u32::try_from(std::mem::size_of_val(&info)).unwrap_or(u32::MAX);
-        // SAFETY: a live handle, and the struct this class fills, with its size.
-        let ok = unsafe {
-            QueryInformationJobObject(
-                raw(&self.handle),
-                JobObjectExtendedLimitInformation,
-                (&raw mut info).cast::<c_void>(),
-                size,
-                std::ptr::null_mut(),
-            )
-        };
-        if ok == 0 {
+        // SAFETY: the struct this class fills.
+        if !unsafe { self.query(JobObjectExtendedLimitInformation, &mut info) } {
             return Err(std::io::Error::last_os_error());
         }
         Ok((
@@ -292,19 +303,9 @@ impl Job {
         }
         // SAFETY: all-zero is a valid value of these plain C structs.
         let mut list: List = unsafe { std::mem::zeroed() };
-        let size = u32::try_from(std::mem::size_of::<List>()).unwrap_or(u32::MAX);
-        // SAFETY: a live handle, and a buffer of `size` bytes that starts with the struct this
-        // class fills (its id array runs on into `more`).
-        let ok = unsafe {
-            QueryInformationJobObject(
-                raw(&self.handle),
-                JobObjectBasicProcessIdList,
-                (&raw mut list).cast::<c_void>(),
-                size,
-                std::ptr::null_mut(),
-            )
-        };
-        if ok == 0 {
+        // SAFETY: a buffer that starts with the struct this class fills (its id array runs
+        // on into `more`), of plain integers.
+        if !unsafe { self.query(JobObjectBasicProcessIdList, &mut list) } {
             return Vec::new();
         }
         let count = usize::try_from(list.head.NumberOfProcessIdsInList)
@@ -526,13 +527,16 @@ mod tests {
             return;
         }
         // stdin not a pipe of this process's: only the Job can end the child with it.
-        let child = waiting(60)
+        let mut child = waiting(60)
             .stdin(std::process::Stdio::null())
             .spawn()
             .expect("spawn cmd");
         let _limit = super::super::EvaluatorLimit::hold(&child, 300 << 20);
         println!("holding {}", child.id());
         std::thread::sleep(std::time::Duration::from_secs(60));
+        // Not reached when the test kills this process.
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]
