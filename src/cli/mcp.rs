@@ -20,8 +20,8 @@ pub(super) struct McpArgs {
     #[command(flatten)]
     http: HttpArgs,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
-    timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "600")]
+    timeout: super::Seconds,
     /// Record the session into this VCR cassette (stdio only).
     #[arg(long, value_name = "FILE", env = "MEKARA_VCR_CASSETTE")]
     cassette: Option<PathBuf>,
@@ -33,7 +33,7 @@ pub(super) struct McpArgs {
 }
 
 pub(super) fn run(args: McpArgs) -> anyhow::Result<Exit> {
-    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
+    let default_timeout = super::timeout_arg("--timeout", &args.timeout)?;
     let settings = Settings {
         default_timeout,
         ..Settings::default()

@@ -36,7 +36,7 @@ use crate::script::ScriptError;
 use crate::script::eject::EjectError;
 
 pub(crate) use project::{locate, orphan_hint, run_store, script_named};
-pub(crate) use usage::{UsageError, timeout_arg, usage};
+pub(crate) use usage::{Seconds, UsageError, timeout_arg, usage};
 
 /// Workflows as code for coding agents.
 #[derive(Debug, Parser)]

@@ -86,7 +86,7 @@ pub(super) struct SubmitArgs {
     max_duration: Option<Duration>,
     /// How long one agent answer may take, in seconds.
     #[arg(long, value_name = "SECONDS")]
-    agent_timeout: Option<f64>,
+    agent_timeout: Option<super::Seconds>,
     /// What a failed step does: `stop` the run (the default), or hand the rest of the script
     /// to the `agent`.
     #[arg(long, value_name = "WHAT", value_parser = ["stop", "agent"])]
@@ -225,7 +225,7 @@ pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
             "`--max-cost` must be a number of US dollars, 0 or more, not `{cost}`"
         ));
     }
-    if let Some(secs) = args.agent_timeout {
+    if let Some(secs) = &args.agent_timeout {
         super::timeout_arg("--agent-timeout", secs)?;
     }
     // clap requires one of the two (the `submit_agent` group).
@@ -258,7 +258,10 @@ pub(super) fn submit(args: SubmitArgs) -> anyhow::Result<Exit> {
         args.max_duration
             .map(|d| humantime::format_duration(d).to_string()),
     );
-    limit("--agent-timeout", args.agent_timeout.map(|v| v.to_string()));
+    limit(
+        "--agent-timeout",
+        args.agent_timeout.as_ref().map(ToString::to_string),
+    );
     limit("--fallback", args.fallback.clone());
     let id = store.submit(&NewJob {
         queue: args.queue.clone(),
@@ -562,11 +565,12 @@ fn start(
     {
         Ok(child) => child,
         Err(e) => {
-            worker.end(&id, JobState::Queued, None)?;
-            return Err(anyhow::anyhow!(
-                "cannot start `{}`: {e}",
-                here.exe.display()
-            ));
+            // This run's failure, not the worker's (its arguments too long for a command
+            // line, say): the worker goes on with the next.
+            let why = format!("cannot start `{}`: {e}", here.exe.display());
+            worker.end(&id, JobState::Failed, Some(&why))?;
+            eprintln!("failed run {id}: {why}");
+            return Ok(None);
         }
     };
     let how = if job.started { "resuming" } else { "claimed" };
@@ -641,6 +645,10 @@ fn ended_run(
         };
         worker.end(id, JobState::Queued, None)?;
         eprintln!("released run {id}: {why}; a worker resumes it from its journal");
+    } else if let Some(waits) = waits_for_a_person(&r.log) {
+        // The worker's part is done: what is left is a person's answer, then a resume.
+        worker.end(id, JobState::Done, Some(&waits))?;
+        eprintln!("paused run {id}: {waits}");
     } else if matches!(
         ended_meanwhile(store, id)?,
         Some(RunState::Completed | RunState::FinishedByAgent)
@@ -684,28 +692,60 @@ fn summary_path(log: &std::path::Path) -> PathBuf {
     log.with_extension("json")
 }
 
+/// The text of file `path`, if it can be read.
+fn read_text(path: &std::path::Path) -> Option<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// The JSON summary a child wrote beside its log, if it wrote one.
+fn summary_of(log: &std::path::Path) -> Option<serde_json::Value> {
+    read_text(&summary_path(log)).and_then(|t| serde_json::from_str(&t).ok())
+}
+
+/// What a child's run waits for when it stopped for a person (an answer to `ask`, a spend
+/// cap to raise), in a line: what it asks, how to answer it, and the command that goes on
+/// after; `None` when it stopped any other way.
+fn waits_for_a_person(log: &std::path::Path) -> Option<String> {
+    let summary = summary_of(log)?;
+    if summary["state"] != "waiting" {
+        return None;
+    }
+    // Its lines in one: a line that ends with `:` (the question follows) runs on.
+    let mut why = String::new();
+    for line in summary["stopped_by"]
+        .as_str()?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        if !why.is_empty() {
+            why.push_str(if why.ends_with(':') { " " } else { "; " });
+        }
+        why.push_str(line);
+    }
+    Some(match summary["resume"].as_str() {
+        Some(resume) => format!("{why}; then go on with `{resume}`"),
+        None => why,
+    })
+}
+
 /// Why a child's run did not complete: what stopped it, from its JSON summary, else the
 /// last line of its log (an error before the run started).
 fn why_it_stopped(log: &std::path::Path) -> Option<String> {
-    let read = |path: &std::path::Path| {
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .ok()?
-            .read_to_string(&mut text)
-            .ok()?;
-        Some(text)
-    };
-    let summary = read(&summary_path(log))
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|s| {
-            let state = s["state"].as_str()?.replace('_', " ");
-            Some(match s["stopped_by"].as_str() {
-                Some(why) => format!("{state}: {}", why.lines().next().unwrap_or_default()),
-                None => state,
-            })
-        });
+    let summary = summary_of(log).and_then(|s| {
+        let state = s["state"].as_str()?.replace('_', " ");
+        Some(match s["stopped_by"].as_str() {
+            Some(why) => format!("{state}: {}", why.lines().next().unwrap_or_default()),
+            None => state,
+        })
+    });
     summary.or_else(|| {
-        read(log)?
+        read_text(log)?
             .lines()
             .rev()
             .map(str::trim)

@@ -32,15 +32,15 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     http: super::mcp::HttpArgs,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
-    timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "600")]
+    timeout: super::Seconds,
     /// Interpreter ticks one call may take before it is stopped (a runaway function).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_ticks)]
     max_ticks: u64,
 }
 
 pub(super) fn run(args: ServeArgs) -> anyhow::Result<Exit> {
-    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
+    let default_timeout = super::timeout_arg("--timeout", &args.timeout)?;
     let http = args.http.options()?;
     let config = match &args.config {
         Some(path) => Config::read(path)?,

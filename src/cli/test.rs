@@ -44,8 +44,8 @@ pub(super) struct TestArgs {
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     jobs: Option<u64>,
     /// How long one case may run, in seconds, before it is stopped and fails.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
-    timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "600")]
+    timeout: super::Seconds,
     /// Keep the scratch project of each failed case, and say where it is.
     #[arg(long)]
     keep: bool,
@@ -68,7 +68,7 @@ pub(super) fn run(args: TestArgs) -> anyhow::Result<Exit> {
     if let (Some(cassette), Some(output)) = (&args.from_cassette, &args.output) {
         return from_cassette(cassette, output);
     }
-    let timeout = super::timeout_arg("--timeout", args.timeout)?;
+    let timeout = super::timeout_arg("--timeout", &args.timeout)?;
     let (locations, _) = super::locate()?;
     let dot_mekara = locations.project_dir();
     let found = if args.bundled {

@@ -7,6 +7,9 @@
 //!
 //! Progress goes to stderr, so that stdout holds only the closing line, or the JSON summary.
 
+mod args;
+mod ask;
+mod end;
 pub(crate) mod limits;
 mod tasks;
 
@@ -14,149 +17,25 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use clap::{ArgGroup, Args};
 use serde_json::{Value as Json, json};
 
 use super::output::outln;
-use crate::agents::claude::ClaudeAgent;
-use crate::agents::clients::Headless;
-use crate::agents::command::CommandAgent;
-use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
+use crate::agents::headless::{Agent, Kind, Request, Spent, outputs_schema};
 use crate::agents::history::Progress;
-use crate::agents::rate_limit::{self, Backoff, Next, RateLimited};
-use crate::agents::reply::Reply;
-use crate::agents::session::{Answered, Session};
+use crate::agents::rate_limit::{self, Backoff};
+use crate::agents::session::Session;
 use crate::agents::tools::AgentCall;
 use crate::display::count;
-use crate::engine::journal::{AgentEvent, Event};
-use crate::engine::step::{AgentReport, StepRecord};
+use crate::engine::journal::Event;
+use crate::engine::step::StepRecord;
 use crate::engine::store::RunStore;
 use crate::engine::{Pending, Settings, StepRunner};
 use crate::exit::Exit;
 use crate::script::Resolver;
-
-/// The flags of an unattended run.
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("unattended_agent").args(["agent", "agent_command"])))]
-pub(super) struct UnattendedArgs {
-    /// Run unattended: this agent does the llm steps and NL scripts (Claude Code, the Codex
-    /// CLI or Gemini CLI headless, `claude`, `codex` or `gemini` on PATH).
-    #[arg(long, value_enum, value_name = "AGENT")]
-    agent: Option<Headless>,
-    /// Run unattended: this command does the llm steps and NL scripts, through the JSON
-    /// contract of docs/agent-command.md (run through the shell, once per step).
-    #[arg(long, value_name = "CMD")]
-    agent_command: Option<String>,
-    /// How long one agent answer may take, in seconds, before the agent and everything it
-    /// started are killed and the step fails.
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = 1200.0,
-        requires = "unattended_agent"
-    )]
-    agent_timeout: f64,
-    /// How many agent processes answer the llm steps of a `parallel` group at once (the
-    /// group's own `max` when not given).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "unattended_agent")]
-    max_parallel_agents: Option<u64>,
-    /// Stop before an agent step once the run has had this many agent answers.
-    #[arg(long, value_name = "N", requires = "unattended_agent")]
-    max_agent_steps: Option<usize>,
-    /// Pause before an agent step once the run's agents spent this much (US dollars: as
-    /// reported, or estimated from the price table for agents that report only tokens);
-    /// what is left is passed on as the agent's own budget where it has one.
-    #[arg(long, value_name = "USD", requires = "unattended_agent")]
-    max_cost: Option<f64>,
-    /// Pause before an agent step once the run's agents used this many tokens (in and out).
-    #[arg(long, value_name = "N", requires = "unattended_agent")]
-    max_tokens: Option<u64>,
-    /// Pause before the next agent step once one agent step used this many tokens (in and
-    /// out); a step's agent is not asked again once its own tokens reached it.
-    #[arg(long, value_name = "N", requires = "unattended_agent")]
-    max_step_tokens: Option<u64>,
-    /// What a reached `--max-cost`, `--max-tokens` or `--max-step-tokens` does: `pause` the
-    /// run for a person to raise the cap or stop it with `mekara answer`, or `stop` it (for
-    /// CI); `[limits] on_cap` of the config, else `pause`.
-    #[arg(long, value_enum, value_name = "WHAT", requires = "unattended_agent")]
-    on_cap: Option<limits::OnCap>,
-    /// Stop before an agent step once this invocation has run this long (`90s`, `20m`, `1h`).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "unattended_agent")]
-    max_duration: Option<Duration>,
-    /// Print a JSON summary of the run on stdout instead of the closing line.
-    #[arg(long, requires = "unattended_agent")]
-    json: bool,
-    /// Write a JUnit XML report of the run's steps to FILE.
-    #[arg(long, value_name = "FILE", requires = "unattended_agent")]
-    junit: Option<PathBuf>,
-    /// What a failed step does: `stop` the run there, resumable (fix the cause, then run
-    /// the step again with `--resume ID --retry`), or hand what is left of the script to the
-    /// `agent` to finish by hand.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = Fallback::Stop, requires = "unattended_agent")]
-    fallback: Fallback,
-    /// Stop the run resumably, as Ctrl-C does, when stdin closes (a worker's child run).
-    #[arg(long, hide = true, requires = "unattended_agent")]
-    stop_when_stdin_closes: bool,
-    /// Run nothing: list the steps the script's source calls, and which go to the agent.
-    #[arg(long, conflicts_with = "resume")]
-    pub(super) dry_run: bool,
-}
-
-/// `--fallback`: what an unattended run does when a step fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-// The values have no help of their own (the flag's says what each does): a description per
-// value would turn `mekara run --help` into clap's long form.
-enum Fallback {
-    // Stop the run at the failed step, resumable: nobody is watching to say whether the
-    // script's own failure handling ("if the tests fail, stop") allows working around it.
-    Stop,
-    // The agent finishes the script by hand from its NL instructions.
-    Agent,
-}
-
-impl UnattendedArgs {
-    /// Whether the run is unattended.
-    pub(super) fn agent_given(&self) -> bool {
-        self.agent.is_some() || self.agent_command.is_some()
-    }
-
-    /// The limits given as flags.
-    fn given(&self) -> limits::Given {
-        limits::Given {
-            caps: crate::engine::journal::Caps {
-                max_cost: self.max_cost,
-                max_tokens: self.max_tokens,
-                max_step_tokens: self.max_step_tokens,
-            },
-            max_agent_steps: self.max_agent_steps,
-            max_duration: self.max_duration,
-            on_cap: self.on_cap,
-        }
-    }
-
-    fn agent(&self) -> Box<dyn Agent> {
-        match (&self.agent, &self.agent_command) {
-            (_, Some(command)) => Box::new(CommandAgent::new(command.clone())),
-            (Some(headless), None) => (headless.start)(),
-            // Not reached: the run is unattended only with one of the two.
-            (None, None) => Box::new(ClaudeAgent),
-        }
-    }
-
-    /// The note that says which agent drives the run, for the journal: the command that
-    /// resumes it names the same agent ([`crate::engine::runs::resume_command`]).
-    fn note(&self) -> AgentEvent {
-        AgentEvent {
-            agent: match (&self.agent, &self.agent_command) {
-                (Some(headless), None) => Some(headless.client.name.to_string()),
-                _ => None,
-            },
-            command: self.agent_command.clone(),
-            ignorable: true,
-            at: crate::engine::journal::now_ms(),
-        }
-    }
-}
+use args::Fallback;
+pub(super) use args::UnattendedArgs;
+use ask::{Asked, Bounds, ask, at_limit, deadline, kind_name};
+pub(super) use end::End;
 
 /// What the session is built from.
 pub(super) struct Parts {
@@ -185,86 +64,6 @@ pub(super) enum Start {
     },
     /// Take run `id` up, retried or rewound first as asked (`--retry`, `--from`).
     Resume(String, Option<crate::engine::Rewind>),
-}
-
-/// How an unattended run ended, for the summary.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum End {
-    Completed,
-    /// A step failed and the script fell back; the agent finished it.
-    FellBack,
-    /// A limit stopped it before an agent step.
-    Limit(String),
-    /// A spend cap was reached before an agent step: the run waits for a person to raise
-    /// it or stop the run (`mekara answer`).
-    Paused(String),
-    /// The agent could not finish an NL script or fallback, or mekara refused what came.
-    Failed(String),
-    /// A step failed, and the run stopped there (`--fallback stop`).
-    StepFailed(String),
-    /// The script asked the person a question (`ask`): the run waits for `mekara answer`.
-    Waiting(String),
-    /// The script stopped itself (`fail()`), and with it the run; `retry` when it stopped on
-    /// a step that failed (a retry after the fix runs it again).
-    Stopped {
-        why: String,
-        retry: bool,
-    },
-    Interrupted,
-}
-
-impl End {
-    /// Its name in the JSON summary (`completed`, `waiting`, ...).
-    pub(super) fn state(&self) -> &'static str {
-        match self {
-            End::Completed => "completed",
-            End::FellBack => "fell_back",
-            End::Limit(_) => "stopped",
-            End::Failed(_) | End::StepFailed(_) => "failed",
-            End::Waiting(_) | End::Paused(_) => "waiting",
-            End::Stopped { .. } => "stopped_by_script",
-            End::Interrupted => "interrupted",
-        }
-    }
-
-    /// What the run said when it did not end as asked: why it stopped, what it waits for.
-    pub(super) fn why(&self) -> Option<&str> {
-        match self {
-            End::Limit(why)
-            | End::Paused(why)
-            | End::Failed(why)
-            | End::StepFailed(why)
-            | End::Waiting(why)
-            | End::Stopped { why, .. } => Some(why),
-            End::Completed | End::FellBack | End::Interrupted => None,
-        }
-    }
-
-    fn exit(&self) -> Exit {
-        match self {
-            End::Completed => Exit::Success,
-            End::Interrupted => Exit::Interrupted,
-            End::FellBack
-            | End::Limit(_)
-            | End::Failed(_)
-            | End::StepFailed(_)
-            | End::Stopped { .. }
-            | End::Waiting(_)
-            | End::Paused(_) => Exit::Failure,
-        }
-    }
-
-    fn resumable(&self) -> bool {
-        matches!(
-            self,
-            End::Limit(_)
-                | End::Paused(_)
-                | End::Failed(_)
-                | End::StepFailed(_)
-                | End::Waiting(_)
-                | End::Interrupted
-        )
-    }
 }
 
 /// Runs the script (or resumes the run) with the agent answering, to its end or a limit.
@@ -304,7 +103,7 @@ pub(super) fn drive(
     agent: &mut dyn Agent,
     person: &mut Person<'_>,
 ) -> anyhow::Result<Driven> {
-    let agent_timeout = super::timeout_arg("--agent-timeout", args.agent_timeout)?;
+    let agent_timeout = super::timeout_arg("--agent-timeout", &args.agent_timeout)?;
     if let Some(cost) = args.max_cost
         && !(cost.is_finite() && cost >= 0.0)
     {
@@ -633,13 +432,6 @@ fn notify_stop(store: &RunStore, id: &str, end: &End, held: usize) {
     });
 }
 
-/// What came of asking the agent about the pending item.
-enum Asked {
-    /// The answer was journaled; the run went on to this reply.
-    Next(Reply),
-    Stop(End),
-}
-
 /// What an unattended run that stopped at a failed step of `script` says (`finish` adds how
 /// to resume).
 fn stopped_at_failure(script: &str, error: &str) -> String {
@@ -658,298 +450,6 @@ fn waiting_for_answer(id: &str, path: &str, question: &str, choices: Option<&[St
         "waiting for an answer: `{path}` asks the person (the agent does not answer questions):\n  {}{choices}\ngive it with `mekara answer {id} VALUE`",
         question.trim().replace('\n', "\n  ")
     )
-}
-
-/// How long one agent answer may take, when the run must stop (`--max-duration`), and how
-/// many tokens one item may use before its agent is not asked again (`--max-step-tokens`).
-#[derive(Debug, Clone, Copy)]
-struct Bounds {
-    timeout: Duration,
-    deadline: Option<Instant>,
-    max_step_tokens: Option<u64>,
-}
-
-/// When this invocation must stop, by `--max-duration`.
-fn deadline(limits: &limits::Limits, started: Instant) -> Option<Instant> {
-    limits.max_duration.and_then(|max| started.checked_add(max))
-}
-
-/// How the run ends at a limit `reached` before item `step`: a spend cap pauses it for a
-/// person (journaled, so `mekara answer` knows what it waits for), unless `--on-cap stop`;
-/// another limit stops it.
-fn at_limit(
-    session: &mut Session,
-    limits: &limits::Limits,
-    step: &str,
-    reached: limits::Reached,
-) -> End {
-    if !reached.cap || limits.on_cap == limits::OnCap::Stop {
-        return End::Limit(format!("stopped before `{step}`: {}", reached.why));
-    }
-    let note = crate::engine::journal::CapEvent {
-        action: crate::engine::journal::CapAction::Paused,
-        step: Some(step.to_string()),
-        why: Some(reached.why.clone()),
-        caps: limits.caps,
-        by: None,
-        ignorable: true,
-        at: crate::engine::journal::now_ms(),
-    };
-    if let Err(error) = session.note_cap(note) {
-        // Without the note `mekara answer` cannot raise the cap: stopped, resumable with a
-        // higher flag, as `--on-cap stop` would.
-        eprintln!("! could not journal the pause at the cap: {error}");
-        return End::Limit(format!("stopped before `{step}`: {}", reached.why));
-    }
-    let id = session.run_id().unwrap_or_default();
-    End::Paused(format!(
-        "paused before `{step}`: {}\nthe run waits for a person: raise the cap with `mekara answer {id} {}` (or any higher), or end the run with `mekara answer {id} stop`",
-        reached.why,
-        raise_example(&limits.caps, &reached.why)
-    ))
-}
-
-/// An answer that raises the cap named in `why` to twice what it is.
-fn raise_example(caps: &crate::engine::journal::Caps, why: &str) -> String {
-    if why.contains("--max-step-tokens") {
-        format!(
-            "max-step-tokens={}",
-            caps.max_step_tokens.unwrap_or(0).saturating_mul(2).max(1)
-        )
-    } else if why.contains("--max-tokens") {
-        format!(
-            "max-tokens={}",
-            caps.max_tokens.unwrap_or(0).saturating_mul(2).max(1)
-        )
-    } else {
-        let cost = caps.max_cost.unwrap_or(0.0);
-        format!("max-cost={}", if cost > 0.0 { cost * 2.0 } else { 1.0 })
-    }
-}
-
-/// What came of a rate limit.
-enum Waited {
-    /// The wait is over: ask again.
-    Again,
-    /// No more waiting: the item fails with this error.
-    GaveUp(String),
-    /// The run was stopped (Ctrl-C) during the wait.
-    Cancelled,
-}
-
-/// Waits out a rate limit of the model that the agent asked about `step` met, by
-/// `backoff`, unless that would pass `deadline` or the waits are spent. `note` journals the
-/// wait (the attempt that follows it, its length, what the agent's client said) before it
-/// starts, so a run killed during it says why it was waiting, and asks again on resume.
-fn wait_out(
-    backoff: &mut Backoff,
-    limited: &RateLimited,
-    step: &str,
-    deadline: Option<Instant>,
-    cancel: &crate::engine::CancelToken,
-    note: &mut dyn FnMut(u32, Duration, String) -> Result<(), String>,
-) -> Waited {
-    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-    let wait = match backoff.next(limited, left) {
-        Next::GiveUp(error) => return Waited::GaveUp(error),
-        Next::Wait(wait) => wait,
-    };
-    let attempt = backoff.waits + 1;
-    eprintln!(
-        "  `{step}`: rate-limited by the model; waiting {} (attempt {attempt})",
-        rate_limit::shown(wait)
-    );
-    if let Err(error) = note(attempt, wait, limited.said.clone()) {
-        return Waited::GaveUp(format!(
-            "rate-limited by the model, and the wait could not be journaled: {error}"
-        ));
-    }
-    let until = Instant::now() + wait;
-    loop {
-        if cancel.is_cancelled() {
-            return Waited::Cancelled;
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Waited::Again;
-        }
-        std::thread::sleep((until - now).min(Duration::from_millis(50)));
-    }
-}
-
-/// Asks the agent, and asks once more when its answer does not fit; waits out a rate limit
-/// of the model and asks again; journals the answer, or the step's failure.
-fn ask(
-    agent: &mut dyn Agent,
-    session: &mut Session,
-    request: &mut Request,
-    bounds: Bounds,
-    prices: &crate::agents::prices::Prices,
-    cancel: &crate::engine::CancelToken,
-    progress: &dyn Fn(Progress<'_>),
-) -> Asked {
-    let started = Instant::now();
-    let mut total = AgentReport::default();
-    let mut backoff = Backoff::new();
-    loop {
-        if let Some(max) = bounds.max_step_tokens
-            && total.attempts > 0
-            && step_tokens(&total) >= max
-        {
-            // Asked again, the agent would take the step past its cap.
-            let error = format!(
-                "the agent was not asked again: this step used {} tokens already (`--max-step-tokens {max}`)",
-                step_tokens(&total)
-            );
-            eprintln!("  {error}");
-            if request.kind != Kind::Llm {
-                return Asked::Stop(End::Failed(unfinished(request.kind, &request.step, &error)));
-            }
-            return Asked::Next(session.answer(Answered::Failed(error), total, progress));
-        }
-        let answer = agent
-            .ask(request, bounds.timeout, cancel)
-            .map_report(|r| prices.estimate(r));
-        let (answer, report) = match answer {
-            AgentReply::Cancelled => return Asked::Stop(End::Interrupted),
-            AgentReply::Outputs(outputs, report) => (Ok(outputs), report),
-            AgentReply::Malformed(error, report) => (Err((error, true)), report),
-            AgentReply::Failed(error, report) => (Err((error, false)), report),
-            AgentReply::RateLimited(limited, mut report) => {
-                // Asked again in the run's session, not in one the turned-away attempt began.
-                report.session = None;
-                let step = request.step.clone();
-                let mut note =
-                    |attempt, wait, said| session.note_wait(step.clone(), attempt, wait, said);
-                match wait_out(
-                    &mut backoff,
-                    &limited,
-                    &step,
-                    bounds.deadline,
-                    cancel,
-                    &mut note,
-                ) {
-                    Waited::Again => {
-                        add(&mut total, &report, request.attempt, started.elapsed());
-                        in_session(request, &report);
-                        eprintln!(
-                            "… asking the agent again: {} `{}`",
-                            kind_name(request.kind),
-                            request.step
-                        );
-                        continue;
-                    }
-                    Waited::Cancelled => return Asked::Stop(End::Interrupted),
-                    Waited::GaveUp(error) => (Err((error, false)), report),
-                }
-            }
-        };
-        add(&mut total, &report, request.attempt, started.elapsed());
-        in_session(request, &report);
-        let refused = match answer {
-            Ok(outputs) if request.kind == Kind::Llm => {
-                eprintln!("  answered{}", cost_note(&total));
-                let reply = session.answer(Answered::Outputs(outputs), total.clone(), progress);
-                if !reply.is_error {
-                    return Asked::Next(reply);
-                }
-                (reply.text, true)
-            }
-            Ok(_) => {
-                eprintln!("  done{}", cost_note(&total));
-                return Asked::Next(session.answer(Answered::Finished, total.clone(), progress));
-            }
-            Err(refused) => refused,
-        };
-        let (error, worth_again) = refused;
-        eprintln!("  {}", error.trim().replace('\n', "\n  "));
-        if worth_again && request.attempt == 1 {
-            request.attempt = 2;
-            request.previous_error = Some(error);
-            eprintln!(
-                "… asking the agent again: {} `{}`",
-                kind_name(request.kind),
-                request.step
-            );
-            continue;
-        }
-        if request.kind != Kind::Llm {
-            return Asked::Stop(End::Failed(unfinished(
-                request.kind,
-                &request.step,
-                error.trim(),
-            )));
-        }
-        // The step fails; the script falls back (or ends) as on any failed step.
-        return Asked::Next(session.answer(Answered::Failed(error), total, progress));
-    }
-}
-
-/// Adds one attempt's report into the step's.
-fn add(total: &mut AgentReport, report: &AgentReport, attempt: u32, elapsed: Duration) {
-    let sum_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-    };
-    let sum_u = |a: Option<u64>, b: Option<u64>| match (a, b) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-    };
-    if report.session.is_some() {
-        total.session.clone_from(&report.session);
-    }
-    total.cost_usd = sum_f(total.cost_usd, report.cost_usd);
-    total.cost_estimated |= report.cost_estimated;
-    if report.model.is_some() {
-        total.model.clone_from(&report.model);
-    }
-    total.input_tokens = sum_u(total.input_tokens, report.input_tokens);
-    total.output_tokens = sum_u(total.output_tokens, report.output_tokens);
-    total.attempts = attempt;
-    total.wall_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
-}
-
-/// The tokens an item's answers used, in and out.
-fn step_tokens(report: &AgentReport) -> u64 {
-    report.input_tokens.unwrap_or(0) + report.output_tokens.unwrap_or(0)
-}
-
-/// Takes the session an answer to `request` named as the one the next asking continues, and
-/// counts the answer in what that session has cost.
-fn in_session(request: &mut Request, report: &AgentReport) {
-    let Some(session) = &report.session else {
-        return;
-    };
-    if request.session.as_ref() != Some(session) {
-        request.session = Some(session.clone());
-        request.session_spent = crate::agents::headless::SessionSpent::default();
-    }
-    request.session_spent.cost_usd += report.cost_usd.unwrap_or(0.0);
-    request.session_spent.input_tokens += report.input_tokens.unwrap_or(0);
-    request.session_spent.output_tokens += report.output_tokens.unwrap_or(0);
-}
-
-fn cost_note(report: &AgentReport) -> String {
-    format!(": {}", report.summary())
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Llm => "llm step",
-        Kind::Nl => "NL script",
-        Kind::Fallback => "to finish by hand the failed script",
-    }
-}
-
-/// Why the run stopped when the agent could not finish an NL script, or a failed compiled
-/// script by hand, at `step`.
-fn unfinished(kind: Kind, step: &str, error: &str) -> String {
-    match kind {
-        Kind::Fallback => format!(
-            "a step of `{step}` failed and the agent could not finish the script by hand: {error}"
-        ),
-        _ => format!("the agent could not finish the NL script `{step}`: {error}"),
-    }
 }
 
 fn spent_of(store: &RunStore, id: &str) -> Spent {

@@ -247,11 +247,65 @@ impl Gate {
             }
             _ => None,
         };
+        let given = |name| {
+            parts
+                .headers
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        let (host, origin) = (given(http::header::HOST), given(http::header::ORIGIN));
         let request = Request::from_parts(parts, Full::new(body));
-        tower_service::Service::call(&mut service, request)
+        let response = tower_service::Service::call(&mut service, request)
             .await
-            .unwrap_or_else(|never| match never {})
+            .unwrap_or_else(|never| match never {});
+        if response.status() == StatusCode::FORBIDDEN {
+            return refused_name(response, host.as_deref(), origin.as_deref()).await;
+        }
+        response
     }
+}
+
+/// rmcp's refusal of a `Host` or `Origin` it does not allow (the checks against DNS
+/// rebinding, its only 403), said as mekara says it elsewhere: what was refused and how to
+/// allow a name (`--allow-host`). Which header it was is read from rmcp's own words; a 403
+/// whose words name neither header is passed on as rmcp gave it.
+async fn refused_name(
+    response: Response<Body>,
+    host: Option<&str>,
+    origin: Option<&str>,
+) -> Response<Body> {
+    let (parts, body) = response.into_parts();
+    let said = body
+        .collect()
+        .await
+        .map(http_body_util::Collected::to_bytes)
+        .unwrap_or_default();
+    let said = String::from_utf8_lossy(&said);
+    let shown =
+        |value: Option<&str>| crate::display::clipped(value.unwrap_or(""), 200).into_owned();
+    let reason = if said.contains("Host header") {
+        format!(
+            "mekara answers only to `localhost`, `127.0.0.1` and `::1` (and the names given with \
+             `--allow-host`), not to `Host: {}`; connect to the address mekara printed, or \
+             start it with `--allow-host NAME` to serve that name",
+            shown(host)
+        )
+    } else if said.contains("Origin header") {
+        format!(
+            "a page of `{}` may not use mekara: only pages of `localhost`, `127.0.0.1`, `::1` \
+             (and of the names given with `--allow-host`) may; start it with \
+             `--allow-host NAME` to allow pages of that name",
+            shown(origin)
+        )
+    } else {
+        return Response::from_parts(
+            parts,
+            Full::new(Bytes::from(said.into_owned()))
+                .map_err(|never| match never {})
+                .boxed(),
+        );
+    };
+    text(StatusCode::FORBIDDEN, &reason)
 }
 
 const SESSION_ID: &str = "mcp-session-id";

@@ -75,6 +75,15 @@ const KNOWN_METHODS: &[&str] = &[
 /// `-32602 Invalid params`, saying what does not fit, not "method not found".
 pub(crate) fn refuse_custom_request(request: &CustomRequest) -> McpError {
     let method = request.method.as_str();
+    if method.trim().is_empty() {
+        // "method `` not found" would read as a server that lost a name.
+        return McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            "the request's `method` is empty; name the method to call, such as `tools/list` \
+             or `tools/call`",
+            None,
+        );
+    }
     if !KNOWN_METHODS.contains(&method) {
         return McpError::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,

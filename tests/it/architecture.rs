@@ -31,32 +31,10 @@ const BOTTOM: [&str; 3] = ["engine", "script", "paths"];
 /// layer, the hooks and the installer serve every client, not only MCP's.
 const BELOW_THE_MCP_SERVER: [&str; 3] = ["agents", "hooks", "install"];
 
-/// Folders whose files still import one another (a `mod.rs` that both defines what its
-/// files use and uses its files), until what they share moves into files of its own. The
-/// list only shrinks: a cycle outside these folders fails, and so does a folder here that
-/// has none left.
-const FOLDERS_WITH_CYCLES: [&str; 2] = ["cli", "engine/compiled"];
-
 #[test]
 fn no_file_imports_a_file_that_imports_it() {
     let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    let (known, cycles): (Vec<String>, Vec<String>) = graph.cycles().into_iter().partition(|c| {
-        FOLDERS_WITH_CYCLES.iter().any(|folder| {
-            c.split(": ").next().is_some_and(|files| {
-                files
-                    .split(", ")
-                    .all(|f| f == *folder || f.starts_with(&format!("{folder}/")))
-            })
-        })
-    });
-    let gone: Vec<&str> = FOLDERS_WITH_CYCLES
-        .into_iter()
-        .filter(|folder| !known.iter().any(|c| c.starts_with(folder)))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "no cycle left in {gone:?}: take them out of `FOLDERS_WITH_CYCLES`"
-    );
+    let cycles = graph.cycles();
     assert!(
         cycles.is_empty(),
         "import cycles between files of src/ (each line: the files of one cycle, and the arrows \

@@ -1701,3 +1701,233 @@ fn docs_sync_given_no_path_says_what_to_give_before_anything() {
         "no step was handed to the agent"
     );
 }
+
+/// A crate whose `rust-version` is above every toolchain (ripgrep's, one release ahead of the
+/// machine's): cargo refuses to build or test it, so only `cargo fmt --check` can run.
+const UNBUILDABLE_PACKAGE: &str = "[package]\nname = \"adder\"\nversion = \"0.4.1\"\nedition = \"2021\"\nrust-version = \"1.999\"\n";
+
+/// A crate of [`UNBUILDABLE_PACKAGE`] with `dependencies` (its tables), locked and committed.
+fn unbuildable_crate(dependencies: &str) -> Project {
+    let project = repository(&[
+        (
+            "Cargo.toml",
+            &format!("{UNBUILDABLE_PACKAGE}\n{dependencies}"),
+        ),
+        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
+    ]);
+    crate::library::lock(&project);
+    project
+}
+
+/// A cargo workspace (fd's and ripgrep's shapes) whose outdated dependencies sit in every kind
+/// of table: a plain and an inline-table requirement, an optional one a feature names with
+/// `dep:`, a build-dependency, a target-specific one, one kept in `[workspace.dependencies]`
+/// and inherited by a member, and a member's dev-dependency in a table of its own. Each is in
+/// the registry cache at an older and a newer version (mekara's own `Cargo.lock` has both).
+fn cargo_workspace_with_every_table() -> Project {
+    let root = format!(
+        "[workspace]\nmembers = [\"tool\"]\n\n[workspace.dependencies]\nr-efi = \"5\"\n\n{UNBUILDABLE_PACKAGE}\n[dependencies]\nstrsim = \"0.10\" # edit distance\nbitflags = {{ version = \"1\", default-features = false }}\nembedded-io = {{ version = \"0.4\", optional = true }}\n\n[features]\nio = [\"dep:embedded-io\"]\n\n[build-dependencies]\ncfg_aliases = \"0.1\"\n\n[target.'cfg(unix)'.dependencies]\nbase64 = \"0.22\"\n"
+    );
+    let project = repository(&[
+        ("Cargo.toml", &root),
+        ("build.rs", "fn main() {}\n"),
+        ("src/lib.rs", "pub fn one() -> u8 {\n    1\n}\n"),
+        (
+            "tool/Cargo.toml",
+            "[package]\nname = \"tool\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nr-efi = { workspace = true }\n\n[dev-dependencies.strsim]\nversion = \"0.10\"\n",
+        ),
+        ("tool/src/lib.rs", "pub fn two() -> u8 {\n    2\n}\n"),
+    ]);
+    crate::library::lock(&project);
+    project
+}
+
+/// What `upgrade-deps` left: its summary, the commits it made since `before`, the files they
+/// changed and the manifests' diff. The machine's rustc version is left out.
+fn upgraded_since(project: &Project, before: &str) -> String {
+    let steps = crate::library::steps(project);
+    let summary = steps
+        .last()
+        .and_then(|s| s["result"]["output"].as_str())
+        .unwrap_or_default();
+    let range = format!("{before}..HEAD");
+    let text = format!(
+        "{summary}\n$ git log --format=%s\n{}\n$ git diff --stat\n{}\n$ git diff -- '*.toml'\n{}\n$ git status --porcelain\n{}",
+        git(project, &["log", "--format=%s", &range]),
+        git(project, &["diff", "--stat", &range]),
+        git(project, &["diff", &range, "--", "*.toml"]),
+        git(project, &["status", "--porcelain"]),
+    );
+    let rustc = text
+        .split("this one is ")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .unwrap_or("none")
+        .to_string();
+    text.replace(&rustc, "RUSTC")
+}
+
+/// Issue 39 (fd): `upgrade-deps` ran a bare `cargo add NAME@VERSION` for each outdated crate,
+/// which writes into `[dependencies]`: fd's dev-dependency `test-case` and its `cfg(unix)`
+/// `libc` got second, normal entries (shipped to every platform), and the optional
+/// `clap_complete` a new feature. (ripgrep:) only the root manifest's dependencies were
+/// compared, not the members'. Each requirement is now changed where it is, in every
+/// member, `[workspace.dependencies]` for an inherited one, and `Cargo.lock` follows.
+#[test]
+fn upgrade_deps_changes_each_crate_requirement_in_the_table_it_is_in() {
+    let project = cargo_workspace_with_every_table();
+    let before = git(&project, &["rev-parse", "HEAD"]);
+    completed(&flow(&project, &json!([]), "flow/upgrade-deps", &[]));
+    insta::assert_snapshot!(
+        "upgrade_deps_every_table",
+        upgraded_since(&project, &before)
+    );
+}
+
+/// Issue 39 (ripgrep): cargo refused the toolchain, so only `cargo fmt` ran after each upgrade,
+/// yet each was listed as upgraded as if checked. An upgrade that no check able to catch a
+/// break passed after is listed apart, with the checks that did not run.
+#[test]
+fn upgrade_deps_says_which_upgrades_no_check_could_catch_a_break_in() {
+    let project = unbuildable_crate("[dependencies]\nstrsim = \"0.10\"\n");
+    let before = git(&project, &["rev-parse", "HEAD"]);
+    completed(&flow(&project, &json!([]), "flow/upgrade-deps", &[]));
+    let seen = upgraded_since(&project, &before);
+    insta::assert_snapshot!(
+        "upgrade_deps_not_checked",
+        seen.split("\n$ git diff --stat").next().unwrap_or_default()
+    );
+}
+
+/// Issue 39 (express): the commits said `Upgrade X from A to B` where the history says
+/// Dependabot's `build(deps): bump X from A to B` and `build(deps-dev): bump ...` for a
+/// development dependency. The messages follow the last dependency commits of the history.
+#[test]
+fn upgrade_deps_words_its_commits_as_the_history_does() {
+    let project = unbuildable_crate(
+        "[dependencies]\nstrsim = \"0.10\"\n\n[dev-dependencies]\nbase64 = \"0.22\"\n",
+    );
+    for subject in [
+        "build(deps-dev): bump criterion from 0.4.0 to 0.5.1 in /fuzz (#80)",
+        "Fix the parser",
+        "build(deps): bump serde from 1.0.1 to 1.0.2 (#81)",
+        "docs: mention the new flag",
+    ] {
+        git(&project, &["commit", "-q", "--allow-empty", "-m", subject]);
+    }
+    completed(&flow(&project, &json!([]), "flow/upgrade-deps", &[]));
+    insta::assert_snapshot!(
+        "upgrade_deps_history_convention",
+        git(&project, &["log", "-2", "--format=%s"])
+    );
+}
+
+/// The parts of `upgrade-deps` that read what a project wrote, given odd and hostile input:
+/// manifests (a quoted key, a comment, a range, a `git` dependency, a table that only looks
+/// like the one wanted, a value holding quotes) and histories (subjects that only look like
+/// an upgrade, a name with shell characters). Each is read, or said to be unreadable: never a
+/// guess, never a line it was not asked to change.
+#[test]
+fn upgrade_deps_reads_odd_manifests_and_histories_without_guessing() {
+    let project = repository(&[]);
+    project
+        .run(&["scripts", "eject", "flow:upgrade-deps"], "")
+        .expect_code(0);
+    let flow = read(&project, ".mekara/scripts/compiled/flow/upgrade-deps.star")
+        .replace("def execute(request):", "def upgrade(request):");
+    let probe = r#"
+MANIFESTS = [
+    ("normal", "[dependencies]\n\"serde\" = { features = [\"derive\"], version = \"=1.0.1\" } # pinned\n", ["dependencies"], "serde"),
+    ("dotted key", "[dependencies]\nserde.version = '1'\nserde.features = [\"a\"]\n", ["dependencies"], "serde"),
+    ("look-alike table", "[dev-dependencies]\nserde = \"1\"\n[dependencies.serde-json]\nversion = \"1\"\n", ["dependencies"], "serde"),
+    ("range", "[dependencies]\nserde = \">=1, <3\"\n", ["dependencies"], "serde"),
+    ("git", "[dependencies]\nserde = { git = \"https://example.com/s\" }\n", ["dependencies"], "serde"),
+    ("missing", "[package]\nname = \"x\"\n", ["dependencies"], "serde"),
+    ("legacy table", "[dev_dependencies]\nserde = \"0.9\" # old\n", ["dev-dependencies"], "serde"),
+    ("target", "[target.\"cfg(windows)\".dependencies]\nserde = \"1\"\n[target.'cfg(unix)'.dependencies]\nserde = \"1\"\n", ["target", "cfg(unix)", "dependencies"], "serde"),
+    ("cfg written without spaces", "[target.'cfg(all(unix,not(windows)))'.dependencies] # unix\nserde = \"1\"\n", ["target", "cfg(all(unix, not(windows)))", "dependencies"], "serde"),
+    ("array of tables", "[[bin]]\nserde = \"1\"\n", ["dependencies"], "serde"),
+    ("inherited, no root", "[dependencies]\nserde.workspace = true\n", ["dependencies"], "serde"),
+    ("quotes in a value", "[dependencies]\nserde = { version = \"1\", registry = \"a\\\"b\" }\n", ["dependencies"], "serde"),
+]
+
+HISTORIES = [
+    "chore(deps): update dependency eslint to v9 (#3)\nchore(deps): update rust crate serde to 1.0.200",
+    "Update README to mention v2\nUpdate the docs",
+    "deps: bump qs minimum to 6.15.2 (#7305)\nbuild(deps): bump actions/checkout from 6.0.2 to 7.0.0 (#7345)",
+    "Merge branch 'bump'\nbumped the version to 2.0.0",
+    "bump $(touch pwned) from 1 to 2",
+    "",
+]
+
+def execute(request):
+    for name, text, table, key in MANIFESTS:
+        found = "begin Cargo.toml\n" + text + "\nend Cargo.toml\n"
+        entries = [{"manifest": "Cargo.toml", "table": table, "key": key}]
+        print(name + ": " + json.encode(requirement_edits(found, entries, "2.0.0")))
+    for subjects in HISTORIES:
+        c = commit_convention(subjects)
+        d = {"name": "left-pad", "old": "1.0.0", "new": "1.3.0", "dev": False}
+        print(json.encode(subjects) + " -> " + message_of(c, d, "1.3.0") + " | dev: " + message_of(c, dict(d, dev = True), "1.3.0"))
+"#;
+    project.script(
+        "probe",
+        "Read odd input.\n",
+        Some(&format!("{flow}\n{probe}")),
+    );
+    let run = crate::library::mekara(&project, &["run", "probe"]);
+    run.expect_code(0);
+    let printed = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": {") || l.contains(" -> "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!("upgrade_deps_odd_input", printed);
+}
+
+/// Issue 39 (express): one MCP call ran the whole suite once per outdated package, 10+
+/// minutes, past what clients wait. After a stretch of upgrades (`MEKARA_UPGRADE_SECONDS`,
+/// here none) the run hands back to the agent with the progress, before the next upgrade.
+#[test]
+fn upgrade_deps_hands_back_to_the_agent_between_upgrades_after_its_time() {
+    let project = unbuildable_crate("[dependencies]\nstrsim = \"0.10\"\nbase64 = \"0.22\"\n");
+    project.write(
+        "agent/plan.json",
+        &json!([{"when": "hands back here", "outputs": {}}]).to_string(),
+    );
+    let mut cmd = crate::library::with_tools(project.command(&[
+        "run",
+        "--agent-command",
+        crate::library::AGENT_COMMAND,
+        "--json",
+        "flow/upgrade-deps",
+    ]));
+    cmd.env("MEKARA_UPGRADE_SECONDS", "0");
+    completed(&crate::common::run_with_stdin(cmd, ""));
+    let calls = calls(&project);
+    assert_eq!(calls.len(), 1, "one hand-back between the two upgrades");
+    let turn = calls[0]["prompt"].as_str().unwrap_or_default();
+    let turn = turn
+        .split("<instructions>")
+        .nth(1)
+        .and_then(|t| t.split("</instructions>").next())
+        .unwrap_or(turn)
+        .trim();
+    insta::assert_snapshot!("upgrade_deps_hand_back", turn);
+    assert_eq!(
+        git(&project, &["log", "-2", "--format=%s"]).lines().count(),
+        2
+    );
+}
+
+/// Issue 39: a Python project without `uv.lock` was refused right after a step that failed
+/// (`test -f uv.lock`), so the refusal offered `--retry`, which can only refuse again.
+#[test]
+fn upgrade_deps_refusing_a_python_project_without_a_lock_file_offers_no_retry() {
+    let project = crate::library::python_project();
+    let run = flow(&project, &json!([]), "flow/upgrade-deps", &[]);
+    let summary: serde_json::Value = serde_json::from_str(&run.stdout).expect("a JSON summary");
+    assert_eq!(summary["resume"], serde_json::Value::Null, "{}", run.stdout);
+    assert!(stopped_by(&run).contains("no cargo, npm, Go or uv project here (found: python)"));
+}

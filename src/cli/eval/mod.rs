@@ -26,6 +26,7 @@ use crate::eval::cases::Cases;
 use crate::eval::record::{AgentSpec, Baseline, Caps, EvalDir, Outcome, Plan, Trial};
 use crate::eval::stats::Summary;
 use crate::exit::Exit;
+use trial::Ctx;
 
 /// The flags of `mekara eval`.
 #[derive(Debug, Args)]
@@ -74,8 +75,8 @@ pub(super) struct EvalArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     max_duration: Option<Duration>,
     /// How long one agent answer may take, in seconds (as `mekara run --agent-timeout`).
-    #[arg(long, value_name = "SECONDS", default_value_t = 1200.0)]
-    agent_timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "1200")]
+    agent_timeout: super::Seconds,
     /// Run what is left of this eval (its plan and caps as they were, but a `--max-cost` or
     /// `--max-duration` given again; the trials that finished are not run again).
     #[arg(long, value_name = "ID")]
@@ -87,19 +88,6 @@ pub(super) struct EvalArgs {
     /// scripts (without it, such a script is refused).
     #[arg(long, conflicts_with = "resume")]
     project_script: bool,
-}
-
-/// What every trial of one invocation shares.
-pub(super) struct Ctx {
-    pub plan: Plan,
-    pub eval: EvalDir,
-    /// The running mekara, which each trial runs as `mekara run`.
-    pub exe: PathBuf,
-    /// The project's folder: trials' runs start there, so they land in its run store.
-    pub cwd: PathBuf,
-    pub agent_timeout: f64,
-    /// Set by Ctrl-C (or SIGTERM, SIGHUP): running trials stop unfinished, none starts.
-    pub stop: std::sync::Arc<AtomicBool>,
 }
 
 pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
@@ -148,7 +136,7 @@ pub(super) fn run(args: EvalArgs) -> anyhow::Result<Exit> {
         eval,
         exe: std::env::current_exe()?,
         cwd,
-        agent_timeout: super::timeout_arg("--agent-timeout", args.agent_timeout)?.as_secs_f64(),
+        agent_timeout: super::timeout_arg("--agent-timeout", &args.agent_timeout)?.as_secs_f64(),
         stop: std::sync::Arc::new(AtomicBool::new(false)),
     };
     for signal in crate::exit::INTERRUPTING_SIGNALS {

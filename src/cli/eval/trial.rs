@@ -10,18 +10,32 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use super::Ctx;
 use crate::cases::fixture::Scratch;
 use crate::engine::journal::Event;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::{CancelToken, ShellRunner, StepRunner as _};
 use crate::eval::cases::Case;
-use crate::eval::record::{Baseline, CheckResult, EvalDir, Outcome, Trial, TrialResult, Verdict};
+use crate::eval::record::{
+    Baseline, CheckResult, EvalDir, Outcome, Plan, Trial, TrialResult, Verdict,
+};
+
+/// What every trial of one invocation shares.
+pub(super) struct Ctx {
+    pub plan: Plan,
+    pub eval: EvalDir,
+    /// The running mekara, which each trial runs as `mekara run`.
+    pub exe: PathBuf,
+    /// The project's folder: trials' runs start there, so they land in its run store.
+    pub cwd: PathBuf,
+    pub agent_timeout: f64,
+    /// Set by Ctrl-C (or SIGTERM, SIGHUP): running trials stop unfinished, none starts.
+    pub stop: std::sync::Arc<AtomicBool>,
+}
 
 /// The judge's script name, in its own scripts folder of the eval.
 const JUDGE: &str = "mekara-eval-judge";

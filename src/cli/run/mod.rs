@@ -69,8 +69,8 @@ pub(super) struct RunArgs {
     #[arg(long)]
     project_script: bool,
     /// Default timeout of shell steps, in seconds (a step's own `timeout` wins).
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
-    timeout: f64,
+    #[arg(long, value_name = "SECONDS", default_value = "600")]
+    timeout: super::Seconds,
     #[command(flatten)]
     pub(super) unattended: super::unattended::UnattendedArgs,
     /// How many of `arguments` came after a `--` on the command line (they are the
@@ -139,7 +139,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Exit> {
         None => resolver,
     };
     let store = super::run_store(&locations)?;
-    let default_timeout = super::timeout_arg("--timeout", args.timeout)?;
+    let default_timeout = super::timeout_arg("--timeout", &args.timeout)?;
     let settings = Settings {
         default_timeout,
         ..Settings::default()

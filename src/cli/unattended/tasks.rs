@@ -10,9 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value as Json};
 
-use super::{Asked, End, UnattendedArgs, add, cost_note};
+use super::args::UnattendedArgs;
+use super::ask::{Asked, Bounds, Waited, add, at_limit, cost_note, deadline, wait_out};
+use super::end::End;
 use crate::agents::headless::{Agent, Kind, Reply as AgentReply, Request, Spent, outputs_schema};
 use crate::agents::history::Progress;
+use crate::agents::rate_limit::Backoff;
 use crate::agents::reply;
 use crate::agents::session::Session;
 use crate::agents::tools::AgentTool;
@@ -142,7 +145,7 @@ pub(super) fn ask_tasks(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     };
     let (sender, answers) = mpsc::channel::<Message>();
-    let deadline = super::deadline(group.limits, group.started);
+    let deadline = deadline(group.limits, group.started);
     let mut stopped = false;
     std::thread::scope(|scope| {
         for worker in 0..workers {
@@ -172,7 +175,7 @@ pub(super) fn ask_tasks(
                             .map(|n| n.member_slot(worker + 1, number_of(task))),
                         ..base.clone()
                     };
-                    let bounds = super::Bounds {
+                    let bounds = Bounds {
                         timeout,
                         deadline,
                         max_step_tokens: None,
@@ -244,7 +247,7 @@ pub(super) fn ask_tasks(
         return Asked::Stop(End::Interrupted);
     }
     if let Some((step, reached)) = lock().limit.take() {
-        return Asked::Stop(super::at_limit(session, group.limits, &step, reached));
+        return Asked::Stop(at_limit(session, group.limits, &step, reached));
     }
     Asked::Next(session.go_on(progress))
 }
@@ -255,14 +258,14 @@ fn ask_one(
     agent: &mut dyn Agent,
     request: &mut Request,
     task: &Task,
-    bounds: super::Bounds,
+    bounds: Bounds,
     prices: &crate::agents::prices::Prices,
     cancel: &CancelToken,
     sender: &mpsc::Sender<Message>,
 ) -> Option<Answered> {
     let started = Instant::now();
     let mut total = AgentReport::default();
-    let mut backoff = super::Backoff::new();
+    let mut backoff = Backoff::new();
     loop {
         eprintln!("… asking an agent: llm step `{}`", request.step);
         let (answer, report) = match agent
@@ -294,7 +297,7 @@ fn ask_one(
                     });
                     Ok(())
                 };
-                match super::wait_out(
+                match wait_out(
                     &mut backoff,
                     &limited,
                     &step,
@@ -302,12 +305,12 @@ fn ask_one(
                     cancel,
                     &mut note,
                 ) {
-                    super::Waited::Again => {
+                    Waited::Again => {
                         add(&mut total, &report, request.attempt, started.elapsed());
                         continue;
                     }
-                    super::Waited::Cancelled => return None,
-                    super::Waited::GaveUp(error) => (Err((error, false)), report),
+                    Waited::Cancelled => return None,
+                    Waited::GaveUp(error) => (Err((error, false)), report),
                 }
             }
         };

@@ -14,13 +14,13 @@ use starlark::eval::Evaluator;
 use starlark::starlark_module;
 use starlark::values::{Heap, Value};
 
-use super::Suspension;
 use super::context::{StepContext, step_context};
 use super::declared::{
     AskResult, AutoResult, CallScriptResult, Declared, DictOrNone, Expects, LlmResult, McpResult,
     Returns, Seconds, StepType,
 };
 use super::diagnostics::{is_limit, locate_in_function, render};
+use super::evaluation::Suspension;
 use super::values::{
     alloc_json, check_depth, error_value, expects_map, function_name, json_of, keyword_values,
     result_struct, seconds, string_map, unfit,

@@ -13,7 +13,8 @@ use std::time::Duration;
 use starlark::any::ProvidesStaticType;
 use starlark::eval::Evaluator;
 
-use super::{Limits, Suspension, Task};
+use super::evaluation::{Suspension, Task};
+use super::limits::Limits;
 use crate::engine::error::EngineError;
 use crate::engine::group_note::GroupNote;
 use crate::engine::journal::JournalError;

@@ -15,8 +15,8 @@ use starlark::eval::{BeforeStmtFunc, BeforeStmtFuncDyn, Evaluator};
 use starlark::values::Value;
 
 use super::context::LogPrinter;
+use super::limits::{Limits, apply_limits};
 use super::values::keyword_values;
-use super::{Limits, apply_limits};
 use crate::memory::{Budget, Statement};
 
 /// An error in a script's code, rendered with `file:line:col` and the source snippet.

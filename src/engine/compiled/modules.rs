@@ -10,14 +10,15 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use starlark::codemap::FileSpan;
-use starlark::environment::FrozenModule;
-use starlark::eval::FileLoader;
+use starlark::environment::{FrozenModule, Module};
+use starlark::eval::{Evaluator, FileLoader};
 use starlark::syntax::AstModule;
 use starlark::syntax::ast::{AstExpr, AstLiteral, ExprP};
 
-use super::builtins::dialect;
-use super::diagnostics::{CodeError, at_end_of_file, render};
-use super::{Limits, freeze_module};
+use super::builtins::{dialect, globals};
+use super::context::LogPrinter;
+use super::diagnostics::{CodeError, MemoryCheck, at_end_of_file, overflow_as_limit, render};
+use super::limits::{Limits, apply_limits};
 use crate::script::{HelperError, ScriptFile};
 
 /// Finds the helper module a `load` path names.
@@ -224,4 +225,40 @@ pub(crate) fn string_literals(ast: &AstModule) -> String {
     // `visit_expr` of a statement reaches the expressions of the statements inside it.
     ast.statement().node.visit_expr(|e| expr(e, &mut out));
     out
+}
+
+/// Runs a parsed module's top level (where step builtins refuse to run), with the modules
+/// its `load` statements name, and freezes it.
+pub(crate) fn freeze_module(
+    origin: &str,
+    ast: AstModule,
+    limits: &Limits,
+    loads: &HashMap<&str, &FrozenModule>,
+) -> Result<FrozenModule, CodeError> {
+    let _budget = limits.budget();
+    let frozen = overflow_as_limit(limits, || {
+        Module::with_temp_heap(|module| -> Result<FrozenModule, CodeError> {
+            {
+                let printer = LogPrinter;
+                let loader = Loads(loads);
+                let mut eval = Evaluator::new(&module);
+                eval.set_print_handler(&printer);
+                eval.set_loader(&loader);
+                apply_limits(&mut eval, limits).map_err(CodeError::new)?;
+                MemoryCheck::watch(&mut eval, limits);
+                eval.eval_module(ast, globals())
+                    .map_err(|e| CodeError::new(render(&e)))?;
+            }
+            module
+                .freeze()
+                .map_err(|e| CodeError::new(format!("{origin}: {e:?}")))
+        })
+    });
+    // starlark computes some constant expressions as it compiles, before any statement runs.
+    frozen.unwrap_or_else(|limit| {
+        Err(CodeError::new(format!(
+            "error: {}\n --> {origin}",
+            render(&limit)
+        )))
+    })
 }

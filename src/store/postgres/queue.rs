@@ -41,9 +41,10 @@ pub(crate) enum JobState {
     Queued,
     /// A worker took it (alive or not: see [`QueueRow::live`]).
     Claimed,
-    /// Its run ended and succeeded.
+    /// Its worker is done with it: its run ended and succeeded, or waits for a person (an
+    /// answer to `ask`, a spend cap raised with `mekara answer`), whom a resume then follows.
     Done,
-    /// Its run ended and failed (or stopped at a limit, or waits for an answer).
+    /// Its run ended and failed (or stopped at a limit), or could not start.
     Failed,
     /// `mekara runs cancel` stopped it.
     Cancelled,

@@ -12,9 +12,8 @@ use super::evaluator::SUBCOMMAND;
 use super::link::Link;
 use super::protocol::{Ask, CallJob, FrameJob, LoadJob, Opened, Outcome, Start};
 use super::sources::Sources;
-use crate::engine::compiled::{
-    Called, DirectCall, Evaluation, FrameRun, Program, evaluate_counted,
-};
+use crate::engine::compiled::program::evaluate_counted;
+use crate::engine::compiled::{Called, DirectCall, Evaluation, FrameRun, Program};
 use crate::engine::runner::CancelToken;
 use crate::engine::step::StepRecord;
 use crate::script::{HelperError, ScriptFile};

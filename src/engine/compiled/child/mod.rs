@@ -19,16 +19,21 @@
 //! - [`sources`]: what the parent reads for a child to load a script ([`Sources`]);
 //! - [`protocol`]: the lines the two say to each other;
 //! - [`parent_side`]: the parent's side: start a child, do what it asks, tell how it ended;
+//! - [`live`]: the child process and its pipes; [`warm`]: one kept holding a suspended
+//!   evaluation ([`Warm`]);
 //! - [`child_side`]: `mekara __evaluate` itself, and [`link`], its line to the parent.
 
 mod child_side;
 mod evaluator;
 mod link;
+mod live;
 mod parent_side;
 mod protocol;
 mod sources;
+mod warm;
 
 pub(crate) use child_side::serve_parent;
 pub(crate) use evaluator::{SUBCOMMAND, evaluator};
-pub(crate) use parent_side::{Warm, call, evaluate, load};
+pub(crate) use parent_side::{call, evaluate, load};
 pub(crate) use sources::Sources;
+pub(crate) use warm::Warm;

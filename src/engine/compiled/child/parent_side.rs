@@ -1,29 +1,29 @@
 //! The parent's side: starts `mekara __evaluate`, sends it the job, does what it asks with
 //! the frame's runner, journal and observer, and makes of how it ended the evaluation's end.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde::Serialize;
 
 use super::evaluator::SUBCOMMAND;
+use super::live::Live;
 use super::protocol::{
     Answer, Ask, CallJob, FrameJob, LoadJob, Opening, Outcome, Start, stopped, write_line,
 };
 use super::sources::Sources;
+use super::warm::{TakeUp, Warm};
 use crate::engine::compiled::static_check::largest_constant;
 use crate::engine::compiled::{Called, CodeError, DirectCall, Evaluation, FrameRun};
 use crate::engine::error::EngineError;
 use crate::engine::journal::JournalError;
 use crate::engine::observer::Recorded;
-use crate::engine::process::EvaluatorLimit;
 use crate::engine::runner::{Ran, ShellStep};
 use crate::engine::step::{StepInput, StepRecord};
 
 /// Evaluates the script of `sources` over the frame's journal in a child process `exe
 /// __evaluate`, doing what it asks with `run`'s runner, journal and observer; ends as
-/// [`evaluate_counted`](crate::engine::compiled::evaluate_counted) does.
+/// [`evaluate_counted`](crate::engine::compiled::program::evaluate_counted) does.
 ///
 /// With a [`Warm`] slot in `run`, a child that suspends is kept there holding the
 /// evaluation, and the next evaluation of the frame takes it up: with no new step it
@@ -379,162 +379,10 @@ fn converse<'a>(
     }
 }
 
-/// What an evaluator child may allocate besides its evaluation's memory cap: its own
-/// start, and the job (the script, its helpers, the frame's journal) it reads and holds.
-const EVALUATOR_OWN: usize = 256 * 1024 * 1024;
-
-/// The memory the system lets an evaluator child commit where it can bound a process
-/// (Windows, see [`EvaluatorLimit`]): the evaluation's cap and [`EVALUATOR_OWN`], 1.25 GiB by
-/// default.
-fn evaluator_memory(limits: &crate::engine::compiled::Limits) -> usize {
-    limits.memory_cap().saturating_add(EVALUATOR_OWN)
-}
-
-/// An evaluator child, with its pipes; killed and reaped when dropped.
-pub(crate) struct Live {
-    process: Child,
-    /// Holds it to its memory and to this process's life (a Job Object on Windows).
-    _limit: EvaluatorLimit,
-    to_child: Option<ChildStdin>,
-    from_child: Option<BufReader<ChildStdout>>,
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Live {
-    /// Starts `exe __evaluate`, in a process group of its own: a Ctrl-C at the terminal goes
-    /// to the parent, which stops the step in flight and so the evaluation.
-    fn spawn(exe: &Path, limits: &crate::engine::compiled::Limits) -> std::io::Result<Live> {
-        let mut command = Command::new(exe);
-        command
-            .arg(SUBCOMMAND)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        crate::engine::process::in_own_group(&mut command);
-        let mut process = command.spawn()?;
-        // Before the job is sent: the child allocates nothing of the script's until then.
-        let limit = EvaluatorLimit::hold(&process, evaluator_memory(limits));
-        Ok(Live {
-            _limit: limit,
-            to_child: process.stdin.take(),
-            from_child: process.stdout.take().map(BufReader::new),
-            stderr: process.stderr.take().map(keep_stderr),
-            process,
-        })
-    }
-
-    /// Closes its stdin and waits for it to end: how it ended, and what it said on stderr.
-    fn end(mut self) -> (std::io::Result<std::process::ExitStatus>, String) {
-        drop(self.to_child.take());
-        drop(self.from_child.take());
-        let status = self.process.wait();
-        let said = self
-            .stderr
-            .take()
-            .and_then(|reader| reader.join().ok())
-            .unwrap_or_default();
-        (status, said)
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        // A child that ended is reaped already, and `kill` then sends nothing.
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-/// An evaluator child holding a frame's suspended evaluation between two evaluations of
-/// the frame (see [`evaluate`]): a cache, dropped at any time (the next evaluation then
-/// starts from the top, as it would without it). Dropping it ends the child.
-///
-/// At most [`MAX_WARM`] are kept in a process, each under [`WARM_RSS`] of memory when it
-/// suspends: the bound on what they hold together.
-pub(crate) struct Warm {
-    live: Live,
-    /// How many of the frame's steps it holds, and the last of them: the journal it
-    /// suspended over.
-    seen: usize,
-    last: Option<StepRecord>,
-    /// What it said when it suspended.
-    evaluation: Evaluation,
-    cursor: usize,
-    printed: usize,
-    /// Its place among the [`MAX_WARM`].
-    _counted: Counted,
-}
-
-/// A place among the [`MAX_WARM`], given back when dropped.
-struct Counted;
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        WARM.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// How many children may hold suspended evaluations at once in one process.
-pub(crate) const MAX_WARM: usize = 32;
-/// The memory (resident) a child may have when it suspends to be kept.
-pub(crate) const WARM_RSS: u64 = 64 * 1024 * 1024;
-/// How many are kept now.
-static WARM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// What a held evaluation can do for the frame's journal now.
-enum TakeUp {
-    /// Nothing was journaled since: it answers what it answered.
-    Same(Box<Warm>),
-    /// Steps were journaled since: it goes on with them.
-    Resume(Live, Vec<StepRecord>),
-    /// The journal is not the one it suspended over plus new steps (a rewind): it is let go.
-    Stale,
-}
-
-impl Warm {
-    /// A child that suspended over `steps`, kept if there is room for it.
-    fn keep(
-        live: Live,
-        steps: &[StepRecord],
-        evaluation: &Evaluation,
-        cursor: usize,
-        printed: usize,
-    ) -> Option<Warm> {
-        use std::sync::atomic::Ordering;
-        let small = resident(live.process.id()).is_none_or(|rss| rss <= WARM_RSS);
-        let room = WARM
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (small && n < MAX_WARM).then_some(n + 1)
-            })
-            .is_ok();
-        room.then(|| Warm {
-            live,
-            seen: steps.len(),
-            last: steps.last().cloned(),
-            evaluation: evaluation.clone(),
-            cursor,
-            printed,
-            _counted: Counted,
-        })
-    }
-
-    fn take_up(self, steps: &[StepRecord]) -> TakeUp {
-        let kept = steps.len() >= self.seen
-            && self.seen.checked_sub(1).map(|at| &steps[at]) == self.last.as_ref();
-        if !kept {
-            TakeUp::Stale
-        } else if steps.len() == self.seen {
-            TakeUp::Same(Box::new(self))
-        } else {
-            let new = steps[self.seen..].to_vec();
-            TakeUp::Resume(self.live, new)
-        }
-    }
-}
 /// A place among the evaluations that may go on at once in this process, held while one
 /// does: each may take up to its hard memory cap (four times the heap limit), so with
-/// [`max_evaluating`] of them, and at most [`MAX_WARM`] held children of at most
-/// [`WARM_RSS`] each, that bounds what a server's evaluations take together. Past it, an
+/// [`max_evaluating`] of them, and at most [`MAX_WARM`](super::warm::MAX_WARM) held children
+/// of at most [`WARM_RSS`](super::warm::WARM_RSS) each, that bounds what a server's evaluations take together. Past it, an
 /// evaluation waits for a place (docs/design.md, "Memory across evaluations").
 struct Evaluating;
 
@@ -586,32 +434,6 @@ impl Drop for Evaluating {
         *going = going.saturating_sub(1);
         ended.notify_one();
     }
-}
-
-/// The resident memory of process `pid`, when this system tells it.
-fn resident(pid: u32) -> Option<u64> {
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
-/// The most of the child's stderr that is kept.
-const STDERR_KEPT: usize = 64 * 1024;
-
-/// Reads the child's stderr to its end on a thread of its own, keeping its beginning.
-fn keep_stderr(mut stderr: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buffer = [0u8; 8192];
-        while let Ok(n) = stderr.read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            let room = STDERR_KEPT.saturating_sub(kept.len());
-            kept.extend_from_slice(&buffer[..n.min(room)]);
-        }
-        String::from_utf8_lossy(&kept).into_owned()
-    })
 }
 
 /// The memory cap's message in what a child said, without the line that says the process
