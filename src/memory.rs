@@ -13,7 +13,10 @@
 //!   refusal says why on stderr first, naming the statement ([`Statement`]): it bounds
 //!   what one statement can take, at the price of the process, which is why scripts are
 //!   evaluated in a child process (`engine::compiled::child`; docs/design.md, "Memory of a
-//!   script").
+//!   script");
+//! - an allocation under a budget that the system refuses (the machine has no more, or a
+//!   limit on the process: the evaluator child's Job Object on Windows) says so the same
+//!   way: starlark aborts there as at the cap.
 //!
 //! An allocator must not unwind, and must not allocate: the counts are thread-local cells.
 #![allow(unsafe_code)] // A global allocator is an `unsafe` trait; this one only adds counts.
@@ -143,6 +146,29 @@ fn say_refused(bytes: usize, cap: isize) {
         text,
         "{REFUSED} {bytes} bytes at once, past the memory cap of an evaluation ({cap} bytes: four times the heap limit)"
     );
+    say_stop(text);
+}
+
+/// The system refused `bytes` to a thread under a budget, within its cap: the machine has
+/// no more, or a limit on the process (Windows' Job of an evaluator child, a `ulimit -v`)
+/// was reached. starlark aborts as at the cap, so the refusal says why as it does (once: the
+/// budget is gone after it), and the parent makes it the script's failure.
+fn system_refused(bytes: usize) {
+    let Ok(Some(left)) = LEFT.try_with(|left| left.replace(None)) else {
+        return;
+    };
+    let cap = CAP.try_with(Cell::get).unwrap_or(0);
+    let mut text = Text::default();
+    let _ = write!(
+        text,
+        "{REFUSED} {bytes} bytes at once, which the system refused: the evaluation held {} bytes, under its memory cap ({cap} bytes), and the system gives the evaluator no more",
+        cap.saturating_sub(left)
+    );
+    say_stop(text);
+}
+
+/// Ends `text` with the statement and [`STOPS`], and writes it to stderr.
+fn say_stop(mut text: Text) {
     write_statement(&mut text);
     let _ = writeln!(text, "\n{STOPS}");
     write_stderr(&text.bytes[..text.len]);
@@ -213,6 +239,7 @@ unsafe impl GlobalAlloc for Allocator {
         let p = unsafe { System.alloc(layout) };
         if p.is_null() {
             credit(layout.size());
+            system_refused(layout.size());
         }
         p
     }
@@ -225,6 +252,7 @@ unsafe impl GlobalAlloc for Allocator {
         let p = unsafe { System.alloc_zeroed(layout) };
         if p.is_null() {
             credit(layout.size());
+            system_refused(layout.size());
         }
         p
     }
@@ -243,7 +271,10 @@ unsafe impl GlobalAlloc for Allocator {
         // SAFETY: as for `dealloc`, and the caller's contract for `realloc`.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         match (p.is_null(), new_size > old) {
-            (true, true) => credit(new_size - old),
+            (true, true) => {
+                credit(new_size - old);
+                system_refused(new_size);
+            }
             (false, false) => credit(old - new_size),
             _ => {}
         }

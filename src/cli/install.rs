@@ -1,6 +1,6 @@
 //! `mekara install` and `mekara uninstall`.
 
-use super::output::out;
+use super::output::{out, outln};
 use clap::Args;
 
 use crate::agents::{CLIENTS, Client};
@@ -37,9 +37,11 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
         Scope::Project(locations.project_root.unwrap_or(cwd))
     };
     let plan = install::plan(scope, &CLIENTS, &args.clients, direction)?;
-    if !args.dry_run {
-        install::apply(&plan)?;
-    }
+    let notes = if args.dry_run {
+        Vec::new()
+    } else {
+        install::apply(&plan)?
+    };
     out!(
         "{}",
         Report {
@@ -47,5 +49,8 @@ pub(super) fn run(args: InstallArgs, direction: Direction) -> anyhow::Result<Exi
             dry_run: args.dry_run
         }
     )?;
+    for note in notes {
+        outln!("{note}")?;
+    }
     Ok(Exit::Success)
 }

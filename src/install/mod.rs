@@ -18,6 +18,8 @@
 mod change;
 pub(crate) mod commands;
 pub(crate) mod edits;
+#[cfg(any(windows, test))]
+mod junction;
 #[cfg(test)]
 mod plugin;
 mod record;
@@ -646,13 +648,30 @@ fn executable(_meta: &std::fs::Metadata) -> bool {
     true
 }
 
-/// Makes the changes of `plan`, in order.
-pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
+/// Makes the changes of `plan`, in order; what the person should know of how they were
+/// made (a junction where Windows refused a link) comes back, a line each.
+pub(crate) fn apply(plan: &Plan) -> Result<Vec<String>, InstallError> {
+    let mut notes = Vec::new();
+    let mut link = |target: &Path, path: &Path| -> Result<(), InstallError> {
+        if let Linked::Junction = symlink(target, path)? {
+            notes.push(format!(
+                "`{}` is a junction, not a symbolic link: Windows allows those only in \
+                 Developer Mode or to an administrator; it names `{}` by its full path, so \
+                 after moving the project run `mekara install` again",
+                display(plan.scope.base(), path),
+                display(
+                    plan.scope.base(),
+                    &path.parent().unwrap_or(path).join(target)
+                ),
+            ));
+        }
+        Ok(())
+    };
     for change in &plan.changes {
         let path = &change.path;
         match &change.action {
             Action::CreateDir => std::fs::create_dir_all(path).map_err(io("create", path))?,
-            Action::Symlink { target } => symlink(target, path)?,
+            Action::Symlink { target } => link(target, path)?,
             Action::MoveAndLink {
                 files,
                 duplicates,
@@ -673,9 +692,10 @@ pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
                 // Only empty folders are left; `remove_dir_all` would also take anything that
                 // appeared since the plan, so remove them one by one.
                 remove_empty_dirs(path)?;
-                symlink(target, path)?;
+                link(target, path)?;
             }
-            Action::RemoveSymlink | Action::RemoveGenerated => {
+            Action::RemoveSymlink => remove_link(path)?,
+            Action::RemoveGenerated => {
                 std::fs::remove_file(path).map_err(io("remove", path))?;
             }
             Action::RestoreCommands {
@@ -683,7 +703,7 @@ pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
                 dropped,
                 from,
             } => {
-                std::fs::remove_file(path).map_err(io("remove", path))?;
+                remove_link(path)?;
                 std::fs::create_dir(path).map_err(io("create", path))?;
                 for (file, moved) in files
                     .iter()
@@ -719,7 +739,7 @@ pub(crate) fn apply(plan: &Plan) -> Result<(), InstallError> {
             }
         }
     }
-    Ok(())
+    Ok(notes)
 }
 
 fn remove_empty_dirs(dir: &Path) -> Result<(), InstallError> {
@@ -732,16 +752,43 @@ fn remove_empty_dirs(dir: &Path) -> Result<(), InstallError> {
     std::fs::remove_dir(dir).map_err(io("remove", dir))
 }
 
-fn symlink(target: &Path, link: &Path) -> Result<(), InstallError> {
+/// How [`symlink`] linked a folder.
+enum Linked {
+    /// With a symbolic link.
+    Symlink,
+    /// With a junction (Windows, where the person may not make symbolic links).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    Junction,
+}
+
+fn symlink(target: &Path, link: &Path) -> Result<Linked, InstallError> {
     if let Some(parent) = link.parent() {
         std::fs::create_dir_all(parent).map_err(io("create", parent))?;
     }
     #[cfg(unix)]
-    let made = std::os::unix::fs::symlink(target, link);
-    // A folder's link; Windows lets a user make one in Developer Mode or as an administrator.
+    let made = std::os::unix::fs::symlink(target, link).map(|()| Linked::Symlink);
+    // A folder's link; Windows lets a user make one in Developer Mode or as an
+    // administrator, and anyone a junction.
     #[cfg(windows)]
-    let made = std::os::windows::fs::symlink_dir(target, link);
+    let made = match std::os::windows::fs::symlink_dir(target, link) {
+        Err(e)
+            if e.raw_os_error()
+                == i32::try_from(windows_sys::Win32::Foundation::ERROR_PRIVILEGE_NOT_HELD).ok() =>
+        {
+            junction::make(target, link).map(|()| Linked::Junction)
+        }
+        made => made.map(|()| Linked::Symlink),
+    };
     made.map_err(io("link", link))
+}
+
+/// Removes the link install made: a symbolic link, or on Windows a folder's link or
+/// junction, which the system removes as a folder (leaving what it points at alone).
+fn remove_link(path: &Path) -> Result<(), InstallError> {
+    let removed = std::fs::remove_file(path);
+    #[cfg(windows)]
+    let removed = removed.or_else(|_| std::fs::remove_dir(path));
+    removed.map_err(io("remove", path))
 }
 
 /// Writes through a temporary file in the same folder and a rename, so a crash leaves the

@@ -214,6 +214,39 @@ fn one_allocation_past_four_times_the_limit_fails_the_script_at_its_line_and_mek
     }
 }
 
+/// Where the system bounds the evaluator child below the cap (Windows: the child's Job
+/// Object; here `ulimit -v`, which the child inherits), an allocation it refuses fails the
+/// script at its line, as the cap does, instead of stopping the child with the standard
+/// library's bare "memory allocation failed" (an evaluation that stopped, not the script's
+/// failure).
+#[test]
+fn an_allocation_the_system_refuses_under_the_cap_fails_the_script_at_its_line() {
+    let project = Project::new();
+    // A 400 MB string, then its copy into starlark's heap: 800 MB, under the 1 GiB cap.
+    project.script(
+        "grow",
+        "Grow.\n",
+        Some("def execute(request):\n    s = \"x\" * (400000000 + len(request))\n"),
+    );
+    let run = crate::common::run_with_stdin(
+        project.shell("ulimit -v 700000 && exec mekara run grow"),
+        "\n",
+    );
+    run.expect_code(1);
+    let failed = what_failed(&run.stdout);
+    assert!(
+        failed.starts_with("error: a statement of the Starlark script asked for ")
+            && failed.contains("bytes at once, which the system refused: the evaluation held ")
+            && failed.contains("under its memory cap (1073741824 bytes), and the system gives the evaluator no more")
+            && failed.contains("grow.star:2:5"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(!failed.contains("mekara stops"), "{failed}");
+    assert_eq!(project.run_ids().len(), 1, "the run is kept");
+}
+
 #[test]
 fn a_run_failed_at_the_memory_cap_is_retried_with_the_fixed_script() {
     let project = Project::new();

@@ -45,6 +45,11 @@ impl Limits {
     /// statements allocate is checked against the heap limit, and one allocation that
     /// would take it past four times the limit stops the process (see [`crate::memory`]).
     pub(super) fn budget(&self) -> Budget {
-        Budget::enter(self.max_heap_bytes.saturating_mul(4))
+        Budget::enter(self.memory_cap())
+    }
+
+    /// The memory cap of an evaluation: four times the heap limit (1 GiB by default).
+    pub(crate) fn memory_cap(&self) -> usize {
+        self.max_heap_bytes.saturating_mul(4)
     }
 }

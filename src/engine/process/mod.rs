@@ -51,14 +51,51 @@ impl Process {
 #[cfg(windows)]
 pub(crate) use imp::{
     FileAt, Job, delete_pending, in_own_group, interrupt, interruptible, kill_group,
-    own_group_and_pid, resume, stdin_readable_within,
+    own_group_and_pid, resume,
 };
 pub(crate) use imp::{clock_ns, group_members, process};
 #[cfg(unix)]
 pub(crate) use unix::{
     ExitWatch, FileAt, in_own_group, interrupt, interruptible, kill_group, own_group_and_pid,
-    stdin_readable_within,
 };
+
+/// What holds an evaluator child (`mekara __evaluate`) to its memory and to mekara's life
+/// while it is kept, from [`EvaluatorLimit::hold`] until dropped.
+///
+/// On Windows it is a Job Object of the child's own, with `PROCESS_MEMORY` at the figure
+/// given and `KILL_ON_JOB_CLOSE`: an allocation past the figure fails in the child (whose
+/// allocator then says so, see `crate::memory`), and the child dies with mekara however
+/// mekara dies. On Unix it is nothing: the allocator's cap bounds an evaluation (docs/design.md,
+/// "Why not `RLIMIT_AS` in the child"), and a child whose parent died reads the end of its
+/// stdin and ends.
+#[derive(Debug)]
+pub(crate) struct EvaluatorLimit {
+    #[cfg(windows)]
+    _job: Option<imp::Job>,
+}
+
+impl EvaluatorLimit {
+    /// Holds `child` to `memory_bytes`. A system that refuses (a Windows older than 8, whose
+    /// Jobs do not nest, under a Job of its own) leaves the child without it, with a warning:
+    /// the allocator's cap still bounds the evaluation.
+    pub(crate) fn hold(child: &std::process::Child, memory_bytes: usize) -> EvaluatorLimit {
+        #[cfg(unix)]
+        let _ = (child, memory_bytes);
+        #[cfg(windows)]
+        {
+            let job = imp::Job::for_evaluator(child, memory_bytes)
+                .inspect_err(|e| {
+                    tracing::warn!(
+                        "cannot put the evaluator child in a Job Object ({e}): it has no memory limit of the system's, and may outlive mekara until its stdin closes"
+                    );
+                })
+                .ok();
+            EvaluatorLimit { _job: job }
+        }
+        #[cfg(unix)]
+        EvaluatorLimit {}
+    }
+}
 
 /// The backend's name, for the tests.
 #[cfg(test)]

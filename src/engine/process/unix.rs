@@ -108,21 +108,3 @@ pub(crate) fn interrupt(child: &Child) {
         let _ = rustix::process::kill_process(pid, Signal::INT);
     }
 }
-
-/// Whether stdin has something to read (or its end) within `idle`.
-pub(crate) fn stdin_readable_within(idle: std::time::Duration) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-    let timeout = Timespec {
-        tv_sec: i64::try_from(idle.as_secs()).unwrap_or(i64::MAX),
-        tv_nsec: 0,
-    };
-    loop {
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(n) => return n > 0,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return true,
-        }
-    }
-}

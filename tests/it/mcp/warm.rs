@@ -148,6 +148,40 @@ async fn a_killed_evaluator_is_started_again_and_the_run_goes_on_from_its_journa
     );
 }
 
+/// The child holding a run ends on its own after its idle time (`MEKARA_EVALUATOR_IDLE_SECS`
+/// here, ten minutes unless set), on every system: a thread of its own waits out the time
+/// beside the blocking read of its stdin (a Windows pipe's read has no timeout). The next
+/// call starts another, which goes on from the journal.
+#[tokio::test]
+async fn a_held_evaluator_left_idle_ends_and_the_run_goes_on_from_its_journal() {
+    let project = Project::new();
+    steps_script(&project, 2);
+    let idle = std::path::Path::new("3");
+    let client = Client::start(&project, &[("MEKARA_EVALUATOR_IDLE_SECS", idle)]).await;
+    let reply = client.call("start", json!({"name": "steps"})).await.ok();
+    assert!(reply.contains("Step 0, after none"), "{reply}");
+    let held = evaluators(client.pid);
+    assert_eq!(held.len(), 1, "a child holds the run: {held:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !evaluators(client.pid).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle child did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let reply = client.continue_with(json!({"answer": "w0"})).await.ok();
+    assert!(reply.contains("Step 1, after w0"), "{reply}");
+    let second = evaluators(client.pid);
+    assert!(
+        second.len() == 1 && second != held,
+        "a new child: {second:?}"
+    );
+    let reply = client.continue_with(json!({"answer": "w1"})).await.ok();
+    assert!(reply.contains("completed"), "{reply}");
+    assert_eq!(ran(&project), ["0", "1", "done:w1"], "no step ran twice");
+}
+
 #[test]
 #[cfg_attr(not(feature = "clients"), ignore = "needs strace")]
 fn an_unattended_run_starts_one_evaluator_for_all_its_llm_steps() {

@@ -24,6 +24,39 @@ fn parent_gone() -> ! {
 /// before it ends on its own: the parent then starts a new one, as it would after any end.
 pub(super) const IDLE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
+/// Sets [`IDLE`] in seconds, for tests (a test cannot wait ten minutes).
+const IDLE_VAR: &str = "MEKARA_EVALUATOR_IDLE_SECS";
+
+/// [`IDLE`], or the seconds `MEKARA_EVALUATOR_IDLE_SECS` gives.
+fn idle() -> std::time::Duration {
+    std::env::var(IDLE_VAR)
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .map_or(IDLE, std::time::Duration::from_secs)
+}
+
+/// Ends the process `idle` from now, unless dropped first: a thread waits that long for the
+/// word to stand down. A blocking read of stdin cannot be given a timeout on every system (a
+/// Windows anonymous pipe has none), so the wait is beside it, the same on all.
+struct IdleWatch {
+    /// Dropped, it ends the thread's wait at once.
+    _stand_down: std::sync::mpsc::Sender<()>,
+}
+
+impl IdleWatch {
+    fn start(idle: std::time::Duration) -> IdleWatch {
+        let (stand_down, told) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = told.recv_timeout(idle) {
+                std::process::exit(0);
+            }
+        });
+        IdleWatch {
+            _stand_down: stand_down,
+        }
+    }
+}
+
 /// The child's line to its parent, which is its runner and its observer.
 pub(super) struct Link(pub(super) Mutex<(BufReader<std::io::Stdin>, std::io::Stdout)>);
 
@@ -95,13 +128,12 @@ impl Holder for Link {
         if write_line(to_parent, &said).is_err() {
             parent_gone();
         }
-        // Nothing is buffered past the parent's last answer (it says nothing unasked), so
-        // the pipe itself tells whether the parent spoke. Idle, or told nothing more (its
-        // stdin closed: it let the evaluation go), the child ends: holding it was a cache.
-        if from_parent.buffer().is_empty() && !crate::engine::process::stdin_readable_within(IDLE) {
-            std::process::exit(0);
-        }
-        match Self::read(from_parent) {
+        // Idle past `IDLE`, or told nothing more (its stdin closed: the parent let the
+        // evaluation go, or died), the child ends: holding it was a cache.
+        let watch = IdleWatch::start(idle());
+        let answer = Self::read(from_parent);
+        drop(watch);
+        match answer {
             Answer::Resume(steps) => steps,
             _ => parent_gone(),
         }

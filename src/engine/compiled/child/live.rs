@@ -6,10 +6,25 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use super::evaluator::SUBCOMMAND;
+use crate::engine::compiled::Limits;
+use crate::engine::process::EvaluatorLimit;
+
+/// What an evaluator child may allocate besides its evaluation's memory cap: its own
+/// start, and the job (the script, its helpers, the frame's journal) it reads and holds.
+const EVALUATOR_OWN: usize = 256 * 1024 * 1024;
+
+/// The memory the system lets an evaluator child commit where it can bound a process
+/// (Windows, see [`EvaluatorLimit`]): the evaluation's cap and [`EVALUATOR_OWN`], 1.25 GiB by
+/// default.
+fn evaluator_memory(limits: &Limits) -> usize {
+    limits.memory_cap().saturating_add(EVALUATOR_OWN)
+}
 
 /// An evaluator child, with its pipes; killed and reaped when dropped.
 pub(crate) struct Live {
     pub(super) process: Child,
+    /// Holds it to its memory and to this process's life (a Job Object on Windows).
+    _limit: EvaluatorLimit,
     pub(super) to_child: Option<ChildStdin>,
     pub(super) from_child: Option<BufReader<ChildStdout>>,
     stderr: Option<std::thread::JoinHandle<String>>,
@@ -18,7 +33,7 @@ pub(crate) struct Live {
 impl Live {
     /// Starts `exe __evaluate`, in a process group of its own: a Ctrl-C at the terminal goes
     /// to the parent, which stops the step in flight and so the evaluation.
-    pub(super) fn spawn(exe: &Path) -> std::io::Result<Live> {
+    pub(super) fn spawn(exe: &Path, limits: &Limits) -> std::io::Result<Live> {
         let mut command = Command::new(exe);
         command
             .arg(SUBCOMMAND)
@@ -27,7 +42,10 @@ impl Live {
             .stderr(Stdio::piped());
         crate::engine::process::in_own_group(&mut command);
         let mut process = command.spawn()?;
+        // Before the job is sent: the child allocates nothing of the script's until then.
+        let limit = EvaluatorLimit::hold(&process, evaluator_memory(limits));
         Ok(Live {
+            _limit: limit,
             to_child: process.stdin.take(),
             from_child: process.stdout.take().map(BufReader::new),
             stderr: process.stderr.take().map(keep_stderr),

@@ -220,7 +220,7 @@ pub(crate) fn load(
         // runs: a refusal then names the statement before, or none. A constant that large
         // is where it was refused.
         End::Refused(message) => {
-            let cap = u128::try_from(limits.max_heap_bytes).unwrap_or(0) * 4;
+            let cap = u128::try_from(limits.memory_cap()).unwrap_or(0);
             Err(CodeError::new(
                 match largest_constant(&sources.origin, &sources.text, cap / 2) {
                     Some(at) => {
@@ -277,7 +277,7 @@ enum End {
 /// Starts `exe __evaluate` and sends it `start` (see [`converse`]).
 fn start<'a>(exe: &Path, start: &Start, run: FrameRun<'a>) -> Ended<'a> {
     let _evaluating = Evaluating::enter();
-    match Live::spawn(exe) {
+    match Live::spawn(exe, run.limits) {
         Ok(live) => converse(live, &Opening::new(start), run, false),
         Err(e) => {
             let detail = format!("cannot start `{} {SUBCOMMAND}`: {e}", exe.display());
