@@ -1985,6 +1985,7 @@ fn triage_says_a_chain_stopped_before_its_tests_only_without_a_test_summary() {
         &[("lint.sh", "echo 'src/a.js:3: 1 error'\nexit 1\n")],
     );
     insta::assert_snapshot!(step_output(&project, "Step 6: what the checks say"), @"The fix makes the new test pass; the other checks pass: sh ./check.sh. These checks failed before the fix too, so not because of it: `true && echo '2 tests failed' && false`, `sh ./lint.sh && npm run build && python3 -m pytest` (it stopped at `sh ./lint.sh`, the first of its steps: its tests did not run), `sh ./lint.sh && sh ./check.sh` (it printed no test summary: its tests did not run)");
+}
 
 /// Regression (google/uuid): a CI job none of whose commands is a check mekara knows (its
 /// `compat` job runs `apidiff` against `master`, checked out beside the change) was dropped
@@ -2116,6 +2117,7 @@ fn review_sends_back_a_finding_outside_the_change_with_the_changes_lines() {
     Unverified (the file or line does not exist, or is outside the change; check them by hand):
     limits.txt:5: still the old header (outside the change: it changes `limits.txt` at lines 27-33)
     ");
+}
 
 /// Runs `flow/pr` with the scripted agent following `plan` and `PATH` set to `path`, answering
 /// `answers` in order; returns the last run.
