@@ -403,7 +403,7 @@ fn step_builtins_at_module_top_level_are_refused_by_check() {
         "Top.\n",
         Some("r = call_script(\"top-llm\")\n\ndef execute(request):\n    pass\n"),
     );
-    let run = mekara_snapshot!(
+    mekara_snapshot!(
         project,
         project.run(&["check", "top-auto", "top-llm", "top-call"], "")
     );

@@ -554,7 +554,7 @@ pub fn without_ms(text: &str) -> String {
 pub fn lines_with(text: &str, needles: &[&str]) -> String {
     text.lines()
         .filter(|line| needles.iter().any(|n| line.contains(n)))
-        .map(|line| format!("{line}\n"))
+        .flat_map(|line| [line, "\n"])
         .collect()
 }
 

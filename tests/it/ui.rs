@@ -163,6 +163,10 @@ fn get_json(url: &str) -> Json {
 /// token, and what the run's timing drew (each bar's geometry, a duration shown alone in an
 /// element or in an estimate). The text a snapshot of a page pins.
 pub(crate) fn page_main(page: &str) -> String {
+    const BLOCKS: [&str; 17] = [
+        "div", "p", "pre", "h1", "h2", "h3", "details", "summary", "form", "table", "tr", "li",
+        "ul", "section", "header", "footer", "label",
+    ];
     static TIMING: std::sync::OnceLock<[(regex::Regex, &str); 3]> = std::sync::OnceLock::new();
     let timing = TIMING.get_or_init(|| {
         let duration = r"\d+(?:\.\d)? (?:ms|s)|\d+ min \d\d s|\d+ h \d\d min";
@@ -176,10 +180,6 @@ pub(crate) fn page_main(page: &str) -> String {
             ),
         ]
     });
-    const BLOCKS: [&str; 17] = [
-        "div", "p", "pre", "h1", "h2", "h3", "details", "summary", "form", "table", "tr", "li",
-        "ul", "section", "header", "footer", "label",
-    ];
     let main = page
         .split_once("<main id=\"content\">")
         .and_then(|(_, rest)| rest.split_once("</main>"))
