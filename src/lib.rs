@@ -25,8 +25,8 @@
 // A dependency nothing uses fails the lint gate (tests and benches have their own).
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
-// The portable process backend reads no boot clock: only the benches use `nix` then.
-#[cfg(not(all(target_os = "linux", not(feature = "force-portable"))))]
+// Off Linux no process backend reads the boot clock: only the benches use `nix` then.
+#[cfg(not(target_os = "linux"))]
 use nix as _;
 
 // Windows has no use for rustix (its process and poll calls are Unix's).

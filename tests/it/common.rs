@@ -71,6 +71,7 @@ impl Project {
             .env("PATH", path_with_mekara())
             .env("HOME", self.home())
             .env("MEKARA_LOG_FILE", self.home().join("mekara.log"));
+        with_process_backend(&mut command);
         command
     }
 
@@ -84,6 +85,7 @@ impl Project {
             .env("NO_COLOR", "1")
             .env("COLUMNS", "100")
             .env("LANG", "C.UTF-8");
+        with_process_backend(&mut cmd);
         cmd
     }
 
@@ -253,6 +255,15 @@ pub fn under_strace(project: &Project, strace: &[&str], args: &[&str]) -> (Run, 
     let run = run_with_stdin(command, "");
     let traced = std::fs::read_to_string(&trace).unwrap_or_default();
     (run, traced)
+}
+
+/// The process backend the test's environment names (`.ci/run` runs the step, durability and
+/// MCP tests a second time with `MEKARA_PROCESS_BACKEND=portable`), kept in the hermetic
+/// environment of the mekara under test.
+fn with_process_backend(command: &mut Command) {
+    if let Some(backend) = std::env::var_os("MEKARA_PROCESS_BACKEND") {
+        command.env("MEKARA_PROCESS_BACKEND", backend);
+    }
 }
 
 /// `PATH` with the folder of the `mekara` under test first: a shell, or an agent client

@@ -40,13 +40,10 @@ fn packages() -> &'static Packages {
             Some(dir) => dir.to_str().expect("a UTF-8 profile"),
             None => "release",
         };
-        let features: Vec<&str> = [
-            ("clients", cfg!(feature = "clients")),
-            ("force-portable", cfg!(feature = "force-portable")),
-        ]
-        .into_iter()
-        .filter_map(|(name, on)| on.then_some(name))
-        .collect();
+        let features: Vec<&str> = [("clients", cfg!(feature = "clients"))]
+            .into_iter()
+            .filter_map(|(name, on)| on.then_some(name))
+            .collect();
         let out = root.join("target/test-packages");
         let _ = std::fs::remove_dir_all(&out);
         let started = std::time::Instant::now();

@@ -127,6 +127,35 @@ fn canonical(path: &Path) -> String {
         .to_string()
 }
 
+/// `.ci/run` runs these tests a second time with `MEKARA_PROCESS_BACKEND=portable`: the
+/// variable reaches the mekara under test, and the backend it names is the one that runs.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_process_backend_the_environment_names_is_the_one_that_runs() {
+    let project = Project::new();
+    project.script(
+        "one",
+        NL,
+        Some("def execute(request):\n    auto(\"true\")\n"),
+    );
+    let mut command = project.command(&["run", "one"]);
+    command.env("MEKARA_LOG", "mekara=debug");
+    let run = crate::common::run_with_stdin(command, "");
+    run.expect_code(0);
+    let named = std::env::var("MEKARA_PROCESS_BACKEND").ok();
+    let expected = if named.as_deref() == Some("portable") {
+        "portable"
+    } else {
+        "linux"
+    };
+    let said: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|line| line.split_once("process backend: ").map(|(_, name)| name))
+        .collect();
+    assert_eq!(said, [expected], "{}", run.stderr);
+}
+
 #[test]
 fn stdout_and_stderr_are_recorded_interleaved_in_the_order_written() {
     let project = Project::new();

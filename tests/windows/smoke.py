@@ -214,18 +214,24 @@ class Suite:
 
     def kill_and_resume(self) -> None:
         steps = self.project / "steps.txt"
-        child = subprocess.Popen(
-            self.command("run", "--run-id", "killed1", "killed"),
-            cwd=self.project,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        # What the killed run printed is kept beside the project, for a failure to show.
+        said = self.project / "killed1.out"
+        with open(said, "wb") as out:
+            child = subprocess.Popen(
+                self.command("run", "--run-id", "killed1", "killed"),
+                cwd=self.project,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + PART_TIMEOUT_SECONDS
         while not (steps.exists() and steps.read_text().strip() == "once"):
-            check(time.monotonic() < deadline, "the first step never ran")
+            if time.monotonic() >= deadline or child.poll() is not None:
+                ended = "it is still running" if child.poll() is None else f"it ended with {child.returncode}"
+                os.killpg(child.pid, signal.SIGKILL)
+                check(False, f"the first step never ran ({ended}); it printed:\n{said.read_text(errors='replace')}")
             time.sleep(0.1)
         time.sleep(3)  # into the long step
         os.killpg(child.pid, signal.SIGKILL)

@@ -7,9 +7,6 @@ use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
 use super::Process;
 
-#[cfg(test)]
-pub(super) const NAME: &str = "linux";
-
 /// Nanoseconds on the boot clock, which `/proc/<pid>/stat` start times are counted on.
 pub(crate) fn clock_ns() -> u64 {
     let Ok(t) = clock_gettime(ClockId::CLOCK_BOOTTIME) else {

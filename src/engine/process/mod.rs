@@ -3,13 +3,14 @@
 //! live process, the members of a process group, and a child's exit noticed without
 //! reaping it.
 //!
-//! One backend per OS family, chosen at compile time here and nowhere else, keeps the same
+//! One backend per OS family, chosen here and nowhere else, keeps the same
 //! promises (see `group_note` and `shell`):
 //!
 //! - **Linux** reads `/proc/<pid>/stat` (start times in clock ticks, usually 10 ms, on the
 //!   boot clock) and watches a child through a pidfd that `poll` wakes on.
-//! - **portable**, every other Unix (macOS, the BSDs), and Linux built with the
-//!   `force-portable` feature so that it is tested here: it asks `ps` (`pid`, `pgid`,
+//! - **portable**, every other Unix (macOS, the BSDs), and Linux when the environment
+//!   says `MEKARA_PROCESS_BACKEND=portable`, so that it is tested here on the binary the
+//!   other tests use (`select.rs`): it asks `ps` (`pid`, `pgid`,
 //!   `stat`, `etime`, which procps and the BSD `ps` both know), so start times are whole
 //!   seconds on the wall clock, and it notices a child's exit with `waitid(WNOWAIT)` at each
 //!   tick of the step's loop.
@@ -97,17 +98,17 @@ impl EvaluatorLimit {
     }
 }
 
-/// The backend's name, for the tests.
-#[cfg(test)]
-const BACKEND: &str = imp::NAME;
-
-// One backend per OS family, chosen here and nowhere else.
-#[cfg(all(target_os = "linux", not(feature = "force-portable")))]
-#[path = "linux.rs"]
+// One backend per OS family, chosen here and nowhere else: on Linux at run time (`select.rs`),
+// elsewhere at compile time.
+#[cfg(target_os = "linux")]
+#[path = "select.rs"]
 mod imp;
-#[cfg(all(unix, not(all(target_os = "linux", not(feature = "force-portable")))))]
-#[path = "portable.rs"]
-mod imp;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(unix)]
+mod portable;
+#[cfg(all(unix, not(target_os = "linux")))]
+use portable as imp;
 #[cfg(windows)]
 #[path = "windows.rs"]
 mod imp;
@@ -118,16 +119,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn force_portable_selects_the_portable_backend() {
-        let portable = cfg!(feature = "force-portable") || !cfg!(target_os = "linux");
+    fn the_backend_is_the_one_the_system_and_environment_choose() {
+        let asked = std::env::var("MEKARA_PROCESS_BACKEND").ok();
         let expected = if cfg!(windows) {
             "windows"
-        } else if portable {
+        } else if !cfg!(target_os = "linux") || asked.as_deref() == Some("portable") {
             "portable"
         } else {
             "linux"
         };
-        assert_eq!(BACKEND, expected);
+        assert_eq!(imp::name(), expected);
     }
 
     #[cfg(unix)]
@@ -174,10 +175,10 @@ mod tests {
         assert_eq!(status.code(), Some(7));
     }
 
-    #[cfg(all(unix, not(all(target_os = "linux", not(feature = "force-portable")))))]
+    #[cfg(unix)]
     #[test]
     fn ps_lines_and_ages_parse() {
-        use super::imp::{Read, elapsed_secs, parse_line};
+        use super::portable::{Read, elapsed_secs, parse_line};
         assert_eq!(elapsed_secs("00:05"), Some(5));
         assert_eq!(elapsed_secs("01:02:03"), Some(3723));
         assert_eq!(elapsed_secs("2-01:02:03"), Some(2 * 86_400 + 3723));

@@ -47,8 +47,11 @@ use windows_sys::Win32::System::Threading::{
 
 use super::Process;
 
+/// The backend's name, for the tests.
 #[cfg(test)]
-pub(super) const NAME: &str = "windows";
+pub(super) fn name() -> &'static str {
+    "windows"
+}
 
 /// `JOB_OBJECT_TERMINATE | JOB_OBJECT_QUERY`: what a resume needs of a Job found by name.
 const JOB_TERMINATE_AND_QUERY: u32 = 0x0008 | 0x0004;
