@@ -555,8 +555,18 @@ fn start(
             .open(path)
             .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))
     };
-    let stderr = open(&log, true)?;
-    let stdout = open(&summary_path(&log), false)?;
+    let files = open(&log, true).and_then(|e| Ok((e, open(&summary_path(&log), false)?)));
+    let (stderr, stdout) = match files {
+        Ok(files) => files,
+        Err(e) => {
+            // The host's fault (a full disk, the folder not writable), not the run's: it goes
+            // back to the queue for a worker that can write, and this one stops.
+            worker.give_back(&id)?;
+            return Err(e.context(format!(
+                "the worker stops: it cannot keep the output of the runs it starts (run {id} is back in the queue)"
+            )));
+        }
+    };
     crate::engine::process::interruptible(&mut command);
     let mut child = match command
         .stdin(Stdio::piped())

@@ -881,3 +881,39 @@ fn a_run_whose_process_cannot_start_fails_and_the_worker_goes_on() {
         "the reason is recorded on the run: {note}"
     );
 }
+
+#[test]
+#[cfg_attr(not(feature = "clients"), ignore = "needs PostgreSQL 15")]
+fn a_worker_that_cannot_write_a_runs_log_gives_the_run_back_and_stops() {
+    let shared = tempfile::tempdir().expect("tempdir");
+    let s = shared.path();
+    let first = checkout(s, "");
+    let db = Db::migrated(&first);
+    let host = db.host("h", first);
+    let id = submit(&host, "steps", "r", &[]);
+    // What the worker writes the run's output to is a folder: it cannot be opened.
+    let log = host
+        .project
+        .root()
+        .join(format!(".mekara/runs/{id}.worker.log"));
+    std::fs::create_dir_all(&log).expect("a folder where the log goes");
+    let mut w = worker(&host, s, &["--until-empty"]);
+    let code = wait(&mut w, 60);
+    let said = stderr_of(s, "h");
+    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(state(&db, &id), "queued", "{said}");
+    let attempts: i32 = db
+        .client()
+        .query_one(
+            "SELECT attempts FROM mekara_queue WHERE run_id = $1",
+            &[&id],
+        )
+        .expect("row")
+        .get(0);
+    assert_eq!(attempts, 0, "{said}");
+    let error = said
+        .lines()
+        .find(|line| line.starts_with("error:"))
+        .unwrap_or_else(|| panic!("no error line:\n{said}"));
+    insta::assert_snapshot!(host.project.scrub(&error.replace(&id, "[RUN]")));
+}
