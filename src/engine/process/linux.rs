@@ -57,6 +57,17 @@ pub(crate) fn group_members(pgid: i32) -> Vec<Process> {
         .collect()
 }
 
+/// The resident memory of `child`, from `/proc/<pid>/statm` (its second field, in pages).
+pub(crate) fn resident(child: &std::process::Child) -> Option<u64> {
+    let statm = std::fs::read_to_string(format!("/proc/{}/statm", child.id())).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    let page = match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(bytes)) if bytes > 0 => bytes.unsigned_abs(),
+        _ => 4096,
+    };
+    Some(pages * page)
+}
+
 /// A pidfd of `pid`: it polls readable once the process exited. Kernels older than 5.3
 /// have none; the step loop then asks at each tick.
 pub(super) fn exit_fd(pid: Pid) -> Option<OwnedFd> {

@@ -54,7 +54,7 @@ pub(crate) use imp::{
     FileAt, Job, delete_pending, in_own_group, interrupt, interruptible, kill_group,
     own_group_and_pid, resume,
 };
-pub(crate) use imp::{clock_ns, group_members, process};
+pub(crate) use imp::{clock_ns, group_members, process, resident};
 #[cfg(unix)]
 pub(crate) use unix::{
     ExitWatch, FileAt, in_own_group, interrupt, interruptible, kill_group, own_group_and_pid,
@@ -129,6 +129,33 @@ mod tests {
             "linux"
         };
         assert_eq!(imp::name(), expected);
+    }
+
+    /// What keeps a suspended evaluator child only while it is small (`WARM_RSS`) reads this.
+    #[test]
+    fn a_childs_resident_memory_is_read_where_the_backend_reads_it() {
+        use std::process::{Command, Stdio};
+        let mut waiting = if cfg!(windows) {
+            let mut pause = Command::new("cmd");
+            pause.args(["/c", "pause"]);
+            pause
+        } else {
+            Command::new("cat")
+        }
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let read = resident(&waiting);
+        let _ = waiting.kill();
+        let _ = waiting.wait();
+        if imp::name() == "portable" {
+            assert_eq!(read, None);
+        } else {
+            let bytes = read.expect("the backend reads a child's resident memory");
+            assert!((4096..1 << 30).contains(&bytes), "{bytes} bytes");
+        }
     }
 
     #[cfg(unix)]

@@ -157,6 +157,12 @@ pub(super) fn elapsed_secs(text: &str) -> Option<u64> {
     (m < 60 && s < 60).then_some(((days * 24 + h) * 60 + m) * 60 + s)
 }
 
+/// The resident memory of a child: not read. `ps -o rss=` would tell it, at the cost of a
+/// process each time an evaluator child suspends, which is every llm step.
+pub(crate) fn resident(_child: &std::process::Child) -> Option<u64> {
+    None
+}
+
 pub(crate) fn process(pid: i32) -> Option<Process> {
     if pid <= 0 {
         return None;

@@ -69,6 +69,15 @@ pub(crate) fn group_members(pgid: i32) -> Vec<Process> {
     }
 }
 
+/// The resident memory of `child`, when the running backend reads it.
+pub(crate) fn resident(child: &std::process::Child) -> Option<u64> {
+    if portable() {
+        portable::resident(child)
+    } else {
+        linux::resident(child)
+    }
+}
+
 /// What polls readable once `pid` exited, if the running backend has one.
 pub(super) fn exit_fd(pid: Pid) -> Option<OwnedFd> {
     if portable() {

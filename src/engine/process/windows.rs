@@ -39,6 +39,7 @@ use windows_sys::Win32::System::JobObjects::{
     JobObjectExtendedLimitInformation, OpenJobObjectW, QueryInformationJobObject,
     SetInformationJobObject, TerminateJobObject,
 };
+use windows_sys::Win32::System::ProcessStatus::{K32GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
 use windows_sys::Win32::System::Threading::{
     CREATE_NEW_PROCESS_GROUP, GetCurrentProcessId, GetExitCodeProcess, GetProcessTimes,
     OpenProcess, OpenThread, PROCESS_QUERY_LIMITED_INFORMATION, ResumeThread,
@@ -51,6 +52,19 @@ use super::Process;
 #[cfg(test)]
 pub(super) fn name() -> &'static str {
     "windows"
+}
+
+/// The resident memory of `child`: its working set.
+pub(crate) fn resident(child: &Child) -> Option<u64> {
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    let mut counters: PROCESS_MEMORY_COUNTERS = unsafe { std::mem::zeroed() };
+    let size = u32::try_from(std::mem::size_of::<PROCESS_MEMORY_COUNTERS>()).ok()?;
+    // SAFETY: the child's live handle (kept by `child`) and a pointer to a local of the size
+    // given.
+    let ok = unsafe {
+        K32GetProcessMemoryInfo(child.as_raw_handle() as HANDLE, &raw mut counters, size)
+    };
+    (ok != 0).then(|| u64::try_from(counters.WorkingSetSize).unwrap_or(u64::MAX))
 }
 
 /// `JOB_OBJECT_TERMINATE | JOB_OBJECT_QUERY`: what a resume needs of a Job found by name.

@@ -3,6 +3,7 @@
 
 use super::live::Live;
 use crate::engine::compiled::evaluation::Evaluation;
+use crate::engine::process::resident;
 use crate::engine::step::StepRecord;
 
 /// An evaluator child holding a frame's suspended evaluation between two evaluations of
@@ -61,7 +62,7 @@ impl Warm {
         printed: usize,
     ) -> Option<Warm> {
         use std::sync::atomic::Ordering;
-        let small = resident(live.process.id()).is_none_or(|rss| rss <= WARM_RSS);
+        let small = resident(&live.process).is_none_or(|rss| rss <= WARM_RSS);
         let room = WARM
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
                 (small && n < MAX_WARM).then_some(n + 1)
@@ -90,11 +91,4 @@ impl Warm {
             TakeUp::Resume(self.live, new)
         }
     }
-}
-
-/// The resident memory of process `pid`, when this system tells it.
-fn resident(pid: u32) -> Option<u64> {
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }
