@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::common::Project;
+use crate::common::{Project, Run};
 use crate::mcp::client::Client;
 
 /// A project with one compiled script `name` (and its NL file `nl`).
@@ -576,7 +576,19 @@ fn runtime_error_in_execute_falls_back_with_its_location() {
 
 const RUNAWAY: &str = "def execute(request):\n    for i in range(1000000000):\n        x = i\n";
 
+/// `mekara ARGS` with the tick limit at `ticks` (`MEKARA_MAX_TICKS`): a debug build takes
+/// minutes to count to the default 50 million.
+fn run_with_ticks(project: &Project, args: &[&str], ticks: &str) -> Run {
+    let mut command = project.command(args);
+    command.env("MEKARA_MAX_TICKS", ticks);
+    crate::common::run_with_stdin(command, "\n")
+}
+
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "50 million ticks take minutes in a debug build (.ci/run runs it in release)"
+)]
 fn runaway_loop_is_stopped_by_the_tick_limit() {
     let project = project_with("loop", "Loop forever.\n", RUNAWAY);
     let run = project.run(&["run", "loop"], "\n");
@@ -592,7 +604,7 @@ fn runaway_loop_is_stopped_by_the_tick_limit() {
 #[test]
 fn runaway_loop_error_names_the_script_location() {
     let project = project_with("loop", "Loop forever.\n", RUNAWAY);
-    let run = project.run(&["run", "loop"], "\n");
+    let run = run_with_ticks(&project, &["run", "loop"], "1000000");
     run.expect_code(1);
     insta::assert_snapshot!("runaway_loop", project.scrub(what_failed(&run.stdout)));
 }
@@ -604,14 +616,41 @@ fn runaway_function_step_error_names_the_line_in_the_function() {
         "Spin.\n",
         "def spin(n):\n    total = 0\n    for i in range(n):\n        total += 1\n    return total\n\ndef execute(request):\n    auto(\"true\")\n    auto(spin, {\"n\": 1000000000})\n",
     );
-    let run = project.run(&["run", "spin"], "\n");
+    let run = run_with_ticks(&project, &["run", "spin"], "1000000");
     run.expect_code(1);
     let failed = what_failed(&run.stdout);
     assert!(
-        failed.contains("ticks has been exceeded") && failed.contains("spin.star:4:9"),
+        failed.contains("1000000 ticks has been exceeded") && failed.contains("spin.star:4:9"),
         "the limit is named at the statement in the loop:\n{}",
         run.stdout
     );
+}
+
+#[test]
+fn a_tick_limit_that_is_not_a_number_is_said_and_the_default_holds() {
+    let project = project_with(
+        "one",
+        "One step.\n",
+        "def execute(request):\n    auto(\"true\")\n",
+    );
+    for bad in ["lots", "0", "-5"] {
+        let run = run_with_ticks(&project, &["run", "one"], bad);
+        run.expect_code(0);
+        let said: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|line| line.contains("MEKARA_MAX_TICKS"))
+            .map(|line| &line[line.find("MEKARA_MAX_TICKS").unwrap_or(0)..])
+            .collect();
+        assert_eq!(
+            said,
+            [format!(
+                "MEKARA_MAX_TICKS=\"{bad}\" is not a number of ticks above 0: the limit is 50000000"
+            )],
+            "{}",
+            run.stderr
+        );
+    }
 }
 
 // ── JSON fidelity of function steps ─────────────────────────────────────────────────────

@@ -22,9 +22,29 @@ pub(crate) struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_ticks: 50_000_000,
+            max_ticks: max_ticks(),
             max_heap_bytes: 256 * 1024 * 1024,
             max_call_depth: 200,
+        }
+    }
+}
+
+/// The ticks an evaluation may take: `MEKARA_MAX_TICKS`, else 50 million (a few seconds of
+/// a release build; the tests of the limit set a lower one, since a debug build takes
+/// minutes to count that far). A value that is not a number above 0 is said, and the default
+/// holds.
+fn max_ticks() -> u64 {
+    const DEFAULT: u64 = 50_000_000;
+    let Ok(value) = std::env::var("MEKARA_MAX_TICKS") else {
+        return DEFAULT;
+    };
+    match value.trim().parse::<u64>() {
+        Ok(ticks) if ticks > 0 => ticks,
+        _ => {
+            tracing::warn!(
+                "MEKARA_MAX_TICKS={value:?} is not a number of ticks above 0: the limit is {DEFAULT}"
+            );
+            DEFAULT
         }
     }
 }
