@@ -555,7 +555,7 @@ fn start(
             .open(path)
             .map_err(|e| anyhow::anyhow!("cannot write `{}`: {e}", path.display()))
     };
-    let files = open(&log, true).and_then(|e| Ok((e, open(&summary_path(&log), false)?)));
+    let files = open(&log, true).and_then(|output| Ok((output, open(&summary_path(&log), false)?)));
     let (stderr, stdout) = match files {
         Ok(files) => files,
         Err(e) => {
